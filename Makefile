@@ -1,0 +1,135 @@
+# Cosmic Clash backend. Plain make: `make`, `make test`, `make demo`,
+# `make bench`, `make install PREFIX=...`, `make clean`. V=1 shows commands.
+
+.DEFAULT_GOAL := all
+.SUFFIXES:
+.SECONDARY:
+
+PREFIX ?= /usr/local
+B      := build
+Q      := $(if $(filter 1,$(V)),,@)
+VERSION := 0.1.0
+
+# Recursive (=) so pkg-config is asked only when a rule needs it, after
+# scripts/ensure-deps.sh had its chance to install the packages.
+PKGS      = libmicrohttpd libcurl libpq hiredis libcjson libsodium
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lm -lpthread
+CHECK_LIBS = $(shell pkg-config --libs check)
+
+WARN := -Wall -Wextra -Werror -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \
+        -Wvla -Wwrite-strings -Wshadow
+BASE_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -Ilibcommon -Itests/support $(PKG_CFLAGS) -MMD -MP $(EXTRA_CFLAGS)
+REL_CFLAGS   = $(BASE_CFLAGS) -O2 -g
+ASAN_FLAGS  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+ASAN_CFLAGS  = $(BASE_CFLAGS) -O1 -g $(ASAN_FLAGS)
+
+LIB_SRCS := $(wildcard libcommon/*.c)
+
+# Every services/<name>/main.c is a binary cc-<name>; gameserver/ is
+# cc-gameserver. Files named testkit_*.c belong only to test-only binaries.
+SERVICE_DIRS := $(patsubst %/main.c,%,$(wildcard services/*/main.c gameserver/main.c))
+bin_name = $(if $(filter gameserver,$(1)),cc-gameserver,cc-$(notdir $(1)))
+BINS := $(foreach d,$(SERVICE_DIRS),$(call bin_name,$(d)))
+
+# Test-only binaries: cc-testkit-api is cc-api plus services/api/testkit_*.c.
+TESTKIT_BINS := $(if $(wildcard services/api/testkit_*.c),cc-testkit-api)
+
+SUPPORT_SRCS := $(wildcard tests/support/*.c)
+UNIT_SRCS    := $(wildcard tests/unit/test_*.c)
+INTEG_SRCS   := $(wildcard tests/integration/test_*.c)
+BENCH_SRCS   := $(wildcard tests/bench/*.c)
+UNIT_BINS    := $(patsubst %.c,$(B)/asan/%,$(UNIT_SRCS))
+INTEG_BINS   := $(patsubst %.c,$(B)/asan/%,$(INTEG_SRCS))
+BENCH_BINS   := $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRCS))
+
+.PHONY: all test test-unit test-integration demo bench install clean deps tests-build
+
+all: $(addprefix $(B)/bin/,$(BINS) $(TESTKIT_BINS))
+
+# ---- objects -------------------------------------------------------------
+$(B)/rel/%.o: %.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(REL_CFLAGS) -c -o $@ $<
+
+$(B)/asan/%.o: %.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC-ASAN $<")
+	$(Q)$(CC) $(ASAN_CFLAGS) -c -o $@ $<
+
+# Only cc.o carries the build id, so a new commit rebuilds one file.
+$(B)/rel/libcommon/cc.o $(B)/asan/libcommon/cc.o: \
+	EXTRA_CFLAGS = -DCC_BUILD_VERSION='"$(VERSION) (git $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown))"'
+
+$(B)/rel/libcommon.a: $(patsubst %.c,$(B)/rel/%.o,$(LIB_SRCS))
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(B)/asan/libcommon.a: $(patsubst %.c,$(B)/asan/%.o,$(LIB_SRCS))
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+# ---- binaries ------------------------------------------------------------
+define bin_rule
+$(B)/bin/$(call bin_name,$(1)): $(patsubst %.c,$(B)/rel/%.o,$(filter-out $(1)/testkit_%.c,$(wildcard $(1)/*.c))) $(B)/rel/libcommon.a
+	@mkdir -p $$(@D)
+	@$$(if $$(Q),echo "  LD      $$@")
+	$$(Q)$$(CC) -o $$@ $$^ $$(PKG_LIBS)
+endef
+$(foreach d,$(SERVICE_DIRS),$(eval $(call bin_rule,$(d))))
+
+$(B)/bin/cc-testkit-api: $(patsubst %.c,$(B)/rel/%.o,$(wildcard services/api/*.c)) $(B)/rel/libcommon.a
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ $(PKG_LIBS)
+
+# ---- tests -----------------------------------------------------------------
+# A test binary links the real library objects (ASan build) plus the shared
+# test support code; services' sources are linked minus main.c where a test
+# names them in its TEST_LINK_<name> variable.
+SUPPORT_OBJS = $(patsubst %.c,$(B)/asan/%.o,$(SUPPORT_SRCS))
+$(B)/asan/tests/%: $(B)/asan/tests/%.o $(SUPPORT_OBJS) $(B)/asan/libcommon.a
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD-ASAN $@")
+	$(Q)$(CC) $(ASAN_FLAGS) -o $@ $^ $(CHECK_LIBS) $(PKG_LIBS)
+
+$(B)/bench/%: tests/bench/%.c $(B)/rel/libcommon.a
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(REL_CFLAGS) -o $@ $^ $(PKG_LIBS)
+
+tests-build: all $(UNIT_BINS) $(INTEG_BINS)
+
+deps:
+	$(Q)scripts/ensure-deps.sh
+
+# make test: install what is missing, build, unit tests under ASan/UBSan,
+# then integration tests against a disposable PostgreSQL and Redis.
+test:
+	$(Q)scripts/ensure-deps.sh
+	$(Q)$(MAKE) --no-print-directory tests-build
+	$(Q)scripts/run-tests.sh
+
+test-unit: tests-build
+	$(Q)scripts/run-tests.sh unit
+test-integration: tests-build
+	$(Q)scripts/run-tests.sh integration
+
+demo:
+	$(Q)scripts/ensure-deps.sh
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)scripts/demo.sh
+
+bench:
+	$(Q)scripts/ensure-deps.sh
+	$(Q)$(MAKE) --no-print-directory all $(BENCH_BINS)
+	$(Q)tests/harness/with-services.sh scripts/bench.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/cosmic-clash/migrations \
+		$(DESTDIR)$(PREFIX)/share/cosmic-clash/contracts/v1
+	install -m 0755 $(addprefix $(B)/bin/,$(BINS)) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 migrations/*.sql $(DESTDIR)$(PREFIX)/share/cosmic-clash/migrations/
+	install -m 0644 contracts/v1/*.json $(DESTDIR)$(PREFIX)/share/cosmic-clash/contracts/v1/
+
+clean:
+	rm -rf $(B)
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build, tests and demo need. As root it
+# runs a non-interactive apt-get for whatever is missing; otherwise it names
+# exactly what is missing and fails.
+set -euo pipefail
+
+packages=(
+	gcc make pkg-config
+	libmicrohttpd-dev libcurl4-openssl-dev libpq-dev libhiredis-dev libcjson-dev
+	libsodium-dev libenet-dev check libsubunit-dev
+	postgresql postgresql-client redis-server redis-tools
+	prometheus curl jq procps iproute2 util-linux
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	[[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+if [[ $(id -u) -ne 0 ]]; then
+	echo "ensure-deps: missing Debian packages: ${missing[*]}" >&2
+	echo "ensure-deps: run as root, or: sudo apt-get install -y ${missing[*]}" >&2
+	exit 1
+fi
+
+echo "ensure-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+# Package post-install scripts must not start system-wide servers: the
+# tests start their own disposable ones.
+policy=/usr/sbin/policy-rc.d
+created_policy=0
+if [[ ! -e $policy ]]; then
+	printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 0755 "$policy" && created_policy=1
+fi
+trap '[[ $created_policy -eq 1 ]] && rm -f "$policy"' EXIT
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# run-tests.sh [unit|integration|all] [FILTER]
+#
+# Runs the built test binaries and scripts and prints one closing line,
+# "N passed, N failed". Unit tests are the ASan/UBSan Check suites in
+# build/asan/tests/unit. Integration tests (Check suites in
+# build/asan/tests/integration and scripts tests/integration/*.sh) run inside
+# tests/harness/with-services.sh against a disposable PostgreSQL and Redis.
+# FILTER keeps only tests whose name contains it (README: one suite).
+# A failing test's whole output is printed; a passing one prints its summary.
+set -uo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$top"
+what=${1:-all}
+filter=${2:-}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export CC_TOP="$top"
+
+results=${CC_TEST_RESULTS:-}
+own_results=0
+if [[ -z "$results" ]]; then
+	results=$(mktemp "${TMPDIR:-/tmp}/cc-results.XXXXXX")
+	own_results=1
+	export CC_TEST_RESULTS="$results"
+fi
+
+# run_one NAME CMD...: runs one test, records "checks failures name".
+run_one() {
+	local name=$1; shift
+	local out; out=$(mktemp "${TMPDIR:-/tmp}/cc-test-out.XXXXXX")
+	local start=$SECONDS
+	"$@" >"$out" 2>&1
+	local rc=$?
+	local summary checks=0 fails=0
+	# Check closes with "100%: Checks: 7, Failures: 0, Errors: 0".
+	summary=$(grep -E '^[0-9]+%: Checks: [0-9]+' "$out" | tail -n 1)
+	if [[ -n "$summary" ]]; then
+		checks=$(sed -E 's/.*Checks: ([0-9]+).*/\1/' <<<"$summary")
+		fails=$(sed -E 's/.*Failures: ([0-9]+), Errors: ([0-9]+).*/\1+\2/' <<<"$summary")
+		fails=$((fails))
+	else
+		checks=1
+		fails=$([[ $rc -eq 0 ]] && echo 0 || echo 1)
+	fi
+	if [[ $rc -ne 0 && $fails -eq 0 ]]; then fails=1; fi # crashed after its summary (leak report)
+	if [[ $fails -ne 0 ]]; then
+		echo "FAIL $name (exit $rc, $((SECONDS - start))s): $*"
+		sed 's/^/    | /' "$out"
+	else
+		echo "ok   $name ($checks checks, $((SECONDS - start))s)"
+	fi
+	echo "$((checks - fails)) $fails $name" >>"$results"
+	rm -f "$out"
+}
+
+run_unit() {
+	local t
+	for t in build/asan/tests/unit/test_*; do
+		[[ -x "$t" ]] || continue
+		[[ -z "$filter" || "$t" == *"$filter"* ]] || continue
+		run_one "unit/$(basename "$t")" "$t"
+	done
+}
+
+run_integration_inside() {
+	local t
+	for t in build/asan/tests/integration/test_* tests/integration/*.sh; do
+		[[ -x "$t" ]] || continue
+		[[ -z "$filter" || "$t" == *"$filter"* ]] || continue
+		run_one "integration/$(basename "$t")" "$t"
+	done
+}
+
+case "$what" in
+unit) run_unit ;;
+integration) tests/harness/with-services.sh "$0" --inside-integration "$filter" ||
+	echo "0 1 integration-harness" >>"$results" ;;
+--inside-integration) run_integration_inside; exit 0 ;;
+all)
+	run_unit
+	tests/harness/with-services.sh "$0" --inside-integration "$filter" ||
+		echo "0 1 integration-harness" >>"$results"
+	;;
+*) echo "usage: run-tests.sh [unit|integration|all] [FILTER]" >&2; exit 2 ;;
+esac
+
+passed=$(awk '{s+=$1} END {print s+0}' "$results")
+failed=$(awk '{s+=$2} END {print s+0}' "$results")
+if [[ $failed -ne 0 ]]; then
+	echo "failed tests:"
+	awk '$2 != 0 {print "  " $3}' "$results"
+fi
+[[ $own_results -eq 1 ]] && rm -f "$results"
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 && $passed -gt 0 ]]

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# with-services.sh CMD [ARGS...]
+#
+# Starts a disposable PostgreSQL (initdb in a temp dir, its own port and
+# socket directory, run as the unprivileged "postgres" user when we are root)
+# and a disposable Redis, applies the migrations with cc-migrate, runs CMD with
+# their addresses in the environment, then stops both and deletes the temp
+# dir, also after a failure or a signal. When CMD or the start-up fails, the
+# servers' logs are printed before anything is deleted.
+#
+# CMD sees:
+#   CC_TEST_PG_DSN        database with every migration applied
+#   CC_TEST_PG_ADMIN_DSN  the "postgres" database, for creating scratch DBs
+#   CC_TEST_PG_HOST/PORT  127.0.0.1 and the port
+#   CC_TEST_PG_BIN        PostgreSQL's bin dir (pg_ctl, pg_dump, pgbench)
+#   CC_TEST_PG_DATA       the data dir (to stop/start the server in a test)
+#   CC_TEST_REDIS_HOST/PORT, CC_TEST_REDIS_PIDFILE
+#   CC_TEST_TMP           a scratch dir inside the temp dir
+# Set CC_HARNESS_NO_MIGRATE=1 to skip migrations.
+set -Eeuo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(cd "$here/../.." && pwd)
+[[ $# -ge 1 ]] || { echo "usage: with-services.sh CMD [ARGS...]" >&2; exit 2; }
+
+pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+[[ -x "$pgbin/initdb" ]] || { echo "with-services: no PostgreSQL server under /usr/lib/postgresql (run scripts/ensure-deps.sh)" >&2; exit 1; }
+command -v redis-server >/dev/null || { echo "with-services: redis-server is not installed (run scripts/ensure-deps.sh)" >&2; exit 1; }
+
+root=$(mktemp -d "${TMPDIR:-/tmp}/cc-harness.XXXXXX")
+chmod 0755 "$root"
+mkdir -p "$root/pg" "$root/sock" "$root/redis" "$root/scratch"
+pg_started=0
+redis_pidfile="$root/redis/redis.pid"
+rc=0
+
+as_pg() {
+	if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+print_logs() {
+	echo "---- with-services: PostgreSQL log ($root/pg.log) ----" >&2
+	tail -n 60 "$root/pg.log" >&2 2>/dev/null || true
+	echo "---- with-services: Redis log ----" >&2
+	tail -n 30 "$root/redis/redis.log" >&2 2>/dev/null || true
+	echo "---- with-services: end of logs ----" >&2
+}
+
+cleanup() {
+	rc=${rc:-$?}
+	trap - EXIT INT TERM
+	if [[ $rc -ne 0 ]]; then
+		echo "with-services: exit status $rc" >&2
+		print_logs
+	fi
+	if [[ -f "$redis_pidfile" ]]; then
+		pid=$(cat "$redis_pidfile" 2>/dev/null || true)
+		[[ -n "$pid" ]] && kill "$pid" 2>/dev/null || true
+		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+		kill -9 "$pid" 2>/dev/null || true
+	fi
+	if [[ $pg_started -eq 1 ]]; then
+		as_pg "$pgbin/pg_ctl" -D "$root/pg" -m immediate -w stop >/dev/null 2>&1 || true
+	fi
+	rm -rf "$root"
+	exit "$rc"
+}
+trap 'rc=$?; cleanup' EXIT
+trap 'rc=130; cleanup' INT
+trap 'rc=143; cleanup' TERM
+
+port_free() { [[ -z $(ss -Htan "( sport = :$1 )" 2>/dev/null) ]]; }
+pick_port() {
+	local p
+	for _ in $(seq 50); do
+		p=$((20000 + RANDOM % 30000))
+		port_free "$p" && { echo "$p"; return 0; }
+	done
+	return 1
+}
+
+chown postgres "$root/pg" "$root/sock" 2>/dev/null || true
+as_pg "$pgbin/initdb" -D "$root/pg" -U cc -A trust -E UTF8 --locale=C --no-sync >"$root/initdb.log" 2>&1 ||
+	{ cat "$root/initdb.log" >&2; rc=1; exit 1; }
+touch "$root/pg.log" && chown postgres "$root/pg.log" 2>/dev/null || true
+
+for attempt in 1 2 3 4 5; do
+	pgport=$(pick_port)
+	if as_pg "$pgbin/pg_ctl" -D "$root/pg" -l "$root/pg.log" -w -t 60 -o \
+		"-p $pgport -k $root/sock -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 -c shared_buffers=128MB" \
+		start >/dev/null; then
+		pg_started=1
+		break
+	fi
+	echo "with-services: PostgreSQL did not start on port $pgport (attempt $attempt)" >&2
+done
+[[ $pg_started -eq 1 ]] || { rc=1; exit 1; }
+
+admin_dsn="postgresql://cc@127.0.0.1:$pgport/postgres"
+"$pgbin/psql" -qAtX -v ON_ERROR_STOP=1 "$admin_dsn" -c 'CREATE DATABASE cosmic_clash' >/dev/null
+dsn="postgresql://cc@127.0.0.1:$pgport/cosmic_clash"
+
+redis_started=0
+for attempt in 1 2 3 4 5; do
+	rport=$(pick_port)
+	redis-server --bind 127.0.0.1 --port "$rport" --save '' --appendonly no \
+		--daemonize yes --pidfile "$redis_pidfile" --logfile "$root/redis/redis.log" \
+		--dir "$root/redis" || continue
+	# Wait for PING to answer, with a deadline; a refused port means retry.
+	for _ in $(seq 200); do
+		if [[ $(redis-cli -h 127.0.0.1 -p "$rport" ping 2>/dev/null) == PONG ]]; then
+			redis_started=1
+			break
+		fi
+		sleep 0.02
+	done
+	[[ $redis_started -eq 1 ]] && break
+	echo "with-services: Redis did not answer on port $rport (attempt $attempt)" >&2
+done
+[[ $redis_started -eq 1 ]] || { rc=1; exit 1; }
+
+export CC_TEST_PG_DSN="$dsn" CC_TEST_PG_ADMIN_DSN="$admin_dsn" CC_TEST_PG_HOST=127.0.0.1
+export CC_TEST_PG_PORT="$pgport" CC_TEST_PG_BIN="$pgbin" CC_TEST_PG_DATA="$root/pg"
+export CC_TEST_PG_SOCKDIR="$root/sock" CC_TEST_PG_LOG="$root/pg.log"
+export CC_TEST_REDIS_HOST=127.0.0.1 CC_TEST_REDIS_PORT="$rport" CC_TEST_REDIS_PIDFILE="$redis_pidfile"
+export CC_TEST_TMP="$root/scratch" CC_HARNESS_ROOT="$root"
+
+if [[ "${CC_HARNESS_NO_MIGRATE:-0}" != 1 ]]; then
+	"$top/build/bin/cc-migrate" --database-url="$dsn" --migrations-dir="$top/migrations" up >"$root/migrate.log" 2>&1 ||
+		{ echo "with-services: cc-migrate up failed:" >&2; cat "$root/migrate.log" >&2; rc=1; exit 1; }
+fi
+
+set +e
+"$@"
+rc=$?
+set -e
+exit "$rc"

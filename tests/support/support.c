@@ -1,0 +1,28 @@
+#include "support.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+const char *cc_test_env(const char *name)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		ck_abort_msg("environment variable %s is not set: run under tests/harness/with-services.sh", name);
+	return v;
+}
+
+const char *cc_test_bin(const char *name, char *buf, size_t len)
+{
+	const char *top = getenv("CC_TOP");
+	snprintf(buf, len, "%s/build/bin/%s", top && *top ? top : ".", name);
+	return buf;
+}
+
+int cc_test_run_suite(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}
