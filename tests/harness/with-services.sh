@@ -37,6 +37,12 @@ rc=0
 as_pg() {
 	if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
+# as_pg_exec replaces the calling (background) subshell, so $! is the server.
+as_pg_exec() {
+	if [[ $(id -u) -eq 0 ]]; then
+		exec setpriv --reuid=postgres --regid=postgres --init-groups -- "$@"
+	else exec "$@"; fi
+}
 
 print_logs() {
 	echo "---- with-services: PostgreSQL log ($root/pg.log) ----" >&2
@@ -53,14 +59,13 @@ cleanup() {
 		echo "with-services: exit status $rc" >&2
 		print_logs
 	fi
-	if [[ -f "$redis_pidfile" ]]; then
-		pid=$(cat "$redis_pidfile" 2>/dev/null || true)
-		[[ -n "$pid" ]] && kill "$pid" 2>/dev/null || true
-		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-		kill -9 "$pid" 2>/dev/null || true
+	if [[ -n "${redis_pid:-}" ]]; then
+		kill "$redis_pid" 2>/dev/null || true
+		wait "$redis_pid" 2>/dev/null || true
 	fi
-	if [[ $pg_started -eq 1 ]]; then
-		as_pg "$pgbin/pg_ctl" -D "$root/pg" -m immediate -w stop >/dev/null 2>&1 || true
+	if [[ $pg_started -eq 1 || -n "${pg_pid:-}" ]]; then
+		kill -QUIT "$pg_pid" 2>/dev/null || true # immediate shutdown: nothing to keep
+		wait "$pg_pid" 2>/dev/null || true
 	fi
 	rm -rf "$root"
 	exit "$rc"
@@ -84,15 +89,25 @@ as_pg "$pgbin/initdb" -D "$root/pg" -U cc -A trust -E UTF8 --locale=C --no-sync 
 	{ cat "$root/initdb.log" >&2; rc=1; exit 1; }
 touch "$root/pg.log" && chown postgres "$root/pg.log" 2>/dev/null || true
 
+# The servers run as our own children (setpriv execs, no fork), so we can
+# wait() for them on exit and leave no zombie or orphan behind.
+pg_pid=""
 for attempt in 1 2 3 4 5; do
 	pgport=$(pick_port)
-	if as_pg "$pgbin/pg_ctl" -D "$root/pg" -l "$root/pg.log" -w -t 60 -o \
-		"-p $pgport -k $root/sock -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 -c shared_buffers=128MB" \
-		start >/dev/null; then
-		pg_started=1
-		break
-	fi
+	as_pg_exec "$pgbin/postgres" -D "$root/pg" -p "$pgport" -k "$root/sock" \
+		-c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off \
+		-c full_page_writes=off -c max_connections=300 -c shared_buffers=128MB \
+		>>"$root/pg.log" 2>&1 &
+	pg_pid=$!
+	# Ready, dead (e.g. port taken: try another) or past the deadline.
+	for _ in $(seq 600); do
+		"$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pgport" && { pg_started=1; break; }
+		kill -0 "$pg_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	[[ $pg_started -eq 1 ]] && break
 	echo "with-services: PostgreSQL did not start on port $pgport (attempt $attempt)" >&2
+	kill -9 "$pg_pid" 2>/dev/null; wait "$pg_pid" 2>/dev/null || true
 done
 [[ $pg_started -eq 1 ]] || { rc=1; exit 1; }
 
@@ -101,21 +116,25 @@ admin_dsn="postgresql://cc@127.0.0.1:$pgport/postgres"
 dsn="postgresql://cc@127.0.0.1:$pgport/cosmic_clash"
 
 redis_started=0
+redis_pid=""
 for attempt in 1 2 3 4 5; do
 	rport=$(pick_port)
 	redis-server --bind 127.0.0.1 --port "$rport" --save '' --appendonly no \
-		--daemonize yes --pidfile "$redis_pidfile" --logfile "$root/redis/redis.log" \
-		--dir "$root/redis" || continue
-	# Wait for PING to answer, with a deadline; a refused port means retry.
-	for _ in $(seq 200); do
+		--daemonize no --pidfile "$redis_pidfile" --logfile "$root/redis/redis.log" \
+		--dir "$root/redis" &
+	redis_pid=$!
+	# Wait for PING with a deadline; a dead process (port taken) means retry.
+	for _ in $(seq 400); do
 		if [[ $(redis-cli -h 127.0.0.1 -p "$rport" ping 2>/dev/null) == PONG ]]; then
 			redis_started=1
 			break
 		fi
+		kill -0 "$redis_pid" 2>/dev/null || break
 		sleep 0.02
 	done
 	[[ $redis_started -eq 1 ]] && break
 	echo "with-services: Redis did not answer on port $rport (attempt $attempt)" >&2
+	kill -9 "$redis_pid" 2>/dev/null; wait "$redis_pid" 2>/dev/null || true
 done
 [[ $redis_started -eq 1 ]] || { rc=1; exit 1; }
 
