@@ -11,15 +11,38 @@
  *     name = value                  the config file (--config / COSMIC_CLASH_CONFIG)
  *     default_value                 the table
  *
+ * Every binary also has --help, --version and --config=PATH (env
+ * COSMIC_CLASH_CONFIG); they are not in its table but appear in --help.
+ *
+ * Flags: "--name=value" or "--name value" (a next argument that starts with
+ * "--" is not taken as a value: "--port: missing value"). A BOOL takes its
+ * value only after '=': a bare "--verbose" is true, "--verbose=off" false.
+ * "--" ends the options. Positional arguments are allowed only when
+ * spec->positional is set; they must sit together in argv (options may come
+ * before or after them, not between), because res->positional points into
+ * argv. An empty environment variable counts as unset; COSMIC_CLASH_*
+ * variables that name no option are ignored (binaries share one environment).
+ *
  * Config file format: one "name = value" per line, '#' starts a comment line,
- * surrounding blanks are trimmed, at most 64 KiB and 1,024-byte lines.
+ * surrounding blanks are trimmed, at most 64 KiB and 1,024-byte lines. The
+ * value is literal (no quotes, no trailing comments). An unknown key, a key
+ * given twice or a line without '=' is an error naming file:line.
+ *
+ * What is validated: every flag and every config file line (syntax, unknown
+ * names, duplicates), then for each option only the value that wins; a bad
+ * COSMIC_CLASH_PORT under a good --port is not reported. Table defaults are
+ * always validated, and so is the table itself (names, duplicates, ranges),
+ * so a mistake in a binary's table fails every test that parses it.
  *
  * Secrets (secret = true) are never taken from a flag or the config file's
  * "name" key, because both leak (ps, backups): only from COSMIC_CLASH_NAME,
  * or from a file named by --name-file, COSMIC_CLASH_NAME_FILE or the config
- * file key "name-file" (contents trimmed of one trailing newline). They are
- * never printed: --help shows "(secret)", errors name the option, not the
- * value.
+ * file key "name-file" (contents trimmed of one trailing newline; capped at
+ * 64 KiB; an empty file is an error; a relative path is relative to the
+ * working directory). Setting both COSMIC_CLASH_NAME and
+ * COSMIC_CLASH_NAME_FILE is an error. A secret cannot have a default. They
+ * are never printed: --help shows "(secret: ...)", errors name the option and
+ * the file path, never the value; cc_config_log writes "[set]"/"[unset]".
  *
  * Every problem (unknown flag, missing value, wrong type, out of range, a
  * flag given twice, a secret on the command line, an unreadable file, a
@@ -71,34 +94,61 @@ struct cc_config_spec {
 struct cc_config_result {
 	bool help;                                  /* --help was given */
 	bool version;                               /* --version was given */
-	int n_errors;                               /* problems found (capped list below) */
-	char errors[CC_CONFIG_MAX_ERRORS][256];     /* "--port: 'abc' is not an integer" */
+	int n_errors;                               /* every problem found; may exceed the list */
+	char errors[CC_CONFIG_MAX_ERRORS][256];     /* the first ones, in the order found */
 	int n_positional;                           /* positional arguments, in order */
 	char *const *positional;                    /* points into argv */
 };
 
 /*
+ * Error texts name the option as the user spelled it and quote the value
+ * (control bytes as \xNN, long values cut with "..."), never a secret's:
+ *   --port: 'abc' is not an integer        --port: missing value
+ *   --admin-port: 70000 is out of range [1, 65535]
+ *   --no-such-flag: unknown option         --port: given twice
+ *   COSMIC_CLASH_PORT: 'abc' is not an integer
+ *   /etc/cc.conf:3: unknown option 'prot'  /etc/cc.conf:4: port: 'x' is not an integer
+ * Order found: mistakes in the table, then argv left to right, then config
+ * file lines, then each option's value in table order (then required).
+ * When n_errors > CC_CONFIG_MAX_ERRORS the printer adds "... and N more".
+ */
+
+/*
  * Parses argv, the environment and the config file into out (a zeroed struct
  * of the binary's type). Returns 0 when there were no problems, CC_EINVAL when
  * res->n_errors > 0 (out then holds what could be parsed and must still be
- * released). --help/--version only set flags in res.
+ * released; an option whose value was bad stays zero/NULL). --help/--version
+ * only set flags in res. res is always fully written. A NULL spec, res or
+ * out is a BUG().
  */
 int cc_config_parse(const struct cc_config_spec *spec, int argc, char *const argv[], void *out,
 		    struct cc_config_result *res) CC_MUST_CHECK;
 
 /*
  * For mains: parses; on --help prints the generated help to stdout and exits
- * 0; on --version prints "<program> <cc_build_version>" and exits 0; on errors
- * prints every one to stderr as "<program>: <problem>" plus a hint to --help
- * and exits 2. Returns the number of positional args and sets *positional.
+ * 0 (even when there were other problems); on --version prints "<program>
+ * <cc_build_version>" and exits 0; on errors prints every one to stderr as
+ * "<program>: <problem>", then "<program>: ... and N more" past the cap, then
+ * "<program>: see --help", and exits 2 (out is released before any exit).
+ * Returns the number of positional args and sets *positional.
  */
 int cc_config_load_or_exit(const struct cc_config_spec *spec, int argc, char *const argv[],
 			   void *out, char *const **positional);
 
-/* Writes --help text for spec to a malloc'd string (caller frees). */
+/*
+ * Writes --help text for spec to a malloc'd string (caller frees; NULL when
+ * out of memory): the usage line, the summary, then one line per option
+ * ("  --port=INT  help (default: 8080) [1, 65535] (env COSMIC_CLASH_PORT)"),
+ * then --config, --help and --version. Capped at 64 KiB.
+ */
 char *cc_config_help(const struct cc_config_spec *spec);
 
-/* Logs the effective configuration as one "config" event, secrets as "[set]"/"[unset]". */
+/*
+ * Logs the effective configuration as one "config" event, one field per
+ * option named like the option; secrets as "[set]"/"[unset]" (a secret
+ * number or bool counts as set when non-zero). Mark any option whose value
+ * may carry a credential (a DSN with a password) secret, or it is logged.
+ */
 void cc_config_log(const struct cc_config_spec *spec, const void *cfg);
 
 /* Frees (and for secrets, wipes) every string field of cfg. NULL-safe. */
