@@ -11,6 +11,20 @@
  *
  * The registry owns every metric; handles stay valid until
  * cc_metrics_reset() (tests only) or process exit.
+ *
+ * Details the contract leaves to the implementation:
+ *  - cosmic_clash_metrics_series_dropped_total{metric="<name>"} counts, per
+ *    metric, updates that were lost: label set over the cap, a NULL label
+ *    value array or value, or a value longer than 256 bytes.
+ *  - Updates that make no sense are ignored silently (no log: they sit on
+ *    hot paths): a negative or NaN delta on a counter, set() on a counter,
+ *    observe() on a counter or gauge, add()/set() on a histogram, NaN
+ *    anywhere.
+ *  - Counter names should end in "_total" and carry a unit suffix where
+ *    one applies ("_seconds"), as `promtool check metrics` lints.
+ *  - Output order is declaration order, then series creation order. A
+ *    metric without labels always renders its one sample (0 at first); a
+ *    labelled one renders only the label sets it has seen.
  */
 #ifndef CC_METRICS_H
 #define CC_METRICS_H
