@@ -289,9 +289,8 @@ int cc_json_get_int(const cJSON *obj, const char *field, bool required, int64_t 
 	int64_t lo = min < -SAFE_INT_MAX ? -SAFE_INT_MAX : min;
 	int64_t hi = max > SAFE_INT_MAX ? SAFE_INT_MAX : max;
 	double d = cJSON_IsNumber(item) ? item->valuedouble : NAN;
-	/* isfinite first: the casts below are undefined for NaN and huge values. */
-	if (!isfinite(d) || d != floor(d) || fabs(d) > (double)SAFE_INT_MAX ||
-	    (int64_t)d < lo || (int64_t)d > hi) {
+	/* Compared as doubles (lo and hi are exact there) so the cast happens only in range. */
+	if (!isfinite(d) || d != floor(d) || d < (double)lo || d > (double)hi) {
 		cc_json_error_set(err, field,
 				  "field '%s' must be an integer between %lld and %lld", field,
 				  (long long)lo, (long long)hi);

@@ -127,7 +127,7 @@ static const char doc_text[] =
 	"{\"name\":\"Ada\",\"empty\":\"\",\"utf\":\"\xc3\xa9t\xc3\xa9\",\"bad_utf\":\"a\xff\","
 	"\"surrogate\":\"\xed\xa0\x80\","
 	"\"revision\":42,\"neg\":-5,\"frac\":1.5,\"exp\":1e2,\"one\":1.0,"
-	"\"big\":9007199254740992,\"safe\":9007199254740991,\"huge\":1e999,"
+	"\"big\":9007199254740992,\"safe\":9007199254740991,\"huge\":1e999,\"vast\":-1e300,"
 	"\"flag\":true,\"nil\":null,\"obj\":{\"x\":1},\"list\":[1,2,3],\"text_num\":\"7\","
 	"\"ratio\":0.25}";
 
@@ -168,6 +168,8 @@ static const struct reader_case {
 	  "field 'frac' must be an integer between 0 and 2147483647" },
 	{ R_INT, "big", true, 0, (double)INT64_MAX, CC_EINVAL,
 	  "field 'big' must be an integer between 0 and 9007199254740991" },
+	{ R_INT, "vast", true, (double)INT64_MIN, 0, CC_EINVAL,
+	  "field 'vast' must be an integer between -9007199254740991 and 0" },
 	{ R_INT, "huge", true, 0, 10, CC_EINVAL, "field 'huge' must be an integer between 0 and 10" },
 	{ R_INT, "text_num", true, 0, 10, CC_EINVAL,
 	  "field 'text_num' must be an integer between 0 and 10" },
