@@ -7,14 +7,23 @@
  *
  * Two rules make the log safe to ship:
  *  - Secrets never appear. A field whose name has a segment (split on '_',
- *    '-' or '.') equal to token, secret, key, ticket, nonce, password,
- *    passwd, authorization, cookie or credential is written as
- *    "[redacted]", unless its last segment is "id", "ids" or "count"
- *    (ticket_id, key_id are identifiers, not secrets). There is no free-text
+ *    '-', '.' and camelCase humps; compared case-insensitively, plural 's'
+ *    allowed) equal to token, secret, key, ticket, nonce, password,
+ *    passwd, authorization, cookie or credential (also passphrase, pwd,
+ *    bearer, apikey, signature, hmac) is written as "[redacted]" whatever
+ *    its type, unless its last segment is "id", "ids" or "count"
+ *    (ticket_id, key_id are identifiers, not secrets). So steam_ticket,
+ *    Authorization, joinToken, api_keys are redacted. There is no free-text
  *    message parameter, so nothing secret can hide in prose.
  *  - Strings are escaped as JSON (control bytes as \u00XX, invalid UTF-8 as
  *    U+FFFD) and capped (CC_LOG_VALUE_MAX bytes, then "..."), so a player's
- *    name cannot forge a second line or flood the log.
+ *    name cannot forge a second line or flood the log. Event and field names
+ *    get the same escaping (capped at 128 bytes).
+ *
+ * A line never exceeds CC_LOG_LINE_MAX: fields that do not fit are dropped
+ * from the first one that overflows, and the line ends with
+ * "log_truncated":true instead. ts, level, service and event are reserved
+ * names; do not pass them as fields. Not async-signal-safe.
  *
  * Usage:
  *   cc_log_info("ticket_created", CC_LOG_STR("ticket_id", id),
@@ -53,23 +62,31 @@ struct cc_log_field {
 #define CC_LOG_BOOL(k, x) ((struct cc_log_field){ .key = (k), .type = CC_LOG_T_BOOL, .v.b = (bool)(x) })
 
 /*
- * Sets the service name written on every line (copied) and the minimum
- * level. Call once from main before threads start; safe to call again.
+ * Sets the service name written on every line (copied, cut at 63 bytes;
+ * NULL means "cc", the default before any call) and the minimum level
+ * (default CC_LOG_INFO). Call once from main before threads start; safe to
+ * call again.
  */
 void cc_log_init(const char *service, enum cc_log_level min_level);
 
-/* Redirects output to fd (tests); -1 restores stderr. */
+/* Redirects output to fd (tests); -1 restores stderr. The fd stays the caller's. */
 void cc_log_set_fd(int fd);
 
-/* Parses "debug", "info", "warn", "error"; false on anything else. */
+/*
+ * Parses "debug", "info", "warn", "error" (exactly, lower case); false on
+ * anything else, NULL included. *out is written only on success.
+ */
 bool cc_log_level_parse(const char *text, enum cc_log_level *out);
 
-/* True when a field with this name is redacted (see the rules above). */
+/* True when a field with this name is redacted (see the rules above); NULL: false. */
 bool cc_log_is_secret_name(const char *name);
 
 /*
- * Writes one line. fields points at n fields. Thread-safe; never fails
- * visibly (a line that cannot be written is dropped).
+ * Writes one line if level >= the minimum level. fields points at n fields
+ * (NULL with n 0 is fine). A NULL event or string value is written as null,
+ * a non-finite double as null. Thread-safe: lines from different threads
+ * never interleave. Never fails visibly (a line that cannot be written is
+ * dropped) and leaves errno as it was.
  */
 void cc_log_emit(enum cc_log_level level, const char *event, const struct cc_log_field *fields, size_t n);
 
