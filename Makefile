@@ -39,6 +39,8 @@ SUPPORT_SRCS := $(wildcard tests/support/*.c)
 UNIT_SRCS    := $(wildcard tests/unit/test_*.c)
 INTEG_SRCS   := $(wildcard tests/integration/test_*.c)
 BENCH_SRCS   := $(wildcard tests/bench/*.c)
+FAKE_SRCS    := $(wildcard tests/fakes/*.c)
+FAKE_BINS    := $(patsubst tests/fakes/%.c,$(B)/fakes/%,$(FAKE_SRCS))
 UNIT_BINS    := $(patsubst %.c,$(B)/asan/%,$(UNIT_SRCS))
 INTEG_BINS   := $(patsubst %.c,$(B)/asan/%,$(INTEG_SRCS))
 BENCH_BINS   := $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRCS))
@@ -95,7 +97,14 @@ $(B)/bench/%: tests/bench/%.c $(B)/rel/libcommon.a
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(REL_CFLAGS) -o $@ $^ $(PKG_LIBS)
 
-tests-build: all $(UNIT_BINS) $(INTEG_BINS)
+# Fakes stand in for what cannot run here (Steam's Web API, Agones); tests
+# and the demo talk to them over real HTTP.
+$(B)/fakes/%: tests/fakes/%.c $(B)/rel/libcommon.a
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(REL_CFLAGS) -o $@ $^ $(PKG_LIBS)
+
+tests-build: all $(UNIT_BINS) $(INTEG_BINS) $(FAKE_BINS)
 
 deps:
 	$(Q)scripts/ensure-deps.sh

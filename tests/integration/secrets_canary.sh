@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Canary secrets planted in configuration (environment, secret files, a
+# refused command-line flag) and in requests (Authorization, query string,
+# body) never reach any binary's stderr.
+source "$(dirname "$0")/lib.sh"
+
+canary="CANARY$RANDOM$RANDOM"
+dsn_with_password=$(sed -E "s#postgresql://cc@#postgresql://cc:${canary}dbpw@#" <<<"$CC_TEST_PG_DSN")
+printf '%s\n' "$dsn_with_password" >"$T_DIR/dsn"
+
+# 1. A secret given as a flag is refused without being echoed.
+rc=0
+"$BIN/cc-api" --database-url="${canary}flag" >"$T_DIR/flag.out" 2>"$T_DIR/flag.err" || rc=$?
+expect_eq "cc-api with a secret on the command line: exit status" 2 "$rc"
+rc=0
+"$BIN/cc-migrate" --database-url="${canary}flag" status >"$T_DIR/migrate-flag.out" 2>"$T_DIR/migrate-flag.err" || rc=$?
+expect_eq "cc-migrate with a secret on the command line: exit status" 2 "$rc"
+
+# 2. cc-migrate with the password in the environment, then from a file.
+COSMIC_CLASH_DATABASE_URL="$dsn_with_password" "$BIN/cc-migrate" --migrations-dir="$TOP/migrations" status \
+	>"$T_DIR/migrate-env.out" 2>"$T_DIR/migrate-env.err" || fail "cc-migrate status (env DSN) failed: $(cat "$T_DIR/migrate-env.err")"
+"$BIN/cc-migrate" --database-url-file="$T_DIR/dsn" --migrations-dir="$TOP/migrations" status \
+	>"$T_DIR/migrate-file.out" 2>"$T_DIR/migrate-file.err" || fail "cc-migrate status (DSN file) failed: $(cat "$T_DIR/migrate-file.err")"
+
+# 3. cc-api running with the DSN from a file, taking requests that carry secrets.
+port=$(free_port); admin=$(free_port)
+start_bg "$T_DIR/api.err" "$BIN/cc-api" --database-url-file="$T_DIR/dsn" --port="$port" --admin-port="$admin" --log-level=debug
+pid=$LAST_PID
+wait_http "http://127.0.0.1:$admin/healthz" "$pid" 20
+curl -s -o /dev/null -H "Authorization: Bearer ${canary}auth" -H "X-Api-Key: ${canary}hdr" \
+	"http://127.0.0.1:$port/v1/session/steam?key=${canary}query" -d "{\"ticket\":\"${canary}body\"}"
+curl -s -o /dev/null -H "Authorization: Bearer ${canary}auth2" "http://127.0.0.1:$port/v1/queue/x?token=${canary}q2"
+curl -s -o /dev/null "http://127.0.0.1:$admin/readyz"
+kill "$pid"; wait "$pid" 2>/dev/null || true
+grep -q '"event":"http_request"' "$T_DIR/api.err" || fail "cc-api logged no request at all, so the canary check would prove nothing: $(cat "$T_DIR/api.err")"
+
+leaks=$(grep -l "$canary" "$T_DIR"/*.err "$T_DIR"/*.out 2>/dev/null || true)
+if [[ -n "$leaks" ]]; then
+	for f in $leaks; do echo "---- $f"; grep -n "$canary" "$f"; done
+	fail "a canary secret reached the output of: $leaks"
+fi
+pass "no canary in $(cat "$T_DIR"/*.err "$T_DIR"/*.out | wc -l) lines of output"
