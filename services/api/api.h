@@ -14,6 +14,7 @@
 
 #include "cc.h"
 #include "config.h"
+#include "http_server.h"
 
 struct cc_pg_pool;
 
@@ -40,7 +41,6 @@ struct api {
 extern const struct cc_config_spec api_config_spec;
 
 /* The player and operator route table (routes.c). */
-struct cc_http_route;
 extern const struct cc_http_route api_routes[];
 extern const size_t api_n_routes;
 
