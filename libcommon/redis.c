@@ -22,15 +22,15 @@
 #include "banned.h"
 
 struct cc_redis {
-	char *host;                      /* as given to cc_redis_create */
-	int port;                        /* 1..65535 */
-	int connect_timeout_ms;          /* budget of one connect, all addresses */
-	int command_timeout_ms;          /* budget of one request/reply exchange */
-	int fd;                          /* connected socket, -1 when disconnected */
-	redisReader *reader;             /* parser of fd's byte stream; NULL with fd */
-	int64_t next_connect_ms;         /* monotonic ms before which we do not connect */
-	unsigned long connect_attempts;  /* connects tried, for tests and metrics */
-	bool down;                       /* the last connect or exchange failed: log once */
+	char *host;			     /* as given to cc_redis_create */
+	int port;			     /* 1..65535 */
+	int connect_timeout_ms;		     /* budget of one connect, all addresses */
+	int command_timeout_ms;		     /* budget of one request/reply exchange */
+	int fd;				     /* connected socket, -1 when disconnected */
+	redisReader *reader;		     /* parser of fd's byte stream; NULL with fd */
+	int64_t next_connect_ms;	     /* monotonic ms before which we do not connect */
+	unsigned long connect_attempts;	     /* connects tried, for tests and metrics */
+	bool down;			     /* the last connect or exchange failed: log once */
 	char last_error[CC_REDIS_ERROR_MAX]; /* text of the last failure, "" if none */
 };
 
@@ -105,7 +105,8 @@ static int wait_connected(int fd, int64_t deadline)
  */
 static int open_socket(struct cc_redis *r)
 {
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+				  .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_NUMERICSERV };
 	struct addrinfo *res = NULL;
 	char port[16];
@@ -267,7 +268,8 @@ static int measure_command(int argc, const char **argv, const size_t *argvlen, s
 			return CC_EINVAL;
 		size_t len = argvlen ? argvlen[i] : strlen(argv[i]);
 		/* Each argument also costs a "$<len>\r\n...\r\n" frame; 32 covers it. */
-		if (len > CC_REDIS_MAX_REQUEST_BYTES - *total || CC_REDIS_MAX_REQUEST_BYTES - *total - len < 32)
+		if (len > CC_REDIS_MAX_REQUEST_BYTES - *total ||
+		    CC_REDIS_MAX_REQUEST_BYTES - *total - len < 32)
 			return CC_ETOOBIG;
 		*total += len + 32;
 	}
@@ -354,11 +356,9 @@ static int run(struct cc_redis *r, size_t n, const int *argcs, const char **cons
 	return rc;
 }
 
-struct cc_redis *cc_redis_create(const char *host, int port, int connect_timeout_ms,
-				 int command_timeout_ms)
+struct cc_redis *cc_redis_create(const char *host, int port, int connect_timeout_ms, int command_timeout_ms)
 {
-	if (!host || !*host || port < 1 || port > 65535 || connect_timeout_ms <= 0 ||
-	    command_timeout_ms <= 0)
+	if (!host || !*host || port < 1 || port > 65535 || connect_timeout_ms <= 0 || command_timeout_ms <= 0)
 		return NULL;
 	struct cc_redis *r = calloc(1, sizeof(*r));
 	if (!r)

@@ -47,11 +47,11 @@
 
 #include "cc.h"
 
-#define CC_REDIS_RETRY_INTERVAL_MS 500        /* minimum gap between connect attempts */
+#define CC_REDIS_RETRY_INTERVAL_MS 500	       /* minimum gap between connect attempts */
 #define CC_REDIS_MAX_REQUEST_BYTES (32u << 20) /* argument bytes of one call (a pipeline: all) */
-#define CC_REDIS_MAX_REPLY_BYTES (32u << 20)   /* bytes read from the server in one call */
-#define CC_REDIS_MAX_ARGS 64                   /* arguments of one cc_redis_command() */
-#define CC_REDIS_ERROR_MAX 256                 /* bytes kept of the last error message */
+#define CC_REDIS_MAX_REPLY_BYTES   (32u << 20) /* bytes read from the server in one call */
+#define CC_REDIS_MAX_ARGS	   64	       /* arguments of one cc_redis_command() */
+#define CC_REDIS_ERROR_MAX	   256	       /* bytes kept of the last error message */
 
 struct cc_redis;
 
@@ -60,8 +60,7 @@ struct cc_redis;
  * is invalid (NULL/empty host, port outside 1..65535, a timeout <= 0) or
  * memory runs out. host is copied. Free with cc_redis_free().
  */
-struct cc_redis *cc_redis_create(const char *host, int port, int connect_timeout_ms,
-				 int command_timeout_ms);
+struct cc_redis *cc_redis_create(const char *host, int port, int connect_timeout_ms, int command_timeout_ms);
 
 /* Closes the connection and frees the handle. NULL is a harmless no-op. */
 void cc_redis_free(struct cc_redis *r);
@@ -116,9 +115,8 @@ CC_MUST_CHECK int cc_redis_command(struct cc_redis *r, redisReply **out, const c
  *       as for cc_redis_command_argv(); no reply is handed out.
  * replies[] is written only on success.
  */
-CC_MUST_CHECK int cc_redis_pipeline(struct cc_redis *r, size_t n, const int *argcs,
-				    const char **const *argvs, const size_t *const *argvlens,
-				    redisReply **replies);
+CC_MUST_CHECK int cc_redis_pipeline(struct cc_redis *r, size_t n, const int *argcs, const char **const *argvs,
+				    const size_t *const *argvlens, redisReply **replies);
 
 /* Frees replies[0..n-1] (NULL entries skipped) and sets them to NULL. */
 void cc_redis_replies_free(redisReply **replies, size_t n);
