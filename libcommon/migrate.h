@@ -110,10 +110,12 @@ int cc_migrate_down(const struct cc_migrate_options *opt, int n, int *n_rolled_b
 		    struct cc_migrate_error *err) CC_MUST_CHECK;
 
 /*
- * Writes one line per version to opt->out ("applied  0001_state_machine",
- * "pending  0003_x", "EDITED  ...", "missing-file  ..."), then a total, and
- * fills *summary. Read-only: takes no lock and creates nothing. Returns 0
- * (even with problems: see summary->problems) or the connection/load errors.
+ * Writes one line per version to opt->out: a label (applied, pending,
+ * EDITED, RENAMED, missing-file, OUT-OF-ORDER; problems in capitals or
+ * hyphenated), "NNNN_name", and in parentheses when it was applied or what
+ * is wrong; then "N applied, N pending, N problems". Fills *summary.
+ * Read-only: takes no lock and creates nothing. Returns 0 (even with
+ * problems: see summary->problems) or the connection/load errors.
  */
 int cc_migrate_status(const struct cc_migrate_options *opt, struct cc_migrate_summary *summary,
 		      struct cc_migrate_error *err) CC_MUST_CHECK;

@@ -109,8 +109,18 @@ copy_migrations() {
 	echo "$work/$1"
 }
 
-# dump: the schema, minus pg_dump's per-run random \restrict key.
-dump() { "$pg_dump" --schema-only "$DSN" | grep -Ev '^\\(un)?restrict '; }
+# dump: schema and data (seed rows such as state_transitions matter), minus
+# schema_migrations rows (applied_at differs) and pg_dump's per-run random
+# \restrict key.
+dump() {
+	"$pg_dump" --exclude-table-data=schema_migrations "$DSN" | grep -Ev '^\\(un)?restrict '
+}
+
+# same_dump WHAT A B: fails showing the diff when the dumps differ.
+same_dump() {
+	diff -u "$2" "$3" >"$work/dump.diff" || { cat "$work/dump.diff"; fail "$1 (diff above)"; }
+	ok
+}
 
 migrations=$(cd "$top/migrations" && ls -1 ./*.up.sql | sed -E 's#^\./##; s#\.up\.sql$##' | sort)
 n_total=$(wc -l <<<"$migrations")
@@ -138,33 +148,50 @@ expect_eq "status labels" "$(sed 's/^/applied /' <<<"$migrations")" \
 	"$(sed '$d' "$work/out" | awk '{print $1, $2}')"
 expect_eq "status total" "$n_total applied, 0 pending, 0 problems" "$(tail -n 1 "$work/out")"
 
-begin "schema after up == after down all + up; down all leaves only schema_migrations"
+begin "each down step restores exactly the database before its up; re-up is identical"
 new_db
+full_dsn=$DSN
 migrate "$top/migrations" up
 expect_eq "exit status of up" 0 "$MRC"
-dump >"$work/dump1.sql"
+dump >"$work/full.sql"
+for k in $(seq 1 "$n_total"); do
+	DSN=$full_dsn
+	migrate "$top/migrations" down 1
+	expect_eq "exit status of down 1 (step $k)" 0 "$MRC"
+	expect_eq "down 1 (step $k) progress" "$(sed -n "${k}p" <<<"$expected_down")" "$(cat "$work/out")"
+	dump >"$work/after_down_$k.sql"
+	# The reference: a fresh database given only the migrations still applied.
+	rm -rf "$work/prefix" && mkdir "$work/prefix"
+	for m in $(head -n $((n_total - k)) <<<"$migrations"); do
+		cp "$top/migrations/$m".*.sql "$work/prefix/"
+	done
+	new_db
+	migrate "$work/prefix" up
+	expect_eq "exit status of up of the first $((n_total - k)) migrations" 0 "$MRC"
+	dump >"$work/prefix_$k.sql"
+	same_dump "after rolling back $k step(s): differs from a database with only the first $((n_total - k)) applied" \
+		"$work/prefix_$k.sql" "$work/after_down_$k.sql"
+done
+DSN=$full_dsn
+expect_eq "CREATE statements left after rolling everything back" "CREATE TABLE public.schema_migrations (" \
+	"$(grep -E '^CREATE ' "$work/after_down_$n_total.sql" || true)"
+expect_eq "relations left after rolling everything back" "schema_migrations|r
+schema_migrations_pkey|i" "$(q "SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+	WHERE n.nspname = 'public' ORDER BY 1")"
+expect_eq "functions left after rolling everything back" "0" \
+	"$(q "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public'")"
+expect_eq "schema_migrations rows after rolling everything back" "0" "$(q 'SELECT count(*) FROM schema_migrations')"
+migrate "$top/migrations" up
+expect_eq "exit status of re-up" 0 "$MRC"
+dump >"$work/again.sql"
+same_dump "schema after re-up differs from after the first up" "$work/full.sql" "$work/again.sql"
 migrate "$top/migrations" down all
 expect_eq "exit status of down all" 0 "$MRC"
 expect_eq "down all progress, newest first" "$expected_down" "$(cat "$work/out")"
-dump >"$work/dump2.sql"
-expect_eq "CREATE statements left after down all" "CREATE TABLE public.schema_migrations (" \
-	"$(grep -E '^CREATE ' "$work/dump2.sql" || true)"
-expect_eq "relations left after down all" "schema_migrations|r
-schema_migrations_pkey|i" "$(q "SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-	WHERE n.nspname = 'public' ORDER BY 1")"
-expect_eq "functions left after down all" "0" \
-	"$(q "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public'")"
-expect_eq "schema_migrations rows after down all" "0" "$(q 'SELECT count(*) FROM schema_migrations')"
+dump >"$work/down_all.sql"
+same_dump "down all differs from rolling back one step at a time" "$work/after_down_$n_total.sql" "$work/down_all.sql"
 migrate "$top/migrations" status
 expect_eq "status after down all" "0 applied, $n_total pending, 0 problems" "$(tail -n 1 "$work/out")"
-migrate "$top/migrations" up
-expect_eq "exit status of re-up" 0 "$MRC"
-dump >"$work/dump3.sql"
-if ! diff -u "$work/dump1.sql" "$work/dump3.sql" >"$work/dump.diff"; then
-	cat "$work/dump.diff"
-	fail "schema after re-up differs from schema after the first up (diff above)"
-fi
-ok
 
 begin "an edited, already applied migration is refused and nothing changes"
 dir=$(copy_migrations edited)
@@ -179,8 +206,7 @@ expect_eq "exit status of up over an edited migration" 1 "$MRC"
 expect_has "stderr" "$(cat "$work/err")" "cc-migrate: migration 0002_tickets.up.sql was edited after it was applied (checksum"
 expect_eq "stdout (nothing applied)" "" "$(cat "$work/out")"
 dump >"$work/after.sql"
-diff -u "$work/before.sql" "$work/after.sql" >"$work/dump.diff" || { cat "$work/dump.diff"; fail "the schema changed although up was refused"; }
-ok
+same_dump "the database changed although up was refused" "$work/before.sql" "$work/after.sql"
 expect_eq "the pending migration was not applied" "" "$(q "SELECT to_regclass('must_not_exist')")"
 migrate "$dir" status
 expect_eq "exit status of status with an edit" 1 "$MRC"
@@ -238,8 +264,7 @@ expect_eq "stdout (nothing rolled back)" "" "$(cat "$work/out")"
 expect_eq "schema_migrations after the refused down" "$(cat "$work/rows_before")" \
 	"$(q 'SELECT version, name, checksum FROM schema_migrations ORDER BY version')"
 dump >"$work/after.sql"
-diff -u "$work/before.sql" "$work/after.sql" >"$work/dump.diff" || { cat "$work/dump.diff"; fail "the schema changed although down was refused"; }
-ok
+same_dump "the database changed although down was refused" "$work/before.sql" "$work/after.sql"
 # Only the N being rolled back need a down file.
 dir=$(copy_migrations nodown_first)
 new_db
