@@ -1,3 +1,198 @@
-/* STUB: replaced by the cc-migrate implementation. */
+/*
+ * cc-migrate: applies, rolls back and reports schema migrations
+ * (libcommon/migrate.h does the work).
+ *
+ *   cc-migrate up          apply every pending migration
+ *   cc-migrate down N|all  roll back the newest N (or every) applied migration
+ *   cc-migrate status      list versions; exit 1 when something is wrong
+ *
+ * Exit status: 0 success (status: clean), 1 failure (status: problems found),
+ * 2 usage or configuration error. Progress goes to stdout; errors to stderr
+ * as a log event and a plain "cc-migrate: <message>" line. The database URL
+ * is a secret (it may hold a password): environment or file only, never
+ * printed.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
-int main(void) { fprintf(stderr, "cc-migrate: not built yet\n"); return 1; }
+#include <stdlib.h>
+#include <string.h>
+
+#include "cc.h"
+#include "config.h"
+#include "log.h"
+#include "migrate.h"
+#include "banned.h"
+
+struct migrate_config {
+	char *database_url;      /* libpq URI or conninfo (secret) */
+	char *migrations_dir;    /* where NNNN_name.{up,down}.sql live */
+	int64_t lock_timeout_ms; /* how long to wait for a concurrent cc-migrate */
+	char *log_level;         /* debug|info|warn|error */
+};
+
+static const struct cc_config_option options[] = {
+	{ .name = "database-url",
+	  .type = CC_CFG_STRING,
+	  .help = "PostgreSQL URI or conninfo to migrate (may hold a password: env or file only)",
+	  .secret = true,
+	  .required = true,
+	  .offset = offsetof(struct migrate_config, database_url) },
+	{ .name = "migrations-dir",
+	  .type = CC_CFG_STRING,
+	  .default_value = "migrations",
+	  .help = "directory holding NNNN_name.up.sql / NNNN_name.down.sql",
+	  .offset = offsetof(struct migrate_config, migrations_dir) },
+	{ .name = "lock-timeout-ms",
+	  .type = CC_CFG_INT,
+	  .default_value = "60000",
+	  .min = 1,
+	  .max = 3600000,
+	  .help = "give up when another cc-migrate holds the migration lock this long",
+	  .offset = offsetof(struct migrate_config, lock_timeout_ms) },
+	{ .name = "log-level",
+	  .type = CC_CFG_ENUM,
+	  .default_value = "info",
+	  .choices = "debug|info|warn|error",
+	  .help = "minimum level of the JSON log lines on stderr",
+	  .offset = offsetof(struct migrate_config, log_level) },
+};
+
+static const struct cc_config_spec spec = {
+	.program = "cc-migrate",
+	.summary = "Apply, roll back or list the database schema migrations.",
+	.positional = "up | down N|all | status",
+	.options = options,
+	.n_options = CC_ARRAY_LEN(options),
+};
+
+enum command { CMD_UP, CMD_DOWN, CMD_STATUS };
+
+/* Reports an error both ways: a log event for machines, a line for people. */
+static void report_error(const char *command, int rc, const char *message)
+{
+	cc_log_error("migrate_failed", CC_LOG_STR("command", command), CC_LOG_STR("code", cc_errname(rc)),
+		     CC_LOG_STR("error", message));
+	fprintf(stderr, "cc-migrate: %s\n", message);
+}
+
+/* Prints a usage problem and returns the usage exit status. */
+static int usage(const char *problem)
+{
+	fprintf(stderr, "cc-migrate: %s\nusage: cc-migrate [options] %s (see --help)\n", problem,
+		spec.positional);
+	return 2;
+}
+
+/*
+ * Parses "up", "down N|all", "status" into *cmd and *count (-1 = all).
+ * Returns 0 or the usage exit status (message printed).
+ */
+static int parse_command(int argc, char *const *argv, enum command *cmd, int *count)
+{
+	char problem[160];
+
+	if (argc < 1)
+		return usage("no command given");
+	if (strcmp(argv[0], "up") == 0 || strcmp(argv[0], "status") == 0) {
+		if (argc != 1) {
+			snprintf(problem, sizeof problem, "%s takes no arguments (got '%.40s')", argv[0],
+				 argv[1]);
+			return usage(problem);
+		}
+		*cmd = argv[0][0] == 'u' ? CMD_UP : CMD_STATUS;
+		return 0;
+	}
+	if (strcmp(argv[0], "down") == 0) {
+		if (argc != 2)
+			return usage("down needs exactly one argument: a count N >= 1, or all");
+		if (strcmp(argv[1], "all") == 0) {
+			*count = -1;
+		} else {
+			char *end;
+			errno = 0;
+			long n = strtol(argv[1], &end, 10);
+			if (errno || end == argv[1] || *end || n < 1 || n > CC_MIGRATE_VERSION_MAX + 1) {
+				snprintf(problem, sizeof problem,
+					 "down: '%.40s' is not a count from 1 to %d, or all", argv[1],
+					 CC_MIGRATE_VERSION_MAX + 1);
+				return usage(problem);
+			}
+			*count = (int)n;
+		}
+		*cmd = CMD_DOWN;
+		return 0;
+	}
+	snprintf(problem, sizeof problem, "unknown command '%.40s'", argv[0]);
+	return usage(problem);
+}
+
+int main(int argc, char *argv[])
+{
+	struct migrate_config cfg = { 0 };
+	char *const *positional = NULL;
+	int n_pos = cc_config_load_or_exit(&spec, argc, argv, &cfg, &positional);
+	enum cc_log_level level = CC_LOG_INFO;
+	enum command cmd = CMD_UP;
+	int count = 0;
+	int status = 1;
+
+	/* TEMPORARY fallback: the config module is still a stub that leaves cfg
+	 * zeroed and ignores the environment. Remove when config lands. */
+	const char *database_url = cfg.database_url ? cfg.database_url : getenv("COSMIC_CLASH_DATABASE_URL");
+	const char *migrations_dir = cfg.migrations_dir;
+	if (!migrations_dir)
+		migrations_dir = getenv("COSMIC_CLASH_MIGRATIONS_DIR"); /* remove when config lands */
+	if (!migrations_dir)
+		migrations_dir = "migrations"; /* remove when config lands */
+	int64_t lock_timeout_ms = cfg.lock_timeout_ms > 0 ? cfg.lock_timeout_ms : 60000; /* remove when config lands */
+
+	if (cfg.log_level && !cc_log_level_parse(cfg.log_level, &level))
+		level = CC_LOG_INFO;
+	cc_log_init("cc-migrate", level);
+	cc_config_log(&spec, &cfg); /* secrets appear only as [set]/[unset] */
+	status = parse_command(n_pos, positional, &cmd, &count);
+	if (status != 0)
+		goto out;
+	if (!database_url || !*database_url) {
+		/* The config module reports this as a required option; the check
+		 * stays so a stub or an empty value cannot reach libpq's defaults. */
+		status = usage("database-url is not set (COSMIC_CLASH_DATABASE_URL or --database-url-file)");
+		goto out;
+	}
+
+	const struct cc_migrate_options opt = {
+		.dsn = database_url,
+		.dir = migrations_dir,
+		.lock_timeout_ms = lock_timeout_ms,
+		.out = stdout,
+	};
+	struct cc_migrate_error err = { { 0 } };
+	struct cc_migrate_summary summary = { 0 };
+	const char *name = cmd == CMD_UP ? "up" : cmd == CMD_DOWN ? "down" : "status";
+	int rc;
+	switch (cmd) {
+	case CMD_UP:
+		rc = cc_migrate_up(&opt, NULL, &err);
+		break;
+	case CMD_DOWN:
+		rc = cc_migrate_down(&opt, count, NULL, &err);
+		break;
+	case CMD_STATUS:
+		rc = cc_migrate_status(&opt, &summary, &err);
+		break;
+	default:
+		CC_BUG("unknown command");
+	}
+	if (rc) {
+		report_error(name, rc, err.message[0] ? err.message : cc_strerror(rc));
+		status = 1;
+	} else {
+		status = cmd == CMD_STATUS && summary.problems > 0 ? 1 : 0;
+	}
+out:
+	fflush(stdout);
+	cc_config_release(&spec, &cfg);
+	return status;
+}

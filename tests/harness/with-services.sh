@@ -145,7 +145,9 @@ export CC_TEST_REDIS_HOST=127.0.0.1 CC_TEST_REDIS_PORT="$rport" CC_TEST_REDIS_PI
 export CC_TEST_TMP="$root/scratch" CC_HARNESS_ROOT="$root"
 
 if [[ "${CC_HARNESS_NO_MIGRATE:-0}" != 1 ]]; then
-	"$top/build/bin/cc-migrate" --database-url="$dsn" --migrations-dir="$top/migrations" up >"$root/migrate.log" 2>&1 ||
+	# The DSN is a secret to cc-migrate (it may hold a password): environment only.
+	COSMIC_CLASH_DATABASE_URL="$dsn" COSMIC_CLASH_MIGRATIONS_DIR="$top/migrations" \
+		"$top/build/bin/cc-migrate" up >"$root/migrate.log" 2>&1 ||
 		{ echo "with-services: cc-migrate up failed:" >&2; cat "$root/migrate.log" >&2; rc=1; exit 1; }
 fi
 

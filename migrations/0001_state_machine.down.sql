@@ -1,0 +1,2 @@
+DROP FUNCTION cc_enforce_transition();
+DROP TABLE state_transitions;

@@ -1,0 +1,3 @@
+DELETE FROM state_transitions WHERE machine = 'ticket';
+DROP TABLE tickets;
+DROP TABLE players;
