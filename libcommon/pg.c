@@ -813,6 +813,8 @@ int cc_pg_listen(struct cc_pg *pg, const char *channel)
 	for (size_t i = 0; i < pg->n_channels; i++)
 		if (!strcmp(pg->channels[i], channel))
 			return 0;
+	if (pg->conn && PQtransactionStatus(pg->conn) != PQTRANS_IDLE)
+		return set_error(pg, CC_EINVAL, "cc_pg_listen called inside a transaction");
 	if (pg->n_channels >= CC_PG_MAX_CHANNELS)
 		return set_error(pg, CC_ETOOBIG, "already listening on %d channels", CC_PG_MAX_CHANNELS);
 	rc = ensure_conn(pg);
