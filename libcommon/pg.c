@@ -143,6 +143,29 @@ CC_PRINTF(3, 4) static int set_error(struct cc_pg *pg, int rc, const char *fmt, 
 	return rc;
 }
 
+/* libpq's DSN parse errors quote the offending text, which for a URI can be
+ * the whole URI with its password: keep the message, blank the quotes. */
+static void redact_quoted(char *msg, size_t len)
+{
+	char copy[CC_PG_MESSAGE_MAX];
+	size_t n = 0;
+	bool inside = false;
+
+	snprintf(copy, sizeof(copy), "%s", msg);
+	for (const char *r = copy; *r && n + 5 < len; r++) {
+		if (*r == '"') {
+			inside = !inside;
+			if (inside) {
+				memcpy(msg + n, "\"...\"", 5);
+				n += 5;
+			}
+		} else if (!inside) {
+			msg[n++] = *r;
+		}
+	}
+	msg[n] = '\0';
+}
+
 /* "host:port" of conn for messages; the DSN itself is never shown. */
 static void describe_server(PGconn *conn, char *buf, size_t len)
 {
@@ -218,6 +241,7 @@ static int open_conn(const char *dsn, const char *app_name, int timeout_ms, PGco
 		}
 		snprintf(err, errlen, "malformed database DSN: ");
 		copy_line(err + strlen(err), errlen - strlen(err), perr);
+		redact_quoted(err, errlen);
 		PQfreemem(perr);
 		return CC_EINVAL;
 	}
