@@ -432,6 +432,19 @@ static void check_closed(struct cc_pg *pg)
 
 static int run_query(struct cc_pg *pg, const char *sql, int nparams, const char *const *params, PGresult **out);
 
+/* LISTENs on a validated channel over the open connection. The name is
+ * quoted anyway, so the SQL text stays ours whatever a caller passed. */
+static int send_listen(struct cc_pg *pg, const char *channel)
+{
+	char sql[2 * CC_PG_CHANNEL_MAX + 16];
+	char *ident = PQescapeIdentifier(pg->conn, channel, strlen(channel));
+	if (!ident)
+		return set_error(pg, CC_ENOMEM, "out of memory quoting a channel name");
+	snprintf(sql, sizeof(sql), "LISTEN %s", ident);
+	PQfreemem(ident);
+	return run_query(pg, sql, 0, NULL, NULL);
+}
+
 /* Makes sure pg has an open connection, reopening (and re-LISTENing) a
  * dropped one unless a transaction was lost with it. */
 static int ensure_conn(struct cc_pg *pg)
@@ -454,13 +467,7 @@ static int ensure_conn(struct cc_pg *pg)
 	cc_log_info("pg_reconnected", CC_LOG_INT("backend_pid", PQbackendPID(pg->conn)),
 		    CC_LOG_INT("channels", pg->n_channels));
 	for (size_t i = 0; i < pg->n_channels; i++) {
-		char *ident = PQescapeIdentifier(pg->conn, pg->channels[i], strlen(pg->channels[i]));
-		char sql[2 * CC_PG_CHANNEL_MAX + 16];
-		if (!ident)
-			return set_error(pg, CC_ENOMEM, "out of memory quoting a channel name");
-		snprintf(sql, sizeof(sql), "LISTEN %s", ident);
-		PQfreemem(ident);
-		rc = run_query(pg, sql, 0, NULL, NULL);
+		rc = send_listen(pg, pg->channels[i]);
 		if (rc) {
 			drop_conn(pg, false); /* so the next call tries the whole set again */
 			return rc;
@@ -825,8 +832,6 @@ bool cc_pg_channel_valid(const char *channel)
 
 int cc_pg_listen(struct cc_pg *pg, const char *channel)
 {
-	char sql[2 * CC_PG_CHANNEL_MAX + 16];
-	char *ident;
 	int rc;
 
 	if (!pg)
@@ -844,13 +849,7 @@ int cc_pg_listen(struct cc_pg *pg, const char *channel)
 	rc = ensure_conn(pg);
 	if (rc)
 		return rc;
-	/* The name is validated; quoting still keeps the SQL text ours. */
-	ident = PQescapeIdentifier(pg->conn, channel, strlen(channel));
-	if (!ident)
-		return set_error(pg, CC_ENOMEM, "out of memory quoting a channel name");
-	snprintf(sql, sizeof(sql), "LISTEN %s", ident);
-	PQfreemem(ident);
-	rc = run_query(pg, sql, 0, NULL, NULL);
+	rc = send_listen(pg, channel);
 	if (rc)
 		return rc;
 	snprintf(pg->channels[pg->n_channels++], CC_PG_CHANNEL_MAX + 1, "%s", channel);
