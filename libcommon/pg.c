@@ -143,6 +143,29 @@ CC_PRINTF(3, 4) static int set_error(struct cc_pg *pg, int rc, const char *fmt, 
 	return rc;
 }
 
+/* libpq's DSN parse errors quote the offending text, which for a URI can be
+ * the whole URI with its password: keep the message, blank the quotes. */
+static void redact_quoted(char *msg, size_t len)
+{
+	char copy[CC_PG_MESSAGE_MAX];
+	size_t n = 0;
+	bool inside = false;
+
+	snprintf(copy, sizeof(copy), "%s", msg);
+	for (const char *r = copy; *r && n + 5 < len; r++) {
+		if (*r == '"') {
+			inside = !inside;
+			if (inside) {
+				memcpy(msg + n, "\"...\"", 5);
+				n += 5;
+			}
+		} else if (!inside) {
+			msg[n++] = *r;
+		}
+	}
+	msg[n] = '\0';
+}
+
 /* "host:port" of conn for messages; the DSN itself is never shown. */
 static void describe_server(PGconn *conn, char *buf, size_t len)
 {
@@ -218,6 +241,7 @@ static int open_conn(const char *dsn, const char *app_name, int timeout_ms, PGco
 		}
 		snprintf(err, errlen, "malformed database DSN: ");
 		copy_line(err + strlen(err), errlen - strlen(err), perr);
+		redact_quoted(err, errlen);
 		PQfreemem(perr);
 		return CC_EINVAL;
 	}
@@ -408,6 +432,19 @@ static void check_closed(struct cc_pg *pg)
 
 static int run_query(struct cc_pg *pg, const char *sql, int nparams, const char *const *params, PGresult **out);
 
+/* LISTENs on a validated channel over the open connection. The name is
+ * quoted anyway, so the SQL text stays ours whatever a caller passed. */
+static int send_listen(struct cc_pg *pg, const char *channel)
+{
+	char sql[2 * CC_PG_CHANNEL_MAX + 16];
+	char *ident = PQescapeIdentifier(pg->conn, channel, strlen(channel));
+	if (!ident)
+		return set_error(pg, CC_ENOMEM, "out of memory quoting a channel name");
+	snprintf(sql, sizeof(sql), "LISTEN %s", ident);
+	PQfreemem(ident);
+	return run_query(pg, sql, 0, NULL, NULL);
+}
+
 /* Makes sure pg has an open connection, reopening (and re-LISTENing) a
  * dropped one unless a transaction was lost with it. */
 static int ensure_conn(struct cc_pg *pg)
@@ -430,13 +467,7 @@ static int ensure_conn(struct cc_pg *pg)
 	cc_log_info("pg_reconnected", CC_LOG_INT("backend_pid", PQbackendPID(pg->conn)),
 		    CC_LOG_INT("channels", pg->n_channels));
 	for (size_t i = 0; i < pg->n_channels; i++) {
-		char *ident = PQescapeIdentifier(pg->conn, pg->channels[i], strlen(pg->channels[i]));
-		char sql[2 * CC_PG_CHANNEL_MAX + 16];
-		if (!ident)
-			return set_error(pg, CC_ENOMEM, "out of memory quoting a channel name");
-		snprintf(sql, sizeof(sql), "LISTEN %s", ident);
-		PQfreemem(ident);
-		rc = run_query(pg, sql, 0, NULL, NULL);
+		rc = send_listen(pg, pg->channels[i]);
 		if (rc) {
 			drop_conn(pg, false); /* so the next call tries the whole set again */
 			return rc;
@@ -801,8 +832,6 @@ bool cc_pg_channel_valid(const char *channel)
 
 int cc_pg_listen(struct cc_pg *pg, const char *channel)
 {
-	char sql[2 * CC_PG_CHANNEL_MAX + 16];
-	char *ident;
 	int rc;
 
 	if (!pg)
@@ -813,18 +842,14 @@ int cc_pg_listen(struct cc_pg *pg, const char *channel)
 	for (size_t i = 0; i < pg->n_channels; i++)
 		if (!strcmp(pg->channels[i], channel))
 			return 0;
+	if (pg->conn && PQtransactionStatus(pg->conn) != PQTRANS_IDLE)
+		return set_error(pg, CC_EINVAL, "cc_pg_listen called inside a transaction");
 	if (pg->n_channels >= CC_PG_MAX_CHANNELS)
 		return set_error(pg, CC_ETOOBIG, "already listening on %d channels", CC_PG_MAX_CHANNELS);
 	rc = ensure_conn(pg);
 	if (rc)
 		return rc;
-	/* The name is validated; quoting still keeps the SQL text ours. */
-	ident = PQescapeIdentifier(pg->conn, channel, strlen(channel));
-	if (!ident)
-		return set_error(pg, CC_ENOMEM, "out of memory quoting a channel name");
-	snprintf(sql, sizeof(sql), "LISTEN %s", ident);
-	PQfreemem(ident);
-	rc = run_query(pg, sql, 0, NULL, NULL);
+	rc = send_listen(pg, channel);
 	if (rc)
 		return rc;
 	snprintf(pg->channels[pg->n_channels++], CC_PG_CHANNEL_MAX + 1, "%s", channel);

@@ -157,6 +157,9 @@ typedef int (*cc_pg_tx_fn)(struct cc_pg *pg, void *arg);
  * (callers answer 503 retryable), or any other error of fn, BEGIN or COMMIT
  * unchanged after a ROLLBACK (cc_pg_sqlstate and cc_pg_error_message still
  * describe the failure). CC_EINVAL when called inside a transaction.
+ * Connection loss is not retried: CC_EUNAVAILABLE or CC_ETIMEOUT from
+ * COMMIT means the outcome is unknown (make the mutation idempotent, e.g.
+ * with an idempotency key, so the client's retry is safe).
  * If fn returns 0 after swallowing a failed statement the transaction is
  * rolled back and that statement's error is returned.
  */
@@ -188,8 +191,11 @@ bool cc_pg_channel_valid(const char *channel);
 
 /*
  * LISTENs on channel (remembered, and LISTENed again after a reconnect).
- * Returns 0 (also when already listening), CC_EINVAL for an invalid name,
- * CC_ETOOBIG beyond CC_PG_MAX_CHANNELS, or cc_pg_exec's error.
+ * Returns 0 (also when already listening), CC_EINVAL for an invalid name
+ * or when called inside a transaction (a LISTEN there would only take
+ * effect at COMMIT), CC_ETOOBIG beyond CC_PG_MAX_CHANNELS, or cc_pg_exec's
+ * error. Give a listening connection its own thread that keeps calling
+ * cc_pg_wait_notify: libpq queues unread notifications without a bound.
  */
 CC_MUST_CHECK int cc_pg_listen(struct cc_pg *pg, const char *channel);
 
@@ -205,8 +211,9 @@ CC_MUST_CHECK int cc_pg_notify(struct cc_pg *pg, const char *channel, const char
  * Waits up to timeout_ms (0 = just check) for one notification on a
  * LISTENed channel and copies its channel and payload (NUL-terminated).
  * Returns 0, CC_ETIMEOUT when none came, CC_EUNAVAILABLE when the
- * connection was lost (notifications may have been missed: rescan; the
- * next call reconnects and LISTENs again), CC_ETOOBIG when a buffer was too
+ * connection was lost, now or since the last call, even if a statement has
+ * reconnected since (notifications may have been missed: rescan; the next
+ * call reconnects and LISTENs again), CC_ETOOBIG when a buffer was too
  * small (that notification is consumed and dropped), CC_EINVAL.
  */
 CC_MUST_CHECK int cc_pg_wait_notify(struct cc_pg *pg, int timeout_ms, char *channel_out, size_t channel_len,
@@ -224,7 +231,8 @@ struct cc_pg_pool *cc_pg_pool_create(const char *dsn, size_t size, const struct 
 /*
  * Lends a connection to the calling thread until cc_pg_pool_release: an
  * idle one, or a new one while fewer than size exist, else waits up to
- * timeout_ms for one to come back. Returns 0 with *out set, CC_ETIMEOUT
+ * timeout_ms for one to come back (opening one may add up to the connect
+ * timeout). Returns 0 with *out set, CC_ETIMEOUT
  * when none came back in time, or cc_pg_connect's error when opening a new
  * one failed (the slot is given back).
  */

@@ -100,6 +100,13 @@ static void terminate_backend(int pid)
 	cc_pg_free(admin);
 }
 
+/* A channel name unique to this process, so parallel runs never cross. */
+static const char *channel(char *buf, size_t len, const char *what)
+{
+	snprintf(buf, len, "cc_t%ld_%s", (long)getpid(), what);
+	return buf;
+}
+
 static struct cc_pg_stats stats_now(void)
 {
 	struct cc_pg_stats s;
@@ -724,9 +731,20 @@ START_TEST(test_listen_notify)
 	char chan[CC_PG_CHANNEL_MAX + 1], payload[CC_PG_NOTIFY_PAYLOAD_MAX + 1], small[4];
 	char big[CC_PG_NOTIFY_PAYLOAD_MAX + 2];
 	static const char *const bad[] = { "", "Upper", "9x", "a-b", "x\"y", "a b" };
+	char wake[64];
 
-	ck_assert_int_eq(cc_pg_listen(listener, "cc_test_wake"), 0);
-	ck_assert_int_eq(cc_pg_listen(listener, "cc_test_wake"), 0); /* idempotent */
+	channel(wake, sizeof(wake), "wake");
+
+	ck_assert_int_eq(cc_pg_listen(listener, wake), 0);
+	ck_assert_int_eq(cc_pg_listen(listener, wake), 0); /* idempotent */
+	exec_ok(sender, "BEGIN", 0, NULL);
+	ck_assert_int_eq(cc_pg_listen(sender, wake), CC_EINVAL); /* would wait for COMMIT */
+	ck_assert_int_eq(cc_pg_rollback(sender), 0);
+	for (int i = 0; i < CC_PG_MAX_CHANNELS + 1; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "cc_t%ld_cap_%d", (long)getpid(), i);
+		ck_assert_int_eq(cc_pg_listen(sender, name), i < CC_PG_MAX_CHANNELS ? 0 : CC_ETOOBIG);
+	}
 	for (size_t i = 0; i < CC_ARRAY_LEN(bad); i++) {
 		ck_assert_int_eq(cc_pg_listen(listener, bad[i]), CC_EINVAL);
 		ck_assert_int_eq(cc_pg_notify(sender, bad[i], "x"), CC_EINVAL);
@@ -737,18 +755,18 @@ START_TEST(test_listen_notify)
 	ck_assert_int_ge(now_ms() - start, 95);
 	ck_assert_int_eq(cc_pg_wait_notify(listener, 0, chan, sizeof(chan), payload, sizeof(payload)), CC_ETIMEOUT);
 
-	ck_assert_int_eq(cc_pg_notify(sender, "cc_test_wake", "ticket 42 'quoted'"), 0);
+	ck_assert_int_eq(cc_pg_notify(sender, wake, "ticket 42 'quoted'"), 0);
 	ck_assert_int_eq(cc_pg_wait_notify(listener, 5000, chan, sizeof(chan), payload, sizeof(payload)), 0);
-	ck_assert_str_eq(chan, "cc_test_wake");
+	ck_assert_str_eq(chan, wake);
 	ck_assert_str_eq(payload, "ticket 42 'quoted'");
 
 	/* A notification inside a rolled-back transaction is never delivered;
 	 * one in a committed transaction is. */
 	exec_ok(sender, "BEGIN", 0, NULL);
-	ck_assert_int_eq(cc_pg_notify(sender, "cc_test_wake", "rolled back"), 0);
+	ck_assert_int_eq(cc_pg_notify(sender, wake, "rolled back"), 0);
 	ck_assert_int_eq(cc_pg_rollback(sender), 0);
 	exec_ok(sender, "BEGIN", 0, NULL);
-	ck_assert_int_eq(cc_pg_notify(sender, "cc_test_wake", "committed"), 0);
+	ck_assert_int_eq(cc_pg_notify(sender, wake, "committed"), 0);
 	exec_ok(sender, "COMMIT", 0, NULL);
 	ck_assert_int_eq(cc_pg_wait_notify(listener, 5000, chan, sizeof(chan), payload, sizeof(payload)), 0);
 	ck_assert_str_eq(payload, "committed");
@@ -756,9 +774,9 @@ START_TEST(test_listen_notify)
 	/* Buffers too small: CC_ETOOBIG, nothing written, and the next works. */
 	memset(big, 'p', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
-	ck_assert_int_eq(cc_pg_notify(sender, "cc_test_wake", big), CC_ETOOBIG);
-	ck_assert_int_eq(cc_pg_notify(sender, "cc_test_wake", "long payload"), 0);
-	ck_assert_int_eq(cc_pg_notify(sender, "cc_test_wake", "ok"), 0);
+	ck_assert_int_eq(cc_pg_notify(sender, wake, big), CC_ETOOBIG);
+	ck_assert_int_eq(cc_pg_notify(sender, wake, "long payload"), 0);
+	ck_assert_int_eq(cc_pg_notify(sender, wake, "ok"), 0);
 	small[0] = '\0';
 	ck_assert_int_eq(cc_pg_wait_notify(listener, 5000, chan, sizeof(chan), small, sizeof(small)), CC_ETOOBIG);
 	ck_assert_str_eq(small, "");
@@ -774,9 +792,12 @@ START_TEST(test_listener_survives_lost_connection)
 	struct cc_pg *listener = open_pg(NULL), *sender = open_pg(NULL);
 	char chan[CC_PG_CHANNEL_MAX + 1], payload[64];
 	int pid = cc_pg_backend_pid(listener);
+	char ca[64], cb[64];
 
-	ck_assert_int_eq(cc_pg_listen(listener, "cc_test_a"), 0);
-	ck_assert_int_eq(cc_pg_listen(listener, "cc_test_b"), 0);
+	channel(ca, sizeof(ca), "a");
+	channel(cb, sizeof(cb), "b");
+	ck_assert_int_eq(cc_pg_listen(listener, ca), 0);
+	ck_assert_int_eq(cc_pg_listen(listener, cb), 0);
 	terminate_backend(pid);
 	int64_t start = now_ms();
 	int rc = cc_pg_wait_notify(listener, 10000, chan, sizeof(chan), payload, sizeof(payload));
@@ -785,10 +806,22 @@ START_TEST(test_listener_survives_lost_connection)
 	/* The next wait reconnects and LISTENs on both channels again. */
 	ck_assert_int_eq(cc_pg_wait_notify(listener, 0, chan, sizeof(chan), payload, sizeof(payload)), CC_ETIMEOUT);
 	ck_assert_int_ne(cc_pg_backend_pid(listener), pid);
-	ck_assert_int_eq(cc_pg_notify(sender, "cc_test_b", "after"), 0);
+	ck_assert_int_eq(cc_pg_notify(sender, cb, "after"), 0);
 	ck_assert_int_eq(cc_pg_wait_notify(listener, 5000, chan, sizeof(chan), payload, sizeof(payload)), 0);
-	ck_assert_str_eq(chan, "cc_test_b");
+	ck_assert_str_eq(chan, cb);
 	ck_assert_str_eq(payload, "after");
+
+	/* A loss that a statement already reconnected over is still reported
+	 * to the listener, once. */
+	pid = cc_pg_backend_pid(listener);
+	terminate_backend(pid);
+	ck_assert_int_eq(query_int(listener, "SELECT 3", 0, NULL), 3);
+	ck_assert_int_ne(cc_pg_backend_pid(listener), pid);
+	ck_assert_int_eq(cc_pg_wait_notify(listener, 0, chan, sizeof(chan), payload, sizeof(payload)), CC_EUNAVAILABLE);
+	ck_assert_int_eq(cc_pg_notify(sender, ca, "again"), 0);
+	ck_assert_int_eq(cc_pg_wait_notify(listener, 5000, chan, sizeof(chan), payload, sizeof(payload)), 0);
+	ck_assert_str_eq(chan, ca);
+	ck_assert_str_eq(payload, "again");
 	cc_pg_free(sender);
 	cc_pg_free(listener);
 }
@@ -894,15 +927,16 @@ START_TEST(test_pool_release_resets_connections)
 	struct cc_pg_pool *pool = cc_pg_pool_create(cc_test_env("CC_TEST_PG_DSN"), 1, NULL);
 	struct cc_pg *pg = NULL, *sender = open_pg(NULL);
 	struct cc_pg_pool_stats st;
-	char t[64], sql[256], chan[64], payload[64];
+	char t[64], sql[256], chan[64], payload[64], cpool[64];
 
+	channel(cpool, sizeof(cpool), "pool");
 	table_name(t, sizeof(t), "pool");
 	ck_assert_int_eq(cc_pg_pool_acquire(pool, 1000, &pg), 0);
 	exec_ok(pg, sqlf(sql, sizeof(sql), "CREATE TABLE %s (id int PRIMARY KEY)", t), 0, NULL);
 
 	/* Left listening, inside a transaction, with a 1 ms query timeout:
 	 * all of it is undone on release. */
-	ck_assert_int_eq(cc_pg_listen(pg, "cc_test_pool"), 0);
+	ck_assert_int_eq(cc_pg_listen(pg, cpool), 0);
 	exec_ok(pg, "BEGIN", 0, NULL);
 	exec_ok(pg, sqlf(sql, sizeof(sql), "INSERT INTO %s VALUES (1)", t), 0, NULL);
 	cc_pg_set_query_timeout(pg, 1);
@@ -911,7 +945,7 @@ START_TEST(test_pool_release_resets_connections)
 	ck_assert_int_eq(query_int(pg, sqlf(sql, sizeof(sql), "SELECT count(*) FROM %s", t), 0, NULL), 0);
 	/* The 1 ms query timeout did not follow it, and nor did the LISTEN. */
 	exec_ok(pg, "SELECT pg_sleep(0.05)", 0, NULL);
-	ck_assert_int_eq(cc_pg_notify(sender, "cc_test_pool", "stale"), 0);
+	ck_assert_int_eq(cc_pg_notify(sender, cpool, "stale"), 0);
 	ck_assert_int_eq(cc_pg_wait_notify(pg, 200, chan, sizeof(chan), payload, sizeof(payload)), CC_ETIMEOUT);
 
 	/* Dropped while lent: closed on release, a fresh one opened next time. */

@@ -137,6 +137,9 @@ START_TEST(test_bad_arguments)
 	/* A DSN with a password never reaches the message. */
 	ck_assert_int_eq(cc_pg_connect("host=x password=hunter2 bogus=1", NULL, &pg, err, sizeof(err)), CC_EINVAL);
 	ck_assert_msg(!strstr(err, "hunter2"), "err: %s", err);
+	/* libpq quotes a whole malformed URI in its message: redacted. */
+	ck_assert_int_eq(cc_pg_connect("postgresql://cc:hunter2@[::1/db", NULL, &pg, err, sizeof(err)), CC_EINVAL);
+	ck_assert_msg(!strstr(err, "hunter2") && strstr(err, "URI"), "err: %s", err);
 	ck_assert_ptr_eq(pg, (struct cc_pg *)0x1); /* out untouched */
 
 	ck_assert_int_eq(cc_pg_exec(NULL, "SELECT 1", 0, NULL, NULL), CC_EINVAL);
