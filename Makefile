@@ -91,7 +91,11 @@ SUPPORT_OBJS = $(patsubst %.c,$(B)/asan/%.o,$(SUPPORT_SRCS))
 $(B)/asan/tests/%: $(B)/asan/tests/%.o $(SUPPORT_OBJS) $(B)/asan/libcommon.a
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD-ASAN $@")
-	$(Q)$(CC) $(ASAN_FLAGS) -o $@ $^ $(CHECK_LIBS) $(PKG_LIBS)
+	$(Q)$(CC) $(ASAN_FLAGS) -o $@ $(filter-out %.a,$^) $(filter %.a,$^) $(CHECK_LIBS) $(PKG_LIBS)
+
+# test_steam drives services/api/steam.c against the fake Steam server. Extra
+# objects like this one are linked before the archive (see the recipe above).
+$(B)/asan/tests/integration/test_steam: $(B)/asan/services/api/steam.o
 
 $(B)/bench/%: tests/bench/%.c $(B)/rel/libcommon.a
 	@mkdir -p $(@D)
