@@ -64,6 +64,9 @@ $(B)/asan/%.o: %.c
 $(B)/rel/libcommon/cc.o $(B)/asan/libcommon/cc.o: \
 	EXTRA_CFLAGS = -DCC_BUILD_VERSION='"$(VERSION) (git $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown))"'
 
+# ... and is rebuilt when a commit moves HEAD.
+$(B)/rel/libcommon/cc.o $(B)/asan/libcommon/cc.o: $(wildcard .git/HEAD .git/refs/heads/*)
+
 $(B)/rel/libcommon.a: $(patsubst %.c,$(B)/rel/%.o,$(LIB_SRCS))
 	$(Q)rm -f $@ && ar rcs $@ $^
 $(B)/asan/libcommon.a: $(patsubst %.c,$(B)/asan/%.o,$(LIB_SRCS))

@@ -21,12 +21,17 @@
 /* schema_migrations rows read at most (one per possible version). */
 #define APPLIED_MAX (CC_MIGRATE_VERSION_MAX + 1)
 
+/*
+ * Created only when absent (checked under the advisory lock), so a second
+ * runner does not draw an "already exists, skipping" notice into its log.
+ */
 static const char sql_create_table[] =
-	"CREATE TABLE IF NOT EXISTS schema_migrations ("
+	"DO $$ BEGIN IF to_regclass('schema_migrations') IS NULL THEN"
+	" CREATE TABLE schema_migrations ("
 	" version integer PRIMARY KEY,"
 	" name text NOT NULL,"
 	" checksum text NOT NULL,"
-	" applied_at timestamptz NOT NULL DEFAULT now())";
+	" applied_at timestamptz NOT NULL DEFAULT now()); END IF; END $$";
 static const char sql_table_exists[] = "SELECT to_regclass('schema_migrations') IS NOT NULL";
 static const char sql_read_applied[] =
 	"SELECT version, name, checksum,"

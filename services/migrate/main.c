@@ -138,15 +138,9 @@ int main(int argc, char *argv[])
 	int count = 0;
 	int status = 1;
 
-	/* TEMPORARY fallback: the config module is still a stub that leaves cfg
-	 * zeroed and ignores the environment. Remove when config lands. */
-	const char *database_url = cfg.database_url ? cfg.database_url : getenv("COSMIC_CLASH_DATABASE_URL");
+	const char *database_url = cfg.database_url;
 	const char *migrations_dir = cfg.migrations_dir;
-	if (!migrations_dir)
-		migrations_dir = getenv("COSMIC_CLASH_MIGRATIONS_DIR"); /* remove when config lands */
-	if (!migrations_dir)
-		migrations_dir = "migrations"; /* remove when config lands */
-	int64_t lock_timeout_ms = cfg.lock_timeout_ms > 0 ? cfg.lock_timeout_ms : 60000; /* remove when config lands */
+	int64_t lock_timeout_ms = cfg.lock_timeout_ms;
 
 	if (cfg.log_level && !cc_log_level_parse(cfg.log_level, &level))
 		level = CC_LOG_INFO;
@@ -157,7 +151,7 @@ int main(int argc, char *argv[])
 		goto out;
 	if (!database_url || !*database_url) {
 		/* The config module reports this as a required option; the check
-		 * stays so a stub or an empty value cannot reach libpq's defaults. */
+		 * stays so an empty value can never reach libpq's defaults. */
 		status = usage("database-url is not set (COSMIC_CLASH_DATABASE_URL or --database-url-file)");
 		goto out;
 	}

@@ -22,7 +22,7 @@ for bin in "$BIN"/cc-*; do
 	grep -q -- '--port' "$T_DIR/err" || fail "$name did not name --port; stderr: $(cat "$T_DIR/err")"
 
 	# The option names as declared in the binary's table.
-	mapfile -t options < <(grep -ohE '\.name = "[a-z0-9-]+"' "$(src_dir "$name")"/*.c | sed -E 's/.*"(.*)"/\1/' | sort -u)
+	mapfile -t options < <(grep -ohE '\{ \.name = "[a-z0-9-]+"' "$(src_dir "$name")"/*.c | sed -E 's/.*"(.*)"/\1/' | sort -u)
 	[[ ${#options[@]} -gt 0 ]] || fail "$name: no option table found under $(src_dir "$name")"
 	"$bin" --help >"$T_DIR/help" 2>&1 || fail "$name --help exited non-zero: $(cat "$T_DIR/help")"
 	for opt in "${options[@]}"; do
