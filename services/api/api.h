@@ -1,10 +1,11 @@
 /*
- * api.h - what cc-api's modules share: the configuration and the process
- * context every route handler receives.
+ * api.h - what cc-api's modules share: the configuration, the process
+ * context every route handler receives, and the small helpers every route
+ * uses (database handle, transaction answers, bodies, authentication).
  *
  * main.c owns the context: it fills it at start-up, hands it to the HTTP
- * server as ctx, and frees it after the server has stopped, so handlers may
- * read it without locks (everything in it is read-only or thread-safe).
+ * server as ctx, and frees it after the server has stopped, so handlers read
+ * it without locks (everything in it is read-only or thread-safe).
  */
 #ifndef CC_API_H
 #define CC_API_H
@@ -12,30 +13,60 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "cc.h"
 #include "config.h"
 #include "http_server.h"
+#include "json.h"
+#include "pg.h"
 
-struct cc_pg_pool;
+#define API_MAX_REGIONS 16
+#define API_REGION_MAX 32
 
-/* cc-api's configuration, filled from api_options (main.c). */
+/* cc-api's configuration, filled from the option table in main.c. */
 struct api_config {
-	char *listen;                /* player API bind address */
-	int64_t port;                /* player API port (0 = ephemeral) */
-	char *admin_listen;          /* admin (metrics/health) bind address */
-	int64_t admin_port;          /* admin port (0 = ephemeral) */
-	char *database_url;          /* secret: PostgreSQL DSN */
-	int64_t db_pool_size;        /* connections in the pool */
-	int64_t db_timeout_ms;       /* per statement deadline */
-	char *log_level;             /* debug|info|warn|error */
-	int64_t max_body_bytes;      /* request body cap (413 beyond) */
-	int64_t max_connections;     /* concurrent HTTP connections */
+	char *listen;                   /* player API bind address */
+	int64_t port;                   /* player API port (0 = ephemeral) */
+	char *admin_listen;             /* admin (metrics/health) bind address */
+	int64_t admin_port;             /* admin port (0 = ephemeral) */
+	char *database_url;             /* secret: PostgreSQL DSN */
+	int64_t db_pool_size;           /* connections in the pool */
+	int64_t db_timeout_ms;          /* per statement deadline */
+	char *log_level;                /* debug|info|warn|error */
+	int64_t max_body_bytes;         /* request body cap (413 beyond) */
+	int64_t max_connections;        /* concurrent HTTP connections */
+	char *operator_token;           /* secret: bearer of the /v1/admin routes; unset = 503 */
+	char *regions;                  /* comma-separated region names served for probes */
+	int64_t min_protocol_version;   /* below: 426 client_outdated */
+	int64_t session_ttl_seconds;    /* lifetime of a session token */
+	int64_t ticket_ttl_seconds;     /* a ticket expires this long after its last heartbeat */
+	int64_t probe_ttl_seconds;      /* a probe nonce must be answered within this */
+	int64_t probe_freshness_seconds; /* RTT evidence older than this does not count */
+	char *steam_api_url;            /* base URL of Steam's Web API */
+	int64_t steam_app_id;           /* 0 = Steam login not configured */
+	char *steam_publisher_key;      /* secret: Steam publisher Web API key */
+	int64_t steam_timeout_ms;       /* whole Steam request deadline */
+	bool steam_reject_vac_banned;   /* 403 for VAC-banned accounts */
+	bool steam_reject_publisher_banned; /* 403 for publisher-banned accounts */
 };
+
+/*
+ * Turns a login ticket into a stable external identity (a Steam id).
+ * Returns 0 and writes steam_id, or answers resp with the refusal and returns
+ * a negative code. cc-api uses Steam; cc-testkit-api links a fake.
+ */
+typedef int (*api_login_fn)(const struct api_config *cfg, const char *ticket, char steam_id[24],
+			    struct cc_http_response *resp);
 
 /* The process context handed to every handler. */
 struct api {
-	const struct api_config *cfg; /* read-only after start-up */
-	struct cc_pg_pool *pool;      /* thread-safe */
+	const struct api_config *cfg;             /* read-only after start-up */
+	struct cc_pg_pool *pool;                  /* thread-safe */
+	api_login_fn login;                       /* Steam, or the testkit's fake */
+	size_t n_regions;                         /* parsed from cfg->regions */
+	char regions[API_MAX_REGIONS][API_REGION_MAX + 1];
+	char regions_pg_array[API_MAX_REGIONS * (API_REGION_MAX + 3) + 3]; /* "{a,b}" for SQL */
 };
 
 extern const struct cc_config_spec api_config_spec;
@@ -43,5 +74,101 @@ extern const struct cc_config_spec api_config_spec;
 /* The player and operator route table (routes.c). */
 extern const struct cc_http_route api_routes[];
 extern const size_t api_n_routes;
+
+/* The testkit's fake login; defined only in cc-testkit-api (testkit_login.c). */
+int api_testkit_login(const struct api_config *cfg, const char *ticket, char steam_id[24],
+		      struct cc_http_response *resp) __attribute__((weak));
+
+/* Steam login (session.c). */
+int api_steam_login(const struct api_config *cfg, const char *ticket, char steam_id[24],
+		    struct cc_http_response *resp);
+
+/* ---- helpers (util.c) ---------------------------------------------------- */
+
+/* SQL text of an RFC 3339 UTC timestamp with milliseconds for column c. */
+#define API_TS(c) "to_char((" c ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+
+/*
+ * What a transaction decided. A transaction function resets it at the start
+ * of every attempt and fills it; the handler answers from it after the
+ * transaction ends. body is malloc'd and owned by the answer.
+ */
+struct api_answer {
+	int status;                /* 0 = nothing decided */
+	const char *code;          /* error code (static), NULL for success */
+	char message[200];         /* error message */
+	unsigned retry_after;      /* for 429 */
+	char *body;                /* success body (JSON text) */
+};
+
+void api_answer_reset(struct api_answer *a);
+void api_answer_error(struct api_answer *a, int status, const char *code, const char *fmt, ...)
+	CC_PRINTF(4, 5);
+/* Takes a copy of the JSON text; CC_ENOMEM on failure. */
+int api_answer_body(struct api_answer *a, int status, const char *json) CC_MUST_CHECK;
+
+/*
+ * Answers resp from a finished transaction: the answer when one was decided
+ * (whatever rc is), else the error rc means (503 retryable for database
+ * trouble, retry_exhausted for a spent retry budget). Releases the answer.
+ */
+void api_respond(struct cc_http_response *resp, int rc, struct api_answer *a);
+
+/* Borrows a pooled connection, or answers 503 and returns NULL. */
+struct cc_pg *api_db(struct api *api, struct cc_http_response *resp);
+void api_db_release(struct api *api, struct cc_pg *pg);
+
+/*
+ * Parses the body as a JSON object with only the allowed fields, or answers
+ * 400 (naming the problem) and returns NULL. The caller frees the tree.
+ */
+cJSON *api_body_object(const struct cc_http_request *req, struct cc_http_response *resp,
+		       const char *const *allowed);
+
+/* Answers 400 invalid_request naming the field in err. */
+void api_bad_field(struct cc_http_response *resp, const struct cc_json_error *err);
+
+/* Writes "\\x<64 hex>" (PostgreSQL bytea text) of SHA-256(secret). */
+void api_secret_hash_param(const char *secret, char out[2 + 64 + 1]);
+
+/* True when region is one this process serves. */
+bool api_region_known(const struct api *api, const char *region);
+
+/* Runs one statement, expecting exactly one row; *out on success. */
+int api_query_row(struct cc_pg *pg, const char *sql, int n, const char *const *params,
+		  PGresult **out) CC_MUST_CHECK;
+
+/* ---- authentication (auth.c) -------------------------------------------- */
+
+struct api_player {
+	char id[37]; /* the authenticated player's uuid */
+};
+
+/*
+ * Checks the bearer session of req on every request: unknown, revoked or
+ * expired -> 401, banned -> 403, database trouble -> 503 (resp answered and
+ * a negative code returned). 0 and *out on success.
+ */
+int api_authenticate(struct api *api, struct cc_pg *pg, const struct cc_http_request *req,
+		     struct cc_http_response *resp, struct api_player *out) CC_MUST_CHECK;
+
+/* Checks the operator bearer secret; answers 401/503 and returns false when refused. */
+bool api_operator_authorized(struct api *api, const struct cc_http_request *req,
+			     struct cc_http_response *resp);
+
+/* ---- route handlers ------------------------------------------------------ */
+
+int api_session_steam(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_queue_create(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_queue_get(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_queue_heartbeat(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_queue_cancel(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_probe_challenge(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_probe_answer(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_profile_ranked(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_operator_ban(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_operator_unban(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_operator_player(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_operator_queue_stats(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 
 #endif

@@ -44,6 +44,33 @@ static const struct cc_config_option api_options[] = {
 	  .help = "largest request body accepted (413 beyond)", .offset = OPT(max_body_bytes) },
 	{ .name = "max-connections", .type = CC_CFG_INT, .default_value = "512", .min = 1, .max = 10000,
 	  .help = "concurrent HTTP connections (one thread each)", .offset = OPT(max_connections) },
+	{ .name = "operator-token", .type = CC_CFG_STRING, .secret = true,
+	  .help = "bearer secret of the operator routes /v1/admin/* (unset: they answer 503)",
+	  .offset = OPT(operator_token) },
+	{ .name = "regions", .type = CC_CFG_STRING, .default_value = "local",
+	  .help = "comma-separated regions this server probes (a-z, 0-9, '-'; at most 16)", .offset = OPT(regions) },
+	{ .name = "min-protocol-version", .type = CC_CFG_INT, .default_value = "1", .min = 1, .max = 2147483647,
+	  .help = "clients below this game protocol get 426 client_outdated", .offset = OPT(min_protocol_version) },
+	{ .name = "session-ttl-seconds", .type = CC_CFG_INT, .default_value = "86400", .min = 60, .max = 2592000,
+	  .help = "lifetime of a session token", .offset = OPT(session_ttl_seconds) },
+	{ .name = "ticket-ttl-seconds", .type = CC_CFG_INT, .default_value = "30", .min = 5, .max = 3600,
+	  .help = "a queue ticket expires this long after its last heartbeat", .offset = OPT(ticket_ttl_seconds) },
+	{ .name = "probe-ttl-seconds", .type = CC_CFG_INT, .default_value = "10", .min = 1, .max = 300,
+	  .help = "a probe challenge must be answered within this", .offset = OPT(probe_ttl_seconds) },
+	{ .name = "probe-freshness-seconds", .type = CC_CFG_INT, .default_value = "600", .min = 10, .max = 86400,
+	  .help = "RTT evidence older than this does not let a player queue", .offset = OPT(probe_freshness_seconds) },
+	{ .name = "steam-api-url", .type = CC_CFG_STRING, .default_value = "https://partner.steam-api.com",
+	  .help = "base URL of Steam's Web API", .offset = OPT(steam_api_url) },
+	{ .name = "steam-app-id", .type = CC_CFG_INT, .default_value = "0", .min = 0, .max = 4294967295.0,
+	  .help = "Steam App ID (0: Steam login answers 503 not_configured)", .offset = OPT(steam_app_id) },
+	{ .name = "steam-publisher-key", .type = CC_CFG_STRING, .secret = true,
+	  .help = "Steam publisher Web API key (unset: Steam login answers 503)", .offset = OPT(steam_publisher_key) },
+	{ .name = "steam-timeout-ms", .type = CC_CFG_INT, .default_value = "3000", .min = 100, .max = 60000,
+	  .help = "deadline of one Steam verification", .offset = OPT(steam_timeout_ms) },
+	{ .name = "steam-reject-vac-banned", .type = CC_CFG_BOOL, .default_value = "true",
+	  .help = "refuse VAC-banned accounts with 403", .offset = OPT(steam_reject_vac_banned) },
+	{ .name = "steam-reject-publisher-banned", .type = CC_CFG_BOOL, .default_value = "true",
+	  .help = "refuse publisher-banned accounts with 403", .offset = OPT(steam_reject_publisher_banned) },
 };
 
 const struct cc_config_spec api_config_spec = {
@@ -52,6 +79,42 @@ const struct cc_config_spec api_config_spec = {
 	.options = api_options,
 	.n_options = CC_ARRAY_LEN(api_options),
 };
+
+/*
+ * Parses --regions into api->regions and the PostgreSQL array literal used
+ * in queries. Names are [a-z0-9-]{1,32}, so the literal needs no quoting.
+ */
+static int parse_regions(struct api *api, const char *text)
+{
+	size_t used = 0;
+	const char *p = text;
+	api->n_regions = 0;
+	api->regions_pg_array[used++] = '{';
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		if (n == 0 || n > API_REGION_MAX || api->n_regions == API_MAX_REGIONS)
+			return CC_EINVAL;
+		for (size_t i = 0; i < n; i++) {
+			char c = p[i];
+			if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
+				return CC_EINVAL;
+		}
+		memcpy(api->regions[api->n_regions], p, n);
+		api->regions[api->n_regions][n] = '\0';
+		for (size_t i = 0; i < api->n_regions; i++)
+			if (strcmp(api->regions[i], api->regions[api->n_regions]) == 0)
+				return CC_EINVAL;
+		used += (size_t)snprintf(api->regions_pg_array + used, sizeof api->regions_pg_array - used, "%s%s",
+					 api->n_regions ? "," : "", api->regions[api->n_regions]);
+		api->n_regions++;
+		p += n;
+		if (*p == ',' && *++p == '\0')
+			return CC_EINVAL;
+	}
+	api->regions_pg_array[used++] = '}';
+	api->regions_pg_array[used] = '\0';
+	return api->n_regions ? 0 : CC_EINVAL;
+}
 
 /* Ready when a pooled connection answers a trivial query. */
 static bool api_ready(void *ctx, char *why, size_t whylen)
@@ -81,10 +144,14 @@ int main(int argc, char **argv)
 	sigset_t stop_signals;
 	int sig;
 
-	cc_config_load_or_exit(&api_config_spec, argc, argv, &cfg, &positional);
+	/* One table, two binaries: the testkit says who it is in --help, --version and logs. */
+	struct cc_config_spec spec = api_config_spec;
+	if (api_testkit_login)
+		spec.program = "cc-testkit-api";
+	cc_config_load_or_exit(&spec, argc, argv, &cfg, &positional);
 	(void)cc_log_level_parse(cfg.log_level, &level);
-	cc_log_init("cc-api", level);
-	cc_config_log(&api_config_spec, &cfg);
+	cc_log_init(spec.program, level);
+	cc_config_log(&spec, &cfg);
 
 	/* Block the stop signals before any thread starts, so only sigwait sees them. */
 	sigemptyset(&stop_signals);
@@ -93,6 +160,15 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	if (parse_regions(&api, cfg.regions) != 0) {
+		fprintf(stderr, "cc-api: --regions: expected 1-16 distinct comma-separated names of [a-z0-9-]{1,32}\n");
+		status = 2;
+		goto out;
+	}
+	/* Only cc-testkit-api links the fake login; cc-api always verifies with Steam. */
+	api.login = api_testkit_login ? api_testkit_login : api_steam_login;
+	if (api_testkit_login)
+		cc_log_warn("testkit_login_enabled", CC_LOG_STR("binary", "cc-testkit-api"));
 	if (cc_crypto_init() != 0) {
 		cc_log_error("start_failed", CC_LOG_STR("reason", "libsodium init"));
 		goto out;
@@ -130,6 +206,6 @@ out:
 	cc_http_server_stop(server);
 	cc_admin_stop(admin);
 	cc_pg_pool_free(api.pool);
-	cc_config_release(&api_config_spec, &cfg);
+	cc_config_release(&spec, &cfg);
 	return status;
 }

@@ -4,18 +4,20 @@
  * routes that exist on the server but not in contracts/v1/openapi.json.
  */
 #include "api.h"
-#include "http_server.h"
 #include "banned.h"
 
-static int handle_placeholder(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
-{
-	(void)req;
-	(void)ctx;
-	cc_http_error_unavailable(resp, "not_configured", "the v1 API is not served yet");
-	return 0;
-}
-
 const struct cc_http_route api_routes[] = {
-	{ "GET", "/v1", handle_placeholder },
+	{ "POST", "/v1/session/steam", api_session_steam },
+	{ "POST", "/v1/queue", api_queue_create },
+	{ "GET", "/v1/queue/{ticket_id}", api_queue_get },
+	{ "POST", "/v1/queue/{ticket_id}/heartbeat", api_queue_heartbeat },
+	{ "POST", "/v1/queue/{ticket_id}/cancel", api_queue_cancel },
+	{ "POST", "/v1/probes/{region}/challenge", api_probe_challenge },
+	{ "POST", "/v1/probes/{region}/answer", api_probe_answer },
+	{ "GET", "/v1/profile/ranked", api_profile_ranked },
+	{ "POST", "/v1/admin/players/{player_id}/ban", api_operator_ban },
+	{ "POST", "/v1/admin/players/{player_id}/unban", api_operator_unban },
+	{ "GET", "/v1/admin/players/{player_id}", api_operator_player },
+	{ "GET", "/v1/admin/queue/stats", api_operator_queue_stats },
 };
 const size_t api_n_routes = CC_ARRAY_LEN(api_routes);

@@ -230,8 +230,8 @@ static void ticket_in(enum cc_ticket_state target, char id[64])
 	char buf[512];
 	int n = path_to(target, path);
 	PGresult *res = must(db, "WITH p AS (INSERT INTO players DEFAULT VALUES RETURNING id)"
-				 " INSERT INTO tickets (player_id, playlist, state)"
-				 " SELECT id, 'casual', 'QUEUED' FROM p RETURNING id");
+				 " INSERT INTO tickets (player_id, playlist, state, build, protocol_version, rating, deviation, expires_at)"
+				 " SELECT id, 'casual', 'QUEUED', 'b', 1, 1500, 350, now() FROM p RETURNING id");
 	snprintf(id, 64, "%s", PQgetvalue(res, 0, 0));
 	PQclear(res);
 	for (int i = 1; i < n; i++) {
@@ -280,7 +280,7 @@ START_TEST(test_trigger_agrees_with_table_for_every_pair)
 		const char *name = cc_ticket_state_name((enum cc_ticket_state)s);
 		const char *params[2] = { player, name };
 		must_exec(db, "SAVEPOINT attempt");
-		const char *fail = try_exec("INSERT INTO tickets (player_id, playlist, state) VALUES ($1, 'ranked', $2)", 2,
+		const char *fail = try_exec("INSERT INTO tickets (player_id, playlist, state, build, protocol_version, rating, deviation, expires_at) VALUES ($1, 'ranked', $2, 'b', 1, 1500, 350, now())", 2,
 					    params, buf, sizeof buf);
 		must_exec(db, "ROLLBACK TO SAVEPOINT attempt");
 		if (cc_ticket_state_is_initial((enum cc_ticket_state)s)) {
@@ -294,7 +294,7 @@ START_TEST(test_trigger_agrees_with_table_for_every_pair)
 	}
 	const char *bogus[2] = { player, "LIMBO" };
 	ck_assert_ptr_nonnull(
-		try_exec("INSERT INTO tickets (player_id, playlist, state) VALUES ($1, 'ranked', $2)", 2, bogus, buf, sizeof buf));
+		try_exec("INSERT INTO tickets (player_id, playlist, state, build, protocol_version, rating, deviation, expires_at) VALUES ($1, 'ranked', $2, 'b', 1, 1500, 350, now())", 2, bogus, buf, sizeof buf));
 	must_exec(db, "ROLLBACK");
 }
 END_TEST
@@ -329,13 +329,13 @@ START_TEST(test_one_active_ticket_per_player)
 	snprintf(player, sizeof player, "%s", PQgetvalue(res, 0, 0));
 	PQclear(res);
 	const char *p[1] = { player };
-	const char *insert = "INSERT INTO tickets (player_id, playlist, state) VALUES ($1, 'casual', 'QUEUED')";
+	const char *insert = "INSERT INTO tickets (player_id, playlist, state, build, protocol_version, rating, deviation, expires_at) VALUES ($1, 'casual', 'QUEUED', 'b', 1, 1500, 350, now())";
 	ck_assert_ptr_null(try_exec(insert, 1, p, buf, sizeof buf));
 	const char *fail = try_exec(insert, 1, p, buf, sizeof buf);
 	ck_assert_msg(fail && strncmp(fail, "23505", 5) == 0, "second active ticket: %s", fail ? fail : "(accepted)");
 	ck_assert_ptr_null(try_exec("UPDATE tickets SET state = 'CANCELLED' WHERE player_id = $1", 1, p, buf, sizeof buf));
 	ck_assert_msg(!try_exec(insert, 1, p, buf, sizeof buf), "a new ticket after a cancelled one: %s", buf);
-	const char *bad_playlist = "INSERT INTO tickets (player_id, playlist, state) VALUES ($1, 'arcade', 'QUEUED')";
+	const char *bad_playlist = "INSERT INTO tickets (player_id, playlist, state, build, protocol_version, rating, deviation, expires_at) VALUES ($1, 'arcade', 'QUEUED', 'b', 1, 1500, 350, now())";
 	must_exec(db, "UPDATE tickets SET state = 'CANCELLED' WHERE state = 'QUEUED'");
 	fail = try_exec(bad_playlist, 1, p, buf, sizeof buf);
 	ck_assert_msg(fail && strncmp(fail, "23514", 5) == 0, "playlist 'arcade': %s", fail ? fail : "(accepted)");

@@ -1,0 +1,23 @@
+DROP TABLE outbox;
+DROP TABLE penalties;
+DROP TABLE region_rtts;
+DROP TABLE probe_challenges;
+DROP TABLE idempotency_keys;
+DROP INDEX tickets_by_player;
+DROP INDEX tickets_queued_by_age;
+ALTER TABLE tickets ALTER COLUMN expires_at DROP NOT NULL;
+ALTER TABLE tickets
+    DROP COLUMN queued_at,
+    DROP COLUMN match_id,
+    DROP COLUMN proposal_id,
+    DROP COLUMN predicted_rtt,
+    DROP COLUMN deviation,
+    DROP COLUMN rating,
+    DROP COLUMN protocol_version,
+    DROP COLUMN build;
+DROP TABLE ratings;
+DROP TABLE sessions;
+ALTER TABLE players
+    DROP COLUMN ban_reason,
+    DROP COLUMN banned_until,
+    DROP COLUMN steam_id;

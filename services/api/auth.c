@@ -1,0 +1,109 @@
+/*
+ * auth.c - who is calling: player sessions (bearer tokens checked against
+ * the durable sessions table on every request, so a revocation or ban made
+ * through any replica applies at once) and the operator's bearer secret.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "api.h"
+#include "crypto.h"
+#include "banned.h"
+
+#define TOKEN_MAX 128
+
+/* The session, its player and whether each refusal applies, in one round trip. */
+static const char sql_session[] =
+	"SELECT p.id, coalesce(p.banned_until > now(), false), s.revoked_at IS NOT NULL, "
+	"       s.expires_at <= now(), " API_TS("p.banned_until") " "
+	"FROM sessions s JOIN players p ON p.id = s.player_id WHERE s.token_hash = $1";
+
+/*
+ * Extracts the token of "Authorization: Bearer <token>" into buf, or returns
+ * false for an absent, malformed or oversized header.
+ */
+static bool bearer_token(const struct cc_http_request *req, char *buf, size_t len)
+{
+	const char *h = cc_http_header(req, "Authorization");
+	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+		return false;
+	h += 7;
+	size_t n = strlen(h);
+	if (n == 0 || n > TOKEN_MAX || n >= len)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = h[i];
+		bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+			  c == '-' || c == '_' || c == '.' || c == '~' || c == '+' || c == '/' || c == '=';
+		if (!ok)
+			return false;
+	}
+	memcpy(buf, h, n + 1);
+	return true;
+}
+
+int api_authenticate(struct api *api, struct cc_pg *pg, const struct cc_http_request *req,
+		     struct cc_http_response *resp, struct api_player *out)
+{
+	char token[TOKEN_MAX + 1];
+	char hash[2 + 64 + 1];
+	PGresult *res = NULL;
+	int rc;
+	(void)api;
+
+	if (!bearer_token(req, token, sizeof token)) {
+		cc_http_error(resp, 401, "unauthorized", "a valid session bearer token is required", false);
+		return CC_EUNAUTHORIZED;
+	}
+	api_secret_hash_param(token, hash);
+	const char *params[] = { hash };
+	rc = cc_pg_exec(pg, sql_session, 1, params, &res);
+	if (rc != 0) {
+		cc_http_error_unavailable(resp, "unavailable", "the database is unavailable; retry shortly");
+		goto out;
+	}
+	if (PQntuples(res) != 1) {
+		cc_http_error(resp, 401, "unauthorized", "the session is unknown", false);
+		rc = CC_EUNAUTHORIZED;
+		goto out;
+	}
+	if (strcmp(PQgetvalue(res, 0, 1), "t") == 0) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "the player is banned until %s", PQgetvalue(res, 0, 4));
+		cc_http_error(resp, 403, "banned", msg, false);
+		rc = CC_EFORBIDDEN;
+		goto out;
+	}
+	if (strcmp(PQgetvalue(res, 0, 2), "t") == 0) {
+		cc_http_error(resp, 401, "unauthorized", "the session was revoked", false);
+		rc = CC_EUNAUTHORIZED;
+		goto out;
+	}
+	if (strcmp(PQgetvalue(res, 0, 3), "t") == 0) {
+		cc_http_error(resp, 401, "session_expired", "the session has expired; log in again", false);
+		rc = CC_EUNAUTHORIZED;
+		goto out;
+	}
+	snprintf(out->id, sizeof out->id, "%s", PQgetvalue(res, 0, 0));
+out:
+	PQclear(res);
+	return rc;
+}
+
+bool api_operator_authorized(struct api *api, const struct cc_http_request *req,
+			     struct cc_http_response *resp)
+{
+	char token[TOKEN_MAX + 1];
+	const char *secret = api->cfg->operator_token;
+	if (!secret || !*secret) {
+		cc_http_error_unavailable(resp, "not_configured", "operator routes need --operator-token-file");
+		return false;
+	}
+	if (!bearer_token(req, token, sizeof token) ||
+	    !cc_secret_equal(token, strlen(token), secret, strlen(secret))) {
+		cc_http_error(resp, 401, "unauthorized", "a valid operator bearer token is required", false);
+		return false;
+	}
+	return true;
+}

@@ -1,0 +1,276 @@
+/*
+ * operator.c - the operator routes behind the separate admin bearer secret:
+ * ban and unban, view a player, queue statistics per playlist and region.
+ *
+ * A ban revokes the identity's sessions and cancels its waiting tickets in
+ * the same transaction, so every replica refuses the player at once; lifting
+ * a ban does not revive sessions.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "crypto.h"
+#include "json.h"
+#include "log.h"
+#include "outbox.h"
+#include "banned.h"
+
+#define PLAYER_VIEW                                                                                 \
+	"json_build_object('player_id', p.id, 'steam_id', p.steam_id, "                             \
+	"'created_at', " API_TS("p.created_at") ", 'banned_until', " API_TS("p.banned_until") ", "  \
+	"'ban_reason', p.ban_reason, "                                                              \
+	"'active_sessions', (SELECT count(*) FROM sessions s WHERE s.player_id = p.id "             \
+	"   AND s.revoked_at IS NULL AND s.expires_at > now()), "                                   \
+	"'active_ticket', (SELECT json_build_object('id', t.id, 'player_id', t.player_id, "         \
+	"   'playlist', t.playlist, 'state', t.state, 'revision', t.revision, 'build', t.build, "    \
+	"   'protocol_version', t.protocol_version, 'predicted_rtt', t.predicted_rtt, "             \
+	"   'proposal_id', t.proposal_id, 'match_id', t.match_id, "                                 \
+	"   'created_at', " API_TS("t.created_at") ", 'updated_at', " API_TS("t.updated_at") ", "   \
+	"   'expires_at', " API_TS("t.expires_at") ") FROM tickets t WHERE t.player_id = p.id "     \
+	"   AND t.state IN ('QUEUED', 'PROPOSED', 'MATCHED', 'ASSIGNED')), "                       \
+	"'rating', (SELECT json_build_object('rating', r.rating, 'deviation', r.deviation, "        \
+	"   'ranked_games', r.games) FROM ratings r WHERE r.player_id = p.id "                      \
+	"   AND r.playlist = 'ranked'))::text"
+
+static const char sql_view[] = "SELECT " PLAYER_VIEW " FROM players p WHERE p.id = $1";
+
+/* $2 is validated as RFC 3339 before it gets here; the cast is the parser of record. */
+static const char sql_ban[] =
+	"UPDATE players SET banned_until = $2::timestamptz, ban_reason = $3 "
+	"WHERE id = $1 RETURNING banned_until > now()";
+
+static const char sql_revoke_sessions[] =
+	"UPDATE sessions SET revoked_at = now() WHERE player_id = $1 AND revoked_at IS NULL";
+
+static const char sql_cancel_waiting[] =
+	"UPDATE tickets SET state = 'CANCELLED', revision = revision + 1, updated_at = now() "
+	"WHERE player_id = $1 AND state = 'QUEUED' RETURNING id, revision";
+
+static const char sql_unban[] =
+	"UPDATE players SET banned_until = NULL, ban_reason = NULL WHERE id = $1 RETURNING id";
+
+/* Every configured playlist x region, with depth 0 where nobody waits. */
+static const char sql_queue_stats[] =
+	"SELECT json_build_object('generated_at', " API_TS("now()") ", 'entries', coalesce(json_agg("
+	"  json_build_object('playlist', s.playlist, 'region', s.region, 'depth', s.depth, "
+	"  'oldest_age_seconds', s.oldest) ORDER BY s.playlist, s.region), '[]'::json))::text FROM ("
+	"  SELECT p.playlist, g.region, count(t.id) AS depth, "
+	"    coalesce(round(extract(epoch FROM now() - min(t.queued_at))::numeric, 3), 0)::float8 AS oldest "
+	"  FROM unnest(ARRAY['casual', 'ranked']) p(playlist) CROSS JOIN unnest($1::text[]) g(region) "
+	"  LEFT JOIN tickets t ON t.state = 'QUEUED' AND t.playlist = p.playlist "
+	"    AND t.predicted_rtt ? g.region "
+	"  GROUP BY p.playlist, g.region) s";
+
+/* Reads {player_id}; answers 400 when it is not a UUID. */
+static const char *player_param(const struct cc_http_request *req, struct cc_http_response *resp)
+{
+	const char *id = cc_http_param(req, "player_id");
+	if (!id || !cc_uuid_valid(id)) {
+		cc_http_error(resp, 400, "invalid_request", "player_id must be a lowercase UUID", false);
+		return NULL;
+	}
+	return id;
+}
+
+/* Strict RFC 3339: YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM). */
+static bool rfc3339_valid(const char *s)
+{
+	static const char shape[] = "dddd-dd-ddTdd:dd:dd";
+	size_t i = 0;
+	for (; shape[i]; i++) {
+		char c = s[i];
+		if (shape[i] == 'd' ? (c < '0' || c > '9') : c != shape[i])
+			return false;
+	}
+	if (s[i] == '.') {
+		size_t digits = 0;
+		for (i++; s[i] >= '0' && s[i] <= '9'; i++)
+			digits++;
+		if (digits == 0 || digits > 9)
+			return false;
+	}
+	if (s[i] == 'Z')
+		return s[i + 1] == '\0';
+	if (s[i] != '+' && s[i] != '-')
+		return false;
+	return s[i + 1] >= '0' && s[i + 1] <= '9' && s[i + 2] >= '0' && s[i + 2] <= '9' && s[i + 3] == ':' &&
+	       s[i + 4] >= '0' && s[i + 4] <= '9' && s[i + 5] >= '0' && s[i + 5] <= '9' && s[i + 6] == '\0';
+}
+
+struct ban_tx {
+	const char *player_id;
+	const char *until; /* NULL = unban */
+	const char *reason;
+	struct api_answer answer;
+};
+
+static int ban_tx_run(struct cc_pg *pg, void *arg)
+{
+	struct ban_tx *tx = arg;
+	PGresult *res = NULL;
+	int rc;
+
+	api_answer_reset(&tx->answer);
+	if (tx->until) {
+		const char *p[] = { tx->player_id, tx->until, tx->reason };
+		rc = cc_pg_exec(pg, sql_ban, 3, p, &res);
+	} else {
+		const char *p[] = { tx->player_id };
+		rc = cc_pg_exec(pg, sql_unban, 1, p, &res);
+	}
+	if (rc == CC_EDB && tx->until) {
+		/* The cast refused it (e.g. month 13): the client's error, not ours. */
+		api_answer_error(&tx->answer, 400, "invalid_request", "field 'until' is not a valid timestamp");
+		rc = CC_EINVAL;
+		goto out;
+	}
+	if (rc != 0)
+		goto out;
+	if (PQntuples(res) == 0) {
+		api_answer_error(&tx->answer, 404, "not_found", "no such player");
+		rc = CC_ENOTFOUND;
+		goto out;
+	}
+	if (tx->until && strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
+		api_answer_error(&tx->answer, 422, "invalid_parameters", "field 'until' must be in the future");
+		rc = CC_EINVAL;
+		goto out;
+	}
+	PQclear(res);
+	res = NULL;
+	if (tx->until) {
+		const char *p[] = { tx->player_id };
+		if ((rc = cc_pg_exec(pg, sql_revoke_sessions, 1, p, &res)) != 0)
+			goto out;
+		PQclear(res);
+		res = NULL;
+		if ((rc = cc_pg_exec(pg, sql_cancel_waiting, 1, p, &res)) != 0)
+			goto out;
+		for (int i = 0; i < PQntuples(res); i++) {
+			struct cc_outbox_event ev = {
+				.event = "ticket.cancelled",
+				.resource_type = "ticket",
+				.resource_id = PQgetvalue(res, i, 0),
+				.revision = strtoll(PQgetvalue(res, i, 1), NULL, 10),
+				.player_ids = p,
+				.n_player_ids = 1,
+				.payload_json = "{\"reason\":\"banned\"}",
+			};
+			if ((rc = cc_outbox_append(pg, &ev)) != 0)
+				goto out;
+		}
+		PQclear(res);
+		res = NULL;
+	}
+	const char *pv[] = { tx->player_id };
+	if ((rc = api_query_row(pg, sql_view, 1, pv, &res)) != 0)
+		goto out;
+	rc = api_answer_body(&tx->answer, 200, PQgetvalue(res, 0, 0));
+out:
+	PQclear(res);
+	return rc;
+}
+
+static void run_ban(struct api *api, const struct cc_http_request *req, struct cc_http_response *resp,
+		    struct ban_tx *tx)
+{
+	struct cc_pg *pg = api_db(api, resp);
+	if (!pg)
+		return;
+	int rc = cc_pg_run_serializable(pg, ban_tx_run, tx);
+	if (rc == 0)
+		cc_log_info(tx->until ? "player_banned" : "player_unbanned", CC_LOG_STR("player_id", tx->player_id),
+			    CC_LOG_STR("until", tx->until), CC_LOG_STR("request_id", req->request_id));
+	api_respond(resp, rc, &tx->answer);
+	api_db_release(api, pg);
+}
+
+int api_operator_ban(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	static const char *const fields[] = { "until", "reason", NULL };
+	struct api *api = ctx;
+	struct cc_json_error err = { 0 };
+	struct ban_tx tx = { 0 };
+	cJSON *body = NULL;
+
+	if (!api_operator_authorized(api, req, resp))
+		return 0;
+	if (!(tx.player_id = player_param(req, resp)))
+		return 0;
+	if (!(body = api_body_object(req, resp, fields)))
+		return 0;
+	if (cc_json_get_string(body, "until", true, 20, 40, &tx.until, &err) != 0 ||
+	    cc_json_get_string(body, "reason", true, 1, 256, &tx.reason, &err) != 0) {
+		api_bad_field(resp, &err);
+		goto out;
+	}
+	if (!rfc3339_valid(tx.until)) {
+		cc_http_error(resp, 400, "invalid_request", "field 'until' must be an RFC 3339 timestamp", false);
+		goto out;
+	}
+	run_ban(api, req, resp, &tx);
+out:
+	cJSON_Delete(body);
+	return 0;
+}
+
+int api_operator_unban(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	struct api *api = ctx;
+	struct ban_tx tx = { 0 };
+	if (!api_operator_authorized(api, req, resp))
+		return 0;
+	if (!(tx.player_id = player_param(req, resp)))
+		return 0;
+	run_ban(api, req, resp, &tx);
+	return 0;
+}
+
+int api_operator_player(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	struct api *api = ctx;
+	PGresult *res = NULL;
+	if (!api_operator_authorized(api, req, resp))
+		return 0;
+	const char *id = player_param(req, resp);
+	if (!id)
+		return 0;
+	struct cc_pg *pg = api_db(api, resp);
+	if (!pg)
+		return 0;
+	const char *p[] = { id };
+	int rc = api_query_row(pg, sql_view, 1, p, &res);
+	if (rc == CC_ENOTFOUND)
+		cc_http_error(resp, 404, "not_found", "no such player", false);
+	else if (rc != 0)
+		cc_http_error_unavailable(resp, "unavailable", "the database is unavailable; retry shortly");
+	else if (cc_http_respond_text(resp, 200, "application/json", PQgetvalue(res, 0, 0),
+				      (size_t)PQgetlength(res, 0, 0)) != 0)
+		cc_http_error_unavailable(resp, "unavailable", "out of memory");
+	PQclear(res);
+	api_db_release(api, pg);
+	return 0;
+}
+
+int api_operator_queue_stats(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	struct api *api = ctx;
+	PGresult *res = NULL;
+	if (!api_operator_authorized(api, req, resp))
+		return 0;
+	struct cc_pg *pg = api_db(api, resp);
+	if (!pg)
+		return 0;
+	const char *p[] = { api->regions_pg_array };
+	int rc = api_query_row(pg, sql_queue_stats, 1, p, &res);
+	if (rc != 0)
+		cc_http_error_unavailable(resp, "unavailable", "the database is unavailable; retry shortly");
+	else if (cc_http_respond_text(resp, 200, "application/json", PQgetvalue(res, 0, 0),
+				      (size_t)PQgetlength(res, 0, 0)) != 0)
+		cc_http_error_unavailable(resp, "unavailable", "out of memory");
+	PQclear(res);
+	api_db_release(api, pg);
+	return 0;
+}

@@ -1,0 +1,54 @@
+/*
+ * profile.c - GET /v1/profile/ranked: the player's ranked rating, tier and
+ * provisional status; 404 until the player has a ranked rating row.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "api.h"
+#include "tiers.h"
+#include "banned.h"
+
+static const char sql_profile[] =
+	"SELECT rating, deviation, games FROM ratings WHERE player_id = $1 AND playlist = 'ranked'";
+
+int api_profile_ranked(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	struct api *api = ctx;
+	struct api_player player;
+	PGresult *res = NULL;
+	size_t n_bands;
+	struct cc_pg *pg = api_db(api, resp);
+	if (!pg)
+		return 0;
+	if (api_authenticate(api, pg, req, resp, &player) != 0)
+		goto out;
+	const char *p[] = { player.id };
+	int rc = cc_pg_exec(pg, sql_profile, 1, p, &res);
+	if (rc != 0) {
+		cc_http_error_unavailable(resp, "unavailable", "the database is unavailable; retry shortly");
+		goto out;
+	}
+	if (PQntuples(res) == 0) {
+		cc_http_error(resp, 404, "no_rating", "the player has no ranked rating yet", false);
+		goto out;
+	}
+	double rating = strtod(PQgetvalue(res, 0, 0), NULL);
+	long games = strtol(PQgetvalue(res, 0, 2), NULL, 10);
+	const struct cc_tier_band *bands = cc_tier_default_bands(&n_bands);
+	const char *tier = cc_tier_for(bands, n_bands, rating, games);
+	cJSON *out = cJSON_CreateObject();
+	if (out) {
+		cJSON_AddNumberToObject(out, "rating", rating);
+		cJSON_AddNumberToObject(out, "deviation", strtod(PQgetvalue(res, 0, 1), NULL));
+		cJSON_AddStringToObject(out, "tier", tier);
+		cJSON_AddBoolToObject(out, "provisional", games < CC_TIER_PROVISIONAL_GAMES);
+		cJSON_AddNumberToObject(out, "ranked_games", (double)games);
+		cJSON_AddNullToObject(out, "season_end");
+	}
+	cc_http_respond_json(resp, 200, out);
+out:
+	PQclear(res);
+	api_db_release(api, pg);
+	return 0;
+}

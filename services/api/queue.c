@@ -1,0 +1,532 @@
+/*
+ * queue.c - queue tickets (SPEC 4): create with an idempotency key,
+ * read, heartbeat and cancel, each in one SERIALIZABLE transaction.
+ *
+ * Races are settled by the database: the partial unique index allows one
+ * active ticket per player, the revision column makes heartbeats and cancels
+ * compare-and-set (exactly one of several concurrent callers at a revision
+ * wins; the others see the new revision on retry and get 409), and the
+ * idempotency row is written in the same transaction as the ticket, so
+ * concurrent replays of one key all return the one stored answer.
+ *
+ * Ticket expiry needs no sweeper to be correct: a QUEUED ticket whose
+ * heartbeat deadline has passed is moved to EXPIRED by the first request
+ * that touches it (cc-maintenance sweeps the rest).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "crypto.h"
+#include "json.h"
+#include "log.h"
+#include "outbox.h"
+#include "banned.h"
+
+/* The one JSON shape of a ticket (contracts/v1/openapi.json Ticket). */
+#define TICKET_JSON                                                                          \
+	"json_build_object('id', t.id, 'player_id', t.player_id, 'playlist', t.playlist, "   \
+	"'state', t.state, 'revision', t.revision, 'build', t.build, "                        \
+	"'protocol_version', t.protocol_version, 'predicted_rtt', t.predicted_rtt, "          \
+	"'proposal_id', t.proposal_id, 'match_id', t.match_id, "                              \
+	"'created_at', " API_TS("t.created_at") ", 'updated_at', " API_TS("t.updated_at") ", " \
+	"'expires_at', " API_TS("t.expires_at") ")::text"
+
+/* Moves the player's QUEUED tickets past their deadline to EXPIRED. */
+static const char sql_expire_overdue[] =
+	"UPDATE tickets SET state = 'EXPIRED', revision = revision + 1, updated_at = now() "
+	"WHERE player_id = $1 AND state = 'QUEUED' AND expires_at <= now() "
+	"RETURNING id, revision, player_id";
+
+static const char sql_idempotency_get[] =
+	"SELECT request_hash, status, response FROM idempotency_keys WHERE player_id = $1 AND key = $2";
+
+static const char sql_idempotency_put[] =
+	"INSERT INTO idempotency_keys (player_id, key, request_hash, status, response) "
+	"VALUES ($1, $2, $3, $4, $5)";
+
+static const char sql_cooldown[] =
+	"SELECT ceil(extract(epoch FROM max(cooldown_until) - now()))::bigint "
+	"FROM penalties WHERE player_id = $1 AND cooldown_until > now()";
+
+static const char sql_active_ticket[] =
+	"SELECT id, state FROM tickets "
+	"WHERE player_id = $1 AND state IN ('QUEUED', 'PROPOSED', 'MATCHED', 'ASSIGNED')";
+
+/* Fresh RTT evidence for the configured regions, as the ticket's object. */
+static const char sql_rtt_evidence[] =
+	"SELECT coalesce(jsonb_object_agg(region, rtt_ms), '{}'::jsonb)::text, count(*) "
+	"FROM region_rtts WHERE player_id = $1 AND region = ANY($2::text[]) "
+	"AND measured_at > now() - make_interval(secs => $3::int)";
+
+/* The rating is read here, inside the enqueue transaction, never from the client. */
+static const char sql_rating[] =
+	"SELECT coalesce((SELECT rating FROM ratings WHERE player_id = $1 AND playlist = $2), 1500), "
+	"       coalesce((SELECT deviation FROM ratings WHERE player_id = $1 AND playlist = $2), 350)";
+
+static const char sql_insert_ticket[] =
+	"INSERT INTO tickets AS t (player_id, playlist, state, build, protocol_version, rating, "
+	"  deviation, predicted_rtt, expires_at) "
+	"VALUES ($1, $2, 'QUEUED', $3, $4::int, $5::float8, $6::float8, $7::jsonb, "
+	"  now() + make_interval(secs => $8::int)) "
+	"RETURNING t.id, t.revision, " TICKET_JSON;
+
+static const char sql_get_ticket[] =
+	"SELECT " TICKET_JSON " FROM tickets t WHERE t.id = $1 AND t.player_id = $2";
+
+static const char sql_heartbeat[] =
+	"UPDATE tickets AS t SET revision = t.revision + 1, updated_at = now(), "
+	"  expires_at = now() + make_interval(secs => $4::int) "
+	"WHERE t.id = $1 AND t.player_id = $2 AND t.revision = $3::bigint "
+	"  AND t.state IN ('QUEUED', 'PROPOSED') "
+	"RETURNING " TICKET_JSON;
+
+static const char sql_cancel[] =
+	"UPDATE tickets AS t SET state = 'CANCELLED', revision = t.revision + 1, updated_at = now() "
+	"WHERE t.id = $1 AND t.player_id = $2 AND t.revision = $3::bigint "
+	"  AND t.state IN ('QUEUED', 'PROPOSED') "
+	"RETURNING t.revision, " TICKET_JSON;
+
+static const char sql_ticket_state[] =
+	"SELECT state, revision FROM tickets WHERE id = $1 AND player_id = $2";
+
+/* Expires the player's overdue tickets, announcing each in the outbox. */
+static int expire_overdue(struct cc_pg *pg, const char *player_id)
+{
+	PGresult *res = NULL;
+	const char *p[] = { player_id };
+	int rc = cc_pg_exec(pg, sql_expire_overdue, 1, p, &res);
+	for (int i = 0; rc == 0 && i < PQntuples(res); i++) {
+		const char *players[] = { PQgetvalue(res, i, 2) };
+		struct cc_outbox_event ev = {
+			.event = "ticket.expired",
+			.resource_type = "ticket",
+			.resource_id = PQgetvalue(res, i, 0),
+			.revision = strtoll(PQgetvalue(res, i, 1), NULL, 10),
+			.player_ids = players,
+			.n_player_ids = 1,
+		};
+		rc = cc_outbox_append(pg, &ev);
+	}
+	PQclear(res);
+	return rc;
+}
+
+/* ---- POST /v1/queue ------------------------------------------------------ */
+
+struct create_tx {
+	struct api *api;
+	const char *player_id;
+	const char *key;
+	const char *request_hash;
+	const char *playlist;
+	const char *build;
+	char protocol_version[24];
+	struct api_answer answer;
+};
+
+static int create_tx_run(struct cc_pg *pg, void *arg)
+{
+	struct create_tx *tx = arg;
+	const struct api_config *cfg = tx->api->cfg;
+	PGresult *res = NULL;
+	int rc;
+
+	api_answer_reset(&tx->answer);
+	const char *pk[] = { tx->player_id, tx->key };
+	if ((rc = cc_pg_exec(pg, sql_idempotency_get, 2, pk, &res)) != 0)
+		goto out;
+	if (PQntuples(res) == 1) {
+		if (strcmp(PQgetvalue(res, 0, 0), tx->request_hash) != 0) {
+			api_answer_error(&tx->answer, 409, "idempotency_conflict",
+					 "this Idempotency-Key was used with a different request");
+			rc = CC_ECONFLICT;
+		} else {
+			rc = api_answer_body(&tx->answer, (int)strtol(PQgetvalue(res, 0, 1), NULL, 10),
+					     PQgetvalue(res, 0, 2));
+		}
+		goto out;
+	}
+	PQclear(res);
+	res = NULL;
+
+	const char *pp[] = { tx->player_id };
+	if ((rc = cc_pg_exec(pg, sql_cooldown, 1, pp, &res)) != 0)
+		goto out;
+	if (!PQgetisnull(res, 0, 0)) {
+		long long wait = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+		api_answer_error(&tx->answer, 429, "cooldown", "queueing is blocked by a penalty cooldown");
+		tx->answer.retry_after = wait > 0 ? (unsigned)wait : 1;
+		rc = CC_ECONFLICT;
+		goto out;
+	}
+	PQclear(res);
+	res = NULL;
+
+	if ((rc = expire_overdue(pg, tx->player_id)) != 0)
+		goto out;
+	if ((rc = cc_pg_exec(pg, sql_active_ticket, 1, pp, &res)) != 0)
+		goto out;
+	if (PQntuples(res) > 0) {
+		api_answer_error(&tx->answer, 409, "active_ticket_exists",
+				 "the player already has active ticket %s (%s)", PQgetvalue(res, 0, 0),
+				 PQgetvalue(res, 0, 1));
+		rc = CC_ECONFLICT;
+		goto out;
+	}
+	PQclear(res);
+	res = NULL;
+
+	char freshness[24];
+	snprintf(freshness, sizeof freshness, "%lld", (long long)cfg->probe_freshness_seconds);
+	const char *pr[] = { tx->player_id, tx->api->regions_pg_array, freshness };
+	if ((rc = cc_pg_exec(pg, sql_rtt_evidence, 3, pr, &res)) != 0)
+		goto out;
+	if (strcmp(PQgetvalue(res, 0, 1), "0") == 0) {
+		api_answer_error(&tx->answer, 422, "no_region_probed",
+				 "probe at least one region (POST /v1/probes/{region}/challenge) before queueing");
+		rc = CC_EINVAL;
+		goto out;
+	}
+	char *rtt = strdup(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	res = NULL;
+	if (!rtt) {
+		rc = CC_ENOMEM;
+		goto out;
+	}
+
+	const char *prt[] = { tx->player_id, tx->playlist };
+	rc = api_query_row(pg, sql_rating, 2, prt, &res);
+	char rating[40] = "", deviation[40] = "";
+	if (rc == 0) {
+		snprintf(rating, sizeof rating, "%s", PQgetvalue(res, 0, 0));
+		snprintf(deviation, sizeof deviation, "%s", PQgetvalue(res, 0, 1));
+	}
+	PQclear(res);
+	res = NULL;
+	if (rc != 0) {
+		free(rtt);
+		goto out;
+	}
+
+	char ttl[24];
+	snprintf(ttl, sizeof ttl, "%lld", (long long)cfg->ticket_ttl_seconds);
+	const char *pi[] = { tx->player_id, tx->playlist, tx->build, tx->protocol_version,
+			     rating, deviation, rtt, ttl };
+	rc = api_query_row(pg, sql_insert_ticket, 8, pi, &res);
+	free(rtt);
+	if (rc == CC_ECONFLICT) {
+		/* Another request made an active ticket first; the retry will see it. */
+		rc = CC_ESERIALIZATION;
+	}
+	if (rc != 0)
+		goto out;
+	const char *players[] = { tx->player_id };
+	struct cc_outbox_event ev = {
+		.event = "ticket.queued",
+		.resource_type = "ticket",
+		.resource_id = PQgetvalue(res, 0, 0),
+		.revision = strtoll(PQgetvalue(res, 0, 1), NULL, 10),
+		.player_ids = players,
+		.n_player_ids = 1,
+	};
+	if ((rc = cc_outbox_append(pg, &ev)) != 0)
+		goto out;
+	if ((rc = api_answer_body(&tx->answer, 201, PQgetvalue(res, 0, 2))) != 0)
+		goto out;
+	PQclear(res);
+	res = NULL;
+
+	const char *pi2[] = { tx->player_id, tx->key, tx->request_hash, "201", tx->answer.body };
+	rc = cc_pg_exec(pg, sql_idempotency_put, 5, pi2, &res);
+	if (rc == CC_ECONFLICT)
+		rc = CC_ESERIALIZATION; /* a concurrent replay stored it first: retry to replay it */
+out:
+	PQclear(res);
+	return rc;
+}
+
+/* An Idempotency-Key is 1-128 bytes of [A-Za-z0-9_-]. */
+static bool idempotency_key_valid(const char *key)
+{
+	size_t n = key ? strlen(key) : 0;
+	if (n == 0 || n > 128)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = key[i];
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+		      c == '-'))
+			return false;
+	}
+	return true;
+}
+
+static bool build_valid(const char *build)
+{
+	size_t n = strlen(build);
+	for (size_t i = 0; i < n; i++) {
+		char c = build[i];
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+		      c == '_' || c == '-'))
+			return false;
+	}
+	return n >= 1 && n <= 64;
+}
+
+int api_queue_create(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	static const char *const fields[] = { "playlist", "protocol_version", "build", NULL };
+	struct api *api = ctx;
+	struct cc_json_error err = { 0 };
+	struct create_tx tx = { .api = api };
+	struct api_player player;
+	struct cc_pg *pg = NULL;
+	cJSON *body = NULL;
+	int64_t protocol_version;
+	int rc;
+
+	pg = api_db(api, resp);
+	if (!pg)
+		return 0;
+	if (api_authenticate(api, pg, req, resp, &player) != 0)
+		goto out;
+	const char *key = cc_http_header(req, "Idempotency-Key");
+	if (!idempotency_key_valid(key)) {
+		cc_http_error(resp, 400, "invalid_request",
+			      "an Idempotency-Key header of 1-128 characters [A-Za-z0-9_-] is required", false);
+		goto out;
+	}
+	body = api_body_object(req, resp, fields);
+	if (!body)
+		goto out;
+	if (cc_json_get_string(body, "playlist", true, 1, 32, &tx.playlist, &err) != 0 ||
+	    cc_json_get_int(body, "protocol_version", true, 1, INT32_MAX, &protocol_version, &err) != 0 ||
+	    cc_json_get_string(body, "build", true, 1, 64, &tx.build, &err) != 0) {
+		api_bad_field(resp, &err);
+		goto out;
+	}
+	if (!build_valid(tx.build)) {
+		cc_http_error(resp, 400, "invalid_request", "field 'build' must be 1-64 characters [A-Za-z0-9._-]", false);
+		goto out;
+	}
+	if (strcmp(tx.playlist, "casual") != 0 && strcmp(tx.playlist, "ranked") != 0) {
+		cc_http_error(resp, 422, "unknown_playlist", "playlist must be casual or ranked", false);
+		goto out;
+	}
+	if (protocol_version < api->cfg->min_protocol_version) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "protocol version %lld is below the minimum %lld; update the game",
+			 (long long)protocol_version, (long long)api->cfg->min_protocol_version);
+		cc_http_error(resp, 426, "client_outdated", msg, false);
+		goto out;
+	}
+
+	/* The request's identity for replays: the canonical fields, hashed. */
+	char canonical[160], request_hash[CC_SHA256_HEX_LEN + 1];
+	snprintf(tx.protocol_version, sizeof tx.protocol_version, "%lld", (long long)protocol_version);
+	int n = snprintf(canonical, sizeof canonical, "%s\n%s\n%s", tx.playlist, tx.protocol_version, tx.build);
+	cc_sha256_hex(canonical, (size_t)n, request_hash);
+	tx.player_id = player.id;
+	tx.key = key;
+	tx.request_hash = request_hash;
+	rc = cc_pg_run_serializable(pg, create_tx_run, &tx);
+	if (rc == 0 && tx.answer.status == 201)
+		cc_log_info("ticket_requested", CC_LOG_STR("player_id", player.id), CC_LOG_STR("playlist", tx.playlist));
+	api_respond(resp, rc, &tx.answer);
+out:
+	cJSON_Delete(body);
+	api_db_release(api, pg);
+	return 0;
+}
+
+/* ---- GET /v1/queue/{ticket_id} ------------------------------------------- */
+
+struct read_tx {
+	const char *player_id;
+	const char *ticket_id;
+	struct api_answer answer;
+};
+
+static int read_tx_run(struct cc_pg *pg, void *arg)
+{
+	struct read_tx *tx = arg;
+	PGresult *res = NULL;
+	int rc;
+
+	api_answer_reset(&tx->answer);
+	if ((rc = expire_overdue(pg, tx->player_id)) != 0)
+		return rc;
+	const char *p[] = { tx->ticket_id, tx->player_id };
+	rc = api_query_row(pg, sql_get_ticket, 2, p, &res);
+	if (rc == CC_ENOTFOUND) {
+		api_answer_error(&tx->answer, 404, "not_found", "no such ticket");
+	} else if (rc == 0) {
+		rc = api_answer_body(&tx->answer, 200, PQgetvalue(res, 0, 0));
+	}
+	PQclear(res);
+	return rc;
+}
+
+/* Reads and validates the {ticket_id} path parameter; answers 400 when bad. */
+static const char *ticket_id_param(const struct cc_http_request *req, struct cc_http_response *resp)
+{
+	const char *id = cc_http_param(req, "ticket_id");
+	if (!id || !cc_uuid_valid(id)) {
+		cc_http_error(resp, 400, "invalid_request", "ticket_id must be a lowercase UUID", false);
+		return NULL;
+	}
+	return id;
+}
+
+int api_queue_get(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	struct api *api = ctx;
+	struct read_tx tx = { 0 };
+	struct api_player player;
+	struct cc_pg *pg = NULL;
+
+	const char *id = ticket_id_param(req, resp);
+	if (!id)
+		return 0;
+	pg = api_db(api, resp);
+	if (!pg)
+		return 0;
+	if (api_authenticate(api, pg, req, resp, &player) == 0) {
+		tx.player_id = player.id;
+		tx.ticket_id = id;
+		int rc = cc_pg_run_serializable(pg, read_tx_run, &tx);
+		api_respond(resp, rc, &tx.answer);
+	}
+	api_db_release(api, pg);
+	return 0;
+}
+
+/* ---- heartbeat and cancel ------------------------------------------------ */
+
+struct revision_tx {
+	struct api *api;
+	const char *player_id;
+	const char *ticket_id;
+	char revision[24];
+	bool cancel;
+	struct api_answer answer;
+};
+
+/* Explains why a compare-and-set on the ticket matched no row. */
+static int explain_miss(struct cc_pg *pg, struct revision_tx *tx)
+{
+	PGresult *res = NULL;
+	const char *p[] = { tx->ticket_id, tx->player_id };
+	int rc = cc_pg_exec(pg, sql_ticket_state, 2, p, &res);
+	if (rc != 0)
+		return rc;
+	if (PQntuples(res) == 0) {
+		api_answer_error(&tx->answer, 404, "not_found", "no such ticket");
+	} else {
+		const char *state = PQgetvalue(res, 0, 0);
+		if (strcmp(state, "QUEUED") != 0 && strcmp(state, "PROPOSED") != 0)
+			api_answer_error(&tx->answer, 409, "ticket_closed", "the ticket is %s and no longer waiting",
+					 state);
+		else
+			api_answer_error(&tx->answer, 409, "revision_conflict",
+					 "the ticket is at revision %s; re-read it and retry", PQgetvalue(res, 0, 1));
+	}
+	PQclear(res);
+	return 0; /* commit: the expiry decided above must stick */
+}
+
+static int revision_tx_run(struct cc_pg *pg, void *arg)
+{
+	struct revision_tx *tx = arg;
+	PGresult *res = NULL;
+	int rc;
+
+	api_answer_reset(&tx->answer);
+	if ((rc = expire_overdue(pg, tx->player_id)) != 0)
+		return rc;
+	if (tx->cancel) {
+		const char *p[] = { tx->ticket_id, tx->player_id, tx->revision };
+		rc = cc_pg_exec(pg, sql_cancel, 3, p, &res);
+	} else {
+		char ttl[24];
+		snprintf(ttl, sizeof ttl, "%lld", (long long)tx->api->cfg->ticket_ttl_seconds);
+		const char *p[] = { tx->ticket_id, tx->player_id, tx->revision, ttl };
+		rc = cc_pg_exec(pg, sql_heartbeat, 4, p, &res);
+	}
+	if (rc != 0)
+		goto out;
+	if (PQntuples(res) == 0) {
+		rc = explain_miss(pg, tx);
+		goto out;
+	}
+	if (tx->cancel) {
+		const char *players[] = { tx->player_id };
+		struct cc_outbox_event ev = {
+			.event = "ticket.cancelled",
+			.resource_type = "ticket",
+			.resource_id = tx->ticket_id,
+			.revision = strtoll(PQgetvalue(res, 0, 0), NULL, 10),
+			.player_ids = players,
+			.n_player_ids = 1,
+		};
+		if ((rc = cc_outbox_append(pg, &ev)) != 0)
+			goto out;
+		rc = api_answer_body(&tx->answer, 200, PQgetvalue(res, 0, 1));
+	} else {
+		rc = api_answer_body(&tx->answer, 200, PQgetvalue(res, 0, 0));
+	}
+out:
+	PQclear(res);
+	return rc;
+}
+
+static int revision_route(const struct cc_http_request *req, struct cc_http_response *resp, struct api *api,
+			  bool cancel)
+{
+	static const char *const fields[] = { "revision", NULL };
+	struct revision_tx tx = { .api = api, .cancel = cancel };
+	struct cc_json_error err = { 0 };
+	struct api_player player;
+	struct cc_pg *pg = NULL;
+	cJSON *body = NULL;
+	int64_t revision;
+
+	const char *id = ticket_id_param(req, resp);
+	if (!id)
+		return 0;
+	pg = api_db(api, resp);
+	if (!pg)
+		return 0;
+	if (api_authenticate(api, pg, req, resp, &player) != 0)
+		goto out;
+	body = api_body_object(req, resp, fields);
+	if (!body)
+		goto out;
+	if (cc_json_get_int(body, "revision", true, 1, INT64_MAX, &revision, &err) != 0) {
+		api_bad_field(resp, &err);
+		goto out;
+	}
+	tx.player_id = player.id;
+	tx.ticket_id = id;
+	snprintf(tx.revision, sizeof tx.revision, "%lld", (long long)revision);
+	int rc = cc_pg_run_serializable(pg, revision_tx_run, &tx);
+	if (rc == 0 && cancel && tx.answer.status == 200)
+		cc_log_info("ticket_cancelled", CC_LOG_STR("ticket_id", id));
+	api_respond(resp, rc, &tx.answer);
+out:
+	cJSON_Delete(body);
+	api_db_release(api, pg);
+	return 0;
+}
+
+int api_queue_heartbeat(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	return revision_route(req, resp, ctx, false);
+}
+
+int api_queue_cancel(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	return revision_route(req, resp, ctx, true);
+}
