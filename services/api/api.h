@@ -86,7 +86,7 @@ int api_steam_login(const struct api_config *cfg, const char *ticket, char steam
 /* ---- helpers (util.c) ---------------------------------------------------- */
 
 /* SQL text of an RFC 3339 UTC timestamp with milliseconds for column c. */
-#define API_TS(c) "to_char((" c ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+#define API_TS(c) CC_PG_RFC3339(c)
 
 /*
  * What a transaction decided. A transaction function resets it at the start
@@ -156,6 +156,17 @@ int api_authenticate(struct api *api, struct cc_pg *pg, const struct cc_http_req
 bool api_operator_authorized(struct api *api, const struct cc_http_request *req,
 			     struct cc_http_response *resp);
 
+/* ---- candidate index (index.c) ------------------------------------------ */
+
+struct cc_proposal_changes;
+
+/*
+ * After a commit that moved tickets in or out of the queue, refreshes the
+ * Redis candidate index (best effort: Redis trouble is logged, never fails
+ * the request). NULL changes or no index is a no-op.
+ */
+void api_index_apply(struct api *api, struct cc_pg *pg, const struct cc_proposal_changes *changes);
+
 /* ---- route handlers ------------------------------------------------------ */
 
 int api_session_steam(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
@@ -169,6 +180,8 @@ int api_profile_ranked(const struct cc_http_request *req, struct cc_http_respons
 int api_operator_ban(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_operator_unban(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_operator_player(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_proposal_get(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_proposal_respond(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_operator_queue_stats(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 
 #endif
