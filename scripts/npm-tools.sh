@@ -77,7 +77,7 @@ ensure_tree() {
 
 ensure_npm
 if ! node_ok; then
-	say "node $(node --version) is too old: the tools need >= $min_node"
+	say "node $(node --version 2>&1) is older than $min_node or does not run (output above)"
 	exit 1
 fi
 ensure_tree
