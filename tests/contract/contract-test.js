@@ -96,8 +96,10 @@ function need(name) {
   if (!v) fatal(`${name} is not set (tests/integration/contract.sh sets it)`);
   return v;
 }
+// clip: text for the report, cut to n bytes, with credentials (session
+// tokens, probe nonces) blanked as the services' own logs do.
 function clip(s, n = 800) {
-  s = String(s);
+  s = String(s).replace(/("(?:session_token|nonce)"\s*:\s*)"[^"]*"/g, '$1"<redacted>"');
   return s.length > n ? `${s.slice(0, n)}... (${s.length} bytes)` : s;
 }
 
