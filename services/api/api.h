@@ -167,6 +167,16 @@ struct cc_proposal_changes;
  */
 void api_index_apply(struct api *api, struct cc_pg *pg, const struct cc_proposal_changes *changes);
 
+/* ---- shared bodies (profile.c) ------------------------------------------- */
+
+/*
+ * The RankedProfile object of contracts/v1/openapi.json (rating, deviation,
+ * tier, provisional, ranked_games, season_end) from a stored rating row, for
+ * GET /v1/profile/ranked and the operator's player view alike. Returns a new
+ * tree the caller frees with cJSON_Delete, or NULL when out of memory.
+ */
+cJSON *api_ranked_profile(double rating, double deviation, long ranked_games);
+
 /* ---- route handlers ------------------------------------------------------ */
 
 int api_session_steam(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);

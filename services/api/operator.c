@@ -34,6 +34,7 @@
 	"   'ranked_games', r.games) FROM ratings r WHERE r.player_id = p.id "                      \
 	"   AND r.playlist = 'ranked'))::text"
 
+/* Its rating holds the stored numbers only; player_view_text() completes it. */
 static const char sql_view[] = "SELECT " PLAYER_VIEW " FROM players p WHERE p.id = $1";
 
 /* $2 is validated as RFC 3339 before it gets here; the cast is the parser of record. */
@@ -62,6 +63,37 @@ static const char sql_queue_stats[] =
 	"  LEFT JOIN tickets t ON t.state = 'QUEUED' AND t.playlist = p.playlist "
 	"    AND t.predicted_rtt ? g.region "
 	"  GROUP BY p.playlist, g.region) s";
+
+/*
+ * The documented PlayerView from the text sql_view built: its rating, when
+ * present, carries only the stored numbers and becomes the full ranked
+ * profile (tier, provisional, season_end) that GET /v1/profile/ranked
+ * shows. Returns malloc'd JSON text, or NULL when out of memory.
+ */
+static char *player_view_text(const char *stored)
+{
+	cJSON *view = cJSON_Parse(stored);
+	char *text = NULL;
+	if (!view)
+		return NULL;
+	cJSON *rating = cJSON_GetObjectItemCaseSensitive(view, "rating");
+	if (cJSON_IsObject(rating)) {
+		const cJSON *r = cJSON_GetObjectItemCaseSensitive(rating, "rating");
+		const cJSON *d = cJSON_GetObjectItemCaseSensitive(rating, "deviation");
+		const cJSON *g = cJSON_GetObjectItemCaseSensitive(rating, "ranked_games");
+		if (!cJSON_IsNumber(r) || !cJSON_IsNumber(d) || !cJSON_IsNumber(g))
+			CC_BUG("sql_view built a rating without rating, deviation and ranked_games");
+		cJSON *profile = api_ranked_profile(r->valuedouble, d->valuedouble, (long)g->valuedouble);
+		if (!profile || !cJSON_ReplaceItemInObjectCaseSensitive(view, "rating", profile)) {
+			cJSON_Delete(profile);
+			goto out;
+		}
+	}
+	text = cc_json_print(view);
+out:
+	cJSON_Delete(view);
+	return text;
+}
 
 /* Reads {player_id}; answers 400 when it is not a UUID. */
 static const char *player_param(const struct cc_http_request *req, struct cc_http_response *resp)
@@ -167,7 +199,9 @@ static int ban_tx_run(struct cc_pg *pg, void *arg)
 	const char *pv[] = { tx->player_id };
 	if ((rc = api_query_row(pg, sql_view, 1, pv, &res)) != 0)
 		goto out;
-	rc = api_answer_body(&tx->answer, 200, PQgetvalue(res, 0, 0));
+	char *view = player_view_text(PQgetvalue(res, 0, 0));
+	rc = view ? api_answer_body(&tx->answer, 200, view) : CC_ENOMEM;
+	free(view);
 out:
 	PQclear(res);
 	return rc;
@@ -241,14 +275,16 @@ int api_operator_player(const struct cc_http_request *req, struct cc_http_respon
 	if (!pg)
 		return 0;
 	const char *p[] = { id };
+	char *view = NULL;
 	int rc = api_query_row(pg, sql_view, 1, p, &res);
 	if (rc == CC_ENOTFOUND)
 		cc_http_error(resp, 404, "not_found", "no such player", false);
 	else if (rc != 0)
 		cc_http_error_unavailable(resp, "unavailable", "the database is unavailable; retry shortly");
-	else if (cc_http_respond_text(resp, 200, "application/json", PQgetvalue(res, 0, 0),
-				      (size_t)PQgetlength(res, 0, 0)) != 0)
+	else if (!(view = player_view_text(PQgetvalue(res, 0, 0))) ||
+		 cc_http_respond_text(resp, 200, "application/json", view, strlen(view)) != 0)
 		cc_http_error_unavailable(resp, "unavailable", "out of memory");
+	free(view);
 	PQclear(res);
 	api_db_release(api, pg);
 	return 0;
