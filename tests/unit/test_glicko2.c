@@ -106,6 +106,45 @@ START_TEST(worked_example)
 }
 END_TEST
 
+/*
+ * Further periods, with values from a separate Python transcription of
+ * Glickman's steps (no clamp reached). The upset moves the volatility
+ * (0.06 -> 0.072), so step 6 using the old sigma would show.
+ */
+struct golden_case {
+	const char *what;
+	struct cc_glicko2_rating player;
+	struct cc_glicko2_result_entry games[10];
+	size_t n;
+	double tau;
+	struct cc_glicko2_rating want;
+};
+
+static const struct golden_case golden_cases[] = {
+	{ "a draw, a loss and a win, tau 1.0",
+	  { 1700, 80, 0.08 },
+	  { { 1600, 120, 0.5 }, { 1800, 60, 0 }, { 1500, 300, 1 } },
+	  3, 1.0,
+	  { 1691.1925840, 76.8158894, 0.0799454993 } },
+	{ "1500/50/0.06 beats 2500/30 ten times, tau 1.2",
+	  { 1500, 50, 0.06 },
+	  { { 2500, 30, 1 }, { 2500, 30, 1 }, { 2500, 30, 1 }, { 2500, 30, 1 }, { 2500, 30, 1 },
+	    { 2500, 30, 1 }, { 2500, 30, 1 }, { 2500, 30, 1 }, { 2500, 30, 1 }, { 2500, 30, 1 } },
+	  10, 1.2,
+	  { 1651.3202254, 51.4699824, 0.0720388626 } },
+};
+
+START_TEST(golden_values)
+{
+	const struct golden_case *c = &golden_cases[_i];
+	struct cc_glicko2_rating out;
+	ck_assert_int_eq(cc_glicko2_update(&c->player, c->games, c->n, c->tau, &out), 0);
+	ck_assert_msg(fabs(out.rating - c->want.rating) < 1e-3 && fabs(out.deviation - c->want.deviation) < 1e-3 &&
+			      fabs(out.volatility - c->want.volatility) < 1e-6,
+		      "%s: got %.7f/%.7f/%.10f", c->what, out.rating, out.deviation, out.volatility);
+}
+END_TEST
+
 /* Step 5 alone from Glickman's published v and delta. */
 START_TEST(worked_example_step5)
 {
@@ -552,6 +591,7 @@ static Suite *glicko2_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, worked_example);
 	tcase_add_test(tc, worked_example_step5);
+	tcase_add_loop_test(tc, golden_values, 0, CC_ARRAY_LEN(golden_cases));
 	tcase_add_loop_test(tc, idle_period, 0, CC_ARRAY_LEN(idle_cases));
 	tcase_add_loop_test(tc, extreme_inputs_stay_sane, 0, CC_ARRAY_LEN(extreme_cases));
 	tcase_add_test(tc, domain_grid_converges);
