@@ -20,6 +20,7 @@
 #include "http_server.h"
 #include "json.h"
 #include "pg.h"
+#include "tiers.h"
 
 #define API_MAX_REGIONS 16
 #define API_REGION_MAX 32
@@ -64,6 +65,9 @@ struct api {
 	const struct api_config *cfg;             /* read-only after start-up */
 	struct cc_pg_pool *pool;                  /* thread-safe */
 	api_login_fn login;                       /* Steam, or the testkit's fake */
+	struct cc_tier_band *_Atomic tier_bands;  /* from tier_bands; NULL until loaded */
+	size_t n_tier_bands;                      /* written before tier_bands is published */
+	_Atomic bool fatal;                       /* a background check found a fatal problem */
 	size_t n_regions;                         /* parsed from cfg->regions */
 	char regions[API_MAX_REGIONS][API_REGION_MAX + 1];
 	char regions_pg_array[API_MAX_REGIONS * (API_REGION_MAX + 3) + 3]; /* "{a,b}" for SQL */
@@ -175,7 +179,7 @@ void api_index_apply(struct api *api, struct cc_pg *pg, const struct cc_proposal
  * GET /v1/profile/ranked and the operator's player view alike. Returns a new
  * tree the caller frees with cJSON_Delete, or NULL when out of memory.
  */
-cJSON *api_ranked_profile(double rating, double deviation, long ranked_games);
+cJSON *api_ranked_profile(const struct api *api, double rating, double deviation, long ranked_games);
 
 /* ---- route handlers ------------------------------------------------------ */
 

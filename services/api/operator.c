@@ -70,7 +70,7 @@ static const char sql_queue_stats[] =
  * profile (tier, provisional, season_end) that GET /v1/profile/ranked
  * shows. Returns malloc'd JSON text, or NULL when out of memory.
  */
-static char *player_view_text(const char *stored)
+static char *player_view_text(const struct api *api, const char *stored)
 {
 	cJSON *view = cJSON_Parse(stored);
 	char *text = NULL;
@@ -83,7 +83,7 @@ static char *player_view_text(const char *stored)
 		const cJSON *g = cJSON_GetObjectItemCaseSensitive(rating, "ranked_games");
 		if (!cJSON_IsNumber(r) || !cJSON_IsNumber(d) || !cJSON_IsNumber(g))
 			CC_BUG("sql_view built a rating without rating, deviation and ranked_games");
-		cJSON *profile = api_ranked_profile(r->valuedouble, d->valuedouble, (long)g->valuedouble);
+		cJSON *profile = api_ranked_profile(api, r->valuedouble, d->valuedouble, (long)g->valuedouble);
 		if (!profile || !cJSON_ReplaceItemInObjectCaseSensitive(view, "rating", profile)) {
 			cJSON_Delete(profile);
 			goto out;
@@ -132,6 +132,7 @@ static bool rfc3339_valid(const char *s)
 }
 
 struct ban_tx {
+	const struct api *api;
 	const char *player_id;
 	const char *until; /* NULL = unban */
 	const char *reason;
@@ -199,7 +200,7 @@ static int ban_tx_run(struct cc_pg *pg, void *arg)
 	const char *pv[] = { tx->player_id };
 	if ((rc = api_query_row(pg, sql_view, 1, pv, &res)) != 0)
 		goto out;
-	char *view = player_view_text(PQgetvalue(res, 0, 0));
+	char *view = player_view_text(tx->api, PQgetvalue(res, 0, 0));
 	rc = view ? api_answer_body(&tx->answer, 200, view) : CC_ENOMEM;
 	free(view);
 out:
@@ -226,7 +227,7 @@ int api_operator_ban(const struct cc_http_request *req, struct cc_http_response 
 	static const char *const fields[] = { "until", "reason", NULL };
 	struct api *api = ctx;
 	struct cc_json_error err = { 0 };
-	struct ban_tx tx = { 0 };
+	struct ban_tx tx = { .api = ctx };
 	cJSON *body = NULL;
 
 	if (!api_operator_authorized(api, req, resp))
@@ -253,7 +254,7 @@ out:
 int api_operator_unban(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
 {
 	struct api *api = ctx;
-	struct ban_tx tx = { 0 };
+	struct ban_tx tx = { .api = ctx };
 	if (!api_operator_authorized(api, req, resp))
 		return 0;
 	if (!(tx.player_id = player_param(req, resp)))
@@ -281,7 +282,7 @@ int api_operator_player(const struct cc_http_request *req, struct cc_http_respon
 		cc_http_error(resp, 404, "not_found", "no such player", false);
 	else if (rc != 0)
 		cc_http_error_unavailable(resp, "unavailable", "the database is unavailable; retry shortly");
-	else if (!(view = player_view_text(PQgetvalue(res, 0, 0))) ||
+	else if (!(view = player_view_text(api, PQgetvalue(res, 0, 0))) ||
 		 cc_http_respond_text(resp, 200, "application/json", view, strlen(view)) != 0)
 		cc_http_error_unavailable(resp, "unavailable", "out of memory");
 	free(view);

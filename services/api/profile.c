@@ -4,6 +4,7 @@
  * same RankedProfile body is the rating of the operator's player view.
  */
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "api.h"
@@ -13,10 +14,12 @@
 static const char sql_profile[] =
 	"SELECT rating, deviation, games FROM ratings WHERE player_id = $1 AND playlist = 'ranked'";
 
-cJSON *api_ranked_profile(double rating, double deviation, long ranked_games)
+cJSON *api_ranked_profile(const struct api *api, double rating, double deviation, long ranked_games)
 {
-	size_t n_bands;
-	const struct cc_tier_band *bands = cc_tier_default_bands(&n_bands);
+	const struct cc_tier_band *bands = atomic_load(&((struct api *)api)->tier_bands);
+	size_t n_bands = api->n_tier_bands;
+	if (!bands) /* not loaded yet: the caller answers 503 */
+		return NULL;
 	cJSON *out = cJSON_CreateObject();
 	if (!out)
 		return NULL;
@@ -53,7 +56,7 @@ int api_profile_ranked(const struct cc_http_request *req, struct cc_http_respons
 	}
 	/* A NULL profile (out of memory) is answered 503 by cc_http_respond_json. */
 	cc_http_respond_json(resp, 200,
-			     api_ranked_profile(strtod(PQgetvalue(res, 0, 0), NULL), strtod(PQgetvalue(res, 0, 1), NULL),
+			     api_ranked_profile(api, strtod(PQgetvalue(res, 0, 0), NULL), strtod(PQgetvalue(res, 0, 1), NULL),
 						strtol(PQgetvalue(res, 0, 2), NULL, 10)));
 out:
 	PQclear(res);
