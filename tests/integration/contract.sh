@@ -36,7 +36,9 @@ steam_pid=$LAST_PID
 deadline=$((SECONDS + 10))
 steam_port=""
 while [[ -z $steam_port ]]; do
-	steam_port=$(sed -n 's/^listening \([0-9][0-9]*\)$/\1/p' "$T_DIR/fake_steam.log" | head -n 1)
+	# The background shell may not have created the log yet.
+	[[ -f $T_DIR/fake_steam.log ]] &&
+		steam_port=$(sed -n 's/^listening \([0-9][0-9]*\)$/\1/p' "$T_DIR/fake_steam.log" | head -n 1)
 	[[ -n $steam_port ]] && break
 	kill -0 "$steam_pid" 2>/dev/null || fail "fake_steam exited before announcing its port"
 	((SECONDS < deadline)) || fail "fake_steam did not announce its port within 10 s"
