@@ -13,7 +13,8 @@
 #   unconfigured  cc-api without Steam or operator configuration (503
 #                 not_configured), database unreachable as well.
 # Fixtures the API cannot create (a rating, a penalty, an expired session or
-# challenge) are written with psql on the harness database.
+# challenge, a proposal as cc-matcher's claim writes it) are written with psql
+# on the harness database.
 source "$(dirname "$0")/lib.sh"
 
 for b in "$BIN/cc-testkit-api" "$BIN/cc-api" "$TOP/build/fakes/fake_steam"; do
