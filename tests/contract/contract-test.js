@@ -778,13 +778,20 @@ async function proposalCases(S) {
   await call({ server: S, op: ticket, params: { ticket_id: e.ticketId }, as: e, expect: [200], why: 'requeued by the cancel',
     check: ticketIs({ state: 'QUEUED', proposal_id: null }) });
 
-  // A banned participant is refused like on every other route.
+  // Banning a participant cancels their ticket like a cancel would: the
+  // proposal is declined and the others requeued at once, not left waiting
+  // for the window to requeue the banned player's ticket too.
   const f = await queuedPlayer(S, 'proposal player F');
   const p6 = seedProposal([e, f]);
   await call({ server: S, op: 'POST /v1/admin/players/{player_id}/ban', params: { player_id: e.id }, as: OPERATOR,
-    json: { until: FUTURE(), reason: 'contract test' }, expect: [200], why: 'ban a participant of an open proposal' });
+    json: { until: FUTURE(), reason: 'contract test' }, expect: [200], why: 'ban a participant of an open proposal',
+    check: (j) => (j.active_ticket === null ? null : `the banned player still has active ticket ${JSON.stringify(j.active_ticket)}`) });
   for (const r of proposalRoutes(p6))
     await call({ server: S, ...r, as: e, expect: [403, 'banned'], why: 'a banned participant' });
+  await call({ server: S, op: get, params: { proposal_id: p6 }, as: f, expect: [200], why: 'the ban declined the proposal',
+    check: proposalIs({ state: 'DECLINED' }, [[e, 'decline'], [f, null]]) });
+  await call({ server: S, op: ticket, params: { ticket_id: f.ticketId }, as: f, expect: [200], why: 'requeued by the ban',
+    check: ticketIs({ state: 'QUEUED', proposal_id: null }) });
 }
 
 // Every player route refuses a missing, forged, expired or revoked session alike.
