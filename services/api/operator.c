@@ -4,7 +4,9 @@
  *
  * A ban revokes the identity's sessions and cancels its waiting tickets in
  * the same transaction, so every replica refuses the player at once; lifting
- * a ban does not revive sessions.
+ * a ban does not revive sessions. A ticket in an open proposal is cancelled
+ * the way the player's own cancel would be: the proposal is declined and
+ * the other participants requeued at once.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 #include "json.h"
 #include "log.h"
 #include "outbox.h"
+#include "proposals.h"
 #include "banned.h"
 
 #define PLAYER_VIEW                                                                                 \
@@ -44,6 +47,9 @@ static const char sql_ban[] =
 
 static const char sql_revoke_sessions[] =
 	"UPDATE sessions SET revoked_at = now() WHERE player_id = $1 AND revoked_at IS NULL";
+
+static const char sql_proposed[] =
+	"SELECT proposal_id FROM tickets WHERE player_id = $1 AND state = 'PROPOSED' AND proposal_id IS NOT NULL";
 
 static const char sql_cancel_waiting[] =
 	"UPDATE tickets SET state = 'CANCELLED', revision = revision + 1, updated_at = now() "
@@ -136,8 +142,34 @@ struct ban_tx {
 	const char *player_id;
 	const char *until; /* NULL = unban */
 	const char *reason;
+	int ticket_ttl;                     /* requeued tickets' fresh heartbeat deadline */
+	struct cc_proposal_changes changes; /* queue moves of a declined proposal */
 	struct api_answer answer;
 };
+
+/*
+ * The banned player's PROPOSED ticket (at most one active) leaves its
+ * proposal as on the player's own cancel: an open proposal is declined
+ * (the others requeued now, not when the window ends); an overdue one is
+ * expired, which requeues the ticket for sql_cancel_waiting to cancel.
+ */
+static int leave_proposals(struct cc_pg *pg, struct ban_tx *tx)
+{
+	PGresult *res = NULL;
+	const char *p[] = { tx->player_id };
+	int rc = cc_pg_exec(pg, sql_proposed, 1, p, &res);
+	for (int i = 0; rc == 0 && i < PQntuples(res); i++) {
+		const char *proposal_id = PQgetvalue(res, i, 0);
+		bool expired = false;
+		rc = cc_proposal_expire_if_due(pg, proposal_id, tx->ticket_ttl, &expired, &tx->changes);
+		if (rc == 0 && !expired)
+			rc = cc_proposal_decline_by_cancel(pg, proposal_id, tx->player_id, tx->ticket_ttl, &tx->changes);
+		if (rc == CC_ESTATE)
+			rc = CC_ESERIALIZATION; /* decided under us: the retry reads the new state */
+	}
+	PQclear(res);
+	return rc;
+}
 
 static int ban_tx_run(struct cc_pg *pg, void *arg)
 {
@@ -146,6 +178,7 @@ static int ban_tx_run(struct cc_pg *pg, void *arg)
 	int rc;
 
 	api_answer_reset(&tx->answer);
+	memset(&tx->changes, 0, sizeof tx->changes);
 	if (tx->until) {
 		const char *p[] = { tx->player_id, tx->until, tx->reason };
 		rc = cc_pg_exec(pg, sql_ban, 3, p, &res);
@@ -179,6 +212,8 @@ static int ban_tx_run(struct cc_pg *pg, void *arg)
 			goto out;
 		PQclear(res);
 		res = NULL;
+		if ((rc = leave_proposals(pg, tx)) != 0)
+			goto out;
 		if ((rc = cc_pg_exec(pg, sql_cancel_waiting, 1, p, &res)) != 0)
 			goto out;
 		for (int i = 0; i < PQntuples(res); i++) {
@@ -214,7 +249,10 @@ static void run_ban(struct api *api, const struct cc_http_request *req, struct c
 	struct cc_pg *pg = api_db(api, resp);
 	if (!pg)
 		return;
+	tx->ticket_ttl = (int)api->cfg->ticket_ttl_seconds;
 	int rc = cc_pg_run_serializable(pg, ban_tx_run, tx);
+	if (rc == 0)
+		api_index_apply(api, pg, &tx->changes);
 	if (rc == 0)
 		cc_log_info(tx->until ? "player_banned" : "player_unbanned", CC_LOG_STR("player_id", tx->player_id),
 			    CC_LOG_STR("until", tx->until), CC_LOG_STR("request_id", req->request_id));

@@ -66,6 +66,8 @@ const UNPROVOKABLE = {
   'POST /v1/queue/{ticket_id}/cancel 503 retry_exhausted': RETRY_EXHAUSTED,
   'POST /v1/probes/{region}/challenge 503 retry_exhausted': RETRY_EXHAUSTED,
   'POST /v1/probes/{region}/answer 503 retry_exhausted': RETRY_EXHAUSTED,
+  'GET /v1/proposals/{proposal_id} 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/proposals/{proposal_id}/response 503 retry_exhausted': RETRY_EXHAUSTED,
   'POST /v1/admin/players/{player_id}/ban 503 retry_exhausted': RETRY_EXHAUSTED,
   'POST /v1/admin/players/{player_id}/unban 503 retry_exhausted': RETRY_EXHAUSTED,
 };
@@ -436,17 +438,26 @@ async function probe(S, p, region) {
   });
 }
 
-// One request per player route, used for the auth, ban and outage cases.
-function playerRoutes(ticketId) {
+// One request per player route, used for the auth, ban and outage cases;
+// id names the ticket and the proposal.
+function playerRoutes(id) {
   const region = cfg.regions[0];
   return [
     { op: 'POST /v1/queue', headers: { 'Idempotency-Key': `k-${crypto.randomUUID()}` }, json: ENQUEUE },
-    { op: 'GET /v1/queue/{ticket_id}', params: { ticket_id: ticketId } },
-    { op: 'POST /v1/queue/{ticket_id}/heartbeat', params: { ticket_id: ticketId }, json: { revision: 1 } },
-    { op: 'POST /v1/queue/{ticket_id}/cancel', params: { ticket_id: ticketId }, json: { revision: 1 } },
+    { op: 'GET /v1/queue/{ticket_id}', params: { ticket_id: id } },
+    { op: 'POST /v1/queue/{ticket_id}/heartbeat', params: { ticket_id: id }, json: { revision: 1 } },
+    { op: 'POST /v1/queue/{ticket_id}/cancel', params: { ticket_id: id }, json: { revision: 1 } },
     { op: 'POST /v1/probes/{region}/challenge', params: { region } },
     { op: 'POST /v1/probes/{region}/answer', params: { region }, json: { nonce: 'n-unknown' } },
+    ...proposalRoutes(id),
     { op: 'GET /v1/profile/ranked' },
+  ];
+}
+
+function proposalRoutes(proposalId) {
+  return [
+    { op: 'GET /v1/proposals/{proposal_id}', params: { proposal_id: proposalId } },
+    { op: 'POST /v1/proposals/{proposal_id}/response', params: { proposal_id: proposalId }, json: { response: 'accept', revision: 1 } },
   ];
 }
 
@@ -600,6 +611,189 @@ async function profileCases(S, p) {
     check: (j) => (j.rating && j.rating.rating === 1612.4 ? null : `rating ${JSON.stringify(j.rating)}`) });
 }
 
+// queuedPlayer: a new player with a probe and a QUEUED ranked ticket.
+async function queuedPlayer(S, who) {
+  const p = await login(S, hexTicket(), who);
+  await probe(S, p, cfg.regions[0]);
+  const t = needOk(
+    await call({ server: S, op: 'POST /v1/queue', as: p, headers: { 'Idempotency-Key': `k-${crypto.randomUUID()}` }, json: ENQUEUE,
+      expect: [201], why: `enqueue ${who}` }),
+    `enqueue ${who}`,
+  );
+  p.ticketId = t.id;
+  return p;
+}
+
+// seedProposal: cc-matcher is not part of this tree, so write what its claim
+// writes (migrations/0005): an OPEN ranked 1v1 proposal over the players'
+// QUEUED tickets (teams 0, 1 in order), each ticket PROPOSED in it at its
+// next revision. window: the response window as a PostgreSQL interval from
+// now(); a negative one makes the proposal overdue. Returns the proposal id.
+function seedProposal(players, window = '10 minutes') {
+  const out = sql(
+    `BEGIN;
+     INSERT INTO proposals (playlist, state, region, arena, build, protocol_version, team_size, matcher, expires_at)
+       VALUES (:'p1', 'OPEN', :'p2', 'aurora_ring', :'p3', :'p4'::int, 1, 'contract-test', now() + :'p5'::interval)
+       RETURNING id AS proposal_id \\gset
+     INSERT INTO proposal_participants (proposal_id, ticket_id, player_id, team)
+       SELECT :'proposal_id', t.id, t.player_id, (u.n - 1) % 2
+       FROM unnest(:'p6'::uuid[]) WITH ORDINALITY AS u(ticket_id, n) JOIN tickets t ON t.id = u.ticket_id;
+     UPDATE tickets SET state = 'PROPOSED', proposal_id = :'proposal_id', revision = revision + 1, updated_at = now()
+       WHERE id = ANY(:'p6'::uuid[]) AND state = 'QUEUED';
+     SELECT (SELECT count(*) FROM tickets WHERE proposal_id = :'proposal_id' AND state = 'PROPOSED') AS proposed,
+       (SELECT count(*) FROM proposal_participants WHERE proposal_id = :'proposal_id') AS joined \\gset
+     SELECT :proposed = :'p7' AND :joined = :'p7' AS whole \\gset
+     \\if :whole
+       COMMIT;
+     \\else
+       ROLLBACK;
+     \\endif
+     SELECT :'proposal_id', :proposed, :joined;`,
+    ENQUEUE.playlist, cfg.regions[0], ENQUEUE.build, ENQUEUE.protocol_version, window,
+    `{${players.map((p) => p.ticketId).join(',')}}`, players.length,
+  );
+  const [id, proposed, joined] = out.split('|');
+  if (Number(proposed) !== players.length || Number(joined) !== players.length)
+    throw new Error(`seeding a proposal for ${players.map((p) => p.who).join(', ')} (rolled back): ${proposed} tickets PROPOSED, ` +
+      `${joined} participants, expected ${players.length} (were the tickets QUEUED?)`);
+  return id;
+}
+
+// proposalIs: a check that the view has these fields and, per player, these responses.
+function proposalIs(want, responses = []) {
+  return (j) => {
+    for (const [k, v] of Object.entries(want)) {
+      if (v === 'uuid' ? !/^[0-9a-f-]{36}$/.test(j[k]) : j[k] !== v)
+        return `proposal ${k} is ${JSON.stringify(j[k])}, expected ${v === 'uuid' ? 'a UUID' : JSON.stringify(v)}`;
+    }
+    for (const [p, r] of responses) {
+      const me = j.participants.find((x) => x.player_id === p.id);
+      if (!me) return `${p.who} is not among the participants`;
+      if (me.response !== r) return `${p.who}'s response is ${JSON.stringify(me.response)}, expected ${JSON.stringify(r)}`;
+    }
+    return null;
+  };
+}
+
+async function proposalCases(S) {
+  const get = 'GET /v1/proposals/{proposal_id}';
+  const respond = 'POST /v1/proposals/{proposal_id}/response';
+  const ticket = 'GET /v1/queue/{ticket_id}';
+  const ticketIs = (want) => (j) => {
+    for (const [k, v] of Object.entries(want)) if (j[k] !== v) return `ticket ${k} is ${JSON.stringify(j[k])}, expected ${JSON.stringify(v)}`;
+    return null;
+  };
+  const accept = (revision) => ({ response: 'accept', revision });
+  const decline = (revision) => ({ response: 'decline', revision });
+
+  // Everyone accepts: the last accept makes the match.
+  const a = await queuedPlayer(S, 'proposal player A');
+  const b = await queuedPlayer(S, 'proposal player B');
+  const c = await queuedPlayer(S, 'proposal player C');
+  const d = await queuedPlayer(S, 'proposal player D');
+  const p1 = seedProposal([a, b]);
+  const id1 = { proposal_id: p1 };
+  await call({ server: S, op: ticket, params: { ticket_id: a.ticketId }, as: a, expect: [200], why: 'a PROPOSED ticket names its proposal',
+    check: ticketIs({ state: 'PROPOSED', proposal_id: p1, revision: 2 }) });
+  await call({ server: S, op: get, params: id1, as: a, expect: [200], why: 'read an open proposal',
+    check: (j) => proposalIs({ id: p1, state: 'OPEN', revision: 1, match_id: null, arena: 'aurora_ring', region: cfg.regions[0], team_size: 1 },
+      [[a, null], [b, null]])(j) || (j.participants.length === 2 ? null : `${j.participants.length} participants, expected 2`) });
+  await call({ server: S, op: get, params: { proposal_id: 'not-a-uuid' }, as: a, expect: [400, 'invalid_request'], why: 'proposal_id not a UUID' });
+  await call({ server: S, op: get, params: { proposal_id: p1.toUpperCase() }, as: a, expect: [400, 'invalid_request'], why: 'proposal_id in upper case' });
+  await call({ server: S, op: get, params: id1, as: c, expect: [404, 'not_found'], why: 'a player not in the proposal' });
+  await call({ server: S, op: get, params: { proposal_id: NO_SUCH_ID() }, as: a, expect: [404, 'not_found'], why: 'no such proposal' });
+
+  await call({ server: S, op: respond, params: id1, as: a, raw: '{"response":', expect: [400, 'invalid_json'], why: 'truncated JSON' });
+  await call({ server: S, op: respond, params: id1, as: a, json: [accept(1)], expect: [400, 'invalid_json'], why: 'an array, not an object' });
+  await call({ server: S, op: respond, params: id1, as: a, json: { response: 'maybe', revision: 1 }, expect: [400, 'invalid_request'], why: 'response maybe' });
+  await call({ server: S, op: respond, params: id1, as: a, json: { response: 'ACCEPT', revision: 1 }, expect: [400, 'invalid_request'], why: 'response in upper case' });
+  await call({ server: S, op: respond, params: id1, as: a, json: { response: true, revision: 1 }, expect: [400, 'invalid_request'], why: 'response is a boolean' });
+  await call({ server: S, op: respond, params: id1, as: a, json: { revision: 1 }, expect: [400, 'invalid_request'], why: 'no response' });
+  await call({ server: S, op: respond, params: id1, as: a, json: { response: 'accept' }, expect: [400, 'invalid_request'], why: 'no revision' });
+  await call({ server: S, op: respond, params: id1, as: a, json: accept(0), expect: [400, 'invalid_request'], why: 'revision 0' });
+  await call({ server: S, op: respond, params: id1, as: a, json: accept('1'), expect: [400, 'invalid_request'], why: 'revision is a string' });
+  await call({ server: S, op: respond, params: id1, as: a, json: { ...accept(1), ticket_id: a.ticketId }, expect: [400, 'invalid_request'], why: 'unknown field' });
+  await call({ server: S, op: respond, params: { proposal_id: 'x' }, as: a, json: accept(1), expect: [400, 'invalid_request'], why: 'proposal_id not a UUID' });
+  await call({ server: S, op: respond, params: id1, as: a, raw: OVERSIZED, expect: [413, 'body_too_large'], why: 'body over 64 KiB' });
+  await call({ server: S, op: respond, params: id1, as: c, json: accept(1), expect: [404, 'not_found'], why: 'a player not in the proposal' });
+  await call({ server: S, op: respond, params: { proposal_id: NO_SUCH_ID() }, as: a, json: accept(1), expect: [404, 'not_found'], why: 'no such proposal' });
+  await call({ server: S, op: respond, params: id1, as: a, json: accept(2), expect: [409, 'revision_conflict'], why: 'revision 2 of a proposal at 1' });
+
+  await call({ server: S, op: respond, params: id1, as: a, json: accept(1), expect: [200], why: 'first accept',
+    check: proposalIs({ state: 'OPEN', revision: 1, match_id: null }, [[a, 'accept'], [b, null]]) });
+  await call({ server: S, op: respond, params: id1, as: a, json: accept(1), expect: [200], why: 'identical repeat of the accept',
+    check: proposalIs({ state: 'OPEN', revision: 1 }, [[a, 'accept']]) });
+  await call({ server: S, op: respond, params: id1, as: a, json: decline(1), expect: [409, 'already_responded'], why: 'decline after accepting' });
+  await call({ server: S, op: get, params: id1, as: b, expect: [200], why: "the other participant sees the accept",
+    check: proposalIs({ state: 'OPEN', revision: 1 }, [[a, 'accept'], [b, null]]) });
+  const done = await call({ server: S, op: respond, params: id1, as: b, json: accept(1), expect: [200], why: 'the last accept',
+    check: proposalIs({ state: 'ACCEPTED', revision: 2, match_id: 'uuid' }, [[a, 'accept'], [b, 'accept']]) });
+  const matchId = done.json && done.json.match_id;
+  for (const p of [a, b])
+    await call({ server: S, op: ticket, params: { ticket_id: p.ticketId }, as: p, expect: [200], why: `${p.who}'s ticket after everyone accepted`,
+      check: ticketIs({ state: 'MATCHED', match_id: matchId, proposal_id: p1 }) });
+  await call({ server: S, op: respond, params: id1, as: a, json: accept(1), expect: [200], why: 'identical repeat after the decision',
+    check: proposalIs({ state: 'ACCEPTED', match_id: matchId }) });
+  await call({ server: S, op: respond, params: id1, as: b, json: decline(2), expect: [409, 'proposal_closed'], why: 'decline an accepted proposal' });
+
+  // A decline ends it at once: the decliner is cancelled and cooled down, the rest requeued.
+  const p2 = seedProposal([c, d]);
+  const id2 = { proposal_id: p2 };
+  await call({ server: S, op: respond, params: id2, as: d, json: accept(1), expect: [200], why: 'accept before the other declines',
+    check: proposalIs({ state: 'OPEN' }, [[d, 'accept']]) });
+  await call({ server: S, op: respond, params: id2, as: c, json: decline(1), expect: [200], why: 'decline',
+    check: proposalIs({ state: 'DECLINED', revision: 2, match_id: null }, [[c, 'decline'], [d, 'accept']]) });
+  await call({ server: S, op: ticket, params: { ticket_id: c.ticketId }, as: c, expect: [200], why: "the decliner's ticket", check: ticketIs({ state: 'CANCELLED' }) });
+  await call({ server: S, op: ticket, params: { ticket_id: d.ticketId }, as: d, expect: [200], why: 'the other ticket is requeued',
+    check: ticketIs({ state: 'QUEUED', proposal_id: null }) });
+  await call({ server: S, op: respond, params: id2, as: c, json: decline(1), expect: [200], why: 'identical repeat of the decline',
+    check: proposalIs({ state: 'DECLINED' }) });
+  await call({ server: S, op: respond, params: id2, as: d, json: decline(2), expect: [409, 'proposal_closed'], why: 'respond to a declined proposal' });
+  await call({ server: S, op: 'POST /v1/queue', as: c, headers: { 'Idempotency-Key': 'k-after-decline' }, json: ENQUEUE,
+    expect: [429, 'cooldown'], why: 'the decliner queues again during the DECLINE cooldown' });
+
+  // The window passed: a late response expires it (and that sticks), then 409.
+  const e = await queuedPlayer(S, 'proposal player E');
+  const p3 = seedProposal([d, e], '-1 second');
+  await call({ server: S, op: respond, params: { proposal_id: p3 }, as: d, json: accept(1), expect: [409, 'proposal_closed'], why: 'accept after the window' });
+  await call({ server: S, op: get, params: { proposal_id: p3 }, as: e, expect: [200], why: 'the late response expired it',
+    check: proposalIs({ state: 'EXPIRED', revision: 2, match_id: null }, [[d, null], [e, null]]) });
+  await call({ server: S, op: ticket, params: { ticket_id: d.ticketId }, as: d, expect: [200], why: 'requeued by the expiry',
+    check: ticketIs({ state: 'QUEUED', proposal_id: null }) });
+  // A read advances expiry too.
+  const p4 = seedProposal([d, e], '-1 second');
+  await call({ server: S, op: get, params: { proposal_id: p4 }, as: e, expect: [200], why: 'read after the window',
+    check: proposalIs({ state: 'EXPIRED', revision: 2 }) });
+  await call({ server: S, op: ticket, params: { ticket_id: e.ticketId }, as: e, expect: [200], why: 'requeued by the read',
+    check: ticketIs({ state: 'QUEUED', proposal_id: null }) });
+
+  // Cancelling a PROPOSED ticket declines its proposal; the other is requeued.
+  const p5 = seedProposal([d, e]);
+  const dt = needOk(await call({ server: S, op: ticket, params: { ticket_id: d.ticketId }, as: d, expect: [200], why: 'ticket in a proposal',
+    check: ticketIs({ state: 'PROPOSED', proposal_id: p5 }) }), 'read the proposed ticket');
+  await call({ server: S, op: 'POST /v1/queue/{ticket_id}/cancel', params: { ticket_id: d.ticketId }, as: d, json: { revision: dt.revision },
+    expect: [200], why: 'cancel a PROPOSED ticket', check: ticketIs({ state: 'CANCELLED', revision: dt.revision + 1 }) });
+  await call({ server: S, op: get, params: { proposal_id: p5 }, as: e, expect: [200], why: 'the cancel declined the proposal',
+    check: proposalIs({ state: 'DECLINED' }, [[d, 'decline'], [e, null]]) });
+  await call({ server: S, op: ticket, params: { ticket_id: e.ticketId }, as: e, expect: [200], why: 'requeued by the cancel',
+    check: ticketIs({ state: 'QUEUED', proposal_id: null }) });
+
+  // Banning a participant cancels their ticket like a cancel would: the
+  // proposal is declined and the others requeued at once, not left waiting
+  // for the window to requeue the banned player's ticket too.
+  const f = await queuedPlayer(S, 'proposal player F');
+  const p6 = seedProposal([e, f]);
+  await call({ server: S, op: 'POST /v1/admin/players/{player_id}/ban', params: { player_id: e.id }, as: OPERATOR,
+    json: { until: FUTURE(), reason: 'contract test' }, expect: [200], why: 'ban a participant of an open proposal',
+    check: (j) => (j.active_ticket === null ? null : `the banned player still has active ticket ${JSON.stringify(j.active_ticket)}`) });
+  for (const r of proposalRoutes(p6))
+    await call({ server: S, ...r, as: e, expect: [403, 'banned'], why: 'a banned participant' });
+  await call({ server: S, op: get, params: { proposal_id: p6 }, as: f, expect: [200], why: 'the ban declined the proposal',
+    check: proposalIs({ state: 'DECLINED' }, [[e, 'decline'], [f, null]]) });
+  await call({ server: S, op: ticket, params: { ticket_id: f.ticketId }, as: f, expect: [200], why: 'requeued by the ban',
+    check: ticketIs({ state: 'QUEUED', proposal_id: null }) });
+}
+
 // Every player route refuses a missing, forged, expired or revoked session alike.
 async function authCases(S, expired) {
   for (const r of playerRoutes(NO_SUCH_ID())) {
@@ -730,6 +924,7 @@ async function main() {
   await scenario('queue', () => queueCases(api, main, unprobed));
   await scenario('cooldown', async () => { await probe(api, cooled, cfg.regions[0]); await cooldownCases(api, cooled); });
   await scenario('profile', () => profileCases(api, main));
+  await scenario('proposals', () => proposalCases(api));
   await scenario('auth', () => authCases(api, expired));
   await scenario('ban', () => banCases(api, banned));
   await scenario('database down', () => outageCases(steam, main));

@@ -13,7 +13,8 @@
 #   unconfigured  cc-api without Steam or operator configuration (503
 #                 not_configured), database unreachable as well.
 # Fixtures the API cannot create (a rating, a penalty, an expired session or
-# challenge) are written with psql on the harness database.
+# challenge, a proposal as cc-matcher's claim writes it) are written with psql
+# on the harness database.
 source "$(dirname "$0")/lib.sh"
 
 for b in "$BIN/cc-testkit-api" "$BIN/cc-api" "$TOP/build/fakes/fake_steam"; do
@@ -36,7 +37,9 @@ steam_pid=$LAST_PID
 deadline=$((SECONDS + 10))
 steam_port=""
 while [[ -z $steam_port ]]; do
-	steam_port=$(sed -n 's/^listening \([0-9][0-9]*\)$/\1/p' "$T_DIR/fake_steam.log" | head -n 1)
+	# The background shell may not have created the log yet.
+	[[ -f $T_DIR/fake_steam.log ]] &&
+		steam_port=$(sed -n 's/^listening \([0-9][0-9]*\)$/\1/p' "$T_DIR/fake_steam.log" | head -n 1)
 	[[ -n $steam_port ]] && break
 	kill -0 "$steam_pid" 2>/dev/null || fail "fake_steam exited before announcing its port"
 	((SECONDS < deadline)) || fail "fake_steam did not announce its port within 10 s"
