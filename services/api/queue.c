@@ -37,7 +37,7 @@
 static const char sql_expire_overdue[] =
 	"UPDATE tickets SET state = 'EXPIRED', revision = revision + 1, updated_at = now() "
 	"WHERE player_id = $1 AND state = 'QUEUED' AND expires_at <= now() "
-	"RETURNING id, revision, player_id";
+	"RETURNING id, revision, player_id, playlist";
 
 static const char sql_idempotency_get[] =
 	"SELECT request_hash, status, response FROM idempotency_keys WHERE player_id = $1 AND key = $2";
@@ -70,7 +70,7 @@ static const char sql_insert_ticket[] =
 	"  deviation, predicted_rtt, expires_at) "
 	"VALUES ($1, $2, 'QUEUED', $3, $4::int, $5::float8, $6::float8, $7::jsonb, "
 	"  now() + make_interval(secs => $8::int)) "
-	"RETURNING t.id, t.revision, " TICKET_JSON;
+	"RETURNING t.id, t.revision, " TICKET_JSON ", " API_INDEX_COLUMNS;
 
 static const char sql_get_ticket[] =
 	"SELECT " TICKET_JSON " FROM tickets t WHERE t.id = $1 AND t.player_id = $2";
@@ -80,19 +80,19 @@ static const char sql_heartbeat[] =
 	"  expires_at = now() + make_interval(secs => $4::int) "
 	"WHERE t.id = $1 AND t.player_id = $2 AND t.revision = $3::bigint "
 	"  AND t.state IN ('QUEUED', 'PROPOSED') "
-	"RETURNING " TICKET_JSON;
+	"RETURNING " TICKET_JSON ", " API_INDEX_COLUMNS;
 
 static const char sql_cancel[] =
 	"UPDATE tickets AS t SET state = 'CANCELLED', revision = t.revision + 1, updated_at = now() "
 	"WHERE t.id = $1 AND t.player_id = $2 AND t.revision = $3::bigint "
 	"  AND t.state IN ('QUEUED', 'PROPOSED') "
-	"RETURNING t.revision, " TICKET_JSON;
+	"RETURNING t.revision, " TICKET_JSON ", t.playlist";
 
 static const char sql_ticket_state[] =
 	"SELECT state, revision FROM tickets WHERE id = $1 AND player_id = $2";
 
-/* Expires the player's overdue tickets, announcing each in the outbox. */
-static int expire_overdue(struct cc_pg *pg, const char *player_id)
+/* Expires the player's overdue tickets, announcing each in the outbox and noting it for the index. */
+static int expire_overdue(struct cc_pg *pg, const char *player_id, struct api_index_changes *index)
 {
 	PGresult *res = NULL;
 	const char *p[] = { player_id };
@@ -108,6 +108,7 @@ static int expire_overdue(struct cc_pg *pg, const char *player_id)
 			.n_player_ids = 1,
 		};
 		rc = cc_outbox_append(pg, &ev);
+		api_index_note_remove(index, PQgetvalue(res, i, 3), PQgetvalue(res, i, 0));
 	}
 	PQclear(res);
 	return rc;
@@ -124,6 +125,7 @@ struct create_tx {
 	const char *build;
 	char protocol_version[24];
 	struct api_answer answer;
+	struct api_index_changes index; /* applied after the commit */
 };
 
 static int create_tx_run(struct cc_pg *pg, void *arg)
@@ -134,6 +136,7 @@ static int create_tx_run(struct cc_pg *pg, void *arg)
 	int rc;
 
 	api_answer_reset(&tx->answer);
+	api_index_changes_reset(&tx->index);
 	const char *pk[] = { tx->player_id, tx->key };
 	if ((rc = cc_pg_exec(pg, sql_idempotency_get, 2, pk, &res)) != 0)
 		goto out;
@@ -164,7 +167,7 @@ static int create_tx_run(struct cc_pg *pg, void *arg)
 	PQclear(res);
 	res = NULL;
 
-	if ((rc = expire_overdue(pg, tx->player_id)) != 0)
+	if ((rc = expire_overdue(pg, tx->player_id, &tx->index)) != 0)
 		goto out;
 	if ((rc = cc_pg_exec(pg, sql_active_ticket, 1, pp, &res)) != 0)
 		goto out;
@@ -234,6 +237,7 @@ static int create_tx_run(struct cc_pg *pg, void *arg)
 	};
 	if ((rc = cc_outbox_append(pg, &ev)) != 0)
 		goto out;
+	api_index_note_row(&tx->index, res, 0, 3);
 	if ((rc = api_answer_body(&tx->answer, 201, PQgetvalue(res, 0, 2))) != 0)
 		goto out;
 	PQclear(res);
@@ -335,6 +339,8 @@ int api_queue_create(const struct cc_http_request *req, struct cc_http_response 
 	if (rc == 0 && tx.answer.status == 201)
 		cc_log_info("ticket_requested", CC_LOG_STR("player_id", player.id), CC_LOG_STR("playlist", tx.playlist));
 	api_respond(resp, rc, &tx.answer);
+	if (rc == 0)
+		api_index_apply(api, &tx.index);
 out:
 	cJSON_Delete(body);
 	api_db_release(api, pg);
@@ -347,6 +353,7 @@ struct read_tx {
 	const char *player_id;
 	const char *ticket_id;
 	struct api_answer answer;
+	struct api_index_changes index; /* lazy expiry, applied after the commit */
 };
 
 static int read_tx_run(struct cc_pg *pg, void *arg)
@@ -356,7 +363,8 @@ static int read_tx_run(struct cc_pg *pg, void *arg)
 	int rc;
 
 	api_answer_reset(&tx->answer);
-	if ((rc = expire_overdue(pg, tx->player_id)) != 0)
+	api_index_changes_reset(&tx->index);
+	if ((rc = expire_overdue(pg, tx->player_id, &tx->index)) != 0)
 		return rc;
 	const char *p[] = { tx->ticket_id, tx->player_id };
 	rc = api_query_row(pg, sql_get_ticket, 2, p, &res);
@@ -398,6 +406,8 @@ int api_queue_get(const struct cc_http_request *req, struct cc_http_response *re
 		tx.ticket_id = id;
 		int rc = cc_pg_run_serializable(pg, read_tx_run, &tx);
 		api_respond(resp, rc, &tx.answer);
+		if (rc == 0)
+			api_index_apply(api, &tx.index);
 	}
 	api_db_release(api, pg);
 	return 0;
@@ -412,6 +422,7 @@ struct revision_tx {
 	char revision[24];
 	bool cancel;
 	struct api_answer answer;
+	struct api_index_changes index; /* applied after the commit */
 };
 
 /* Explains why a compare-and-set on the ticket matched no row. */
@@ -444,7 +455,8 @@ static int revision_tx_run(struct cc_pg *pg, void *arg)
 	int rc;
 
 	api_answer_reset(&tx->answer);
-	if ((rc = expire_overdue(pg, tx->player_id)) != 0)
+	api_index_changes_reset(&tx->index);
+	if ((rc = expire_overdue(pg, tx->player_id, &tx->index)) != 0)
 		return rc;
 	if (tx->cancel) {
 		const char *p[] = { tx->ticket_id, tx->player_id, tx->revision };
@@ -473,8 +485,11 @@ static int revision_tx_run(struct cc_pg *pg, void *arg)
 		};
 		if ((rc = cc_outbox_append(pg, &ev)) != 0)
 			goto out;
+		api_index_note_remove(&tx->index, PQgetvalue(res, 0, 2), tx->ticket_id);
 		rc = api_answer_body(&tx->answer, 200, PQgetvalue(res, 0, 1));
 	} else {
+		/* QUEUED: put with the new expiry; PROPOSED: not a candidate, make sure it is gone. */
+		api_index_note_row(&tx->index, res, 0, 1);
 		rc = api_answer_body(&tx->answer, 200, PQgetvalue(res, 0, 0));
 	}
 out:
@@ -515,6 +530,8 @@ static int revision_route(const struct cc_http_request *req, struct cc_http_resp
 	if (rc == 0 && cancel && tx.answer.status == 200)
 		cc_log_info("ticket_cancelled", CC_LOG_STR("ticket_id", id));
 	api_respond(resp, rc, &tx.answer);
+	if (rc == 0)
+		api_index_apply(api, &tx.index);
 out:
 	cJSON_Delete(body);
 	api_db_release(api, pg);
