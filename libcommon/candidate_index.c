@@ -28,13 +28,13 @@
  */
 #include "candidate_index.h"
 
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,7 +46,7 @@
 
 #define FORMAT_VERSION 1
 #define PLAYLIST_MAX 32
-#define KEY_MAX 96
+#define KEY_MAX 160 /* "cc:cand:" + 32-byte playlist + ":rebuild:<tag>:h" fits */
 #define VALUE_MAX 4096		 /* bytes of one serialized candidate we accept back */
 #define REBUILD_BATCH 128	 /* candidates per HSET/ZADD pair of a rebuild */
 #define REBUILD_TTL_MS "60000"	 /* how long an abandoned rebuild's keys survive */
@@ -157,8 +157,8 @@ static int acquire(struct cc_candidate_index *idx, struct cc_redis **out)
 	if (mono_ms() < idx->down_until_ms)
 		goto out;
 	while (idx->n_idle == 0)
-		if (pthread_cond_timedwait(&idx->returned, &idx->lock, &ts) == ETIMEDOUT)
-			break;
+		if (pthread_cond_timedwait(&idx->returned, &idx->lock, &ts) != 0)
+			break; /* ETIMEDOUT */
 	if (idx->n_idle > 0) {
 		*out = idx->idle[--idx->n_idle];
 		rc = 0;
@@ -611,8 +611,14 @@ static int rebuild_on(struct cc_candidate_index *idx, struct cc_redis *r, const 
 	pthread_mutex_lock(&idx->lock);
 	unsigned long seq = ++idx->rebuilds;
 	pthread_mutex_unlock(&idx->lock);
-	/* Unique across processes and restarts: pid, a counter and the time. */
-	snprintf(tag, sizeof tag, "rebuild:%ld-%lu-%lld", (long)getpid(), seq, (long long)mono_ms());
+	/*
+	 * Unique across replicas (every container's matcher may be pid 1):
+	 * random bits, then pid, counter and time in case getrandom fails.
+	 */
+	uint64_t salt = 0;
+	if (getrandom(&salt, sizeof salt, GRND_NONBLOCK) != (ssize_t)sizeof salt)
+		salt = (uint64_t)mono_ms();
+	snprintf(tag, sizeof tag, "rebuild:%016llx-%ld-%lu", (unsigned long long)salt, (long)getpid(), seq);
 	snprintf(th, sizeof th, "cc:cand:%s:%s:h", playlist, tag);
 	snprintf(tz, sizeof tz, "cc:cand:%s:%s:z", playlist, tag);
 

@@ -144,6 +144,10 @@ removes=$(sed -n 's/^cosmic_clash_api_candidate_index_errors_total{op="remove"} 
 # Per round: create, heartbeat and probe answer put; cancel removes.
 expect_eq "failed puts counted" 9 "$puts"
 expect_eq "failed removes counted" 3 "$removes"
+if command -v promtool >/dev/null; then
+	promtool check metrics <"$T_DIR/metrics.d" >"$T_DIR/promtool.out" 2>&1 ||
+		fail "promtool refused /metrics with index errors: $(cat "$T_DIR/promtool.out")"
+fi
 # At most one line per 10 s interval, so a dead Redis cannot flood the log.
 logged=$(grep -c '"event":"candidate_index_refresh_failed"' "$T_DIR/D.log" || true)
 allowed=$((1 + (SECONDS - down_start) / 10))

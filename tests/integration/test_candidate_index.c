@@ -25,7 +25,7 @@
 #define TIMEOUT_MS 200
 #define SLACK_MS 1500 /* scheduler and ASan headroom on top of a timeout */
 
-static char casual[40], ranked[40];
+static char casual[40], ranked[40], longest[40]; /* longest: a 32-byte name, the maximum */
 
 static int64_t now_ms(void)
 {
@@ -86,8 +86,8 @@ static void key(char *out, size_t len, const char *playlist, const char *suffix)
 static void drop_test_keys(void)
 {
 	struct cc_redis *r = raw_redis();
-	const char *pls[] = { casual, ranked };
-	for (size_t i = 0; i < 2; i++) {
+	const char *pls[] = { casual, ranked, longest };
+	for (size_t i = 0; i < CC_ARRAY_LEN(pls); i++) {
 		char pattern[80];
 		key(pattern, sizeof pattern, pls[i], "*");
 		redisReply *keys = raw(r, "KEYS", pattern, NULL, NULL, NULL);
@@ -102,6 +102,8 @@ static void setup(void)
 {
 	snprintf(casual, sizeof casual, "casual-t%d", (int)getpid());
 	snprintf(ranked, sizeof ranked, "ranked-t%d", (int)getpid());
+	snprintf(longest, sizeof longest, "long-t%d-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", (int)getpid());
+	longest[32] = '\0';
 	drop_test_keys();
 }
 
@@ -274,6 +276,11 @@ START_TEST(test_rebuild_replaces)
 	freeReplyObject(left);
 	ck_assert_int_eq(raw_int(r, "HEXISTS", h, old.ticket_id), 0);
 	cc_redis_free(r);
+
+	/* The longest playlist name still gives distinct temporary keys. */
+	ck_assert_int_eq(cc_candidate_index_rebuild(idx, longest, all, 2), 0);
+	ck_assert_uint_eq(read_ok(idx, longest, N, got), 2);
+	ck_assert_int_eq(cc_candidate_index_rebuild(idx, "casual-and-thirty-three-bytes-xxx", all, 2), CC_EINVAL);
 	cc_candidate_index_free(idx);
 }
 END_TEST
