@@ -9,19 +9,14 @@
 #include "json.h"
 #include "banned.h"
 
-#define CANDIDATE_COLUMNS                                                                        \
-	"t.id, t.player_id, t.build, t.protocol_version, t.rating, t.deviation, "                \
-	"(extract(epoch FROM t.queued_at) * 1000)::bigint, "                                      \
-	"(extract(epoch FROM t.expires_at) * 1000)::bigint, t.predicted_rtt::text, t.playlist"
-
 /* The queue order uses tickets_queued_by_age (playlist, queued_at) WHERE QUEUED. */
 static const char sql_load[] =
-	"SELECT " CANDIDATE_COLUMNS ", (extract(epoch FROM now()) * 1000)::bigint "
+	"SELECT " CC_CANDIDATE_COLUMNS ", (extract(epoch FROM now()) * 1000)::bigint "
 	"FROM tickets t WHERE t.playlist = $1 AND t.state = 'QUEUED' AND t.expires_at > now() "
 	"ORDER BY t.queued_at, t.id LIMIT $2::int";
 
 static const char sql_load_one[] =
-	"SELECT " CANDIDATE_COLUMNS " FROM tickets t "
+	"SELECT " CC_CANDIDATE_COLUMNS " FROM tickets t "
 	"WHERE t.id = $1 AND t.state = 'QUEUED' AND t.expires_at > now()";
 
 int cc_candidate_parse_rtt(struct cc_candidate *c, const char *json)
@@ -55,19 +50,18 @@ double cc_candidate_rtt_to(const struct cc_candidate *c, const char *region)
 	return -1;
 }
 
-/* Fills c from row i of res (columns in CANDIDATE_COLUMNS order). */
-static void candidate_from_row(const PGresult *res, int i, struct cc_candidate *c)
+void cc_candidate_from_row(const PGresult *res, int i, int col, struct cc_candidate *c)
 {
 	memset(c, 0, sizeof *c);
-	snprintf(c->ticket_id, sizeof c->ticket_id, "%s", PQgetvalue(res, i, 0));
-	snprintf(c->player_id, sizeof c->player_id, "%s", PQgetvalue(res, i, 1));
-	snprintf(c->build, sizeof c->build, "%s", PQgetvalue(res, i, 2));
-	c->protocol_version = (int32_t)strtol(PQgetvalue(res, i, 3), NULL, 10);
-	c->rating = strtod(PQgetvalue(res, i, 4), NULL);
-	c->deviation = strtod(PQgetvalue(res, i, 5), NULL);
-	c->queued_at_ms = strtoll(PQgetvalue(res, i, 6), NULL, 10);
-	c->expires_at_ms = strtoll(PQgetvalue(res, i, 7), NULL, 10);
-	if (cc_candidate_parse_rtt(c, PQgetvalue(res, i, 8)) != 0)
+	snprintf(c->ticket_id, sizeof c->ticket_id, "%s", PQgetvalue(res, i, col + 0));
+	snprintf(c->player_id, sizeof c->player_id, "%s", PQgetvalue(res, i, col + 1));
+	snprintf(c->build, sizeof c->build, "%s", PQgetvalue(res, i, col + 2));
+	c->protocol_version = (int32_t)strtol(PQgetvalue(res, i, col + 3), NULL, 10);
+	c->rating = strtod(PQgetvalue(res, i, col + 4), NULL);
+	c->deviation = strtod(PQgetvalue(res, i, col + 5), NULL);
+	c->queued_at_ms = strtoll(PQgetvalue(res, i, col + 6), NULL, 10);
+	c->expires_at_ms = strtoll(PQgetvalue(res, i, col + 7), NULL, 10);
+	if (cc_candidate_parse_rtt(c, PQgetvalue(res, i, col + 8)) != 0)
 		c->n_rtt = 0; /* cannot happen: a CHECK keeps predicted_rtt an object */
 }
 
@@ -83,7 +77,7 @@ int cc_candidates_load(struct cc_pg *pg, const char *playlist, size_t limit, str
 		return rc;
 	int rows = PQntuples(res);
 	for (int i = 0; i < rows && (size_t)i < limit; i++)
-		candidate_from_row(res, i, &out[i]);
+		cc_candidate_from_row(res, i, 0, &out[i]);
 	*n = (size_t)rows < limit ? (size_t)rows : limit;
 	if (now_ms) {
 		if (rows > 0) {
@@ -109,7 +103,7 @@ int cc_candidate_load_one(struct cc_pg *pg, const char *ticket_id, struct cc_can
 	if (rc == 0 && PQntuples(res) != 1)
 		rc = CC_ENOTFOUND;
 	if (rc == 0) {
-		candidate_from_row(res, 0, out);
+		cc_candidate_from_row(res, 0, 0, out);
 		snprintf(playlist_out, 33, "%s", PQgetvalue(res, 0, 9));
 	}
 	PQclear(res);

@@ -39,6 +39,21 @@ struct cc_candidate {
 };
 
 /*
+ * The SELECT (or RETURNING) list over tickets aliased t that
+ * cc_candidate_from_row() reads: CC_CANDIDATE_NCOLUMNS columns, the last
+ * one the playlist. Writers that change a ticket use it to refresh the
+ * index from the row they already have, without a second query.
+ */
+#define CC_CANDIDATE_COLUMNS                                                                     \
+	"t.id, t.player_id, t.build, t.protocol_version, t.rating, t.deviation, "                \
+	"(extract(epoch FROM t.queued_at) * 1000)::bigint, "                                      \
+	"(extract(epoch FROM t.expires_at) * 1000)::bigint, t.predicted_rtt::text, t.playlist"
+#define CC_CANDIDATE_NCOLUMNS 10
+
+/* Fills *out from the CC_CANDIDATE_COLUMNS that start at column col of row i of res. */
+void cc_candidate_from_row(const PGresult *res, int i, int col, struct cc_candidate *out);
+
+/*
  * Reads up to limit QUEUED, unexpired tickets of playlist, oldest first,
  * into out (caller's array of limit entries); *n receives the count. Also
  * returns PostgreSQL's now() in *now_ms when now_ms is not NULL. Returns 0 or

@@ -15,10 +15,13 @@
 
 #include <cjson/cJSON.h>
 
+#include "candidate_index.h"
+#include "candidates.h"
 #include "cc.h"
 #include "config.h"
 #include "http_server.h"
 #include "json.h"
+#include "metrics.h"
 #include "pg.h"
 #include "tiers.h"
 
@@ -50,6 +53,9 @@ struct api_config {
 	int64_t steam_timeout_ms;       /* whole Steam request deadline */
 	bool steam_reject_vac_banned;   /* 403 for VAC-banned accounts */
 	bool steam_reject_publisher_banned; /* 403 for publisher-banned accounts */
+	char *redis_host;               /* candidate index Redis; unset/"" = no index */
+	int64_t redis_port;             /* its port */
+	int64_t redis_timeout_ms;       /* connect and command deadline of one index call */
 };
 
 /*
@@ -68,6 +74,8 @@ struct api {
 	struct cc_tier_band *_Atomic tier_bands;  /* from tier_bands; NULL until loaded */
 	size_t n_tier_bands;                      /* written before tier_bands is published */
 	_Atomic bool fatal;                       /* a background check found a fatal problem */
+	struct cc_candidate_index *index;         /* thread-safe; NULL = no index */
+	struct cc_metric *index_errors;           /* failed index refreshes, by op */
 	size_t n_regions;                         /* parsed from cfg->regions */
 	char regions[API_MAX_REGIONS][API_REGION_MAX + 1];
 	char regions_pg_array[API_MAX_REGIONS * (API_REGION_MAX + 3) + 3]; /* "{a,b}" for SQL */
@@ -142,6 +150,72 @@ bool api_region_known(const struct api *api, const char *region);
 int api_query_row(struct cc_pg *pg, const char *sql, int n, const char *const *params,
 		  PGresult **out) CC_MUST_CHECK;
 
+/* ---- candidate index (index.c) ------------------------------------------ */
+
+/*
+ * Keeps the Redis candidate index (candidate_index.h, SPEC 6) in step with
+ * the tickets this process changes. A transaction notes its changes in a
+ * struct api_index_changes that it resets at the start of every attempt;
+ * the handler applies them only after the transaction committed, so Redis
+ * never shows a change PostgreSQL rolled back. Best effort: a Redis error
+ * never fails a request; it is counted in
+ * cosmic_clash_api_candidate_index_errors_total{op} and logged at most once
+ * per API_INDEX_LOG_INTERVAL_MS.
+ *
+ * Ordering is not guaranteed across requests (two requests may apply their
+ * changes in the opposite order of their commits), so an entry can be
+ * stale: the matcher re-checks every ticket in PostgreSQL when it claims,
+ * filters on expires_at against PostgreSQL's now(), and removes what it
+ * found gone.
+ */
+#define API_INDEX_MAX_CHANGES 4 /* per transaction; one active ticket per player needs 2 */
+#define API_INDEX_POOL_SIZE 8   /* Redis connections of the index */
+#define API_INDEX_LOG_INTERVAL_MS 10000
+
+/* The ticket-state column followed by CC_CANDIDATE_COLUMNS, for RETURNING lists. */
+#define API_INDEX_COLUMNS "t.state, " CC_CANDIDATE_COLUMNS
+
+struct api_index_change {
+	bool put;              /* put c, else remove c.ticket_id */
+	char playlist[33];     /* the ticket's playlist */
+	struct cc_candidate c; /* a removal sets only c.ticket_id */
+};
+
+struct api_index_changes {
+	size_t n;                                     /* used entries of v */
+	struct api_index_change v[API_INDEX_MAX_CHANGES];
+};
+
+/*
+ * Creates api->index from the configuration (no Redis host: no index) and
+ * declares the error metric. Returns 0, or CC_EINVAL when a host is set
+ * but the index cannot be created. Redis being down is not an error.
+ */
+int api_index_open(struct api *api) CC_MUST_CHECK;
+
+void api_index_changes_reset(struct api_index_changes *ch);
+
+/* Notes that ticket_id (of playlist) left the queue. */
+void api_index_note_remove(struct api_index_changes *ch, const char *playlist, const char *ticket_id);
+
+/*
+ * Notes the ticket in row i of res, read from API_INDEX_COLUMNS starting at
+ * column col: a put when its state is QUEUED, else a removal.
+ */
+void api_index_note_row(struct api_index_changes *ch, const PGresult *res, int i, int col);
+
+/* Applies the notes to the index (call only after the commit). Never fails. */
+void api_index_apply(struct api *api, const struct api_index_changes *ch);
+
+/*
+ * Brings one ticket's entry in step with PostgreSQL, outside any
+ * transaction (after the caller's commit): put when the ticket is QUEUED
+ * and unexpired, removed from playlist's namespace otherwise. For code that
+ * has no candidate row at hand (proposal claim, decline, requeue). Costs one
+ * indexed SELECT plus one Redis round trip; no-op without an index.
+ */
+void api_index_sync(struct api *api, struct cc_pg *pg, const char *playlist, const char *ticket_id);
+
 /* ---- authentication (auth.c) -------------------------------------------- */
 
 struct api_player {
@@ -160,16 +234,9 @@ int api_authenticate(struct api *api, struct cc_pg *pg, const struct cc_http_req
 bool api_operator_authorized(struct api *api, const struct cc_http_request *req,
 			     struct cc_http_response *resp);
 
-/* ---- candidate index (index.c) ------------------------------------------ */
-
+/* After a proposal decision: index refresh of the tickets it moved (index.c). */
 struct cc_proposal_changes;
-
-/*
- * After a commit that moved tickets in or out of the queue, refreshes the
- * Redis candidate index (best effort: Redis trouble is logged, never fails
- * the request). NULL changes or no index is a no-op.
- */
-void api_index_apply(struct api *api, struct cc_pg *pg, const struct cc_proposal_changes *changes);
+void api_index_apply_proposal(struct api *api, struct cc_pg *pg, const struct cc_proposal_changes *changes);
 
 /* ---- shared bodies (profile.c) ------------------------------------------- */
 

@@ -73,6 +73,15 @@ static const struct cc_config_option api_options[] = {
 	  .help = "refuse VAC-banned accounts with 403", .offset = OPT(steam_reject_vac_banned) },
 	{ .name = "steam-reject-publisher-banned", .type = CC_CFG_BOOL, .default_value = "true",
 	  .help = "refuse publisher-banned accounts with 403", .offset = OPT(steam_reject_publisher_banned) },
+	{ .name = "redis-host", .type = CC_CFG_STRING,
+	  .help = "Redis of the matcher's candidate index, kept fresh after each commit (unset: no index; "
+		  "an IP address avoids resolver stalls)",
+	  .offset = OPT(redis_host) },
+	{ .name = "redis-port", .type = CC_CFG_INT, .default_value = "6379", .min = 1, .max = 65535,
+	  .help = "port of --redis-host", .offset = OPT(redis_port) },
+	{ .name = "redis-timeout-ms", .type = CC_CFG_INT, .default_value = "200", .min = 10, .max = 10000,
+	  .help = "deadline of one candidate-index call (a slower Redis is skipped, never waited for)",
+	  .offset = OPT(redis_timeout_ms) },
 };
 
 const struct cc_config_spec api_config_spec = {
@@ -229,6 +238,10 @@ int main(int argc, char **argv)
 		cc_log_error("start_failed", CC_LOG_STR("reason", "database pool"));
 		goto out;
 	}
+	if (api_index_open(&api) != 0) {
+		cc_log_error("start_failed", CC_LOG_STR("reason", "candidate index"));
+		goto out;
+	}
 
 	int bands_rc = load_tier_bands_once(&api);
 	if (bands_rc == CC_EINVAL)
@@ -264,6 +277,7 @@ int main(int argc, char **argv)
 out:
 	cc_http_server_stop(server);
 	cc_admin_stop(admin);
+	cc_candidate_index_free(api.index);
 	cc_pg_pool_free(api.pool);
 	free(atomic_load(&api.tier_bands));
 	cc_config_release(&spec, &cfg);

@@ -53,7 +53,7 @@ static const char sql_proposed[] =
 
 static const char sql_cancel_waiting[] =
 	"UPDATE tickets SET state = 'CANCELLED', revision = revision + 1, updated_at = now() "
-	"WHERE player_id = $1 AND state = 'QUEUED' RETURNING id, revision";
+	"WHERE player_id = $1 AND state = 'QUEUED' RETURNING id, revision, playlist";
 
 static const char sql_unban[] =
 	"UPDATE players SET banned_until = NULL, ban_reason = NULL WHERE id = $1 RETURNING id";
@@ -145,6 +145,7 @@ struct ban_tx {
 	int ticket_ttl;                     /* requeued tickets' fresh heartbeat deadline */
 	struct cc_proposal_changes changes; /* queue moves of a declined proposal */
 	struct api_answer answer;
+	struct api_index_changes index; /* cancelled tickets, removed after the commit */
 };
 
 /*
@@ -179,6 +180,7 @@ static int ban_tx_run(struct cc_pg *pg, void *arg)
 
 	api_answer_reset(&tx->answer);
 	memset(&tx->changes, 0, sizeof tx->changes);
+	api_index_changes_reset(&tx->index);
 	if (tx->until) {
 		const char *p[] = { tx->player_id, tx->until, tx->reason };
 		rc = cc_pg_exec(pg, sql_ban, 3, p, &res);
@@ -228,6 +230,7 @@ static int ban_tx_run(struct cc_pg *pg, void *arg)
 			};
 			if ((rc = cc_outbox_append(pg, &ev)) != 0)
 				goto out;
+			api_index_note_remove(&tx->index, PQgetvalue(res, i, 2), PQgetvalue(res, i, 0));
 		}
 		PQclear(res);
 		res = NULL;
@@ -252,11 +255,13 @@ static void run_ban(struct api *api, const struct cc_http_request *req, struct c
 	tx->ticket_ttl = (int)api->cfg->ticket_ttl_seconds;
 	int rc = cc_pg_run_serializable(pg, ban_tx_run, tx);
 	if (rc == 0)
-		api_index_apply(api, pg, &tx->changes);
-	if (rc == 0)
 		cc_log_info(tx->until ? "player_banned" : "player_unbanned", CC_LOG_STR("player_id", tx->player_id),
 			    CC_LOG_STR("until", tx->until), CC_LOG_STR("request_id", req->request_id));
 	api_respond(resp, rc, &tx->answer);
+	if (rc == 0) {
+		api_index_apply(api, &tx->index);
+		api_index_apply_proposal(api, pg, &tx->changes);
+	}
 	api_db_release(api, pg);
 }
 

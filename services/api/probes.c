@@ -5,7 +5,8 @@
  * PostgreSQL's clock, so nothing the client reports reaches placement.
  * A result is kept per player and region, and copied into the player's
  * active ticket (without bumping its revision: probing must not break the
- * client's heartbeat compare-and-set).
+ * client's heartbeat compare-and-set) and, after the commit, into the
+ * ticket's candidate-index entry.
  */
 #include <stdio.h>
 #include <string.h>
@@ -43,9 +44,10 @@ static const char sql_store_rtt[] =
 	"  'measured_at', " API_TS("measured_at") ")::text";
 
 static const char sql_update_ticket[] =
-	"UPDATE tickets SET predicted_rtt = jsonb_set(predicted_rtt, ARRAY[$2::text], to_jsonb($3::float8)), "
+	"UPDATE tickets AS t SET predicted_rtt = jsonb_set(predicted_rtt, ARRAY[$2::text], to_jsonb($3::float8)), "
 	"  updated_at = now() "
-	"WHERE player_id = $1 AND state IN ('QUEUED', 'PROPOSED')";
+	"WHERE player_id = $1 AND state IN ('QUEUED', 'PROPOSED') "
+	"RETURNING " API_INDEX_COLUMNS;
 
 /* Reads {region}; answers 422 unknown_region when this process does not serve it. */
 static const char *region_param(struct api *api, const struct cc_http_request *req, struct cc_http_response *resp)
@@ -111,6 +113,7 @@ struct answer_tx {
 	const char *player_id;
 	const char *region;
 	struct api_answer answer;
+	struct api_index_changes index; /* the ticket's new RTT, applied after the commit */
 };
 
 static int answer_tx_run(struct cc_pg *pg, void *arg)
@@ -121,6 +124,7 @@ static int answer_tx_run(struct cc_pg *pg, void *arg)
 	int rc;
 
 	api_answer_reset(&tx->answer);
+	api_index_changes_reset(&tx->index);
 	const char *p[] = { tx->hash, tx->player_id, tx->region };
 	if ((rc = cc_pg_exec(pg, sql_answer, 3, p, &res)) != 0)
 		goto out;
@@ -149,6 +153,8 @@ static int answer_tx_run(struct cc_pg *pg, void *arg)
 	PQclear(res);
 	res = NULL;
 	rc = cc_pg_exec(pg, sql_update_ticket, 3, ps, &res);
+	for (int i = 0; rc == 0 && i < PQntuples(res); i++)
+		api_index_note_row(&tx->index, res, i, 0);
 out:
 	PQclear(res);
 	return rc;
@@ -187,6 +193,8 @@ int api_probe_answer(const struct cc_http_request *req, struct cc_http_response 
 	if (rc == 0)
 		cc_log_info("probe_answered", CC_LOG_STR("player_id", player.id), CC_LOG_STR("region", region));
 	api_respond(resp, rc, &tx.answer);
+	if (rc == 0)
+		api_index_apply(api, &tx.index);
 out:
 	cJSON_Delete(body);
 	api_db_release(api, pg);

@@ -118,7 +118,7 @@ static int proposal_route(const struct cc_http_request *req, struct cc_http_resp
 	tx.player_id = player.id;
 	int rc = cc_pg_run_serializable(pg, proposal_tx_run, &tx);
 	if (rc == 0) {
-		api_index_apply(api, pg, &tx.changes);
+		api_index_apply_proposal(api, pg, &tx.changes);
 		if (respond && tx.answer.status == 200)
 			cc_log_info("proposal_response", CC_LOG_STR("proposal_id", tx.proposal_id),
 				    CC_LOG_STR("player_id", player.id), CC_LOG_STR("response", tx.accept ? "accept" : "decline"),

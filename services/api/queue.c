@@ -38,7 +38,7 @@
 static const char sql_expire_overdue[] =
 	"UPDATE tickets SET state = 'EXPIRED', revision = revision + 1, updated_at = now() "
 	"WHERE player_id = $1 AND state = 'QUEUED' AND expires_at <= now() "
-	"RETURNING id, revision, player_id";
+	"RETURNING id, revision, player_id, playlist";
 
 static const char sql_idempotency_get[] =
 	"SELECT request_hash, status, response FROM idempotency_keys WHERE player_id = $1 AND key = $2";
@@ -71,7 +71,7 @@ static const char sql_insert_ticket[] =
 	"  deviation, predicted_rtt, expires_at) "
 	"VALUES ($1, $2, 'QUEUED', $3, $4::int, $5::float8, $6::float8, $7::jsonb, "
 	"  now() + make_interval(secs => $8::int)) "
-	"RETURNING t.id, t.revision, " TICKET_JSON;
+	"RETURNING t.id, t.revision, " TICKET_JSON ", " API_INDEX_COLUMNS;
 
 static const char sql_get_ticket[] =
 	"SELECT " TICKET_JSON " FROM tickets t WHERE t.id = $1 AND t.player_id = $2";
@@ -81,7 +81,7 @@ static const char sql_heartbeat[] =
 	"  expires_at = now() + make_interval(secs => $4::int) "
 	"WHERE t.id = $1 AND t.player_id = $2 AND t.revision = $3::bigint "
 	"  AND t.state IN ('QUEUED', 'PROPOSED') "
-	"RETURNING " TICKET_JSON;
+	"RETURNING " TICKET_JSON ", " API_INDEX_COLUMNS;
 
 static const char sql_lock_ticket[] =
 	"SELECT state, revision, coalesce(proposal_id::text, '') FROM tickets "
@@ -89,13 +89,13 @@ static const char sql_lock_ticket[] =
 
 static const char sql_cancel_queued[] =
 	"UPDATE tickets AS t SET state = 'CANCELLED', revision = t.revision + 1, updated_at = now() "
-	"WHERE t.id = $1 AND t.state = 'QUEUED' RETURNING t.revision";
+	"WHERE t.id = $1 AND t.state = 'QUEUED' RETURNING t.revision, t.playlist";
 
 static const char sql_ticket_state[] =
 	"SELECT state, revision FROM tickets WHERE id = $1 AND player_id = $2";
 
-/* Expires the player's overdue tickets, announcing each in the outbox. */
-static int expire_overdue(struct cc_pg *pg, const char *player_id)
+/* Expires the player's overdue tickets, announcing each in the outbox and noting it for the index. */
+static int expire_overdue(struct cc_pg *pg, const char *player_id, struct api_index_changes *index)
 {
 	PGresult *res = NULL;
 	const char *p[] = { player_id };
@@ -111,6 +111,7 @@ static int expire_overdue(struct cc_pg *pg, const char *player_id)
 			.n_player_ids = 1,
 		};
 		rc = cc_outbox_append(pg, &ev);
+		api_index_note_remove(index, PQgetvalue(res, i, 3), PQgetvalue(res, i, 0));
 	}
 	PQclear(res);
 	return rc;
@@ -127,6 +128,7 @@ struct create_tx {
 	const char *build;
 	char protocol_version[24];
 	struct api_answer answer;
+	struct api_index_changes index; /* applied after the commit */
 };
 
 static int create_tx_run(struct cc_pg *pg, void *arg)
@@ -137,6 +139,7 @@ static int create_tx_run(struct cc_pg *pg, void *arg)
 	int rc;
 
 	api_answer_reset(&tx->answer);
+	api_index_changes_reset(&tx->index);
 	const char *pk[] = { tx->player_id, tx->key };
 	if ((rc = cc_pg_exec(pg, sql_idempotency_get, 2, pk, &res)) != 0)
 		goto out;
@@ -167,7 +170,7 @@ static int create_tx_run(struct cc_pg *pg, void *arg)
 	PQclear(res);
 	res = NULL;
 
-	if ((rc = expire_overdue(pg, tx->player_id)) != 0)
+	if ((rc = expire_overdue(pg, tx->player_id, &tx->index)) != 0)
 		goto out;
 	if ((rc = cc_pg_exec(pg, sql_active_ticket, 1, pp, &res)) != 0)
 		goto out;
@@ -237,6 +240,7 @@ static int create_tx_run(struct cc_pg *pg, void *arg)
 	};
 	if ((rc = cc_outbox_append(pg, &ev)) != 0)
 		goto out;
+	api_index_note_row(&tx->index, res, 0, 3);
 	if ((rc = api_answer_body(&tx->answer, 201, PQgetvalue(res, 0, 2))) != 0)
 		goto out;
 	PQclear(res);
@@ -338,6 +342,8 @@ int api_queue_create(const struct cc_http_request *req, struct cc_http_response 
 	if (rc == 0 && tx.answer.status == 201)
 		cc_log_info("ticket_requested", CC_LOG_STR("player_id", player.id), CC_LOG_STR("playlist", tx.playlist));
 	api_respond(resp, rc, &tx.answer);
+	if (rc == 0)
+		api_index_apply(api, &tx.index);
 out:
 	cJSON_Delete(body);
 	api_db_release(api, pg);
@@ -350,6 +356,7 @@ struct read_tx {
 	const char *player_id;
 	const char *ticket_id;
 	struct api_answer answer;
+	struct api_index_changes index; /* lazy expiry, applied after the commit */
 };
 
 static int read_tx_run(struct cc_pg *pg, void *arg)
@@ -359,7 +366,8 @@ static int read_tx_run(struct cc_pg *pg, void *arg)
 	int rc;
 
 	api_answer_reset(&tx->answer);
-	if ((rc = expire_overdue(pg, tx->player_id)) != 0)
+	api_index_changes_reset(&tx->index);
+	if ((rc = expire_overdue(pg, tx->player_id, &tx->index)) != 0)
 		return rc;
 	const char *p[] = { tx->ticket_id, tx->player_id };
 	rc = api_query_row(pg, sql_get_ticket, 2, p, &res);
@@ -401,6 +409,8 @@ int api_queue_get(const struct cc_http_request *req, struct cc_http_response *re
 		tx.ticket_id = id;
 		int rc = cc_pg_run_serializable(pg, read_tx_run, &tx);
 		api_respond(resp, rc, &tx.answer);
+		if (rc == 0)
+			api_index_apply(api, &tx.index);
 	}
 	api_db_release(api, pg);
 	return 0;
@@ -416,6 +426,7 @@ struct revision_tx {
 	bool cancel;
 	struct cc_proposal_changes changes; /* queue moves a cancel cascade made */
 	struct api_answer answer;
+	struct api_index_changes index;     /* applied after the commit */
 };
 
 /* Explains why a compare-and-set on the ticket matched no row. */
@@ -496,6 +507,7 @@ static int cancel_run(struct cc_pg *pg, struct revision_tx *tx)
 		};
 		if ((rc = cc_outbox_append(pg, &ev)) != 0)
 			goto out;
+		api_index_note_remove(&tx->index, PQgetvalue(res, 0, 1), tx->ticket_id);
 	}
 view:
 	if (rc != 0)
@@ -517,7 +529,8 @@ static int revision_tx_run(struct cc_pg *pg, void *arg)
 
 	api_answer_reset(&tx->answer);
 	memset(&tx->changes, 0, sizeof tx->changes);
-	if ((rc = expire_overdue(pg, tx->player_id)) != 0)
+	api_index_changes_reset(&tx->index);
+	if ((rc = expire_overdue(pg, tx->player_id, &tx->index)) != 0)
 		return rc;
 	if (tx->cancel)
 		return cancel_run(pg, tx);
@@ -526,10 +539,13 @@ static int revision_tx_run(struct cc_pg *pg, void *arg)
 	const char *p[] = { tx->ticket_id, tx->player_id, tx->revision, ttl };
 	if ((rc = cc_pg_exec(pg, sql_heartbeat, 4, p, &res)) != 0)
 		goto out;
-	if (PQntuples(res) == 0)
+	if (PQntuples(res) == 0) {
 		rc = explain_miss(pg, tx);
-	else
+	} else {
+		/* QUEUED: put with the new expiry; PROPOSED: not a candidate, make sure it is gone. */
+		api_index_note_row(&tx->index, res, 0, 1);
 		rc = api_answer_body(&tx->answer, 200, PQgetvalue(res, 0, 0));
+	}
 out:
 	PQclear(res);
 	return rc;
@@ -565,8 +581,10 @@ static int revision_route(const struct cc_http_request *req, struct cc_http_resp
 	tx.ticket_id = id;
 	snprintf(tx.revision, sizeof tx.revision, "%lld", (long long)revision);
 	int rc = cc_pg_run_serializable(pg, revision_tx_run, &tx);
-	if (rc == 0)
-		api_index_apply(api, pg, &tx.changes);
+	if (rc == 0) {
+		api_index_apply(api, &tx.index);
+		api_index_apply_proposal(api, pg, &tx.changes);
+	}
 	if (rc == 0 && cancel && tx.answer.status == 200)
 		cc_log_info("ticket_cancelled", CC_LOG_STR("ticket_id", id));
 	api_respond(resp, rc, &tx.answer);
