@@ -15,11 +15,18 @@
 	"AND CASE WHEN jsonb_typeof(t.predicted_rtt -> $5) = 'number' "                             \
 	"    THEN (t.predicted_rtt ->> $5)::float8 <= $6::float8 ELSE false END"
 
-/* The fence: rows another transaction holds are skipped, so a race is a short count. */
+/*
+ * The fence, one ticket at a time in id order: a row another transaction
+ * holds is skipped, and the claim stops at the first one. Locking in one
+ * global order and giving up at the first miss means two claims racing
+ * over overlapping sets can never each hold part of the other's: exactly
+ * one of them gets everything. (One statement over the whole set would
+ * skip and carry on, so two claims of the same set could both lose.)
+ */
 static const char sql_lock[] = "SELECT t.id, t.player_id FROM tickets t WHERE " CLAIMABLE
-			       " ORDER BY t.id FOR UPDATE SKIP LOCKED";
+			       " FOR UPDATE SKIP LOCKED";
 
-/* After a short count: which tickets are still claimable, only locked by someone else. */
+/* After a miss: which tickets a plain read still finds claimable (locked elsewhere, not gone). */
 static const char sql_busy[] = "SELECT t.id FROM tickets t WHERE " CLAIMABLE;
 
 static const char sql_arenas[] =
@@ -80,54 +87,73 @@ void cc_claim_request_from(struct cc_claim_request *req, const struct cc_formati
 	}
 }
 
-/* Index of id in the request, or -1. */
-static int request_index(const struct cc_claim_request *req, const char *id)
+/* Request positions sorted by ticket id: the one lock order every claimant uses. */
+static void lock_order(const struct cc_claim_request *req, size_t *order)
 {
-	for (size_t k = 0; k < req->n; k++)
-		if (strcmp(req->ticket_id[k], id) == 0)
-			return (int)k;
-	return -1;
+	for (size_t k = 0; k < req->n; k++) {
+		size_t j = k;
+		for (; j > 0 && strcmp(req->ticket_id[order[j - 1]], req->ticket_id[k]) > 0; j--)
+			order[j] = order[j - 1];
+		order[j] = k;
+	}
 }
 
 /*
- * Marks what the fence returned; a ticket missing from res, listed twice,
- * or sharing a player with an earlier one is lost. Returns how many were lost.
+ * Locks every ticket in id order. Returns 0 when all are ours;
+ * CC_ECONFLICT with *missed = the request position that was not claimable
+ * (or listed twice, or another ticket of a player already locked); or a
+ * cc_pg_exec error.
  */
-static size_t mark_lost(const struct claim_tx *tx, const PGresult *res)
+static int lock_tickets(struct cc_pg *pg, const struct claim_tx *tx, size_t *missed)
 {
 	const struct cc_claim_request *req = tx->req;
-	bool found[CC_FORMATION_MAX_PLAYERS] = { false };
-	const char *player[CC_FORMATION_MAX_PLAYERS] = { NULL };
-	for (int i = 0; i < PQntuples(res); i++) {
-		int k = request_index(req, PQgetvalue(res, i, 0));
-		if (k >= 0) {
-			found[k] = true;
-			player[k] = PQgetvalue(res, i, 1);
+	size_t order[CC_FORMATION_MAX_PLAYERS];
+	char player[CC_FORMATION_MAX_PLAYERS][37];
+	int rc = 0;
+
+	lock_order(req, order);
+	for (size_t i = 0; i < req->n && rc == 0; i++) {
+		size_t k = order[i];
+		char one[40];
+		PGresult *res = NULL;
+		snprintf(one, sizeof one, "{%s}", req->ticket_id[k]);
+		const char *p[] = { one, req->playlist, req->build, tx->protocol, req->region, tx->max_rtt };
+		if ((rc = cc_pg_exec(pg, sql_lock, 6, p, &res)) != 0)
+			return rc;
+		bool ok = PQntuples(res) == 1 && (i == 0 || strcmp(req->ticket_id[order[i - 1]], req->ticket_id[k]) != 0);
+		if (ok)
+			snprintf(player[i], sizeof player[i], "%s", PQgetvalue(res, 0, 1));
+		for (size_t j = 0; ok && j < i; j++)
+			ok = strcmp(player[j], player[i]) != 0;
+		PQclear(res);
+		if (!ok) {
+			*missed = k;
+			rc = CC_ECONFLICT;
 		}
 	}
-	size_t lost = 0;
-	for (size_t k = 0; k < req->n; k++) {
-		bool dup = request_index(req, req->ticket_id[k]) != (int)k;
-		for (size_t j = 0; j < k && found[k] && !dup; j++)
-			dup = found[j] && strcmp(player[j], player[k]) == 0;
-		tx->out->lost[k] = !found[k] || dup;
-		lost += tx->out->lost[k];
-	}
-	return lost;
+	return rc;
 }
 
-/* After a lost claim: a lost ticket still claimable by a plain read is only busy. */
-static int mark_gone(struct cc_pg *pg, struct claim_tx *tx, const char *const *params)
+/*
+ * After a miss: the missed ticket is lost, and so is every other one a
+ * plain read no longer finds claimable (gone: taken, cancelled, expired,
+ * changed). A lost ticket the plain read still finds is only locked by
+ * another claim (busy), so the index keeps it.
+ */
+static int mark_lost(struct cc_pg *pg, struct claim_tx *tx, size_t missed)
 {
+	const struct cc_claim_request *req = tx->req;
 	PGresult *res = NULL;
-	int rc = cc_pg_exec(pg, sql_busy, 6, params, &res);
+	const char *p[] = { tx->ids, req->playlist, req->build, tx->protocol, req->region, tx->max_rtt };
+	int rc = cc_pg_exec(pg, sql_busy, 6, p, &res);
 	if (rc != 0)
 		return rc;
-	for (size_t k = 0; k < tx->req->n; k++) {
-		bool busy = false;
-		for (int i = 0; i < PQntuples(res) && !busy; i++)
-			busy = strcmp(PQgetvalue(res, i, 0), tx->req->ticket_id[k]) == 0;
-		tx->out->gone[k] = tx->out->lost[k] && !busy;
+	for (size_t k = 0; k < req->n; k++) {
+		bool claimable = false;
+		for (int i = 0; i < PQntuples(res) && !claimable; i++)
+			claimable = strcmp(PQgetvalue(res, i, 0), req->ticket_id[k]) == 0;
+		tx->out->lost[k] = k == missed || !claimable;
+		tx->out->gone[k] = !claimable;
 	}
 	PQclear(res);
 	return 0;
@@ -185,17 +211,11 @@ static int claim_tx_run(struct cc_pg *pg, void *arg)
 
 	memset(tx->out->lost, 0, sizeof tx->out->lost);
 	memset(tx->out->gone, 0, sizeof tx->out->gone);
-	const char *pl[] = { tx->ids, req->playlist, req->build, tx->protocol, req->region, tx->max_rtt };
-	if ((rc = cc_pg_exec(pg, sql_lock, 6, pl, &res)) != 0)
+	size_t missed = 0;
+	if ((rc = lock_tickets(pg, tx, &missed)) == CC_ECONFLICT && (rc = mark_lost(pg, tx, missed)) == 0)
+		rc = CC_ECONFLICT;
+	if (rc != 0)
 		goto out;
-	if (mark_lost(tx, res) > 0) {
-		rc = mark_gone(pg, tx, pl);
-		if (rc == 0)
-			rc = CC_ECONFLICT;
-		goto out;
-	}
-	PQclear(res);
-	res = NULL;
 
 	if ((rc = pick_arena(pg, tx)) != 0)
 		goto out;

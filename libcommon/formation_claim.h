@@ -3,14 +3,18 @@
  * SERIALIZABLE transaction moves every ticket QUEUED -> PROPOSED and opens
  * the proposal, or changes nothing.
  *
- * The fence is SELECT ... FOR UPDATE SKIP LOCKED over the chosen tickets,
- * re-checking everything a stale candidate (Redis) might have wrong:
+ * The fence is SELECT ... FOR UPDATE SKIP LOCKED on each chosen ticket in
+ * ticket-id order, stopping at the first one that does not come back; it
+ * re-checks everything a stale candidate (Redis) might have wrong:
  * playlist, state QUEUED, expires_at > now(), build, protocol_version and
- * RTT to the proposal's region <= max_rtt_ms. When fewer rows come back
- * than were chosen, the claim is lost: the transaction rolls back (so the
- * loser's other tickets stay QUEUED, untouched) and the caller learns which
- * tickets were lost and which of those are gone for good (no longer a
- * usable candidate) rather than merely locked by another matcher.
+ * RTT to the proposal's region <= max_rtt_ms. One global lock order plus
+ * giving up at the first miss means that of two claims racing over
+ * overlapping tickets exactly one commits (a single statement over the
+ * whole set would skip and carry on, and two claims of the same set could
+ * each take half and both lose). A lost claim rolls back, so the loser's
+ * other tickets stay QUEUED, untouched; the caller learns which tickets
+ * were lost and which of those are gone for good (no longer a usable
+ * candidate) rather than merely locked by another claim.
  *
  * On success it has written, in that one transaction: the proposal (OPEN,
  * expires_at = now() + window), one participant row per ticket with its
@@ -55,8 +59,8 @@ struct cc_claim_request {
 struct cc_claim_result {
 	char proposal_id[37];                    /* success: the new proposal */
 	char arena[CC_ARENA_NAME_MAX + 1];       /* success: its arena */
-	bool lost[CC_FORMATION_MAX_PLAYERS];     /* CC_ECONFLICT: ticket i was not claimable */
-	bool gone[CC_FORMATION_MAX_PLAYERS];     /* CC_ECONFLICT: lost and not merely locked */
+	bool lost[CC_FORMATION_MAX_PLAYERS];     /* CC_ECONFLICT: the ticket that missed, and every gone one */
+	bool gone[CC_FORMATION_MAX_PLAYERS];     /* CC_ECONFLICT: no longer claimable (not merely locked) */
 };
 
 /*
