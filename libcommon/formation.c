@@ -48,31 +48,49 @@ static int region_intern(struct cc_formation_workspace *ws, const char *name)
 	return (int)ws->n_regions++;
 }
 
+#define PLAYER_SLOTS 512 /* open-addressing table: > 2 x CC_FORMATION_MAX_CANDIDATES */
+#define NO_SLOT UINT16_MAX
+
+static uint32_t fnv1a(const char *s)
+{
+	uint32_t h = 2166136261u;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
 /*
- * Interns build+protocol and player identity of candidate i: the class of
- * the first earlier candidate with the same value, else i itself. Groups
- * are compared through one representative each, so the cost is
- * O(n * groups); players are nearly all distinct, so that one is O(n^2)
- * compares of UUIDs that differ within the first bytes.
+ * Interns build+protocol and player identity of candidate i: the class is
+ * the index of the first candidate with the same value. Groups are few, so
+ * they are compared through their representatives (reps, *n_reps); players
+ * are nearly all distinct, so they go through a hash table (slots), which
+ * keeps a pass linear in the number of candidates.
  */
-static void intern_identity(struct cc_formation_workspace *ws, size_t i)
+static void intern_identity(struct cc_formation_workspace *ws, size_t i, uint16_t *reps, size_t *n_reps,
+			    uint16_t *slots)
 {
 	const struct cc_candidate *c = &ws->cands[i];
 	ws->group[i] = (uint16_t)i;
-	ws->player[i] = (uint16_t)i;
-	for (size_t j = 0; j < i; j++) {
-		if (ws->group[j] != j)
-			continue; /* only representatives */
-		const struct cc_candidate *o = &ws->cands[j];
+	for (size_t g = 0; g < *n_reps; g++) {
+		const struct cc_candidate *o = &ws->cands[reps[g]];
 		if (o->protocol_version == c->protocol_version && strcmp(o->build, c->build) == 0) {
-			ws->group[i] = (uint16_t)j;
+			ws->group[i] = reps[g];
 			break;
 		}
 	}
-	for (size_t j = 0; j < i; j++) {
-		if (ws->player[j] == j && strcmp(ws->cands[j].player_id, c->player_id) == 0) {
-			ws->player[i] = (uint16_t)j;
-			break;
+	if (ws->group[i] == i)
+		reps[(*n_reps)++] = (uint16_t)i;
+
+	for (uint32_t h = fnv1a(c->player_id);; h++) {
+		uint16_t *slot = &slots[h % PLAYER_SLOTS];
+		if (*slot == NO_SLOT) {
+			*slot = (uint16_t)i;
+			ws->player[i] = (uint16_t)i;
+			return;
+		}
+		if (strcmp(ws->cands[*slot].player_id, c->player_id) == 0) {
+			ws->player[i] = ws->player[*slot];
+			return;
 		}
 	}
 }
@@ -82,6 +100,9 @@ int cc_formation_prepare(struct cc_formation_workspace *ws, const struct cc_cand
 {
 	if (!ws || (!cands && n > 0) || n > CC_FORMATION_MAX_CANDIDATES || !cc_formation_params_valid(p))
 		return CC_EINVAL;
+	uint16_t reps[CC_FORMATION_MAX_CANDIDATES], slots[PLAYER_SLOTS];
+	size_t n_reps = 0;
+	memset(slots, 0xff, sizeof slots); /* NO_SLOT */
 	ws->cands = cands;
 	ws->n = n;
 	ws->now_ms = now_ms;
@@ -89,7 +110,7 @@ int cc_formation_prepare(struct cc_formation_workspace *ws, const struct cc_cand
 	ws->n_regions = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct cc_candidate *c = &cands[i];
-		intern_identity(ws, i);
+		intern_identity(ws, i, reps, &n_reps, slots);
 		ws->reach[i] = 0;
 		for (size_t k = 0; k < c->n_rtt && k < CC_CANDIDATE_MAX_REGIONS; k++) {
 			if (!(c->rtt[k].rtt_ms >= 0 && c->rtt[k].rtt_ms <= p->max_rtt_ms))

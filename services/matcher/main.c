@@ -112,7 +112,8 @@ static bool listen_setup(struct matcher *m)
 	if (rc == 0)
 		rc = cc_pg_listen(m->listener, m->listen_channel);
 	if (rc != 0)
-		cc_log_warn("listen_failed", CC_LOG_STR("error", cc_errname(rc)), CC_LOG_STR("reason", err));
+		cc_log_emit(m->failed_passes <= 1 ? CC_LOG_WARN : CC_LOG_DEBUG, "listen_failed",
+			    (struct cc_log_field[]){ CC_LOG_STR("error", cc_errname(rc)), CC_LOG_STR("reason", err) }, 2);
 	m->listening = rc == 0;
 	return m->listening;
 }
@@ -140,7 +141,7 @@ static void wait_for_work(struct matcher *m, int64_t timeout_ms)
 	}
 	if (rc == CC_EUNAVAILABLE) {
 		/* The next wait reconnects and LISTENs again; pause so a dead database is not spun on. */
-		cc_log_warn("listen_lost");
+		cc_log_emit(m->failed_passes <= 1 ? CC_LOG_WARN : CC_LOG_DEBUG, "listen_lost", NULL, 0);
 		nap(timeout_ms);
 		return;
 	}

@@ -72,6 +72,7 @@ struct matcher {
 	bool listening;                          /* LISTEN succeeded on listener */
 	struct cc_candidate_index *index;        /* NULL: no Redis configured */
 	struct matcher_metrics metrics;
+	unsigned long failed_passes;             /* consecutive failed passes (quiets repeated warnings) */
 	pthread_mutex_t lock;                    /* guards db_ready and db_why */
 	bool db_ready;                           /* the last pass reached PostgreSQL */
 	char db_why[128];                        /* why not, for /readyz */

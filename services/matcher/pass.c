@@ -46,7 +46,8 @@ static int ensure_connected(struct matcher *m)
 		return 0;
 	int rc = cc_pg_connect(m->cfg->database_url, &m->pg_opt, &m->pg, err, sizeof err);
 	if (rc != 0)
-		cc_log_warn("database_connect_failed", CC_LOG_STR("error", cc_errname(rc)), CC_LOG_STR("reason", err));
+		cc_log_emit(m->failed_passes == 0 ? CC_LOG_WARN : CC_LOG_DEBUG, "database_connect_failed",
+			    (struct cc_log_field[]){ CC_LOG_STR("error", cc_errname(rc)), CC_LOG_STR("reason", err) }, 2);
 	return rc;
 }
 
@@ -61,11 +62,32 @@ static int read_now(struct matcher *m, int64_t *now_ms)
 }
 
 /*
+ * Drops index entries whose heartbeat deadline has passed (they sort first,
+ * as the oldest, and would otherwise fill every read window) and compacts
+ * the rest. Returns how many usable candidates remain.
+ */
+static size_t drop_expired(struct matcher *m, size_t n, int64_t now_ms)
+{
+	size_t kept = 0;
+	bool index_up = true;
+	for (size_t i = 0; i < n; i++) {
+		if (m->cands[i].expires_at_ms > now_ms) {
+			if (kept != i)
+				m->cands[kept] = m->cands[i];
+			kept++;
+		} else if (index_up) {
+			index_up = cc_candidate_index_remove(m->index, m->cfg->playlist, m->cands[i].ticket_id) == 0;
+		}
+	}
+	return kept;
+}
+
+/*
  * Reads this pass's candidates into m->cands. The index is tried first;
  * "down" (an error) and "empty" (0 entries) both fall back to PostgreSQL,
  * but only "empty" repopulates the index: rebuilding a Redis that is down
  * would just fail again, and must never stand between PostgreSQL and a
- * match.
+ * match. An index holding nothing but expired entries counts as empty.
  */
 static int read_candidates(struct matcher *m, size_t *n, int64_t *now_ms, const char **source)
 {
@@ -74,8 +96,13 @@ static int read_candidates(struct matcher *m, size_t *n, int64_t *now_ms, const 
 	if (m->index) {
 		irc = cc_candidate_index_read(m->index, playlist, m->read_limit, m->cands, n);
 		if (irc == 0 && *n > 0) {
-			*source = "redis";
-			return read_now(m, now_ms);
+			int rc = read_now(m, now_ms);
+			if (rc != 0)
+				return rc;
+			if ((*n = drop_expired(m, *n, *now_ms)) > 0) {
+				*source = "redis";
+				return 0;
+			}
 		}
 		const char *lv[] = { playlist, irc == 0 ? "empty" : "down" };
 		cc_metric_add(m->metrics.redis_fallbacks, lv, 1);
@@ -164,10 +191,20 @@ static void pass_report(struct matcher *m, int rc, const char *source, size_t n,
 		cc_metric_add(m->metrics.refusals, lv_nr, st->refused_no_region);
 	}
 	if (rc != 0) {
-		cc_log_warn("pass_failed", CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(rc)),
-			    CC_LOG_STR("sqlstate", m->pg ? cc_pg_sqlstate(m->pg) : ""),
-			    CC_LOG_DBL("seconds", seconds));
+		/* A database outage fails every pass: warn on the first and then once a minute or so. */
+		m->failed_passes++;
+		cc_log_emit(m->failed_passes == 1 || m->failed_passes % 120 == 0 ? CC_LOG_WARN : CC_LOG_DEBUG,
+			    "pass_failed",
+			    (struct cc_log_field[]){ CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(rc)),
+						     CC_LOG_STR("sqlstate", m->pg ? cc_pg_sqlstate(m->pg) : ""),
+						     CC_LOG_INT("consecutive", m->failed_passes),
+						     CC_LOG_DBL("seconds", seconds) },
+			    5);
 		return;
+	}
+	if (m->failed_passes > 0) {
+		cc_log_info("pass_recovered", CC_LOG_STR("playlist", playlist), CC_LOG_INT("failed_passes", m->failed_passes));
+		m->failed_passes = 0;
 	}
 	struct cc_log_field fields[] = {
 		CC_LOG_STR("playlist", playlist),

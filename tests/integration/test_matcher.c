@@ -13,7 +13,8 @@
  *  - ranked: the tolerance keeps far ratings apart until the anchor has
  *    waited long enough, then lets them meet; teams are balanced
  *  - an empty queue and database blips (pg_terminate_backend of the
- *    matcher's connections, again and again) never stop the matcher
+ *    matcher's connections, again and again) never stop the matcher, nor
+ *    does a database that is unreachable at start-up (not ready, no exit)
  *
  * Tickets are seeded with SQL (players, build, protocol, rating,
  * predicted_rtt, queued_at; expires_at far away). Nothing sleeps to
@@ -61,6 +62,7 @@ struct proc {
 };
 static struct proc procs[MAX_PROCS];
 static int n_procs;
+static const char *spawn_dsn; /* the DSN spawned matchers get; NULL = the scratch database */
 
 /* ---- time, waiting -------------------------------------------------------- */
 
@@ -140,6 +142,14 @@ static long long sql_ll(const char *sql, int n, const char *const *params)
 	long long v = PQgetisnull(res, 0, 0) ? 0 : strtoll(PQgetvalue(res, 0, 0), NULL, 10);
 	PQclear(res);
 	return v;
+}
+
+/* True when the query's count equals want; records what it saw for WAIT_FOR. */
+static bool count_is(const char *sql, long long want)
+{
+	long long got = sql_ll(sql, 0, NULL);
+	snprintf(seen, sizeof seen, "%lld (want %lld) from %s", got, want, sql);
+	return got == want;
 }
 
 static long long sql_ll1(const char *sql, const char *p1)
@@ -251,6 +261,7 @@ static void scratch_setup(void)
 	PQsetNoticeProcessor(db, NULL, NULL);
 	ck_assert_int_eq(cc_crypto_init(), 0);
 	n_procs = 0;
+	spawn_dsn = NULL;
 }
 
 /* Stops a matcher with SIGTERM and expects a clean exit 0 within 10 s. */
@@ -345,7 +356,7 @@ static struct proc *spawn_matcher(const char *const *extra)
 		FILE *log = freopen(p->log, "w", stdout);
 		if (!log || dup2(fileno(stdout), 2) < 0)
 			_exit(127);
-		setenv("COSMIC_CLASH_DATABASE_URL", db_dsn, 1);
+		setenv("COSMIC_CLASH_DATABASE_URL", spawn_dsn ? spawn_dsn : db_dsn, 1);
 		execv(bin, (char *const *)argv);
 		_exit(127);
 	}
@@ -791,7 +802,7 @@ START_TEST(test_ranked_tolerance)
 
 	const char *args[] = { "--playlist=ranked", NULL };
 	struct proc *m = spawn_matcher(args);
-	WAIT_FOR(sql_ll("SELECT count(*) FROM proposals", 0, NULL) == 2, 15000, "two ranked proposals");
+	WAIT_FOR(count_is("SELECT count(*) FROM proposals", 2), 15000, "two ranked proposals");
 	/* A few more passes must not match c with d (their tolerance is still ~150). */
 	double passes = passes_ok(m);
 	WAIT_FOR(passes_ok(m) >= passes + 3, 10000, "three more passes");
@@ -817,7 +828,7 @@ START_TEST(test_ranked_tolerance)
 	sql_ll1("WITH u AS (UPDATE tickets SET queued_at = now() - interval '60 seconds' WHERE id = $1 RETURNING 1) "
 		"SELECT count(*) FROM u",
 		c.ticket);
-	WAIT_FOR(sql_ll("SELECT count(*) FROM proposals", 0, NULL) == 3, 15000, "c and d after the wait");
+	WAIT_FOR(count_is("SELECT count(*) FROM proposals", 3), 15000, "c and d after the wait");
 	expect_state(c.ticket, "PROPOSED");
 	expect_state(d.ticket, "PROPOSED");
 	stop_matcher(m);
@@ -881,7 +892,7 @@ START_TEST(test_team_balance)
 	const char *ca[] = { "--playlist=casual", NULL };
 	struct proc *r = spawn_matcher(ra);
 	struct proc *c = spawn_matcher(ca);
-	WAIT_FOR(sql_ll("SELECT count(*) FROM proposals", 0, NULL) == 2, 15000, "both playlists matched");
+	WAIT_FOR(count_is("SELECT count(*) FROM proposals", 2), 15000, "both playlists matched");
 	ck_assert_int_eq(sql_ll("SELECT count(*) FROM proposals WHERE playlist = 'ranked' AND team_size = 2", 0, NULL), 1);
 	ck_assert_int_eq(sql_ll("SELECT count(*) FROM proposals WHERE playlist = 'casual' AND team_size = 3", 0, NULL), 1);
 	check_balanced();
@@ -964,6 +975,45 @@ START_TEST(test_survives_empty_queue_and_blips)
 }
 END_TEST
 
+/* GET path on the matcher's admin port: the status (0 when no answer). */
+static long admin_get(const struct proc *p, const char *path, char *body, size_t len)
+{
+	struct cc_test_request req = { .path = path, .timeout_ms = 2000 };
+	struct cc_test_reply reply;
+	memset(&reply, 0, sizeof reply);
+	long status = cc_test_fetch(p->admin_port, &req, &reply) == 0 ? reply.status : 0;
+	if (body)
+		snprintf(body, len, "%s", reply.body ? reply.body : "");
+	cc_test_reply_release(&reply);
+	return status;
+}
+
+/*
+ * A database that is down is not a reason to exit: the matcher starts,
+ * answers /healthz, reports not ready with the reason, and exits cleanly on
+ * SIGTERM. (A closed port stands in for the outage.)
+ */
+START_TEST(test_starts_without_database)
+{
+	char dead[256], body[512];
+	/* Port 1 on loopback: refused at once. */
+	snprintf(dead, sizeof dead, "postgresql://cc@127.0.0.1:1/%s?connect_timeout=2", db_name);
+	spawn_dsn = dead;
+	const char *args[] = { "--playlist=ranked", NULL };
+	struct proc *m = spawn_matcher(args);
+	long status = 0;
+	WAIT_FOR(metric(m, "cosmic_clash_matcher_passes_total", "result=\"error\"", NULL) >= 3, 10000,
+		 "three failed passes");
+	all_alive("an unreachable database");
+	ck_assert_int_eq(admin_get(m, "/healthz", NULL, 0), 200);
+	status = admin_get(m, "/readyz", body, sizeof body);
+	ck_assert_msg(status == 503 && strstr(body, "database"), "/readyz answered %ld %s", status, body);
+	ck_assert_msg(strstr(body, "127.0.0.1:1") == NULL && strstr(body, "postgresql://") == NULL,
+		      "/readyz leaks the DSN: %s", body);
+	stop_matcher(m);
+}
+END_TEST
+
 static Suite *matcher_suite(void)
 {
 	Suite *s = suite_create("matcher");
@@ -977,6 +1027,7 @@ static Suite *matcher_suite(void)
 	tcase_add_test(tc, test_ranked_tolerance);
 	tcase_add_test(tc, test_team_balance);
 	tcase_add_test(tc, test_survives_empty_queue_and_blips);
+	tcase_add_test(tc, test_starts_without_database);
 	tcase_add_test(tc, test_two_matchers_audit);
 	suite_add_tcase(s, tc);
 	return s;
