@@ -193,13 +193,15 @@ static void pass_report(struct matcher *m, int rc, const char *source, size_t n,
 	if (rc != 0) {
 		/* A database outage fails every pass: warn on the first and then once a minute or so. */
 		m->failed_passes++;
+		struct cc_log_field failed[] = {
+			CC_LOG_STR("playlist", playlist),
+			CC_LOG_STR("error", cc_errname(rc)),
+			CC_LOG_STR("sqlstate", m->pg ? cc_pg_sqlstate(m->pg) : ""),
+			CC_LOG_INT("consecutive", m->failed_passes),
+			CC_LOG_DBL("seconds", seconds),
+		};
 		cc_log_emit(m->failed_passes == 1 || m->failed_passes % 120 == 0 ? CC_LOG_WARN : CC_LOG_DEBUG,
-			    "pass_failed",
-			    (struct cc_log_field[]){ CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(rc)),
-						     CC_LOG_STR("sqlstate", m->pg ? cc_pg_sqlstate(m->pg) : ""),
-						     CC_LOG_INT("consecutive", m->failed_passes),
-						     CC_LOG_DBL("seconds", seconds) },
-			    5);
+			    "pass_failed", failed, CC_ARRAY_LEN(failed));
 		return;
 	}
 	if (m->failed_passes > 0) {
