@@ -1,0 +1,326 @@
+/*
+ * cc-matcher: forms matches for one playlist (SPEC 6).
+ *
+ * main() reads the configuration (only static misconfiguration stops
+ * start-up: a database or Redis that is down is waited out, pass by pass),
+ * starts the admin server (/metrics, /healthz, /readyz), runs the matching
+ * loop on one worker thread and waits for SIGINT/SIGTERM.
+ *
+ * The loop: a pass, then wait for a NOTIFY ("outbox", which cc-api sends
+ * on every outbox insert, or "tickets_<playlist>") or the poll interval,
+ * whichever comes first; passes are never closer than
+ * --min-pass-interval-ms, so a storm of notifications costs at most one
+ * pass per interval. Every per-pass error is logged and counted, and the
+ * next pass runs as usual.
+ */
+#include <libpq-fe.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "admin.h"
+#include "config.h"
+#include "crypto.h"
+#include "log.h"
+#include "matcher.h"
+#include "banned.h"
+
+#define OPT(field) offsetof(struct matcher_config, field)
+
+static const struct cc_config_option matcher_options[] = {
+	{ .name = "playlist", .type = CC_CFG_ENUM, .choices = "casual|ranked", .required = true,
+	  .help = "the playlist this process matches (one process per playlist)", .offset = OPT(playlist) },
+	{ .name = "team-size", .type = CC_CFG_INT, .default_value = "0", .min = 0, .max = CC_FORMATION_MAX_TEAM_SIZE,
+	  .help = "players per team; 0 = the playlist's default (casual 3, ranked 1)", .offset = OPT(team_size) },
+	{ .name = "poll-interval-ms", .type = CC_CFG_INT, .default_value = "500", .min = 10, .max = 60000,
+	  .help = "run a pass at least this often when no NOTIFY arrives", .offset = OPT(poll_interval_ms) },
+	{ .name = "min-pass-interval-ms", .type = CC_CFG_INT, .default_value = "50", .min = 0, .max = 60000,
+	  .help = "never start passes closer than this (bounds the cost of NOTIFY storms)",
+	  .offset = OPT(min_pass_interval_ms) },
+	{ .name = "tolerance-start", .type = CC_CFG_DOUBLE, .default_value = "100", .min = 0, .max = 5000,
+	  .help = "ranked: rating difference allowed to a fresh anchor", .offset = OPT(tolerance_start) },
+	{ .name = "tolerance-growth-per-second", .type = CC_CFG_DOUBLE, .default_value = "5", .min = 0, .max = 1000,
+	  .help = "ranked: rating points the tolerance widens per second the anchor waits",
+	  .offset = OPT(tolerance_growth_per_second) },
+	{ .name = "tolerance-cap", .type = CC_CFG_DOUBLE, .default_value = "400", .min = 0, .max = 5000,
+	  .help = "ranked: the tolerance never exceeds this (must be >= --tolerance-start)",
+	  .offset = OPT(tolerance_cap) },
+	{ .name = "proposal-window-seconds", .type = CC_CFG_INT, .default_value = "10", .min = 1, .max = 600,
+	  .help = "how long players have to answer a proposal", .offset = OPT(proposal_window_seconds) },
+	{ .name = "redis-host", .type = CC_CFG_STRING,
+	  .help = "Redis of the candidate index (unset: read PostgreSQL only)", .offset = OPT(redis_host) },
+	{ .name = "redis-port", .type = CC_CFG_INT, .default_value = "6379", .min = 1, .max = 65535,
+	  .help = "Redis port", .offset = OPT(redis_port) },
+	{ .name = "redis-timeout-ms", .type = CC_CFG_INT, .default_value = "200", .min = 10, .max = 60000,
+	  .help = "deadline of one Redis command (then PostgreSQL is read instead)", .offset = OPT(redis_timeout_ms) },
+	{ .name = "database-url", .type = CC_CFG_STRING, .secret = true, .required = true,
+	  .help = "PostgreSQL connection string", .offset = OPT(database_url) },
+	{ .name = "db-timeout-ms", .type = CC_CFG_INT, .default_value = "5000", .min = 50, .max = 600000,
+	  .help = "deadline of one database statement", .offset = OPT(db_timeout_ms) },
+	{ .name = "admin-listen", .type = CC_CFG_STRING, .default_value = "127.0.0.1",
+	  .help = "address of the admin server (/metrics, /healthz, /readyz)", .offset = OPT(admin_listen) },
+	{ .name = "admin-port", .type = CC_CFG_INT, .default_value = "9181", .min = 0, .max = 65535,
+	  .help = "admin port (0 = ephemeral)", .offset = OPT(admin_port) },
+	{ .name = "matcher-id", .type = CC_CFG_STRING,
+	  .help = "name recorded on the proposals this replica forms (default hostname-pid)",
+	  .offset = OPT(matcher_id) },
+	{ .name = "log-level", .type = CC_CFG_ENUM, .default_value = "info", .choices = "debug|info|warn|error",
+	  .help = "lowest level logged", .offset = OPT(log_level) },
+};
+
+static const struct cc_config_spec matcher_config_spec = {
+	.program = "cc-matcher",
+	.summary = "Cosmic Clash matcher: forms balanced matches for one playlist and opens proposals.",
+	.options = matcher_options,
+	.n_options = CC_ARRAY_LEN(matcher_options),
+};
+
+static atomic_bool stopping;
+
+static int64_t monotonic_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sleeps up to ms in short slices, returning early once stopping. */
+static void nap(int64_t ms)
+{
+	int64_t end = monotonic_ms() + ms;
+	for (int64_t left = ms; left > 0 && !atomic_load(&stopping); left = end - monotonic_ms()) {
+		int64_t slice = left < 100 ? left : 100;
+		struct timespec ts = { .tv_sec = slice / 1000, .tv_nsec = (slice % 1000) * 1000000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* Opens the LISTEN connection and subscribes; false (logged) when the database is down. */
+static bool listen_setup(struct matcher *m)
+{
+	char err[256] = "";
+	int rc = 0;
+	if (!m->listener)
+		rc = cc_pg_connect(m->cfg->database_url, &m->pg_opt, &m->listener, err, sizeof err);
+	if (rc == 0)
+		rc = cc_pg_listen(m->listener, "outbox");
+	if (rc == 0)
+		rc = cc_pg_listen(m->listener, m->listen_channel);
+	if (rc != 0)
+		cc_log_emit(m->failed_passes <= 1 ? CC_LOG_WARN : CC_LOG_DEBUG, "listen_failed",
+			    (struct cc_log_field[]){ CC_LOG_STR("error", cc_errname(rc)), CC_LOG_STR("reason", err) }, 2);
+	m->listening = rc == 0;
+	return m->listening;
+}
+
+/*
+ * Waits until a notification arrives or timeout_ms passes, then drains the
+ * rest, so one pass answers a whole burst. A lost listener connection means
+ * notifications may have been missed: return at once so a pass rescans.
+ */
+static void wait_for_work(struct matcher *m, int64_t timeout_ms)
+{
+	char channel[CC_PG_CHANNEL_MAX + 1], payload[64];
+	if (!m->listening && !listen_setup(m)) {
+		nap(timeout_ms);
+		return;
+	}
+	int64_t end = monotonic_ms() + timeout_ms;
+	int rc = CC_ETIMEOUT;
+	/* Slices, so SIGTERM is noticed within 100 ms. */
+	for (int64_t left = timeout_ms; left > 0 && !atomic_load(&stopping); left = end - monotonic_ms()) {
+		rc = cc_pg_wait_notify(m->listener, (int)(left < 100 ? left : 100), channel, sizeof channel, payload,
+				       sizeof payload);
+		if (rc != CC_ETIMEOUT)
+			break;
+	}
+	if (rc == CC_EUNAVAILABLE) {
+		/* The next wait reconnects and LISTENs again; pause so a dead database is not spun on. */
+		cc_log_emit(m->failed_passes <= 1 ? CC_LOG_WARN : CC_LOG_DEBUG, "listen_lost", NULL, 0);
+		nap(timeout_ms);
+		return;
+	}
+	for (int drained = 0; rc == 0 && drained < 10000; drained++)
+		rc = cc_pg_wait_notify(m->listener, 0, channel, sizeof channel, payload, sizeof payload);
+}
+
+static void *matcher_loop(void *arg)
+{
+	struct matcher *m = arg;
+	while (!atomic_load(&stopping)) {
+		int64_t started = monotonic_ms();
+		(void)matcher_pass(m); /* every failure is logged and counted inside */
+		if (atomic_load(&stopping))
+			break;
+		wait_for_work(m, m->cfg->poll_interval_ms);
+		int64_t since = monotonic_ms() - started;
+		if (since < m->cfg->min_pass_interval_ms)
+			nap(m->cfg->min_pass_interval_ms - since);
+	}
+	return NULL;
+}
+
+/* Ready once a pass has reached PostgreSQL, and while they keep doing so. */
+static bool matcher_ready(void *ctx, char *why, size_t whylen)
+{
+	struct matcher *m = ctx;
+	pthread_mutex_lock(&m->lock);
+	bool ok = m->db_ready;
+	if (!ok)
+		snprintf(why, whylen, "%s", m->db_why);
+	pthread_mutex_unlock(&m->lock);
+	return ok;
+}
+
+/* Checks what the table cannot and fills the derived fields; false (printed) on misconfiguration. */
+static bool matcher_configure(struct matcher *m, const struct matcher_config *cfg)
+{
+	bool ranked = strcmp(cfg->playlist, "ranked") == 0;
+	bool ok = true;
+	char *errmsg = NULL;
+
+	m->cfg = cfg;
+	m->params = (struct cc_formation_params){
+		.team_size = cfg->team_size ? (int)cfg->team_size : (ranked ? 1 : 3),
+		.ranked = ranked,
+		.tolerance_start = cfg->tolerance_start,
+		.tolerance_growth_per_s = cfg->tolerance_growth_per_second,
+		.tolerance_cap = cfg->tolerance_cap,
+		.max_rtt_ms = CC_FORMATION_DEFAULT_MAX_RTT_MS,
+	};
+	if (cfg->tolerance_cap < cfg->tolerance_start) {
+		fprintf(stderr, "cc-matcher: --tolerance-cap (%g) must be >= --tolerance-start (%g)\n",
+			cfg->tolerance_cap, cfg->tolerance_start);
+		ok = false;
+	}
+	if (!cc_formation_params_valid(&m->params))
+		ok = false;
+	/* A DSN that cannot even be parsed never works: say so now (without echoing it). */
+	PQconninfoOption *opts = PQconninfoParse(cfg->database_url, &errmsg);
+	if (!opts) {
+		fprintf(stderr, "cc-matcher: --database-url: not a valid PostgreSQL connection string\n");
+		ok = false;
+	}
+	PQconninfoFree(opts);
+	PQfreemem(errmsg);
+
+	size_t match = (size_t)m->params.team_size * CC_FORMATION_TEAMS;
+	m->read_limit = match * MATCHER_READ_FACTOR < MATCHER_READ_CAP ? match * MATCHER_READ_FACTOR : MATCHER_READ_CAP;
+	snprintf(m->listen_channel, sizeof m->listen_channel, "tickets_%s", cfg->playlist);
+	if (cfg->matcher_id && *cfg->matcher_id) {
+		snprintf(m->id, sizeof m->id, "%s", cfg->matcher_id);
+	} else {
+		char host[64] = "unknown";
+		if (gethostname(host, sizeof host) != 0)
+			snprintf(host, sizeof host, "unknown");
+		host[sizeof host - 1] = '\0';
+		snprintf(m->id, sizeof m->id, "%s-%d", host, (int)getpid());
+	}
+	m->pg_opt = (struct cc_pg_options){ .query_timeout_ms = (int)cfg->db_timeout_ms,
+					    .application_name = "cc-matcher" };
+	return ok;
+}
+
+static void declare_metrics(struct matcher_metrics *mm)
+{
+	static const double buckets[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5 };
+	const char *const pl[] = { "playlist", NULL };
+	const char *const pl_result[] = { "playlist", "result", NULL };
+	const char *const pl_kind[] = { "playlist", "kind", NULL };
+	const char *const pl_reason[] = { "playlist", "reason", NULL };
+	const char *const pl_source[] = { "playlist", "source", NULL };
+	mm->passes = cc_counter("cosmic_clash_matcher_passes_total", "Matching passes run, by result.", pl_result, 8);
+	mm->proposals = cc_counter("cosmic_clash_matcher_proposals_total", "Proposals committed.", pl, 4);
+	mm->claim_conflicts = cc_counter("cosmic_clash_matcher_claim_conflicts_total",
+					 "Claims lost to another matcher or to stale candidates.", pl_kind, 8);
+	mm->refusals = cc_counter("cosmic_clash_matcher_refusals_total",
+				  "Formations refused for reasons specific to their players.", pl_reason, 8);
+	mm->pass_seconds = cc_histogram("cosmic_clash_matcher_pass_duration_seconds", "Duration of one pass.", pl, 4,
+					buckets, CC_ARRAY_LEN(buckets));
+	mm->candidates = cc_counter("cosmic_clash_matcher_candidates_read_total", "Candidates read, by source.",
+				    pl_source, 8);
+	mm->reads = cc_counter("cosmic_clash_matcher_candidate_reads_total", "Passes by candidate source.",
+			       pl_source, 8);
+	mm->redis_fallbacks = cc_counter("cosmic_clash_matcher_redis_fallbacks_total",
+					 "Passes that read PostgreSQL because the index was down or empty.", pl_reason, 8);
+}
+
+int main(int argc, char **argv)
+{
+	struct matcher_config cfg = { 0 };
+	struct matcher *m = NULL;
+	struct cc_admin *admin = NULL;
+	char *const *positional;
+	enum cc_log_level level = CC_LOG_INFO;
+	int status = 1;
+	bool loop_started = false;
+	pthread_t loop;
+	sigset_t stop_signals;
+	int sig;
+
+	cc_config_load_or_exit(&matcher_config_spec, argc, argv, &cfg, &positional);
+	(void)cc_log_level_parse(cfg.log_level, &level);
+	cc_log_init("cc-matcher", level);
+
+	/* Block the stop signals before any thread starts, so only sigwait sees them. */
+	sigemptyset(&stop_signals);
+	sigaddset(&stop_signals, SIGINT);
+	sigaddset(&stop_signals, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	m = calloc(1, sizeof *m);
+	if (!m) {
+		cc_log_error("start_failed", CC_LOG_STR("reason", "out of memory"));
+		goto out;
+	}
+	pthread_mutex_init(&m->lock, NULL);
+	snprintf(m->db_why, sizeof m->db_why, "no pass has reached the database yet");
+	if (!matcher_configure(m, &cfg)) {
+		fprintf(stderr, "cc-matcher: see --help\n");
+		status = 2;
+		goto out;
+	}
+	cc_config_log(&matcher_config_spec, &cfg);
+	if (cc_crypto_init() != 0) {
+		cc_log_error("start_failed", CC_LOG_STR("reason", "libsodium init"));
+		goto out;
+	}
+	declare_metrics(&m->metrics);
+	/* Lazy connections: a Redis that is down now is only a slower pass. */
+	m->index = cc_candidate_index_create(cfg.redis_host, (int)cfg.redis_port, (int)cfg.redis_timeout_ms, 1);
+	admin = cc_admin_start(cfg.admin_listen, (int)cfg.admin_port, matcher_ready, m);
+	if (!admin)
+		goto out;
+	if (pthread_create(&loop, NULL, matcher_loop, m) != 0) {
+		cc_log_error("start_failed", CC_LOG_STR("reason", "thread"));
+		goto out;
+	}
+	loop_started = true;
+	cc_log_info("started", CC_LOG_STR("playlist", cfg.playlist), CC_LOG_STR("matcher_id", m->id),
+		    CC_LOG_INT("team_size", m->params.team_size), CC_LOG_INT("read_limit", m->read_limit),
+		    CC_LOG_BOOL("redis", m->index != NULL), CC_LOG_INT("admin_port", cc_admin_port(admin)));
+
+	if (sigwait(&stop_signals, &sig) == 0)
+		cc_log_info("stopping", CC_LOG_INT("signal", sig));
+	status = 0;
+out:
+	atomic_store(&stopping, true);
+	if (loop_started)
+		pthread_join(loop, NULL);
+	cc_admin_stop(admin);
+	if (m) {
+		cc_candidate_index_free(m->index);
+		cc_pg_free(m->listener);
+		cc_pg_free(m->pg);
+		pthread_mutex_destroy(&m->lock);
+		free(m);
+	}
+	cc_config_release(&matcher_config_spec, &cfg);
+	return status;
+}

@@ -1,0 +1,93 @@
+/*
+ * matcher.h - what cc-matcher's files share: the configuration, the
+ * process context, and one matching pass (pass.c).
+ *
+ * main.c owns the context: it fills it at start-up, runs the loop on one
+ * worker thread (the only user of the database handles, the candidate
+ * array and the workspace), and frees it after that thread has joined.
+ * Only db_ready / db_why are read from other threads (the admin's /readyz),
+ * under the lock.
+ */
+#ifndef CC_MATCHER_H
+#define CC_MATCHER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "candidate_index.h"
+#include "candidates.h"
+#include "config.h"
+#include "formation.h"
+#include "metrics.h"
+#include "pg.h"
+
+#define MATCHER_READ_CAP 200         /* SPEC 6: a pass reads up to 10x the match size, at most 200 */
+#define MATCHER_READ_FACTOR 10
+#define MATCHER_ID_MAX 96
+
+/* cc-matcher's configuration, filled from the option table in main.c. */
+struct matcher_config {
+	char *playlist;                     /* casual | ranked (required) */
+	int64_t team_size;                  /* 0 = the playlist's default (casual 3, ranked 1) */
+	int64_t poll_interval_ms;           /* a pass at least this often without NOTIFY */
+	int64_t min_pass_interval_ms;       /* NOTIFY storms never run passes closer than this */
+	double tolerance_start;             /* ranked: rating points at zero wait */
+	double tolerance_growth_per_second; /* ranked: widening per second of the anchor's wait */
+	double tolerance_cap;               /* ranked: the widest tolerance */
+	int64_t proposal_window_seconds;    /* players have this long to answer (SPEC 7: 10) */
+	char *redis_host;                   /* candidate index; unset = PostgreSQL only */
+	int64_t redis_port;
+	int64_t redis_timeout_ms;           /* one Redis command's deadline */
+	char *database_url;                 /* secret: PostgreSQL DSN */
+	int64_t db_timeout_ms;              /* one statement's deadline */
+	char *admin_listen;                 /* admin (metrics/health) bind address */
+	int64_t admin_port;                 /* admin port (0 = ephemeral) */
+	char *matcher_id;                   /* recorded on proposals; unset = hostname-pid */
+	char *log_level;                    /* debug|info|warn|error */
+};
+
+/* Metric handles (declared once in main.c). */
+struct matcher_metrics {
+	struct cc_metric *passes;           /* {playlist, result}: passes run, ok or error */
+	struct cc_metric *proposals;        /* {playlist}: proposals committed */
+	struct cc_metric *claim_conflicts;  /* {playlist, kind}: claims lost (lost | retry_exhausted) */
+	struct cc_metric *refusals;         /* {playlist, reason}: formations refused */
+	struct cc_metric *pass_seconds;     /* {playlist}: histogram of pass duration */
+	struct cc_metric *candidates;       /* {playlist, source}: candidates read */
+	struct cc_metric *reads;            /* {playlist, source}: passes by candidate source */
+	struct cc_metric *redis_fallbacks;  /* {playlist, reason}: index down or empty */
+};
+
+/* The process context. Large (candidates + workspace): allocate it on the heap. */
+struct matcher {
+	const struct matcher_config *cfg;
+	char id[MATCHER_ID_MAX];                 /* --matcher-id or hostname-pid */
+	char listen_channel[CC_PG_CHANNEL_MAX + 1]; /* "tickets_<playlist>" */
+	struct cc_formation_params params;       /* from the configuration */
+	size_t read_limit;                       /* candidates per pass */
+	struct cc_pg_options pg_opt;
+	struct cc_pg *pg;                        /* the work connection; NULL until first connected */
+	struct cc_pg *listener;                  /* LISTEN connection; NULL until first connected */
+	bool listening;                          /* LISTEN succeeded on listener */
+	struct cc_candidate_index *index;        /* NULL: no Redis configured */
+	struct matcher_metrics metrics;
+	unsigned long failed_passes;             /* consecutive failed passes (quiets repeated warnings) */
+	pthread_mutex_t lock;                    /* guards db_ready and db_why */
+	bool db_ready;                           /* the last pass reached PostgreSQL */
+	char db_why[128];                        /* why not, for /readyz */
+	struct cc_candidate cands[MATCHER_READ_CAP];
+	struct cc_formation_workspace ws;
+};
+
+/*
+ * Runs one pass: expiry hook, read candidates (Redis, else PostgreSQL),
+ * form and claim until nothing more forms. Returns 0, or the error that
+ * ended it (already logged and counted); the caller just carries on.
+ */
+int matcher_pass(struct matcher *m);
+
+/* Records whether PostgreSQL answered (for /readyz). */
+void matcher_set_db_state(struct matcher *m, int rc);
+
+#endif

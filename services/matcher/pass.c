@@ -1,0 +1,264 @@
+/*
+ * pass.c - one matching pass (SPEC 6).
+ *
+ * A pass reads the oldest candidates (the Redis index when it answers with
+ * entries; PostgreSQL when Redis is down or empty), prepares the formation
+ * workspace with PostgreSQL's now(), and lets cc_formation_pass form and
+ * claim until nothing more forms. Every per-pass failure (database blip,
+ * lost claim, nothing to do) ends only this pass: it is logged and
+ * counted, and the loop in main.c runs the next one.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "formation_claim.h"
+#include "log.h"
+#include "matcher.h"
+#include "banned.h"
+
+static const char sql_now[] = "SELECT (extract(epoch FROM now()) * 1000)::bigint";
+
+static double monotonic_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void matcher_set_db_state(struct matcher *m, int rc)
+{
+	pthread_mutex_lock(&m->lock);
+	m->db_ready = rc == 0;
+	if (rc == 0)
+		m->db_why[0] = '\0';
+	else
+		snprintf(m->db_why, sizeof m->db_why, "database: %s", cc_strerror(rc));
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* Opens the work connection the first time; later drops reconnect inside cc_pg. */
+static int ensure_connected(struct matcher *m)
+{
+	char err[256] = "";
+	if (m->pg)
+		return 0;
+	int rc = cc_pg_connect(m->cfg->database_url, &m->pg_opt, &m->pg, err, sizeof err);
+	if (rc != 0)
+		cc_log_emit(m->failed_passes == 0 ? CC_LOG_WARN : CC_LOG_DEBUG, "database_connect_failed",
+			    (struct cc_log_field[]){ CC_LOG_STR("error", cc_errname(rc)), CC_LOG_STR("reason", err) }, 2);
+	return rc;
+}
+
+static int read_now(struct matcher *m, int64_t *now_ms)
+{
+	PGresult *res = NULL;
+	int rc = cc_pg_exec(m->pg, sql_now, 0, NULL, &res);
+	if (rc == 0)
+		rc = cc_pg_get_int64(res, 0, 0, now_ms);
+	PQclear(res);
+	return rc;
+}
+
+/*
+ * Drops index entries whose heartbeat deadline has passed (they sort first,
+ * as the oldest, and would otherwise fill every read window) and compacts
+ * the rest. Returns how many usable candidates remain.
+ */
+static size_t drop_expired(struct matcher *m, size_t n, int64_t now_ms)
+{
+	size_t kept = 0;
+	bool index_up = true;
+	for (size_t i = 0; i < n; i++) {
+		if (m->cands[i].expires_at_ms > now_ms) {
+			if (kept != i)
+				m->cands[kept] = m->cands[i];
+			kept++;
+		} else if (index_up) {
+			index_up = cc_candidate_index_remove(m->index, m->cfg->playlist, m->cands[i].ticket_id) == 0;
+		}
+	}
+	return kept;
+}
+
+/*
+ * Reads this pass's candidates into m->cands. The index is tried first;
+ * "down" (an error) and "empty" (0 entries) both fall back to PostgreSQL,
+ * but only "empty" repopulates the index: rebuilding a Redis that is down
+ * would just fail again, and must never stand between PostgreSQL and a
+ * match. An index holding nothing but expired entries counts as empty.
+ */
+static int read_candidates(struct matcher *m, size_t *n, int64_t *now_ms, const char **source)
+{
+	const char *playlist = m->cfg->playlist;
+	int irc = CC_EUNAVAILABLE;
+	if (m->index) {
+		irc = cc_candidate_index_read(m->index, playlist, m->read_limit, m->cands, n);
+		if (irc == 0 && *n > 0) {
+			int rc = read_now(m, now_ms);
+			if (rc != 0)
+				return rc;
+			if ((*n = drop_expired(m, *n, *now_ms)) > 0) {
+				*source = "redis";
+				return 0;
+			}
+		}
+		const char *lv[] = { playlist, irc == 0 ? "empty" : "down" };
+		cc_metric_add(m->metrics.redis_fallbacks, lv, 1);
+		if (irc != 0)
+			cc_log_debug("candidate_index_unavailable", CC_LOG_STR("error", cc_errname(irc)));
+	}
+	*source = "postgres";
+	int rc = cc_candidates_load(m->pg, playlist, m->read_limit, m->cands, n, now_ms);
+	if (rc != 0 || irc != 0 || *n == 0)
+		return rc;
+	int brc = cc_candidate_index_rebuild(m->index, playlist, m->cands, *n);
+	cc_log_info("candidate_index_rebuilt", CC_LOG_INT("candidates", *n), CC_LOG_STR("result", cc_errname(brc)));
+	return rc;
+}
+
+/* Drops tickets from the index after a claim (best effort: entries may be stale anyway). */
+static void index_forget(struct matcher *m, const struct cc_claim_request *req, const bool *which)
+{
+	if (!m->index)
+		return;
+	for (size_t k = 0; k < req->n; k++) {
+		if (which && !which[k])
+			continue;
+		int rc = cc_candidate_index_remove(m->index, m->cfg->playlist, req->ticket_id[k]);
+		if (rc != 0) {
+			cc_log_debug("candidate_index_remove_failed", CC_LOG_STR("error", cc_errname(rc)));
+			return; /* Redis is down: the rest would fail too */
+		}
+	}
+}
+
+/* The claim callback of cc_formation_pass: one transaction per formation. */
+static int claim(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION_MAX_PLAYERS])
+{
+	struct matcher *m = ctx;
+	const char *playlist = m->cfg->playlist;
+	struct cc_claim_request req;
+	struct cc_claim_result res;
+
+	cc_claim_request_from(&req, f, m->cands, playlist, m->id, (int)m->cfg->proposal_window_seconds,
+			      m->params.max_rtt_ms);
+	int rc = cc_formation_claim(m->pg, &req, &res);
+	if (rc == 0) {
+		const char *lv[] = { playlist };
+		cc_metric_add(m->metrics.proposals, lv, 1);
+		cc_log_info("proposal_opened", CC_LOG_STR("proposal_id", res.proposal_id),
+			    CC_LOG_STR("playlist", playlist), CC_LOG_STR("region", f->region),
+			    CC_LOG_STR("arena", res.arena), CC_LOG_INT("players", f->n_players),
+			    CC_LOG_DBL("worst_rtt_ms", f->worst_rtt_ms), CC_LOG_DBL("rating_spread", f->rating_spread),
+			    CC_LOG_DBL("team0_mean", f->team_mean[0]), CC_LOG_DBL("team1_mean", f->team_mean[1]));
+		index_forget(m, &req, NULL);
+		return 0;
+	}
+	if (rc == CC_ECONFLICT || rc == CC_ERETRY_EXHAUSTED) {
+		/* Lost the race (or could not serialize): drop the lost ones for this pass. */
+		const char *lv[] = { playlist, rc == CC_ECONFLICT ? "lost" : "retry_exhausted" };
+		cc_metric_add(m->metrics.claim_conflicts, lv, 1);
+		size_t n_lost = 0;
+		for (size_t k = 0; k < req.n && rc == CC_ECONFLICT; k++) {
+			lost[k] = res.lost[k];
+			n_lost += res.lost[k];
+		}
+		cc_log_info("claim_lost", CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(rc)),
+			    CC_LOG_INT("lost", rc == CC_ECONFLICT ? n_lost : req.n));
+		if (rc == CC_ECONFLICT)
+			index_forget(m, &req, res.gone);
+		return CC_ECONFLICT;
+	}
+	cc_log_warn("claim_failed", CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(rc)),
+		    CC_LOG_STR("sqlstate", cc_pg_sqlstate(m->pg)), CC_LOG_STR("detail", cc_pg_error_message(m->pg)));
+	return rc;
+}
+
+/* Counts and logs a pass's outcome. */
+static void pass_report(struct matcher *m, int rc, const char *source, size_t n,
+			const struct cc_formation_pass_stats *st, double seconds)
+{
+	const char *playlist = m->cfg->playlist;
+	const char *lv_result[] = { playlist, rc == 0 ? "ok" : "error" };
+	const char *lv[] = { playlist };
+	cc_metric_add(m->metrics.passes, lv_result, 1);
+	cc_metric_observe(m->metrics.pass_seconds, lv, seconds);
+	if (st) {
+		const char *lv_ne[] = { playlist, "not_enough" }, *lv_nr[] = { playlist, "no_common_region" };
+		cc_metric_add(m->metrics.refusals, lv_ne, st->refused_not_enough);
+		cc_metric_add(m->metrics.refusals, lv_nr, st->refused_no_region);
+	}
+	if (rc != 0) {
+		/* A database outage fails every pass: warn on the first and then once a minute or so. */
+		m->failed_passes++;
+		struct cc_log_field failed[] = {
+			CC_LOG_STR("playlist", playlist),
+			CC_LOG_STR("error", cc_errname(rc)),
+			CC_LOG_STR("sqlstate", m->pg ? cc_pg_sqlstate(m->pg) : ""),
+			CC_LOG_INT("consecutive", m->failed_passes),
+			CC_LOG_DBL("seconds", seconds),
+		};
+		cc_log_emit(m->failed_passes == 1 || m->failed_passes % 120 == 0 ? CC_LOG_WARN : CC_LOG_DEBUG,
+			    "pass_failed", failed, CC_ARRAY_LEN(failed));
+		return;
+	}
+	if (m->failed_passes > 0) {
+		cc_log_info("pass_recovered", CC_LOG_STR("playlist", playlist), CC_LOG_INT("failed_passes", m->failed_passes));
+		m->failed_passes = 0;
+	}
+	struct cc_log_field fields[] = {
+		CC_LOG_STR("playlist", playlist),
+		CC_LOG_STR("source", source),
+		CC_LOG_INT("candidates", n),
+		CC_LOG_INT("formed", st ? st->formed : 0),
+		CC_LOG_INT("refused_not_enough", st ? st->refused_not_enough : 0),
+		CC_LOG_INT("refused_no_region", st ? st->refused_no_region : 0),
+		CC_LOG_INT("lost_claims", st ? st->lost_claims : 0),
+		CC_LOG_BOOL("out_of_attempts", st ? st->out_of_attempts : false),
+		CC_LOG_DBL("seconds", seconds),
+	};
+	/* Quiet when nothing happened: an idle matcher passes twice a second. */
+	cc_log_emit(st && (st->formed || st->lost_claims) ? CC_LOG_INFO : CC_LOG_DEBUG, "pass", fields,
+		    CC_ARRAY_LEN(fields));
+}
+
+int matcher_pass(struct matcher *m)
+{
+	double t0 = monotonic_s();
+	struct cc_formation_pass_stats st;
+	const char *source = "postgres";
+	size_t n = 0;
+	int64_t now_ms = 0;
+	bool ran = false;
+
+	int rc = ensure_connected(m);
+	if (rc != 0)
+		goto out;
+
+	/*
+	 * TODO(lead): expire overdue proposals here, first thing in every pass:
+	 *     cc_proposals_expire_overdue(m->pg, limit)   (libcommon/proposals.h)
+	 * so tickets of timed-out proposals are requeued before we read the
+	 * queue. That function does not exist on this branch; nothing else
+	 * about expiry is done here.
+	 */
+
+	if ((rc = read_candidates(m, &n, &now_ms, &source)) != 0)
+		goto out;
+	const char *lv[] = { m->cfg->playlist, source };
+	cc_metric_add(m->metrics.reads, lv, 1);
+	cc_metric_add(m->metrics.candidates, lv, (double)n);
+	if ((rc = cc_formation_prepare(&m->ws, m->cands, n, now_ms, &m->params)) != 0)
+		CC_BUG("formation parameters were validated at start-up");
+	rc = cc_formation_pass(&m->ws, claim, m, &st);
+	ran = true;
+out:
+	if (rc != 0 && m->pg)
+		(void)cc_pg_rollback(m->pg); /* acknowledge a connection lost mid-transaction */
+	/* Reaching PostgreSQL is what readiness means; a lost claim is not an outage. */
+	matcher_set_db_state(m, rc == CC_EUNAVAILABLE || rc == CC_ETIMEOUT || !m->pg ? rc : 0);
+	pass_report(m, rc, source, n, ran ? &st : NULL, monotonic_s() - t0);
+	return rc;
+}

@@ -1,0 +1,100 @@
+-- audit.sql - the matching invariants as one query: every row it returns is
+-- a violation (kind, the row concerned, details). Zero rows = healthy.
+-- Shared by the integration tests (read the file, run it as is); it only
+-- reads, so it may run against a live system too.
+--
+--  1. no ticket is in more than one proposal that is OPEN or ACCEPTED
+--  2. every PROPOSED ticket points at an OPEN proposal it participates in
+--  3. every OPEN proposal has exactly 2 * team_size participants, team_size
+--     per team, whose tickets are PROPOSED with that proposal_id
+--  4. participants share the proposal's playlist, build and protocol
+--  5. participants are distinct players, and the participant row names the
+--     ticket's own player
+--  6. every participant's RTT to the proposal's region is <= 100 ms
+--  7. a ranked proposal's arena is ranked-eligible
+--  8. every proposal was announced: one proposal.opened outbox row, and
+--     one ticket.proposed row per participant naming the proposal
+WITH live AS (
+    SELECT * FROM proposals WHERE state IN ('OPEN', 'ACCEPTED')
+), part AS (
+    SELECT p.id AS proposal_id, p.state AS proposal_state, p.playlist AS p_playlist, p.build AS p_build,
+           p.protocol_version AS p_protocol, p.region, p.team_size, pp.team, pp.player_id AS pp_player,
+           t.id AS ticket_id, t.player_id AS t_player, t.playlist, t.build, t.protocol_version,
+           t.predicted_rtt, t.state AS ticket_state, t.proposal_id AS ticket_proposal
+    FROM proposals p
+    JOIN proposal_participants pp ON pp.proposal_id = p.id
+    JOIN tickets t ON t.id = pp.ticket_id
+)
+SELECT 'ticket_in_two_live_proposals' AS kind, pp.ticket_id::text AS subject,
+       string_agg(pp.proposal_id::text, ',') AS detail
+FROM proposal_participants pp JOIN live ON live.id = pp.proposal_id
+GROUP BY pp.ticket_id HAVING count(*) > 1
+
+UNION ALL
+SELECT 'proposed_ticket_without_open_proposal', t.id::text, coalesce(t.proposal_id::text, 'null')
+FROM tickets t
+WHERE t.state = 'PROPOSED'
+  AND NOT EXISTS (SELECT 1 FROM proposals p
+                  JOIN proposal_participants pp ON pp.proposal_id = p.id AND pp.ticket_id = t.id
+                  WHERE p.id = t.proposal_id AND p.state = 'OPEN')
+
+UNION ALL
+SELECT 'open_proposal_wrong_participants', p.id::text,
+       format('team_size %s: participants %s, team0 %s, team1 %s, proposed here %s', p.team_size,
+              (SELECT count(*) FROM part WHERE part.proposal_id = p.id),
+              (SELECT count(*) FROM part WHERE part.proposal_id = p.id AND part.team = 0),
+              (SELECT count(*) FROM part WHERE part.proposal_id = p.id AND part.team = 1),
+              (SELECT count(*) FROM part WHERE part.proposal_id = p.id AND part.ticket_state = 'PROPOSED'
+                                              AND part.ticket_proposal = p.id))
+FROM proposals p
+WHERE p.state = 'OPEN'
+  AND ((SELECT count(*) FROM part WHERE part.proposal_id = p.id) <> 2 * p.team_size
+       OR (SELECT count(*) FROM part WHERE part.proposal_id = p.id AND part.team = 0) <> p.team_size
+       OR (SELECT count(*) FROM part WHERE part.proposal_id = p.id AND part.ticket_state = 'PROPOSED'
+                                       AND part.ticket_proposal = p.id) <> 2 * p.team_size)
+
+UNION ALL
+SELECT 'participant_incompatible', part.ticket_id::text,
+       format('proposal %s: playlist %s/%s build %s/%s protocol %s/%s', part.proposal_id, part.playlist,
+              part.p_playlist, part.build, part.p_build, part.protocol_version, part.p_protocol)
+FROM part
+WHERE part.playlist <> part.p_playlist OR part.build <> part.p_build OR part.protocol_version <> part.p_protocol
+
+UNION ALL
+SELECT 'participant_player_mismatch', part.ticket_id::text,
+       format('participant row says %s, ticket says %s', part.pp_player, part.t_player)
+FROM part WHERE part.pp_player <> part.t_player
+
+UNION ALL
+SELECT 'players_not_distinct', part.proposal_id::text, part.t_player::text
+FROM part GROUP BY part.proposal_id, part.t_player HAVING count(*) > 1
+
+UNION ALL
+SELECT 'participant_rtt_over_100', part.ticket_id::text,
+       format('proposal %s region %s rtt %s', part.proposal_id, part.region,
+              coalesce(part.predicted_rtt ->> part.region, 'none'))
+FROM part
+WHERE CASE WHEN jsonb_typeof(part.predicted_rtt -> part.region) = 'number'
+           THEN (part.predicted_rtt ->> part.region)::float8 > 100 ELSE true END
+
+UNION ALL
+SELECT 'ranked_arena_not_eligible', p.id::text, p.arena
+FROM proposals p JOIN arenas a ON a.name = p.arena
+WHERE p.playlist = 'ranked' AND NOT a.ranked_eligible
+
+UNION ALL
+SELECT 'proposal_not_announced', p.id::text,
+       format('%s proposal.opened rows', (SELECT count(*) FROM outbox o
+                                          WHERE o.event = 'proposal.opened' AND o.resource_id = p.id))
+FROM proposals p
+WHERE (SELECT count(*) FROM outbox o WHERE o.event = 'proposal.opened' AND o.resource_id = p.id) <> 1
+
+UNION ALL
+SELECT 'ticket_proposal_not_announced', part.ticket_id::text, part.proposal_id::text
+FROM part
+WHERE NOT EXISTS (SELECT 1 FROM outbox o
+                  WHERE o.event = 'ticket.proposed' AND o.resource_id = part.ticket_id
+                    AND o.payload ->> 'proposal_id' = part.proposal_id::text
+                    AND o.player_ids = ARRAY[part.t_player])
+
+ORDER BY 1, 2;

@@ -1,0 +1,1043 @@
+/*
+ * cc-matcher end to end, against the harness PostgreSQL (each test in its
+ * own freshly migrated scratch database) with real cc-matcher processes,
+ * plus the claim transaction raced directly from two threads.
+ *
+ *  - two matchers over 300 mixed casual tickets until nothing more can
+ *    form (proved by a dry formation pass over the whole remaining queue),
+ *    then tests/integration/audit.sql returns no violation
+ *  - racing claims: exactly one of two overlapping claims commits; the
+ *    loser's other tickets stay QUEUED, untouched and unannounced
+ *  - unmatchable tickets at the head (more than any attempt budget) do not
+ *    stop the tickets behind them; a Redis that is down changes nothing
+ *  - ranked: the tolerance keeps far ratings apart until the anchor has
+ *    waited long enough, then lets them meet; teams are balanced
+ *  - an empty queue and database blips (pg_terminate_backend of the
+ *    matcher's connections, again and again) never stop the matcher, nor
+ *    does a database that is unreachable at start-up (not ready, no exit)
+ *
+ * Tickets are seeded with SQL (players, build, protocol, rating,
+ * predicted_rtt, queued_at; expires_at far away). Nothing sleeps to
+ * synchronise: every wait polls a condition with a deadline, checks the
+ * matchers are still alive, and says what it saw when it gives up.
+ */
+#include <curl/curl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+
+#include "crypto.h"
+#include "formation.h"
+#include "formation_claim.h"
+#include "http_fetch.h"
+#include "log.h"
+#include "migrate.h"
+#include "pg.h"
+#include "redis.h"
+#include "support.h"
+#include "banned.h"
+
+#define MAX_PROCS 4
+#define WAIT_STEP_MS 20
+
+static char db_name[64];  /* this test's scratch database */
+static char db_dsn[1024]; /* its URI */
+static PGconn *db;        /* the test's own session on it */
+
+struct proc {
+	pid_t pid;
+	int admin_port;
+	char log[4096];
+	bool reaped;
+};
+static struct proc procs[MAX_PROCS];
+static int n_procs;
+static const char *spawn_dsn; /* the DSN spawned matchers get; NULL = the scratch database */
+
+/* ---- time, waiting -------------------------------------------------------- */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void pause_ms(int ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+	nanosleep(&ts, NULL);
+}
+
+/* True while the process runs; records that it ended. */
+static bool alive(struct proc *p)
+{
+	int st;
+	if (p->reaped)
+		return false;
+	if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
+		p->reaped = true;
+		return false;
+	}
+	return true;
+}
+
+/* Fails the test when any started matcher has exited (broken, not slow). */
+static void all_alive(const char *during)
+{
+	for (int i = 0; i < n_procs; i++)
+		ck_assert_msg(alive(&procs[i]), "cc-matcher pid %d exited during %s (log %s)", (int)procs[i].pid,
+			      during, procs[i].log);
+}
+
+/*
+ * WAIT_FOR(cond, timeout_ms, what): polls cond every WAIT_STEP_MS until true;
+ * fails naming what and the last observation (the caller's `seen` text) when
+ * the deadline passes, and at once when a matcher died.
+ */
+static char seen[512];
+#define WAIT_FOR(cond, timeout_ms, what)                                                               \
+	do {                                                                                           \
+		int64_t wait_end_ = now_ms() + (timeout_ms);                                           \
+		seen[0] = '\0';                                                                        \
+		while (!(cond)) {                                                              \
+			all_alive(what);                                                               \
+			ck_assert_msg(now_ms() < wait_end_, "%s: not within %d ms; last seen: %s", what, \
+				      (int)(timeout_ms), seen);                                        \
+			pause_ms(WAIT_STEP_MS);                                                        \
+		}                                                                                      \
+	} while (0)
+
+/* ---- SQL -------------------------------------------------------------------- */
+
+static PGresult *sqlp(const char *sql, int n, const char *const *params)
+{
+	PGresult *res = PQexecParams(db, sql, n, NULL, params, NULL, NULL, 0);
+	ExecStatusType st = PQresultStatus(res);
+	ck_assert_msg(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK, "%s\n  failed: %s", sql,
+		      PQerrorMessage(db));
+	return res;
+}
+
+static void sql_exec(const char *sql)
+{
+	PQclear(sqlp(sql, 0, NULL));
+}
+
+/* First cell of a one-row query as an integer (NULL counts as 0). */
+static long long sql_ll(const char *sql, int n, const char *const *params)
+{
+	PGresult *res = sqlp(sql, n, params);
+	ck_assert_msg(PQntuples(res) == 1, "%s: %d rows", sql, PQntuples(res));
+	long long v = PQgetisnull(res, 0, 0) ? 0 : strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	return v;
+}
+
+/* True when the query's count equals want; records what it saw for WAIT_FOR. */
+static bool count_is(const char *sql, long long want)
+{
+	long long got = sql_ll(sql, 0, NULL);
+	snprintf(seen, sizeof seen, "%lld (want %lld) from %s", got, want, sql);
+	return got == want;
+}
+
+static long long sql_ll1(const char *sql, const char *p1)
+{
+	const char *p[] = { p1 };
+	return sql_ll(sql, 1, p);
+}
+
+struct seeded {
+	char ticket[37];
+	char player[37];
+};
+
+/*
+ * Inserts a player and a QUEUED ticket of playlist with the given build,
+ * protocol, rating and predicted_rtt JSON, queued ago_ms milliseconds ago,
+ * expiring in an hour.
+ */
+static struct seeded seed(const char *playlist, const char *build, int protocol, double rating, const char *rtt,
+			  long ago_ms)
+{
+	static const char sql[] =
+		"WITH p AS (INSERT INTO players DEFAULT VALUES RETURNING id) "
+		"INSERT INTO tickets (player_id, playlist, state, build, protocol_version, rating, deviation, "
+		"  predicted_rtt, queued_at, expires_at) "
+		"SELECT p.id, $1, 'QUEUED', $2, $3::int, $4::float8, 120, $5::jsonb, "
+		"  now() - make_interval(secs => $6::float8 / 1000), now() + interval '1 hour' FROM p "
+		"RETURNING id, player_id";
+	char proto[16], rat[32], ago[32];
+	snprintf(proto, sizeof proto, "%d", protocol);
+	snprintf(rat, sizeof rat, "%.6f", rating);
+	snprintf(ago, sizeof ago, "%ld", ago_ms);
+	const char *p[] = { playlist, build, proto, rat, rtt, ago };
+	PGresult *res = sqlp(sql, 6, p);
+	struct seeded s;
+	snprintf(s.ticket, sizeof s.ticket, "%s", PQgetvalue(res, 0, 0));
+	snprintf(s.player, sizeof s.player, "%s", PQgetvalue(res, 0, 1));
+	PQclear(res);
+	return s;
+}
+
+static void ticket_state(const char *ticket, char *out, size_t len)
+{
+	const char *p[] = { ticket };
+	PGresult *res = sqlp("SELECT state FROM tickets WHERE id = $1", 1, p);
+	snprintf(out, len, "%s", PQntuples(res) ? PQgetvalue(res, 0, 0) : "(absent)");
+	PQclear(res);
+}
+
+static void expect_state(const char *ticket, const char *state)
+{
+	char got[32];
+	ticket_state(ticket, got, sizeof got);
+	ck_assert_msg(strcmp(got, state) == 0, "ticket %s is %s, expected %s", ticket, got, state);
+}
+
+/* Runs tests/integration/audit.sql and fails listing every violation. */
+static void audit(void)
+{
+	const char *top = getenv("CC_TOP");
+	char path[4096];
+	snprintf(path, sizeof path, "%s/tests/integration/audit.sql", top && *top ? top : ".");
+	FILE *f = fopen(path, "rb");
+	ck_assert_msg(f, "cannot open %s", path);
+	static char text[256 * 1024];
+	size_t n = fread(text, 1, sizeof text - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	PGresult *res = PQexec(db, text);
+	ck_assert_msg(PQresultStatus(res) == PGRES_TUPLES_OK, "audit.sql failed: %s", PQerrorMessage(db));
+	int rows = PQntuples(res);
+	for (int i = 0; i < rows && i < 20; i++)
+		fprintf(stderr, "audit violation: %s %s %s\n", PQgetvalue(res, i, 0), PQgetvalue(res, i, 1),
+			PQgetvalue(res, i, 2));
+	PQclear(res);
+	ck_assert_msg(rows == 0, "audit.sql found %d violations (first ones on stderr)", rows);
+}
+
+/* ---- scratch database --------------------------------------------------------- */
+
+static void scratch_setup(void)
+{
+	static int counter;
+	const char *admin = cc_test_env("CC_TEST_PG_ADMIN_DSN");
+	const char *slash = strrchr(admin, '/');
+	char sql[128], mig_dir[4096];
+	ck_assert_msg(slash && strcmp(slash, "/postgres") == 0, "CC_TEST_PG_ADMIN_DSN should end in /postgres");
+	snprintf(db_name, sizeof db_name, "matcher_%d_%d", (int)getpid(), counter++);
+	snprintf(db_dsn, sizeof db_dsn, "%.*s/%s", (int)(slash - admin), admin, db_name);
+
+	PGconn *adm = PQconnectdb(admin);
+	ck_assert_msg(PQstatus(adm) == CONNECTION_OK, "admin connect: %s", PQerrorMessage(adm));
+	snprintf(sql, sizeof sql, "CREATE DATABASE %s", db_name);
+	PGresult *res = PQexec(adm, sql);
+	ck_assert_msg(PQresultStatus(res) == PGRES_COMMAND_OK, "%s: %s", sql, PQerrorMessage(adm));
+	PQclear(res);
+	PQfinish(adm);
+
+	const char *top = getenv("CC_TOP");
+	snprintf(mig_dir, sizeof mig_dir, "%s/migrations", top && *top ? top : ".");
+	struct cc_migrate_options opt = { .dsn = db_dsn, .dir = mig_dir, .lock_timeout_ms = 10000 };
+	struct cc_migrate_error err;
+	int applied = 0;
+	int rc = cc_migrate_up(&opt, &applied, &err);
+	ck_assert_msg(rc == 0, "migrations: %s: %s", cc_errname(rc), err.message);
+
+	db = PQconnectdb(db_dsn);
+	ck_assert_msg(PQstatus(db) == CONNECTION_OK, "connect: %s", PQerrorMessage(db));
+	PQsetNoticeProcessor(db, NULL, NULL);
+	ck_assert_int_eq(cc_crypto_init(), 0);
+	n_procs = 0;
+	spawn_dsn = NULL;
+}
+
+/* Stops a matcher with SIGTERM and expects a clean exit 0 within 10 s. */
+static void stop_matcher(struct proc *p)
+{
+	int st = 0;
+	if (p->reaped)
+		return;
+	kill(p->pid, SIGTERM);
+	int64_t end = now_ms() + 10000;
+	pid_t r;
+	while ((r = waitpid(p->pid, &st, WNOHANG)) == 0 && now_ms() < end)
+		pause_ms(WAIT_STEP_MS);
+	if (r == 0) {
+		kill(p->pid, SIGKILL);
+		waitpid(p->pid, &st, 0);
+		p->reaped = true;
+		ck_abort_msg("cc-matcher pid %d did not stop within 10 s of SIGTERM (log %s)", (int)p->pid, p->log);
+	}
+	p->reaped = true;
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "cc-matcher pid %d ended with status 0x%x (log %s)",
+		      (int)p->pid, st, p->log);
+}
+
+static void scratch_teardown(void)
+{
+	for (int i = 0; i < n_procs; i++) {
+		if (!procs[i].reaped) {
+			kill(procs[i].pid, SIGKILL);
+			waitpid(procs[i].pid, NULL, 0);
+			procs[i].reaped = true;
+		}
+		unlink(procs[i].log);
+	}
+	n_procs = 0;
+	PQfinish(db);
+	db = NULL;
+	PGconn *adm = PQconnectdb(cc_test_env("CC_TEST_PG_ADMIN_DSN"));
+	char sql[128];
+	snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s WITH (FORCE)", db_name);
+	PQclear(PQexec(adm, sql));
+	PQfinish(adm);
+}
+
+/* ---- cc-matcher processes ------------------------------------------------------ */
+
+/* The admin port from the "started" log line, or 0 while it is not there yet. */
+static int started_port(const struct proc *p)
+{
+	static char text[256 * 1024];
+	FILE *f = fopen(p->log, "rb");
+	if (!f)
+		return 0;
+	size_t n = fread(text, 1, sizeof text - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	const char *line = strstr(text, "\"event\":\"started\"");
+	const char *port = line ? strstr(line, "\"admin_port\":") : NULL;
+	return port ? (int)strtol(port + strlen("\"admin_port\":"), NULL, 10) : 0;
+}
+
+/*
+ * Starts build/bin/cc-matcher on the scratch database with test-friendly
+ * timing plus the NULL-terminated extra flags; returns once it has logged
+ * "started". It dies with the test process (PR_SET_PDEATHSIG).
+ */
+static struct proc *spawn_matcher(const char *const *extra)
+{
+	char bin[4096];
+	const char *argv[32];
+	int argc = 0;
+	ck_assert_int_lt(n_procs, MAX_PROCS);
+	struct proc *p = &procs[n_procs];
+	memset(p, 0, sizeof *p);
+	snprintf(p->log, sizeof p->log, "%s/matcher-%d-%d.log", cc_test_env("CC_TEST_TMP"), (int)getpid(), n_procs);
+	argv[argc++] = cc_test_bin("cc-matcher", bin, sizeof bin);
+	argv[argc++] = "--admin-port=0";
+	argv[argc++] = "--poll-interval-ms=100";
+	argv[argc++] = "--min-pass-interval-ms=5";
+	argv[argc++] = "--log-level=debug";
+	for (int i = 0; extra && extra[i]; i++)
+		argv[argc++] = extra[i];
+	argv[argc] = NULL;
+
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	ck_assert_msg(pid >= 0, "fork failed");
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		FILE *log = freopen(p->log, "w", stdout);
+		if (!log || dup2(fileno(stdout), 2) < 0)
+			_exit(127);
+		setenv("COSMIC_CLASH_DATABASE_URL", spawn_dsn ? spawn_dsn : db_dsn, 1);
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	p->pid = pid;
+	n_procs++;
+	WAIT_FOR((p->admin_port = started_port(p)) > 0, 10000, "cc-matcher start-up");
+	return p;
+}
+
+/* Sum of the samples of metric name whose labels contain every label text given. */
+static double metric(const struct proc *p, const char *name, const char *label1, const char *label2)
+{
+	struct cc_test_request req = { .path = "/metrics", .timeout_ms = 2000 };
+	struct cc_test_reply reply;
+	double sum = 0;
+	memset(&reply, 0, sizeof reply);
+	if (cc_test_fetch(p->admin_port, &req, &reply) != 0 || reply.status != 200) {
+		cc_test_reply_release(&reply);
+		return -1;
+	}
+	size_t len = strlen(name);
+	for (char *save = NULL, *line = strtok_r(reply.body, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, name, len) != 0 || (line[len] != '{' && line[len] != ' '))
+			continue;
+		if ((label1 && !strstr(line, label1)) || (label2 && !strstr(line, label2)))
+			continue;
+		const char *v = strrchr(line, ' ');
+		sum += v ? strtod(v + 1, NULL) : 0;
+	}
+	cc_test_reply_release(&reply);
+	return sum;
+}
+
+static double passes_ok(const struct proc *p)
+{
+	return metric(p, "cosmic_clash_matcher_passes_total", "result=\"ok\"", NULL);
+}
+
+/* ---- a dry formation pass: can anything still form? ------------------------------ */
+
+static struct cc_candidate dry_cands[CC_FORMATION_MAX_CANDIDATES];
+static struct cc_formation_workspace dry_ws;
+
+static int dry_claim(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION_MAX_PLAYERS])
+{
+	(void)ctx;
+	(void)f;
+	(void)lost;
+	return 0;
+}
+
+/* Formations a pass over the WHOLE remaining queue (up to 256) could still make. */
+static unsigned formable(const char *playlist, const struct cc_formation_params *params, size_t *queued)
+{
+	struct cc_pg *pg = NULL;
+	char err[256];
+	size_t n = 0;
+	int64_t now = 0;
+	struct cc_formation_pass_stats st;
+	ck_assert_int_eq(cc_pg_connect(db_dsn, NULL, &pg, err, sizeof err), 0);
+	int rc = cc_candidates_load(pg, playlist, CC_FORMATION_MAX_CANDIDATES, dry_cands, &n, &now);
+	cc_pg_free(pg);
+	ck_assert_msg(rc == 0, "cc_candidates_load: %s", cc_errname(rc));
+	ck_assert_int_eq(cc_formation_prepare(&dry_ws, dry_cands, n, now, params), 0);
+	ck_assert_int_eq(cc_formation_pass(&dry_ws, dry_claim, NULL, &st), 0);
+	*queued = n;
+	return st.formed;
+}
+
+/* ---- two matchers, 300 mixed casual tickets, then the audit ----------------------- */
+
+/* Clears the harness Redis, so index entries of other suites cannot leak in. */
+static void redis_flush(void)
+{
+	struct cc_redis *r = cc_redis_create(cc_test_env("CC_TEST_REDIS_HOST"),
+					     (int)strtol(cc_test_env("CC_TEST_REDIS_PORT"), NULL, 10), 1000, 1000);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(cc_redis_command(r, NULL, "FLUSHDB", (char *)NULL), 0);
+	cc_redis_free(r);
+}
+
+START_TEST(test_two_matchers_audit)
+{
+	unsigned seedv = 20240611;
+	const char *regions[] = { "eu", "us", "asia" };
+	char rtt[128];
+	for (int i = 0; i < 300; i++) {
+		/* Builds: mostly 1.0.0/p3, some 1.1.0/p4, a few 1.0.0/p2 and four of a rare build. */
+		const char *build = "1.0.0";
+		int proto = 3;
+		int r = (int)(rand_r(&seedv) % 100);
+		if (r < 12) {
+			build = "1.1.0";
+			proto = 4;
+		} else if (r < 16) {
+			proto = 2;
+		}
+		if (i % 75 == 10)
+			build = "0.9.9-rare";
+		/* Regions: each present with 80 %, RTT 5..105 ms (so some are over 100). */
+		size_t used = (size_t)snprintf(rtt, sizeof rtt, "{");
+		for (int k = 0; k < 3; k++) {
+			if (rand_r(&seedv) % 100 >= 80)
+				continue;
+			used += (size_t)snprintf(rtt + used, sizeof rtt - used, "%s\"%s\": %d", used > 1 ? ", " : "",
+						 regions[k], 5 + (int)(rand_r(&seedv) % 101));
+		}
+		if (i % 100 == 3) /* reaches nowhere within 100 ms */
+			used = (size_t)snprintf(rtt, sizeof rtt, "{\"eu\": 140, \"us\": 180");
+		snprintf(rtt + used, sizeof rtt - used, "}");
+		(void)seed("casual", build, proto, 1000 + rand_r(&seedv) % 1000, rtt, (300 - i) * 100L);
+	}
+	/* One matcher with the candidate index, one without: both paths race on one queue. */
+	redis_flush();
+	char redis_host[128], redis_port[64];
+	snprintf(redis_host, sizeof redis_host, "--redis-host=%s", cc_test_env("CC_TEST_REDIS_HOST"));
+	snprintf(redis_port, sizeof redis_port, "--redis-port=%s", cc_test_env("CC_TEST_REDIS_PORT"));
+	const char *a_args[] = { "--playlist=casual", "--matcher-id=matcher-a", redis_host, redis_port, NULL };
+	const char *b_args[] = { "--playlist=casual", "--matcher-id=matcher-b", NULL };
+	struct proc *a = spawn_matcher(a_args);
+	struct proc *b = spawn_matcher(b_args);
+
+	struct cc_formation_params params = { .team_size = 3, .tolerance_start = 100, .tolerance_growth_per_s = 5,
+					      .tolerance_cap = 400, .max_rtt_ms = 100 };
+	size_t queued = 0;
+	unsigned left = 0;
+	WAIT_FOR((left = formable("casual", &params, &queued)) == 0 &&
+			 (snprintf(seen, sizeof seen, "%u formations still possible among %zu queued", left, queued), 1),
+		 60000, "matchers draining the queue");
+	snprintf(seen, sizeof seen, "%u formations still possible among %zu queued", left, queued);
+
+	double conflicts = metric(a, "cosmic_clash_matcher_claim_conflicts_total", NULL, NULL) +
+			   metric(b, "cosmic_clash_matcher_claim_conflicts_total", NULL, NULL);
+	stop_matcher(a);
+	stop_matcher(b);
+
+	long long proposals = sql_ll("SELECT count(*) FROM proposals", 0, NULL);
+	long long by_a = sql_ll("SELECT count(*) FROM proposals WHERE matcher = 'matcher-a'", 0, NULL);
+	long long proposed = sql_ll("SELECT count(*) FROM tickets WHERE state = 'PROPOSED'", 0, NULL);
+	long long still = sql_ll("SELECT count(*) FROM tickets WHERE state = 'QUEUED'", 0, NULL);
+	fprintf(stderr, "two matchers: %lld proposals (%lld by a), %lld tickets proposed, %lld left queued, "
+			"%.0f lost claims\n",
+		proposals, by_a, proposed, still, conflicts);
+	ck_assert_msg(proposals >= 35, "only %lld proposals from 300 tickets", proposals);
+	ck_assert_int_eq(proposed, 6 * proposals);
+	ck_assert_int_eq(proposed + still, 300);
+	/* The leftovers must fit in the matchers' read window (10 x 6), or the dry pass proved too little. */
+	ck_assert_msg(still < 60, "%lld tickets left: more than one pass reads", still);
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM tickets WHERE build = '0.9.9-rare' AND state = 'QUEUED'", 0,
+				NULL),
+			 4);
+	audit();
+}
+END_TEST
+
+/* ---- racing claims from two threads ------------------------------------------------ */
+
+struct racer {
+	pthread_barrier_t *start;
+	struct cc_claim_request req;
+	struct cc_claim_result res;
+	int rc;
+	struct cc_pg *pg;
+};
+
+static void *race_one(void *arg)
+{
+	struct racer *r = arg;
+	pthread_barrier_wait(r->start);
+	r->rc = cc_formation_claim(r->pg, &r->req, &r->res);
+	return NULL;
+}
+
+static void claim_request(struct cc_claim_request *req, struct seeded *const *t, size_t n, const char *matcher)
+{
+	memset(req, 0, sizeof *req);
+	req->playlist = "casual";
+	req->matcher = matcher;
+	req->window_seconds = 10;
+	req->team_size = (int)(n / 2);
+	req->build = "race";
+	req->protocol_version = 1;
+	req->region = "eu";
+	req->max_rtt_ms = 100;
+	req->n = n;
+	for (size_t k = 0; k < n; k++) {
+		req->ticket_id[k] = t[k]->ticket;
+		req->team[k] = (uint8_t)(k % 2);
+	}
+}
+
+START_TEST(test_racing_claims)
+{
+	const int rounds = 40;
+	struct racer r[2];
+	pthread_barrier_t start;
+	char err[256];
+	memset(r, 0, sizeof r);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(cc_pg_connect(db_dsn, NULL, &r[i].pg, err, sizeof err), 0);
+	pthread_barrier_init(&start, NULL, 2);
+	int wins[2] = { 0, 0 };
+	for (int round = 0; round < rounds; round++) {
+		/*
+		 * Seven tickets. Racer 0 claims 0-3; racer 1 claims 3-6 (one contested ticket),
+		 * 2-5 (two contested) or 0-3 (the same set), by round.
+		 */
+		struct seeded t[7];
+		for (int k = 0; k < 7; k++)
+			t[k] = seed("casual", "race", 1, 1500, "{\"eu\": 20}", 1000);
+		int shift = round % 3 == 0 ? 3 : round % 3 == 1 ? 2 : 0;
+		struct seeded *s0[4] = { &t[0], &t[1], &t[2], &t[3] };
+		struct seeded *s1[4] = { &t[shift], &t[shift + 1], &t[shift + 2], &t[shift + 3] };
+		claim_request(&r[0].req, s0, 4, "racer-0");
+		claim_request(&r[1].req, s1, 4, "racer-1");
+		pthread_t th[2];
+		for (int i = 0; i < 2; i++) {
+			r[i].start = &start;
+			pthread_create(&th[i], NULL, race_one, &r[i]);
+		}
+		for (int i = 0; i < 2; i++)
+			pthread_join(th[i], NULL);
+
+		int winner = r[0].rc == 0 ? 0 : 1, loser = 1 - winner;
+		ck_assert_msg((r[0].rc == 0) != (r[1].rc == 0), "round %d (shift %d): results %s and %s, expected exactly "
+			      "one commit", round, shift, cc_errname(r[0].rc), cc_errname(r[1].rc));
+		ck_assert_msg(r[loser].rc == CC_ECONFLICT, "round %d: loser got %s", round, cc_errname(r[loser].rc));
+		wins[winner]++;
+		/* The loser names only contested tickets as lost, and at least one. */
+		size_t n_lost = 0;
+		for (size_t k = 0; k < 4; k++) {
+			bool contested = false;
+			for (size_t j = 0; j < 4; j++)
+				contested |= strcmp(r[loser].req.ticket_id[k], r[winner].req.ticket_id[j]) == 0;
+			ck_assert_msg(!r[loser].res.lost[k] || contested, "round %d: uncontested lost[%zu]", round, k);
+			n_lost += r[loser].res.lost[k];
+		}
+		ck_assert_msg(n_lost >= 1, "round %d: the loser named no lost ticket", round);
+		/* Every ticket is in at most one proposal; the winner's are PROPOSED at revision 2. */
+		for (int k = 0; k < 7; k++)
+			ck_assert_int_le(sql_ll1("SELECT count(*) FROM proposal_participants WHERE ticket_id = $1",
+						 t[k].ticket),
+					 1);
+		for (size_t k = 0; k < 4; k++) {
+			const char *id = r[winner].req.ticket_id[k];
+			const char *p[] = { id, r[winner].res.proposal_id };
+			ck_assert_int_eq(sql_ll("SELECT count(*) FROM tickets WHERE id = $1 AND state = 'PROPOSED' "
+						"AND proposal_id = $2 AND revision = 2",
+						2, p),
+					 1);
+		}
+		/* Every other ticket: still QUEUED, untouched (revision 1), never announced. */
+		for (int k = 0; k < 7; k++) {
+			bool won = false;
+			for (size_t j = 0; j < 4; j++)
+				won |= strcmp(t[k].ticket, r[winner].req.ticket_id[j]) == 0;
+			if (won)
+				continue;
+			ck_assert_int_eq(sql_ll1("SELECT count(*) FROM tickets WHERE id = $1 AND state = 'QUEUED' "
+						 "AND proposal_id IS NULL AND revision = 1",
+						 t[k].ticket),
+					 1);
+			ck_assert_int_eq(sql_ll1("SELECT count(*) FROM outbox WHERE resource_id = $1", t[k].ticket), 0);
+			ck_assert_int_eq(sql_ll1("SELECT count(*) FROM proposal_participants WHERE ticket_id = $1",
+						 t[k].ticket),
+					 0);
+		}
+	}
+	fprintf(stderr, "racing claims: racer 0 won %d, racer 1 won %d of %d rounds\n", wins[0], wins[1], rounds);
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM proposals", 0, NULL), rounds);
+	pthread_barrier_destroy(&start);
+	for (int i = 0; i < 2; i++)
+		cc_pg_free(r[i].pg);
+	audit();
+}
+END_TEST
+
+/* A lost ticket that is gone (not merely locked) is reported gone, and a stale RTT loses too. */
+START_TEST(test_claim_rechecks_candidates)
+{
+	struct cc_pg *pg = NULL;
+	char err[256];
+	struct cc_claim_request req;
+	struct cc_claim_result res;
+	ck_assert_int_eq(cc_pg_connect(db_dsn, NULL, &pg, err, sizeof err), 0);
+	struct seeded t[4];
+	for (int k = 0; k < 4; k++)
+		t[k] = seed("casual", "race", 1, 1500, "{\"eu\": 20}", 1000);
+	struct seeded *s[4] = { &t[0], &t[1], &t[2], &t[3] };
+
+	/* t1 was cancelled, t2's RTT to eu grew past 100 since it was read. */
+	sql_ll1("WITH u AS (UPDATE tickets SET state = 'CANCELLED' WHERE id = $1 RETURNING 1) SELECT count(*) FROM u",
+		t[1].ticket);
+	sql_ll1("WITH u AS (UPDATE tickets SET predicted_rtt = '{\"eu\": 130}' WHERE id = $1 RETURNING 1) "
+		"SELECT count(*) FROM u",
+		t[2].ticket);
+	claim_request(&req, s, 4, "solo");
+	ck_assert_int_eq(cc_formation_claim(pg, &req, &res), CC_ECONFLICT);
+	bool lost_expect[4] = { false, true, true, false };
+	for (int k = 0; k < 4; k++) {
+		ck_assert_msg(res.lost[k] == lost_expect[k], "lost[%d] = %d", k, res.lost[k]);
+		ck_assert_msg(res.gone[k] == lost_expect[k], "gone[%d] = %d", k, res.gone[k]);
+	}
+	expect_state(t[0].ticket, "QUEUED");
+	expect_state(t[3].ticket, "QUEUED");
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM proposals", 0, NULL), 0);
+
+	/* Wrong build or region in the request: refused the same way. */
+	sql_exec("UPDATE tickets SET predicted_rtt = '{\"eu\": 20}'");
+	struct seeded *s2[2] = { &t[0], &t[3] };
+	claim_request(&req, s2, 2, "solo");
+	req.build = "other";
+	ck_assert_int_eq(cc_formation_claim(pg, &req, &res), CC_ECONFLICT);
+	req.build = "race";
+	req.region = "us";
+	ck_assert_int_eq(cc_formation_claim(pg, &req, &res), CC_ECONFLICT);
+	req.region = "eu";
+	ck_assert_int_eq(cc_formation_claim(pg, &req, &res), 0);
+	ck_assert(cc_uuid_valid(res.proposal_id));
+	/* Casual may use any arena; the choice is the documented hash of the id. */
+	PGresult *ar = sqlp("SELECT name FROM arenas ORDER BY name", 0, NULL);
+	size_t idx = cc_claim_arena_index(res.proposal_id, (size_t)PQntuples(ar));
+	ck_assert_str_eq(res.arena, PQgetvalue(ar, (int)idx, 0));
+	PQclear(ar);
+	const char *p[] = { res.proposal_id };
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM proposals WHERE id = $1 AND state = 'OPEN' AND matcher = 'solo' "
+				"AND expires_at > now() + interval '8 seconds' AND expires_at <= now() + interval '10 seconds'",
+				1, p),
+			 1);
+	/* Malformed requests never reach the database. */
+	req.ticket_id[0] = "not-a-uuid";
+	ck_assert_int_eq(cc_formation_claim(pg, &req, &res), CC_EINVAL);
+	cc_pg_free(pg);
+	audit();
+}
+END_TEST
+
+/*
+ * The fence skips a row another transaction holds instead of waiting for
+ * it: the claim fails at once, names that ticket lost but not gone (it is
+ * still QUEUED), and touches nothing. Without SKIP LOCKED it would block
+ * until the holder finished (here: hit the 2 s statement timeout).
+ */
+START_TEST(test_claim_skips_locked)
+{
+	struct cc_pg *pg = NULL;
+	char err[256];
+	struct cc_claim_request req;
+	struct cc_claim_result res;
+	struct cc_pg_options opt = { .query_timeout_ms = 2000 };
+	ck_assert_int_eq(cc_pg_connect(db_dsn, &opt, &pg, err, sizeof err), 0);
+	struct seeded t[2];
+	for (int k = 0; k < 2; k++)
+		t[k] = seed("casual", "race", 1, 1500, "{\"eu\": 20}", 1000);
+	struct seeded *s[2] = { &t[0], &t[1] };
+
+	/* Another session holds t1's row lock in an open transaction. */
+	PGconn *holder = PQconnectdb(db_dsn);
+	ck_assert_int_eq(PQstatus(holder), CONNECTION_OK);
+	PQclear(PQexec(holder, "BEGIN"));
+	const char *p[] = { t[1].ticket };
+	PGresult *h = PQexecParams(holder, "SELECT id FROM tickets WHERE id = $1 FOR UPDATE", 1, NULL, p, NULL, NULL, 0);
+	ck_assert_int_eq(PQntuples(h), 1);
+	PQclear(h);
+
+	claim_request(&req, s, 2, "solo");
+	int64_t t0 = now_ms();
+	int rc = cc_formation_claim(pg, &req, &res);
+	int64_t took = now_ms() - t0;
+	ck_assert_msg(rc == CC_ECONFLICT, "claim over a locked ticket: %s after %lld ms", cc_errname(rc), (long long)took);
+	ck_assert_msg(took < 1500, "the claim waited %lld ms for the lock", (long long)took);
+	size_t k1 = strcmp(req.ticket_id[0], t[1].ticket) == 0 ? 0 : 1;
+	ck_assert(res.lost[k1] && !res.gone[k1]);
+	ck_assert(!res.lost[1 - k1] && !res.gone[1 - k1]);
+
+	PQclear(PQexec(holder, "ROLLBACK"));
+	PQfinish(holder);
+	expect_state(t[0].ticket, "QUEUED");
+	expect_state(t[1].ticket, "QUEUED");
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM proposals", 0, NULL), 0);
+	/* Released: now the same claim commits. */
+	ck_assert_int_eq(cc_formation_claim(pg, &req, &res), 0);
+	cc_pg_free(pg);
+	audit();
+}
+END_TEST
+
+/* ---- an unmatchable head does not block the queue ------------------------------------ */
+
+START_TEST(test_unmatchable_head)
+{
+	struct seeded head[13], good[6];
+	char rtt[64], build[32];
+	long ago = 60000;
+	/* 3 unique builds, 1 beyond 100 ms everywhere, 9 alone in their region: 13 bad heads. */
+	for (int i = 0; i < 3; i++) {
+		snprintf(build, sizeof build, "odd-%d", i);
+		head[i] = seed("casual", build, 1, 1500, "{\"us\": 30}", ago--);
+	}
+	head[3] = seed("casual", "1.0", 1, 1500, "{\"us\": 150, \"eu\": 101}", ago--);
+	for (int i = 4; i < 13; i++) {
+		snprintf(rtt, sizeof rtt, "{\"far-%d\": 30}", i);
+		head[i] = seed("casual", "1.0", 1, 1500, rtt, ago--);
+	}
+	for (int i = 0; i < 6; i++)
+		good[i] = seed("casual", "1.0", 1, 1400 + 40 * i, "{\"us\": 30, \"far-4\": 120}", 1000 - i);
+
+	/* Redis configured but down: the matcher reads PostgreSQL and carries on. */
+	const char *args[] = { "--playlist=casual", "--redis-host=127.0.0.1", "--redis-port=1",
+			       "--redis-timeout-ms=50", NULL };
+	struct proc *m = spawn_matcher(args);
+	long long proposed = 0;
+	WAIT_FOR((proposed = sql_ll("SELECT count(*) FROM tickets WHERE state = 'PROPOSED'", 0, NULL)) == 6 &&
+			 (snprintf(seen, sizeof seen, "%lld proposed", proposed), 1),
+		 15000, "the six good tickets behind 13 bad heads");
+	for (int i = 0; i < 6; i++)
+		expect_state(good[i].ticket, "PROPOSED");
+	for (int i = 0; i < 13; i++)
+		expect_state(head[i].ticket, "QUEUED");
+	double refusals = metric(m, "cosmic_clash_matcher_refusals_total", NULL, NULL);
+	ck_assert_msg(refusals >= 12, "refusals_total %g: the heads were not refused", refusals);
+	ck_assert_double_ge(metric(m, "cosmic_clash_matcher_candidate_reads_total", "source=\"postgres\"", NULL), 1);
+	stop_matcher(m);
+	audit();
+}
+END_TEST
+
+/* ---- ranked: tolerance and team balance ------------------------------------------------ */
+
+START_TEST(test_ranked_tolerance)
+{
+	const char *eu = "{\"eu\": 25}";
+	/* s1: a 1900 who has waited 70 s (tolerance capped at 400) meets a fresh 1500. */
+	struct seeded a = seed("ranked", "s1", 1, 1900, eu, 70000);
+	struct seeded b = seed("ranked", "s1", 1, 1500, eu, 100);
+	/* s2: 300 apart, both fresh-ish (tolerance ~150): must not meet yet. */
+	struct seeded c = seed("ranked", "s2", 1, 2000, eu, 10000);
+	struct seeded d = seed("ranked", "s2", 1, 1700, eu, 5000);
+	/* s3: the anchor takes the closer of the two oldest in range. */
+	struct seeded e = seed("ranked", "s3", 1, 1500, eu, 3000);
+	struct seeded f = seed("ranked", "s3", 1, 1580, eu, 2000);
+	struct seeded g = seed("ranked", "s3", 1, 1510, eu, 1000);
+
+	const char *args[] = { "--playlist=ranked", NULL };
+	struct proc *m = spawn_matcher(args);
+	WAIT_FOR(count_is("SELECT count(*) FROM proposals", 2), 15000, "two ranked proposals");
+	/* A few more passes must not match c with d (their tolerance is still ~150). */
+	double passes = passes_ok(m);
+	WAIT_FOR(passes_ok(m) >= passes + 3, 10000, "three more passes");
+	expect_state(c.ticket, "QUEUED");
+	expect_state(d.ticket, "QUEUED");
+	expect_state(f.ticket, "QUEUED");
+	const char *pab[] = { a.ticket, b.ticket };
+	ck_assert_int_eq(sql_ll("SELECT count(DISTINCT proposal_id) FROM proposal_participants "
+				"WHERE ticket_id IN ($1::uuid, $2::uuid)",
+				2, pab),
+			 1);
+	const char *peg[] = { e.ticket, g.ticket };
+	ck_assert_int_eq(sql_ll("SELECT count(DISTINCT proposal_id) FROM proposal_participants "
+				"WHERE ticket_id IN ($1::uuid, $2::uuid)",
+				2, peg),
+			 1);
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM proposals p JOIN arenas a ON a.name = p.arena "
+				"WHERE a.ranked_eligible AND p.team_size = 1",
+				0, NULL),
+			 2);
+
+	/* Once c has waited 60 s its tolerance reaches 400 >= 300: they meet. */
+	sql_ll1("WITH u AS (UPDATE tickets SET queued_at = now() - interval '60 seconds' WHERE id = $1 RETURNING 1) "
+		"SELECT count(*) FROM u",
+		c.ticket);
+	WAIT_FOR(count_is("SELECT count(*) FROM proposals", 3), 15000, "c and d after the wait");
+	expect_state(c.ticket, "PROPOSED");
+	expect_state(d.ticket, "PROPOSED");
+	stop_matcher(m);
+	audit();
+}
+END_TEST
+
+/* The smallest |mean0 - mean1| over all equal splits of r[0..n). */
+static double best_split(const double *r, int n)
+{
+	double best = 1e18;
+	for (unsigned mask = 0; mask < (1u << n); mask++) {
+		if (__builtin_popcount(mask) != n / 2)
+			continue;
+		double s[2] = { 0, 0 };
+		for (int i = 0; i < n; i++)
+			s[mask >> i & 1u] += r[i];
+		double d = s[0] > s[1] ? s[0] - s[1] : s[1] - s[0];
+		best = d / (n / 2) < best ? d / (n / 2) : best;
+	}
+	return best;
+}
+
+/* Checks every proposal's teams against the brute-force optimum. */
+static void check_balanced(void)
+{
+	PGresult *res = sqlp("SELECT pp.proposal_id, pp.team, t.rating FROM proposal_participants pp "
+			     "JOIN tickets t ON t.id = pp.ticket_id ORDER BY pp.proposal_id, pp.team",
+			     0, NULL);
+	int rows = PQntuples(res);
+	ck_assert_int_gt(rows, 0);
+	for (int i = 0; i < rows;) {
+		double r[16], sum[2] = { 0, 0 };
+		int n = 0, count[2] = { 0, 0 };
+		const char *id = PQgetvalue(res, i, 0);
+		for (; i < rows && strcmp(PQgetvalue(res, i, 0), id) == 0 && n < 16; i++, n++) {
+			int team = (int)strtol(PQgetvalue(res, i, 1), NULL, 10);
+			r[n] = strtod(PQgetvalue(res, i, 2), NULL);
+			sum[team] += r[n];
+			count[team]++;
+		}
+		ck_assert_int_eq(count[0], count[1]);
+		double diff = sum[0] > sum[1] ? sum[0] - sum[1] : sum[1] - sum[0];
+		ck_assert_msg(diff / count[0] <= best_split(r, n) + 1e-6, "proposal %s: mean difference %g, optimum %g",
+			      id, diff / count[0], best_split(r, n));
+	}
+	PQclear(res);
+}
+
+START_TEST(test_team_balance)
+{
+	/* ranked 2v2: {1500, 1570} vs {1510, 1560} is the only perfect split. */
+	const double ranked_r[] = { 1500, 1510, 1560, 1570 };
+	for (int i = 0; i < 4; i++)
+		(void)seed("ranked", "bal", 1, ranked_r[i], "{\"eu\": 30}", 4000 - i);
+	/* casual 3v3: {2000, 1400, 1100} vs {1900, 1600, 1000} is the only perfect split. */
+	const double casual_r[] = { 2000, 1900, 1600, 1400, 1100, 1000 };
+	for (int i = 0; i < 6; i++)
+		(void)seed("casual", "bal", 1, casual_r[i], "{\"eu\": 30}", 4000 - i);
+	const char *ra[] = { "--playlist=ranked", "--team-size=2", NULL };
+	const char *ca[] = { "--playlist=casual", NULL };
+	struct proc *r = spawn_matcher(ra);
+	struct proc *c = spawn_matcher(ca);
+	WAIT_FOR(count_is("SELECT count(*) FROM proposals", 2), 15000, "both playlists matched");
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM proposals WHERE playlist = 'ranked' AND team_size = 2", 0, NULL), 1);
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM proposals WHERE playlist = 'casual' AND team_size = 3", 0, NULL), 1);
+	check_balanced();
+	/* Exact: both teams average the same in both playlists. */
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM (SELECT pp.proposal_id FROM proposal_participants pp "
+				"JOIN tickets t ON t.id = pp.ticket_id GROUP BY pp.proposal_id "
+				"HAVING avg(t.rating) FILTER (WHERE pp.team = 0) = avg(t.rating) FILTER (WHERE pp.team = 1)) x",
+				0, NULL),
+			 2);
+	stop_matcher(r);
+	stop_matcher(c);
+	audit();
+}
+END_TEST
+
+/* ---- an empty queue and database blips never stop the matcher ---------------------------- */
+
+static atomic_bool killing;
+static atomic_int kills;
+
+/* Terminates every cc-matcher backend of the scratch database until told to stop. */
+static void *killer(void *arg)
+{
+	(void)arg;
+	PGconn *k = PQconnectdb(db_dsn);
+	while (atomic_load(&killing) && PQstatus(k) == CONNECTION_OK) {
+		PGresult *res = PQexec(k, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+					  "WHERE datname = current_database() AND application_name = 'cc-matcher'");
+		if (PQresultStatus(res) == PGRES_TUPLES_OK)
+			atomic_fetch_add(&kills, (int)strtol(PQgetvalue(res, 0, 0), NULL, 10));
+		PQclear(res);
+		pause_ms(15);
+	}
+	PQfinish(k);
+	return NULL;
+}
+
+START_TEST(test_survives_empty_queue_and_blips)
+{
+	const char *args[] = { "--playlist=casual", NULL };
+	struct proc *m = spawn_matcher(args);
+
+	/* Empty queue: passes keep succeeding, and the matcher says it is ready. */
+	WAIT_FOR(passes_ok(m) >= 5, 10000, "five passes over an empty queue");
+	struct cc_test_request req = { .path = "/readyz", .timeout_ms = 2000 };
+	struct cc_test_reply reply;
+	memset(&reply, 0, sizeof reply);
+	ck_assert_int_eq(cc_test_fetch(m->admin_port, &req, &reply), 0);
+	ck_assert_int_eq(reply.status, 200);
+	cc_test_reply_release(&reply);
+
+	/* Blips: kill its connections every 15 ms while tickets arrive in batches. */
+	atomic_store(&killing, true);
+	atomic_store(&kills, 0);
+	pthread_t th;
+	pthread_create(&th, NULL, killer, NULL);
+	for (int batch = 0; batch < 10; batch++) {
+		for (int i = 0; i < 6; i++)
+			(void)seed("casual", "blip", 1, 1500, "{\"eu\": 20}", 100);
+		int before = atomic_load(&kills);
+		WAIT_FOR(atomic_load(&kills) >= before + 2, 10000, "two more terminated backends");
+	}
+	atomic_store(&killing, false);
+	pthread_join(th, NULL);
+	ck_assert_int_gt(atomic_load(&kills), 10);
+	double errors = metric(m, "cosmic_clash_matcher_passes_total", "result=\"error\"", NULL);
+	ck_assert_msg(errors >= 1, "no pass failed: the blips missed (kills %d)", atomic_load(&kills));
+
+	/* After the blips: everything queued is matched, by the same process. */
+	long long proposed = 0;
+	WAIT_FOR((proposed = sql_ll("SELECT count(*) FROM tickets WHERE state = 'PROPOSED'", 0, NULL)) == 60 &&
+			 (snprintf(seen, sizeof seen, "%lld of 60 proposed", proposed), 1),
+		 20000, "matching after the blips");
+	fprintf(stderr, "blips: %d backends terminated, %.0f passes failed, matcher still matching\n",
+		atomic_load(&kills), errors);
+	WAIT_FOR(passes_ok(m) > 0 && metric(m, "cosmic_clash_matcher_proposals_total", NULL, NULL) == 10, 5000,
+		 "metrics count ten proposals");
+	stop_matcher(m);
+	audit();
+}
+END_TEST
+
+/* GET path on the matcher's admin port: the status (0 when no answer). */
+static long admin_get(const struct proc *p, const char *path, char *body, size_t len)
+{
+	struct cc_test_request req = { .path = path, .timeout_ms = 2000 };
+	struct cc_test_reply reply;
+	memset(&reply, 0, sizeof reply);
+	long status = cc_test_fetch(p->admin_port, &req, &reply) == 0 ? reply.status : 0;
+	if (body)
+		snprintf(body, len, "%s", reply.body ? reply.body : "");
+	cc_test_reply_release(&reply);
+	return status;
+}
+
+/*
+ * A database that is down is not a reason to exit: the matcher starts,
+ * answers /healthz, reports not ready with the reason, and exits cleanly on
+ * SIGTERM. (A closed port stands in for the outage.)
+ */
+START_TEST(test_starts_without_database)
+{
+	char dead[256], body[512];
+	/* Port 1 on loopback: refused at once. */
+	snprintf(dead, sizeof dead, "postgresql://cc@127.0.0.1:1/%s?connect_timeout=2", db_name);
+	spawn_dsn = dead;
+	const char *args[] = { "--playlist=ranked", NULL };
+	struct proc *m = spawn_matcher(args);
+	long status = 0;
+	WAIT_FOR(metric(m, "cosmic_clash_matcher_passes_total", "result=\"error\"", NULL) >= 3, 10000,
+		 "three failed passes");
+	all_alive("an unreachable database");
+	ck_assert_int_eq(admin_get(m, "/healthz", NULL, 0), 200);
+	status = admin_get(m, "/readyz", body, sizeof body);
+	ck_assert_msg(status == 503 && strstr(body, "database"), "/readyz answered %ld %s", status, body);
+	ck_assert_msg(strstr(body, "127.0.0.1:1") == NULL && strstr(body, "postgresql://") == NULL,
+		      "/readyz leaks the DSN: %s", body);
+	stop_matcher(m);
+}
+END_TEST
+
+static Suite *matcher_suite(void)
+{
+	Suite *s = suite_create("matcher");
+	TCase *tc = tcase_create("matcher");
+	tcase_add_checked_fixture(tc, scratch_setup, scratch_teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_racing_claims);
+	tcase_add_test(tc, test_claim_rechecks_candidates);
+	tcase_add_test(tc, test_claim_skips_locked);
+	tcase_add_test(tc, test_unmatchable_head);
+	tcase_add_test(tc, test_ranked_tolerance);
+	tcase_add_test(tc, test_team_balance);
+	tcase_add_test(tc, test_survives_empty_queue_and_blips);
+	tcase_add_test(tc, test_starts_without_database);
+	tcase_add_test(tc, test_two_matchers_audit);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	cc_log_init("test_matcher", CC_LOG_WARN); /* quiet the migrations of every scratch database */
+	int rc = cc_test_run_suite(matcher_suite());
+	curl_global_cleanup();
+	return rc;
+}
