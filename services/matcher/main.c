@@ -50,6 +50,9 @@ static const struct cc_config_option matcher_options[] = {
 	{ .name = "tolerance-cap", .type = CC_CFG_DOUBLE, .default_value = "400", .min = 0, .max = 5000,
 	  .help = "ranked: the tolerance never exceeds this (must be >= --tolerance-start)",
 	  .offset = OPT(tolerance_cap) },
+	{ .name = "ticket-ttl-seconds", .type = CC_CFG_INT, .default_value = "30", .min = 5, .max = 3600,
+	  .help = "heartbeat deadline given to tickets requeued from an expired proposal (as cc-api's)",
+	  .offset = OPT(ticket_ttl_seconds) },
 	{ .name = "proposal-window-seconds", .type = CC_CFG_INT, .default_value = "10", .min = 1, .max = 600,
 	  .help = "how long players have to answer a proposal", .offset = OPT(proposal_window_seconds) },
 	{ .name = "redis-host", .type = CC_CFG_STRING,
@@ -236,6 +239,8 @@ static void declare_metrics(struct matcher_metrics *mm)
 	const char *const pl_source[] = { "playlist", "source", NULL };
 	mm->passes = cc_counter("cosmic_clash_matcher_passes_total", "Matching passes run, by result.", pl_result, 8);
 	mm->proposals = cc_counter("cosmic_clash_matcher_proposals_total", "Proposals committed.", pl, 4);
+	mm->expired = cc_counter("cosmic_clash_matcher_proposals_expired_total",
+				 "Overdue proposals this matcher expired (requeue + timeout penalties).", pl, 4);
 	mm->claim_conflicts = cc_counter("cosmic_clash_matcher_claim_conflicts_total",
 					 "Claims lost to another matcher or to stale candidates.", pl_kind, 8);
 	mm->refusals = cc_counter("cosmic_clash_matcher_refusals_total",

@@ -35,6 +35,7 @@ struct matcher_config {
 	double tolerance_start;             /* ranked: rating points at zero wait */
 	double tolerance_growth_per_second; /* ranked: widening per second of the anchor's wait */
 	double tolerance_cap;               /* ranked: the widest tolerance */
+	int64_t ticket_ttl_seconds;         /* requeued tickets' fresh heartbeat deadline */
 	int64_t proposal_window_seconds;    /* players have this long to answer (SPEC 7: 10) */
 	char *redis_host;                   /* candidate index; unset = PostgreSQL only */
 	int64_t redis_port;
@@ -51,6 +52,7 @@ struct matcher_config {
 struct matcher_metrics {
 	struct cc_metric *passes;           /* {playlist, result}: passes run, ok or error */
 	struct cc_metric *proposals;        /* {playlist}: proposals committed */
+	struct cc_metric *expired;          /* {playlist}: overdue proposals expired */
 	struct cc_metric *claim_conflicts;  /* {playlist, kind}: claims lost (lost | retry_exhausted) */
 	struct cc_metric *refusals;         /* {playlist, reason}: formations refused */
 	struct cc_metric *pass_seconds;     /* {playlist}: histogram of pass duration */

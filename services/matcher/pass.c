@@ -16,6 +16,7 @@
 #include "formation_claim.h"
 #include "log.h"
 #include "matcher.h"
+#include "proposals.h"
 #include "banned.h"
 
 static const char sql_now[] = "SELECT (extract(epoch FROM now()) * 1000)::bigint";
@@ -224,6 +225,20 @@ static void pass_report(struct matcher *m, int rc, const char *source, size_t n,
 		    CC_ARRAY_LEN(fields));
 }
 
+#define EXPIRE_BATCH 64 /* overdue proposals settled per pass at most */
+
+struct expire_ctx {
+	int ttl; /* requeued tickets' fresh heartbeat deadline */
+	int n;   /* proposals expired by this attempt */
+};
+
+static int expire_run(struct cc_pg *pg, void *arg)
+{
+	struct expire_ctx *ex = arg;
+	ex->n = 0;
+	return cc_proposals_expire_overdue(pg, EXPIRE_BATCH, ex->ttl, &ex->n);
+}
+
 int matcher_pass(struct matcher *m)
 {
 	double t0 = monotonic_s();
@@ -238,12 +253,18 @@ int matcher_pass(struct matcher *m)
 		goto out;
 
 	/*
-	 * TODO(lead): expire overdue proposals here, first thing in every pass:
-	 *     cc_proposals_expire_overdue(m->pg, limit)   (libcommon/proposals.h)
-	 * so tickets of timed-out proposals are requeued before we read the
-	 * queue. That function does not exist on this branch; nothing else
-	 * about expiry is done here.
+	 * Timed-out proposals are settled first, so their tickets are back in
+	 * the queue before we read it. Any replica (and cc-api's readers) may
+	 * race us: the decision is compare-and-set and penalties are
+	 * exactly-once, so whoever wins, each non-responder is penalised once.
 	 */
+	struct expire_ctx ex = { .ttl = (int)m->cfg->ticket_ttl_seconds };
+	if ((rc = cc_pg_run_serializable(m->pg, expire_run, &ex)) != 0)
+		goto out;
+	if (ex.n > 0) {
+		const char *lv_exp[] = { m->cfg->playlist };
+		cc_metric_add(m->metrics.expired, lv_exp, ex.n);
+	}
 
 	if ((rc = read_candidates(m, &n, &now_ms, &source)) != 0)
 		goto out;
