@@ -71,6 +71,9 @@
 #define CC_PG_NOTIFY_PAYLOAD_MAX 7999 /* bytes of a NOTIFY payload (server limit) */
 #define CC_PG_MESSAGE_MAX 512       /* bytes kept of the last error message */
 
+/* SQL text rendering timestamp column c as RFC 3339 UTC with milliseconds. */
+#define CC_PG_RFC3339(c) "to_char((" c ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+
 struct cc_pg;
 struct cc_pg_pool;
 

@@ -18,6 +18,16 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_erro
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export CC_TOP="$top"
 
+# Everything a run creates lives under one fresh TMPDIR, so the end of the
+# run can prove nothing was left behind: no directory, no process using it,
+# no port held by such a process.
+if [[ "$what" == all || "$what" == integration || "$what" == unit ]] && [[ -z "${CC_RUN_TMP:-}" ]]; then
+	CC_RUN_TMP=$(mktemp -d "${TMPDIR:-/tmp}/cc-run.XXXXXX")
+	chmod 0755 "$CC_RUN_TMP"
+	export CC_RUN_TMP TMPDIR="$CC_RUN_TMP"
+	own_run_tmp=1
+fi
+
 results=${CC_TEST_RESULTS:-}
 own_results=0
 if [[ -z "$results" ]]; then
@@ -86,6 +96,21 @@ all)
 *) echo "usage: run-tests.sh [unit|integration|all] [FILTER]" >&2; exit 2 ;;
 esac
 
+# leftovers: directories or processes of this run that outlived it.
+if [[ "${own_run_tmp:-0}" == 1 ]]; then
+	left_dirs=$(find "$CC_RUN_TMP" -mindepth 1 -maxdepth 1 ! -name 'cc-results.*' 2>/dev/null)
+	left_procs=$(pgrep -af -- "$CC_RUN_TMP" | grep -v -e pgrep -e "run-tests.sh" || true)
+	if [[ -n "$left_dirs" || -n "$left_procs" ]]; then
+		echo "FAIL leftovers: this run left behind:"
+		[[ -n "$left_dirs" ]] && sed 's/^/    dir  /' <<<"$left_dirs"
+		[[ -n "$left_procs" ]] && sed 's/^/    proc /' <<<"$left_procs"
+		echo "0 1 leftovers" >>"$results"
+	else
+		echo "ok   leftovers (no directory or process of this run outlived it)"
+		echo "1 0 leftovers" >>"$results"
+	fi
+fi
+
 passed=$(awk '{s+=$1} END {print s+0}' "$results")
 failed=$(awk '{s+=$2} END {print s+0}' "$results")
 if [[ $failed -ne 0 ]]; then
@@ -93,5 +118,6 @@ if [[ $failed -ne 0 ]]; then
 	awk '$2 != 0 {print "  " $3}' "$results"
 fi
 [[ $own_results -eq 1 ]] && rm -f "$results"
+[[ "${own_run_tmp:-0}" == 1 ]] && rm -rf "$CC_RUN_TMP"
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 && $passed -gt 0 ]]

@@ -20,6 +20,7 @@
 #include "http_server.h"
 #include "json.h"
 #include "pg.h"
+#include "tiers.h"
 
 #define API_MAX_REGIONS 16
 #define API_REGION_MAX 32
@@ -64,6 +65,9 @@ struct api {
 	const struct api_config *cfg;             /* read-only after start-up */
 	struct cc_pg_pool *pool;                  /* thread-safe */
 	api_login_fn login;                       /* Steam, or the testkit's fake */
+	struct cc_tier_band *_Atomic tier_bands;  /* from tier_bands; NULL until loaded */
+	size_t n_tier_bands;                      /* written before tier_bands is published */
+	_Atomic bool fatal;                       /* a background check found a fatal problem */
 	size_t n_regions;                         /* parsed from cfg->regions */
 	char regions[API_MAX_REGIONS][API_REGION_MAX + 1];
 	char regions_pg_array[API_MAX_REGIONS * (API_REGION_MAX + 3) + 3]; /* "{a,b}" for SQL */
@@ -86,7 +90,7 @@ int api_steam_login(const struct api_config *cfg, const char *ticket, char steam
 /* ---- helpers (util.c) ---------------------------------------------------- */
 
 /* SQL text of an RFC 3339 UTC timestamp with milliseconds for column c. */
-#define API_TS(c) "to_char((" c ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+#define API_TS(c) CC_PG_RFC3339(c)
 
 /*
  * What a transaction decided. A transaction function resets it at the start
@@ -156,6 +160,27 @@ int api_authenticate(struct api *api, struct cc_pg *pg, const struct cc_http_req
 bool api_operator_authorized(struct api *api, const struct cc_http_request *req,
 			     struct cc_http_response *resp);
 
+/* ---- candidate index (index.c) ------------------------------------------ */
+
+struct cc_proposal_changes;
+
+/*
+ * After a commit that moved tickets in or out of the queue, refreshes the
+ * Redis candidate index (best effort: Redis trouble is logged, never fails
+ * the request). NULL changes or no index is a no-op.
+ */
+void api_index_apply(struct api *api, struct cc_pg *pg, const struct cc_proposal_changes *changes);
+
+/* ---- shared bodies (profile.c) ------------------------------------------- */
+
+/*
+ * The RankedProfile object of contracts/v1/openapi.json (rating, deviation,
+ * tier, provisional, ranked_games, season_end) from a stored rating row, for
+ * GET /v1/profile/ranked and the operator's player view alike. Returns a new
+ * tree the caller frees with cJSON_Delete, or NULL when out of memory.
+ */
+cJSON *api_ranked_profile(const struct api *api, double rating, double deviation, long ranked_games);
+
 /* ---- route handlers ------------------------------------------------------ */
 
 int api_session_steam(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
@@ -169,6 +194,8 @@ int api_profile_ranked(const struct cc_http_request *req, struct cc_http_respons
 int api_operator_ban(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_operator_unban(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_operator_player(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_proposal_get(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_proposal_respond(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_operator_queue_stats(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 
 #endif

@@ -75,8 +75,9 @@ int api_authenticate(struct api *api, struct cc_pg *pg, const struct cc_http_req
 		rc = CC_EFORBIDDEN;
 		goto out;
 	}
+	/* Revoked and expired alike mean "log in again": the contract's session_expired. */
 	if (strcmp(PQgetvalue(res, 0, 2), "t") == 0) {
-		cc_http_error(resp, 401, "unauthorized", "the session was revoked", false);
+		cc_http_error(resp, 401, "session_expired", "the session was revoked; log in again", false);
 		rc = CC_EUNAUTHORIZED;
 		goto out;
 	}

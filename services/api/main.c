@@ -6,11 +6,13 @@
  * then waits for SIGINT/SIGTERM and shuts down in reverse order.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "admin.h"
 #include "api.h"
@@ -116,6 +118,52 @@ static int parse_regions(struct api *api, const char *text)
 	return api->n_regions ? 0 : CC_EINVAL;
 }
 
+/*
+ * Loads the tier bands (SPEC 9) once: 0 when loaded, CC_EINVAL when the
+ * table is malformed (which must stop the process), another code when the
+ * database could not be asked.
+ */
+static int load_tier_bands_once(struct api *api)
+{
+	char err[512] = "";
+	struct cc_pg *pg = NULL;
+	struct cc_tier_band *bands = NULL;
+	size_t n = 0;
+	int rc = cc_pg_pool_acquire(api->pool, 2000, &pg);
+	if (rc == 0)
+		rc = cc_tier_bands_load(pg, &bands, &n, err, sizeof err);
+	cc_pg_pool_release(api->pool, pg);
+	if (rc == 0) {
+		api->n_tier_bands = n;
+		atomic_store(&api->tier_bands, bands);
+	} else if (rc == CC_EINVAL || rc == CC_EDB) {
+		cc_log_error("tier_bands_invalid", CC_LOG_STR("reason", err));
+		rc = CC_EINVAL;
+	}
+	return rc;
+}
+
+/*
+ * When the database was unreachable at start-up, keep trying in the
+ * background: the process serves (and reports not ready) meanwhile, and a
+ * malformed table found later still stops it.
+ */
+static void *tier_bands_loader(void *arg)
+{
+	struct api *api = arg;
+	for (;;) {
+		sleep(1);
+		int rc = load_tier_bands_once(api);
+		if (rc == 0)
+			return NULL;
+		if (rc == CC_EINVAL) {
+			api->fatal = true;
+			kill(getpid(), SIGTERM);
+			return NULL;
+		}
+	}
+}
+
 /* Ready when a pooled connection answers a trivial query. */
 static bool api_ready(void *ctx, char *why, size_t whylen)
 {
@@ -129,7 +177,9 @@ static bool api_ready(void *ctx, char *why, size_t whylen)
 	cc_pg_pool_release(api->pool, pg);
 	if (rc != 0)
 		snprintf(why, whylen, "database: %s", cc_strerror(rc));
-	return rc == 0;
+	else if (!atomic_load(&api->tier_bands))
+		snprintf(why, whylen, "tier bands not loaded yet");
+	return rc == 0 && atomic_load(&api->tier_bands);
 }
 
 int main(int argc, char **argv)
@@ -180,6 +230,15 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
+	int bands_rc = load_tier_bands_once(&api);
+	if (bands_rc == CC_EINVAL)
+		goto out;
+	if (bands_rc != 0) {
+		pthread_t loader;
+		cc_log_warn("tier_bands_unavailable", CC_LOG_STR("error", cc_errname(bands_rc)));
+		if (pthread_create(&loader, NULL, tier_bands_loader, &api) != 0 || pthread_detach(loader) != 0)
+			goto out;
+	}
 	admin = cc_admin_start(cfg.admin_listen, (int)cfg.admin_port, api_ready, &api);
 	if (!admin)
 		goto out;
@@ -201,11 +260,12 @@ int main(int argc, char **argv)
 
 	if (sigwait(&stop_signals, &sig) == 0)
 		cc_log_info("stopping", CC_LOG_INT("signal", sig));
-	status = 0;
+	status = api.fatal ? 1 : 0;
 out:
 	cc_http_server_stop(server);
 	cc_admin_stop(admin);
 	cc_pg_pool_free(api.pool);
+	free(atomic_load(&api.tier_bands));
 	cc_config_release(&spec, &cfg);
 	return status;
 }

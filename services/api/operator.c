@@ -4,7 +4,9 @@
  *
  * A ban revokes the identity's sessions and cancels its waiting tickets in
  * the same transaction, so every replica refuses the player at once; lifting
- * a ban does not revive sessions.
+ * a ban does not revive sessions. A ticket in an open proposal is cancelled
+ * the way the player's own cancel would be: the proposal is declined and
+ * the other participants requeued at once.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 #include "json.h"
 #include "log.h"
 #include "outbox.h"
+#include "proposals.h"
 #include "banned.h"
 
 #define PLAYER_VIEW                                                                                 \
@@ -34,6 +37,7 @@
 	"   'ranked_games', r.games) FROM ratings r WHERE r.player_id = p.id "                      \
 	"   AND r.playlist = 'ranked'))::text"
 
+/* Its rating holds the stored numbers only; player_view_text() completes it. */
 static const char sql_view[] = "SELECT " PLAYER_VIEW " FROM players p WHERE p.id = $1";
 
 /* $2 is validated as RFC 3339 before it gets here; the cast is the parser of record. */
@@ -43,6 +47,9 @@ static const char sql_ban[] =
 
 static const char sql_revoke_sessions[] =
 	"UPDATE sessions SET revoked_at = now() WHERE player_id = $1 AND revoked_at IS NULL";
+
+static const char sql_proposed[] =
+	"SELECT proposal_id FROM tickets WHERE player_id = $1 AND state = 'PROPOSED' AND proposal_id IS NOT NULL";
 
 static const char sql_cancel_waiting[] =
 	"UPDATE tickets SET state = 'CANCELLED', revision = revision + 1, updated_at = now() "
@@ -62,6 +69,37 @@ static const char sql_queue_stats[] =
 	"  LEFT JOIN tickets t ON t.state = 'QUEUED' AND t.playlist = p.playlist "
 	"    AND t.predicted_rtt ? g.region "
 	"  GROUP BY p.playlist, g.region) s";
+
+/*
+ * The documented PlayerView from the text sql_view built: its rating, when
+ * present, carries only the stored numbers and becomes the full ranked
+ * profile (tier, provisional, season_end) that GET /v1/profile/ranked
+ * shows. Returns malloc'd JSON text, or NULL when out of memory.
+ */
+static char *player_view_text(const struct api *api, const char *stored)
+{
+	cJSON *view = cJSON_Parse(stored);
+	char *text = NULL;
+	if (!view)
+		return NULL;
+	cJSON *rating = cJSON_GetObjectItemCaseSensitive(view, "rating");
+	if (cJSON_IsObject(rating)) {
+		const cJSON *r = cJSON_GetObjectItemCaseSensitive(rating, "rating");
+		const cJSON *d = cJSON_GetObjectItemCaseSensitive(rating, "deviation");
+		const cJSON *g = cJSON_GetObjectItemCaseSensitive(rating, "ranked_games");
+		if (!cJSON_IsNumber(r) || !cJSON_IsNumber(d) || !cJSON_IsNumber(g))
+			CC_BUG("sql_view built a rating without rating, deviation and ranked_games");
+		cJSON *profile = api_ranked_profile(api, r->valuedouble, d->valuedouble, (long)g->valuedouble);
+		if (!profile || !cJSON_ReplaceItemInObjectCaseSensitive(view, "rating", profile)) {
+			cJSON_Delete(profile);
+			goto out;
+		}
+	}
+	text = cc_json_print(view);
+out:
+	cJSON_Delete(view);
+	return text;
+}
 
 /* Reads {player_id}; answers 400 when it is not a UUID. */
 static const char *player_param(const struct cc_http_request *req, struct cc_http_response *resp)
@@ -100,11 +138,38 @@ static bool rfc3339_valid(const char *s)
 }
 
 struct ban_tx {
+	const struct api *api;
 	const char *player_id;
 	const char *until; /* NULL = unban */
 	const char *reason;
+	int ticket_ttl;                     /* requeued tickets' fresh heartbeat deadline */
+	struct cc_proposal_changes changes; /* queue moves of a declined proposal */
 	struct api_answer answer;
 };
+
+/*
+ * The banned player's PROPOSED ticket (at most one active) leaves its
+ * proposal as on the player's own cancel: an open proposal is declined
+ * (the others requeued now, not when the window ends); an overdue one is
+ * expired, which requeues the ticket for sql_cancel_waiting to cancel.
+ */
+static int leave_proposals(struct cc_pg *pg, struct ban_tx *tx)
+{
+	PGresult *res = NULL;
+	const char *p[] = { tx->player_id };
+	int rc = cc_pg_exec(pg, sql_proposed, 1, p, &res);
+	for (int i = 0; rc == 0 && i < PQntuples(res); i++) {
+		const char *proposal_id = PQgetvalue(res, i, 0);
+		bool expired = false;
+		rc = cc_proposal_expire_if_due(pg, proposal_id, tx->ticket_ttl, &expired, &tx->changes);
+		if (rc == 0 && !expired)
+			rc = cc_proposal_decline_by_cancel(pg, proposal_id, tx->player_id, tx->ticket_ttl, &tx->changes);
+		if (rc == CC_ESTATE)
+			rc = CC_ESERIALIZATION; /* decided under us: the retry reads the new state */
+	}
+	PQclear(res);
+	return rc;
+}
 
 static int ban_tx_run(struct cc_pg *pg, void *arg)
 {
@@ -113,6 +178,7 @@ static int ban_tx_run(struct cc_pg *pg, void *arg)
 	int rc;
 
 	api_answer_reset(&tx->answer);
+	memset(&tx->changes, 0, sizeof tx->changes);
 	if (tx->until) {
 		const char *p[] = { tx->player_id, tx->until, tx->reason };
 		rc = cc_pg_exec(pg, sql_ban, 3, p, &res);
@@ -146,6 +212,8 @@ static int ban_tx_run(struct cc_pg *pg, void *arg)
 			goto out;
 		PQclear(res);
 		res = NULL;
+		if ((rc = leave_proposals(pg, tx)) != 0)
+			goto out;
 		if ((rc = cc_pg_exec(pg, sql_cancel_waiting, 1, p, &res)) != 0)
 			goto out;
 		for (int i = 0; i < PQntuples(res); i++) {
@@ -167,7 +235,9 @@ static int ban_tx_run(struct cc_pg *pg, void *arg)
 	const char *pv[] = { tx->player_id };
 	if ((rc = api_query_row(pg, sql_view, 1, pv, &res)) != 0)
 		goto out;
-	rc = api_answer_body(&tx->answer, 200, PQgetvalue(res, 0, 0));
+	char *view = player_view_text(tx->api, PQgetvalue(res, 0, 0));
+	rc = view ? api_answer_body(&tx->answer, 200, view) : CC_ENOMEM;
+	free(view);
 out:
 	PQclear(res);
 	return rc;
@@ -179,7 +249,10 @@ static void run_ban(struct api *api, const struct cc_http_request *req, struct c
 	struct cc_pg *pg = api_db(api, resp);
 	if (!pg)
 		return;
+	tx->ticket_ttl = (int)api->cfg->ticket_ttl_seconds;
 	int rc = cc_pg_run_serializable(pg, ban_tx_run, tx);
+	if (rc == 0)
+		api_index_apply(api, pg, &tx->changes);
 	if (rc == 0)
 		cc_log_info(tx->until ? "player_banned" : "player_unbanned", CC_LOG_STR("player_id", tx->player_id),
 			    CC_LOG_STR("until", tx->until), CC_LOG_STR("request_id", req->request_id));
@@ -192,7 +265,7 @@ int api_operator_ban(const struct cc_http_request *req, struct cc_http_response 
 	static const char *const fields[] = { "until", "reason", NULL };
 	struct api *api = ctx;
 	struct cc_json_error err = { 0 };
-	struct ban_tx tx = { 0 };
+	struct ban_tx tx = { .api = ctx };
 	cJSON *body = NULL;
 
 	if (!api_operator_authorized(api, req, resp))
@@ -219,7 +292,7 @@ out:
 int api_operator_unban(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
 {
 	struct api *api = ctx;
-	struct ban_tx tx = { 0 };
+	struct ban_tx tx = { .api = ctx };
 	if (!api_operator_authorized(api, req, resp))
 		return 0;
 	if (!(tx.player_id = player_param(req, resp)))
@@ -241,14 +314,16 @@ int api_operator_player(const struct cc_http_request *req, struct cc_http_respon
 	if (!pg)
 		return 0;
 	const char *p[] = { id };
+	char *view = NULL;
 	int rc = api_query_row(pg, sql_view, 1, p, &res);
 	if (rc == CC_ENOTFOUND)
 		cc_http_error(resp, 404, "not_found", "no such player", false);
 	else if (rc != 0)
 		cc_http_error_unavailable(resp, "unavailable", "the database is unavailable; retry shortly");
-	else if (cc_http_respond_text(resp, 200, "application/json", PQgetvalue(res, 0, 0),
-				      (size_t)PQgetlength(res, 0, 0)) != 0)
+	else if (!(view = player_view_text(api, PQgetvalue(res, 0, 0))) ||
+		 cc_http_respond_text(resp, 200, "application/json", view, strlen(view)) != 0)
 		cc_http_error_unavailable(resp, "unavailable", "out of memory");
+	free(view);
 	PQclear(res);
 	api_db_release(api, pg);
 	return 0;

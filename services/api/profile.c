@@ -1,8 +1,10 @@
 /*
  * profile.c - GET /v1/profile/ranked: the player's ranked rating, tier and
- * provisional status; 404 until the player has a ranked rating row.
+ * provisional status; 404 until the player has a ranked rating row. The
+ * same RankedProfile body is the rating of the operator's player view.
  */
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "api.h"
@@ -12,12 +14,31 @@
 static const char sql_profile[] =
 	"SELECT rating, deviation, games FROM ratings WHERE player_id = $1 AND playlist = 'ranked'";
 
+cJSON *api_ranked_profile(const struct api *api, double rating, double deviation, long ranked_games)
+{
+	const struct cc_tier_band *bands = atomic_load(&((struct api *)api)->tier_bands);
+	size_t n_bands = api->n_tier_bands;
+	if (!bands) /* not loaded yet: the caller answers 503 */
+		return NULL;
+	cJSON *out = cJSON_CreateObject();
+	if (!out)
+		return NULL;
+	if (!cJSON_AddNumberToObject(out, "rating", rating) || !cJSON_AddNumberToObject(out, "deviation", deviation) ||
+	    !cJSON_AddStringToObject(out, "tier", cc_tier_for(bands, n_bands, rating, ranked_games)) ||
+	    !cJSON_AddBoolToObject(out, "provisional", ranked_games < CC_TIER_PROVISIONAL_GAMES) ||
+	    !cJSON_AddNumberToObject(out, "ranked_games", (double)ranked_games) ||
+	    !cJSON_AddNullToObject(out, "season_end")) {
+		cJSON_Delete(out);
+		return NULL;
+	}
+	return out;
+}
+
 int api_profile_ranked(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
 {
 	struct api *api = ctx;
 	struct api_player player;
 	PGresult *res = NULL;
-	size_t n_bands;
 	struct cc_pg *pg = api_db(api, resp);
 	if (!pg)
 		return 0;
@@ -33,20 +54,10 @@ int api_profile_ranked(const struct cc_http_request *req, struct cc_http_respons
 		cc_http_error(resp, 404, "no_rating", "the player has no ranked rating yet", false);
 		goto out;
 	}
-	double rating = strtod(PQgetvalue(res, 0, 0), NULL);
-	long games = strtol(PQgetvalue(res, 0, 2), NULL, 10);
-	const struct cc_tier_band *bands = cc_tier_default_bands(&n_bands);
-	const char *tier = cc_tier_for(bands, n_bands, rating, games);
-	cJSON *out = cJSON_CreateObject();
-	if (out) {
-		cJSON_AddNumberToObject(out, "rating", rating);
-		cJSON_AddNumberToObject(out, "deviation", strtod(PQgetvalue(res, 0, 1), NULL));
-		cJSON_AddStringToObject(out, "tier", tier);
-		cJSON_AddBoolToObject(out, "provisional", games < CC_TIER_PROVISIONAL_GAMES);
-		cJSON_AddNumberToObject(out, "ranked_games", (double)games);
-		cJSON_AddNullToObject(out, "season_end");
-	}
-	cc_http_respond_json(resp, 200, out);
+	/* A NULL profile (out of memory) is answered 503 by cc_http_respond_json. */
+	cc_http_respond_json(resp, 200,
+			     api_ranked_profile(api, strtod(PQgetvalue(res, 0, 0), NULL), strtod(PQgetvalue(res, 0, 1), NULL),
+						strtol(PQgetvalue(res, 0, 2), NULL, 10)));
 out:
 	PQclear(res);
 	api_db_release(api, pg);

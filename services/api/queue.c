@@ -22,6 +22,7 @@
 #include "json.h"
 #include "log.h"
 #include "outbox.h"
+#include "proposals.h"
 #include "banned.h"
 
 /* The one JSON shape of a ticket (contracts/v1/openapi.json Ticket). */
@@ -82,11 +83,13 @@ static const char sql_heartbeat[] =
 	"  AND t.state IN ('QUEUED', 'PROPOSED') "
 	"RETURNING " TICKET_JSON;
 
-static const char sql_cancel[] =
+static const char sql_lock_ticket[] =
+	"SELECT state, revision, coalesce(proposal_id::text, '') FROM tickets "
+	"WHERE id = $1 AND player_id = $2 FOR UPDATE";
+
+static const char sql_cancel_queued[] =
 	"UPDATE tickets AS t SET state = 'CANCELLED', revision = t.revision + 1, updated_at = now() "
-	"WHERE t.id = $1 AND t.player_id = $2 AND t.revision = $3::bigint "
-	"  AND t.state IN ('QUEUED', 'PROPOSED') "
-	"RETURNING t.revision, " TICKET_JSON;
+	"WHERE t.id = $1 AND t.state = 'QUEUED' RETURNING t.revision";
 
 static const char sql_ticket_state[] =
 	"SELECT state, revision FROM tickets WHERE id = $1 AND player_id = $2";
@@ -411,6 +414,7 @@ struct revision_tx {
 	const char *ticket_id;
 	char revision[24];
 	bool cancel;
+	struct cc_proposal_changes changes; /* queue moves a cancel cascade made */
 	struct api_answer answer;
 };
 
@@ -437,31 +441,50 @@ static int explain_miss(struct cc_pg *pg, struct revision_tx *tx)
 	return 0; /* commit: the expiry decided above must stick */
 }
 
-static int revision_tx_run(struct cc_pg *pg, void *arg)
+/*
+ * Cancel: a QUEUED ticket is cancelled; a PROPOSED one declines its OPEN
+ * proposal in the same transaction (the others are requeued at once, the
+ * canceller counts as the decliner) unless the proposal's window already
+ * passed, in which case it is expired first and the requeued ticket is
+ * cancelled. The client's revision is checked against the ticket as read.
+ */
+static int cancel_run(struct cc_pg *pg, struct revision_tx *tx)
 {
-	struct revision_tx *tx = arg;
 	PGresult *res = NULL;
-	int rc;
-
-	api_answer_reset(&tx->answer);
-	if ((rc = expire_overdue(pg, tx->player_id)) != 0)
-		return rc;
-	if (tx->cancel) {
-		const char *p[] = { tx->ticket_id, tx->player_id, tx->revision };
-		rc = cc_pg_exec(pg, sql_cancel, 3, p, &res);
-	} else {
-		char ttl[24];
-		snprintf(ttl, sizeof ttl, "%lld", (long long)tx->api->cfg->ticket_ttl_seconds);
-		const char *p[] = { tx->ticket_id, tx->player_id, tx->revision, ttl };
-		rc = cc_pg_exec(pg, sql_heartbeat, 4, p, &res);
-	}
+	int ttl = (int)tx->api->cfg->ticket_ttl_seconds;
+	char state[16], proposal_id[37];
+	const char *p[] = { tx->ticket_id, tx->player_id };
+	int rc = cc_pg_exec(pg, sql_lock_ticket, 2, p, &res);
 	if (rc != 0)
 		goto out;
-	if (PQntuples(res) == 0) {
+	if (PQntuples(res) == 0 || strcmp(PQgetvalue(res, 0, 1), tx->revision) != 0) {
 		rc = explain_miss(pg, tx);
 		goto out;
 	}
-	if (tx->cancel) {
+	snprintf(state, sizeof state, "%s", PQgetvalue(res, 0, 0));
+	snprintf(proposal_id, sizeof proposal_id, "%s", PQgetvalue(res, 0, 2));
+	PQclear(res);
+	res = NULL;
+	if (strcmp(state, "PROPOSED") == 0 && proposal_id[0]) {
+		bool expired = false;
+		if ((rc = cc_proposal_expire_if_due(pg, proposal_id, ttl, &expired, &tx->changes)) != 0)
+			goto out;
+		if (!expired) {
+			rc = cc_proposal_decline_by_cancel(pg, proposal_id, tx->player_id, ttl, &tx->changes);
+			if (rc == CC_ESTATE)
+				rc = CC_ESERIALIZATION; /* decided under us: retry reads the new state */
+			goto view;
+		}
+		snprintf(state, sizeof state, "QUEUED");
+	}
+	if (strcmp(state, "QUEUED") != 0) {
+		rc = explain_miss(pg, tx);
+		goto out;
+	}
+	const char *pc[] = { tx->ticket_id };
+	if ((rc = cc_pg_exec(pg, sql_cancel_queued, 1, pc, &res)) != 0)
+		goto out;
+	if (PQntuples(res) == 1) {
 		const char *players[] = { tx->player_id };
 		struct cc_outbox_event ev = {
 			.event = "ticket.cancelled",
@@ -473,10 +496,40 @@ static int revision_tx_run(struct cc_pg *pg, void *arg)
 		};
 		if ((rc = cc_outbox_append(pg, &ev)) != 0)
 			goto out;
-		rc = api_answer_body(&tx->answer, 200, PQgetvalue(res, 0, 1));
-	} else {
-		rc = api_answer_body(&tx->answer, 200, PQgetvalue(res, 0, 0));
 	}
+view:
+	if (rc != 0)
+		goto out;
+	PQclear(res);
+	res = NULL;
+	if ((rc = api_query_row(pg, sql_get_ticket, 2, p, &res)) == 0)
+		rc = api_answer_body(&tx->answer, 200, PQgetvalue(res, 0, 0));
+out:
+	PQclear(res);
+	return rc;
+}
+
+static int revision_tx_run(struct cc_pg *pg, void *arg)
+{
+	struct revision_tx *tx = arg;
+	PGresult *res = NULL;
+	int rc;
+
+	api_answer_reset(&tx->answer);
+	memset(&tx->changes, 0, sizeof tx->changes);
+	if ((rc = expire_overdue(pg, tx->player_id)) != 0)
+		return rc;
+	if (tx->cancel)
+		return cancel_run(pg, tx);
+	char ttl[24];
+	snprintf(ttl, sizeof ttl, "%lld", (long long)tx->api->cfg->ticket_ttl_seconds);
+	const char *p[] = { tx->ticket_id, tx->player_id, tx->revision, ttl };
+	if ((rc = cc_pg_exec(pg, sql_heartbeat, 4, p, &res)) != 0)
+		goto out;
+	if (PQntuples(res) == 0)
+		rc = explain_miss(pg, tx);
+	else
+		rc = api_answer_body(&tx->answer, 200, PQgetvalue(res, 0, 0));
 out:
 	PQclear(res);
 	return rc;
@@ -512,6 +565,8 @@ static int revision_route(const struct cc_http_request *req, struct cc_http_resp
 	tx.ticket_id = id;
 	snprintf(tx.revision, sizeof tx.revision, "%lld", (long long)revision);
 	int rc = cc_pg_run_serializable(pg, revision_tx_run, &tx);
+	if (rc == 0)
+		api_index_apply(api, pg, &tx.changes);
 	if (rc == 0 && cancel && tx.answer.status == 200)
 		cc_log_info("ticket_cancelled", CC_LOG_STR("ticket_id", id));
 	api_respond(resp, rc, &tx.answer);

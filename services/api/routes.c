@@ -14,6 +14,8 @@ const struct cc_http_route api_routes[] = {
 	{ "POST", "/v1/queue/{ticket_id}/cancel", api_queue_cancel },
 	{ "POST", "/v1/probes/{region}/challenge", api_probe_challenge },
 	{ "POST", "/v1/probes/{region}/answer", api_probe_answer },
+	{ "GET", "/v1/proposals/{proposal_id}", api_proposal_get },
+	{ "POST", "/v1/proposals/{proposal_id}/response", api_proposal_respond },
 	{ "GET", "/v1/profile/ranked", api_profile_ranked },
 	{ "POST", "/v1/admin/players/{player_id}/ban", api_operator_ban },
 	{ "POST", "/v1/admin/players/{player_id}/unban", api_operator_unban },

@@ -67,8 +67,8 @@
  * Secrets: the publisher key goes only into the request to Steam. It, the
  * ticket and base_url's query/userinfo never reach a log or a metric. Each
  * call logs one line "steam_authenticate" with outcome, reason, host, path,
- * http_status, duration_ms, steam_errorcode (and steamid when Steam vouched
- * for one); warn level for STEAM_UNAVAILABLE, info otherwise.
+ * http_status, duration_ms, steam_errorcode (-1: none) and steamid (when Steam vouched
+ * for one, else null); warn level for STEAM_UNAVAILABLE, info otherwise.
  * Metrics: cosmic_clash_steam_requests_total{outcome} counts every call by
  * outcome (malformed and not_configured included, though they send
  * nothing); cosmic_clash_steam_request_duration_seconds times the calls

@@ -70,3 +70,57 @@ wait_http() {
 	done
 	fail "$url did not answer 200 within ${3:-20}s (process $pid still running)"
 }
+
+# ---- cc-api helpers ---------------------------------------------------------
+
+# start_api NAME [FLAGS...]: starts cc-testkit-api (or $API_BIN) on free ports;
+# sets <NAME>_URL, <NAME>_ADMIN and <NAME>_PID.
+start_api() {
+	local name=$1; shift
+	local port admin
+	port=$(free_port); admin=$(free_port)
+	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/$name.log" \
+		"${API_BIN:-$BIN/cc-testkit-api}" --port="$port" --admin-port="$admin" "$@"
+	wait_http "http://127.0.0.1:$admin/healthz" "$LAST_PID" 20
+	printf -v "${name}_URL" 'http://127.0.0.1:%s' "$port"
+	printf -v "${name}_ADMIN" 'http://127.0.0.1:%s' "$admin"
+	printf -v "${name}_PID" '%s' "$LAST_PID"
+}
+
+# http METHOD URL [TOKEN] [BODY] [EXTRA CURL ARGS...]: sets STATUS and BODY.
+http() {
+	local method=$1 url=$2 token=${3:-} body=${4:-}; shift 4 2>/dev/null || shift $#
+	local args=(-s -o "$T_DIR/http.body" -w '%{http_code}' -X "$method")
+	[[ -n "$token" ]] && args+=(-H "Authorization: Bearer $token")
+	[[ -n "$body" ]] && args+=(-H 'Content-Type: application/json' --data-binary "$body")
+	STATUS=$(curl "${args[@]}" "$@" "$url")
+	BODY=$(cat "$T_DIR/http.body")
+}
+
+# expect_http WHAT STATUS [CODE]: checks the last http call.
+expect_http() {
+	[[ "$STATUS" == "$2" ]] || fail "$1: expected HTTP $2, saw $STATUS with body $BODY"
+	if [[ -n "${3:-}" ]]; then
+		local code; code=$(jq -r '.error.code // empty' <<<"$BODY" 2>/dev/null || true)
+		[[ "$code" == "$3" ]] || fail "$1: expected error code $3, saw '$code' in $BODY"
+	fi
+}
+
+# login URL TICKET: prints a session token (testkit login).
+login() {
+	http POST "$1/v1/session/steam" "" "{\"ticket\":\"$2\"}"
+	expect_http "login $2" 200
+	jq -r .session_token <<<"$BODY"
+}
+
+# probe URL TOKEN REGION: answers one probe challenge.
+probe() {
+	http POST "$1/v1/probes/$3/challenge" "$2" ""
+	expect_http "probe challenge $3" 201
+	local nonce; nonce=$(jq -r .nonce <<<"$BODY")
+	http POST "$1/v1/probes/$3/answer" "$2" "{\"nonce\":\"$nonce\"}"
+	expect_http "probe answer $3" 200
+}
+
+# sql QUERY: one value from the test database.
+sql() { psql -qAtX -v ON_ERROR_STOP=1 "$CC_TEST_PG_DSN" -c "$1"; }

@@ -34,6 +34,30 @@ curl -s -o /dev/null "http://127.0.0.1:$admin/readyz"
 kill "$pid"; wait "$pid" 2>/dev/null || true
 grep -q '"event":"http_request"' "$T_DIR/api.err" || fail "cc-api logged no request at all, so the canary check would prove nothing: $(cat "$T_DIR/api.err")"
 
+# 4. cc-testkit-api with operator and Steam secrets in the environment,
+# serving real logins, probes and queue calls: neither the configured
+# secrets nor the session tokens and nonces it minted reach its log.
+port=$(free_port); admin=$(free_port)
+COSMIC_CLASH_DATABASE_URL="$dsn_with_password" COSMIC_CLASH_OPERATOR_TOKEN="${canary}op" \
+	COSMIC_CLASH_STEAM_PUBLISHER_KEY="${canary}steam" start_bg "$T_DIR/testkit.err" \
+	"$BIN/cc-testkit-api" --port="$port" --admin-port="$admin" --log-level=debug --regions=eu-west
+pid=$LAST_PID
+wait_http "http://127.0.0.1:$admin/healthz" "$pid" 20
+U="http://127.0.0.1:$port"
+tok=$(login "$U" "${canary}ticket")
+nonce=$(curl -s -X POST -H "Authorization: Bearer $tok" "$U/v1/probes/eu-west/challenge" | jq -r .nonce)
+curl -s -o /dev/null -H "Authorization: Bearer $tok" "$U/v1/probes/eu-west/answer" -d "{\"nonce\":\"$nonce\"}"
+curl -s -o /dev/null -H "Authorization: Bearer $tok" -H "Idempotency-Key: ${canary}idem" "$U/v1/queue" \
+	-d '{"playlist":"casual","protocol_version":1,"build":"b1"}'
+curl -s -o /dev/null -H "Authorization: Bearer ${canary}op" "$U/v1/admin/queue/stats"
+curl -s -o /dev/null -H "Authorization: Bearer ${canary}wrongop" "$U/v1/admin/queue/stats"
+kill "$pid"; wait "$pid" 2>/dev/null || true
+grep -q '"route":"/v1/queue"' "$T_DIR/testkit.err" || fail "cc-testkit-api logged no queue request: $(cat "$T_DIR/testkit.err")"
+for minted in "$tok" "$nonce"; do
+	[[ ${#minted} -ge 20 ]] || fail "a minted secret is implausibly short: '$minted'"
+	if grep -q -- "$minted" "$T_DIR"/*.err; then fail "a minted session token or nonce reached the log"; fi
+done
+
 leaks=$(grep -l "$canary" "$T_DIR"/*.err "$T_DIR"/*.out 2>/dev/null || true)
 if [[ -n "$leaks" ]]; then
 	for f in $leaks; do echo "---- $f"; grep -n "$canary" "$f"; done

@@ -125,26 +125,27 @@ static int cmp_line(const void *a, const void *b)
 	return strcmp((const char *)a, (const char *)b);
 }
 
-/* The contract's ticket machine as "from>to" lines, '' from for initial states, sorted. */
+/* Every machine of the contract as "machine:from>to" lines ('' from for initial states), sorted. */
 static void contract_pairs(char *out, size_t len)
 {
 	cJSON *doc = load_contract();
-	const cJSON *m = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "machines"),
-							  "ticket");
-	char lines[64][40];
+	static char lines[256][64];
 	int n = 0;
-	const cJSON *it;
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(m, "initial"))
+	const cJSON *m, *it;
+	cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(doc, "machines"))
 	{
-		ck_assert_int_lt(n, 64);
-		snprintf(lines[n++], sizeof lines[0], ">%s", it->valuestring);
-	}
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(m, "transitions"))
-	{
-		ck_assert_int_lt(n, 64);
-		snprintf(lines[n++], sizeof lines[0], "%s>%s",
-			 cJSON_GetObjectItemCaseSensitive(it, "from")->valuestring,
-			 cJSON_GetObjectItemCaseSensitive(it, "to")->valuestring);
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(m, "initial"))
+		{
+			ck_assert_int_lt(n, 256);
+			snprintf(lines[n++], sizeof lines[0], "%s:>%s", m->string, it->valuestring);
+		}
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(m, "transitions"))
+		{
+			ck_assert_int_lt(n, 256);
+			snprintf(lines[n++], sizeof lines[0], "%s:%s>%s", m->string,
+				 cJSON_GetObjectItemCaseSensitive(it, "from")->valuestring,
+				 cJSON_GetObjectItemCaseSensitive(it, "to")->valuestring);
+		}
 	}
 	cJSON_Delete(doc);
 	qsort(lines, (size_t)n, sizeof lines[0], cmp_line);
@@ -157,12 +158,13 @@ static void contract_pairs(char *out, size_t len)
 
 START_TEST(test_database_rows_equal_contract)
 {
-	char from_contract[4096], from_db[4096] = "";
+	static char from_contract[16384], from_db[16384];
+	from_db[0] = '\0';
 	migrate_all();
 	contract_pairs(from_contract, sizeof from_contract);
 	/* COLLATE "C": the same byte order as strcmp in contract_pairs. */
-	PGresult *res = must(db, "SELECT from_state || '>' || to_state FROM state_transitions"
-				 " WHERE machine = 'ticket' ORDER BY from_state || '>' || to_state COLLATE \"C\"");
+	PGresult *res = must(db, "SELECT machine || ':' || from_state || '>' || to_state FROM state_transitions"
+				 " ORDER BY machine || ':' || from_state || '>' || to_state COLLATE \"C\"");
 	size_t used = 0;
 	for (int i = 0; i < PQntuples(res); i++)
 		used += (size_t)snprintf(from_db + used, sizeof from_db - used, "%s\n", PQgetvalue(res, i, 0));
@@ -170,9 +172,7 @@ START_TEST(test_database_rows_equal_contract)
 	ck_assert_msg(strcmp(from_contract, from_db) == 0,
 		      "state_transitions differs from the contract\ncontract:\n%s\ndatabase:\n%s", from_contract,
 		      from_db);
-	res = must(db, "SELECT count(*) FROM state_transitions WHERE machine <> 'ticket'");
-	ck_assert_str_eq(PQgetvalue(res, 0, 0), "0");
-	PQclear(res);
+
 }
 END_TEST
 

@@ -363,6 +363,36 @@ static char *slurp(int fd)
 	return buf;
 }
 
+/* Runs one ticket with the log captured; returns the log (caller frees). */
+static char *auth_logged(const struct steam_config *cfg, const char *ticket, enum steam_outcome *o)
+{
+	struct steam_identity id;
+	char path[] = "/tmp/test_steam_log.XXXXXX";
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	cc_log_set_fd(fd);
+	*o = auth(cfg, ticket, &id);
+	cc_log_set_fd(-1);
+	char *log = slurp(fd);
+	close(fd);
+	return log;
+}
+
+/* The 64 KiB cap stops the download itself, not only the parse after it. */
+START_TEST(test_reply_cap_stops_the_download)
+{
+	struct steam_config cfg = config();
+	enum steam_outcome o;
+	char *log = auth_logged(&cfg, "9f0102", &o);
+
+	ck_assert_int_eq(o, STEAM_UNAVAILABLE);
+	ck_assert_msg(strstr(log, "\"reason\":\"reply_too_large\""), "log:\n%s", log);
+	free(log);
+}
+END_TEST
+
 START_TEST(test_key_and_tickets_never_logged)
 {
 	static const char *const tickets[] = {
@@ -515,6 +545,7 @@ int main(void)
 	tcase_add_test(live, test_our_mistakes_are_never_invalid_ticket);
 	tcase_add_test(live, test_unreachable_or_bad_base_url);
 	tcase_add_test(live, test_base_url_with_slash_and_query);
+	tcase_add_test(live, test_reply_cap_stops_the_download);
 	tcase_add_test(live, test_key_and_tickets_never_logged);
 	suite_add_tcase(s, live);
 	tcase_add_loop_test(pure, test_reply_shape, 0, (int)CC_ARRAY_LEN(shapes));

@@ -1,0 +1,117 @@
+#include "candidates.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "json.h"
+#include "banned.h"
+
+#define CANDIDATE_COLUMNS                                                                        \
+	"t.id, t.player_id, t.build, t.protocol_version, t.rating, t.deviation, "                \
+	"(extract(epoch FROM t.queued_at) * 1000)::bigint, "                                      \
+	"(extract(epoch FROM t.expires_at) * 1000)::bigint, t.predicted_rtt::text, t.playlist"
+
+/* The queue order uses tickets_queued_by_age (playlist, queued_at) WHERE QUEUED. */
+static const char sql_load[] =
+	"SELECT " CANDIDATE_COLUMNS ", (extract(epoch FROM now()) * 1000)::bigint "
+	"FROM tickets t WHERE t.playlist = $1 AND t.state = 'QUEUED' AND t.expires_at > now() "
+	"ORDER BY t.queued_at, t.id LIMIT $2::int";
+
+static const char sql_load_one[] =
+	"SELECT " CANDIDATE_COLUMNS " FROM tickets t "
+	"WHERE t.id = $1 AND t.state = 'QUEUED' AND t.expires_at > now()";
+
+int cc_candidate_parse_rtt(struct cc_candidate *c, const char *json)
+{
+	cJSON *obj = NULL;
+	struct cc_json_error err;
+	c->n_rtt = 0;
+	if (cc_json_parse_object(json, strlen(json), 64 * 1024, 4, &obj, &err) != 0)
+		return CC_EINVAL;
+	const cJSON *it;
+	cJSON_ArrayForEach(it, obj)
+	{
+		if (c->n_rtt == CC_CANDIDATE_MAX_REGIONS)
+			break;
+		if (!cJSON_IsNumber(it) || !it->string || strlen(it->string) > CC_CANDIDATE_REGION_MAX ||
+		    it->valuedouble < 0)
+			continue;
+		struct cc_candidate_rtt *r = &c->rtt[c->n_rtt++];
+		snprintf(r->region, sizeof r->region, "%s", it->string);
+		r->rtt_ms = it->valuedouble;
+	}
+	cJSON_Delete(obj);
+	return 0;
+}
+
+double cc_candidate_rtt_to(const struct cc_candidate *c, const char *region)
+{
+	for (size_t i = 0; i < c->n_rtt; i++)
+		if (strcmp(c->rtt[i].region, region) == 0)
+			return c->rtt[i].rtt_ms;
+	return -1;
+}
+
+/* Fills c from row i of res (columns in CANDIDATE_COLUMNS order). */
+static void candidate_from_row(const PGresult *res, int i, struct cc_candidate *c)
+{
+	memset(c, 0, sizeof *c);
+	snprintf(c->ticket_id, sizeof c->ticket_id, "%s", PQgetvalue(res, i, 0));
+	snprintf(c->player_id, sizeof c->player_id, "%s", PQgetvalue(res, i, 1));
+	snprintf(c->build, sizeof c->build, "%s", PQgetvalue(res, i, 2));
+	c->protocol_version = (int32_t)strtol(PQgetvalue(res, i, 3), NULL, 10);
+	c->rating = strtod(PQgetvalue(res, i, 4), NULL);
+	c->deviation = strtod(PQgetvalue(res, i, 5), NULL);
+	c->queued_at_ms = strtoll(PQgetvalue(res, i, 6), NULL, 10);
+	c->expires_at_ms = strtoll(PQgetvalue(res, i, 7), NULL, 10);
+	if (cc_candidate_parse_rtt(c, PQgetvalue(res, i, 8)) != 0)
+		c->n_rtt = 0; /* cannot happen: a CHECK keeps predicted_rtt an object */
+}
+
+int cc_candidates_load(struct cc_pg *pg, const char *playlist, size_t limit, struct cc_candidate *out,
+		       size_t *n, int64_t *now_ms)
+{
+	char lim[24];
+	PGresult *res = NULL;
+	snprintf(lim, sizeof lim, "%zu", limit);
+	const char *p[] = { playlist, lim };
+	int rc = cc_pg_exec(pg, sql_load, 2, p, &res);
+	if (rc != 0)
+		return rc;
+	int rows = PQntuples(res);
+	for (int i = 0; i < rows && (size_t)i < limit; i++)
+		candidate_from_row(res, i, &out[i]);
+	*n = (size_t)rows < limit ? (size_t)rows : limit;
+	if (now_ms) {
+		if (rows > 0) {
+			*now_ms = strtoll(PQgetvalue(res, 0, 10), NULL, 10);
+		} else {
+			PQclear(res);
+			res = NULL;
+			rc = cc_pg_exec(pg, "SELECT (extract(epoch FROM now()) * 1000)::bigint", 0, NULL, &res);
+			if (rc == 0)
+				*now_ms = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+		}
+	}
+	PQclear(res);
+	return rc;
+}
+
+int cc_candidate_load_one(struct cc_pg *pg, const char *ticket_id, struct cc_candidate *out,
+			  char playlist_out[33])
+{
+	PGresult *res = NULL;
+	const char *p[] = { ticket_id };
+	int rc = cc_pg_exec(pg, sql_load_one, 1, p, &res);
+	if (rc == 0 && PQntuples(res) != 1)
+		rc = CC_ENOTFOUND;
+	if (rc == 0) {
+		candidate_from_row(res, 0, out);
+		snprintf(playlist_out, 33, "%s", PQgetvalue(res, 0, 9));
+	}
+	PQclear(res);
+	return rc;
+}

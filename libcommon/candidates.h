@@ -1,0 +1,68 @@
+/*
+ * candidates.h - a QUEUED ticket as the matcher sees it, and the one SQL
+ * that reads candidates from PostgreSQL (the source of truth; the Redis
+ * index in candidate_index.h is only an accelerator over the same shape).
+ *
+ * Times are milliseconds since the epoch on PostgreSQL's clock, and a pass
+ * compares them only with PostgreSQL's now() read in the same pass (SPEC 2:
+ * never two machines' wall clocks).
+ */
+#ifndef CC_CANDIDATES_H
+#define CC_CANDIDATES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cc.h"
+#include "pg.h"
+
+#define CC_CANDIDATE_MAX_REGIONS 16
+#define CC_CANDIDATE_REGION_MAX 32
+#define CC_CANDIDATE_BUILD_MAX 64
+
+struct cc_candidate_rtt {
+	char region[CC_CANDIDATE_REGION_MAX + 1]; /* "eu-west" */
+	double rtt_ms;                            /* server-measured probe RTT */
+};
+
+struct cc_candidate {
+	char ticket_id[37];                  /* lowercase UUID */
+	char player_id[37];                  /* distinct identities: never two tickets of one player */
+	char build[CC_CANDIDATE_BUILD_MAX + 1];
+	int32_t protocol_version;
+	double rating;                       /* read in the enqueue transaction */
+	double deviation;
+	int64_t queued_at_ms;                /* enqueue time (queue order; kept across requeues) */
+	int64_t expires_at_ms;               /* heartbeat deadline */
+	size_t n_rtt;                        /* entries used in rtt */
+	struct cc_candidate_rtt rtt[CC_CANDIDATE_MAX_REGIONS];
+};
+
+/*
+ * Reads up to limit QUEUED, unexpired tickets of playlist, oldest first,
+ * into out (caller's array of limit entries); *n receives the count. Also
+ * returns PostgreSQL's now() in *now_ms when now_ms is not NULL. Returns 0 or
+ * cc_pg_exec's error.
+ */
+int cc_candidates_load(struct cc_pg *pg, const char *playlist, size_t limit, struct cc_candidate *out,
+		       size_t *n, int64_t *now_ms) CC_MUST_CHECK;
+
+/*
+ * Reads one ticket as a candidate: 0 and *out when it is QUEUED and
+ * unexpired, CC_ENOTFOUND otherwise (absent, another state, expired), or
+ * cc_pg_exec's error. *playlist_out (33 bytes) receives its playlist.
+ */
+int cc_candidate_load_one(struct cc_pg *pg, const char *ticket_id, struct cc_candidate *out,
+			  char playlist_out[33]) CC_MUST_CHECK;
+
+/*
+ * Parses predicted_rtt JSON ({"eu-west": 23.5, ...}) into c->rtt. Entries
+ * beyond CC_CANDIDATE_MAX_REGIONS or malformed ones are skipped. Returns 0
+ * or CC_EINVAL when the text is not a JSON object.
+ */
+int cc_candidate_parse_rtt(struct cc_candidate *c, const char *json) CC_MUST_CHECK;
+
+/* Returns the candidate's RTT to region, or -1 when it has none. */
+double cc_candidate_rtt_to(const struct cc_candidate *c, const char *region);
+
+#endif

@@ -1,0 +1,1 @@
+DROP TABLE tier_bands;

@@ -1,0 +1,11 @@
+DELETE FROM state_transitions WHERE machine IN ('proposal', 'match');
+DROP TRIGGER matches_enforce_transition ON matches;
+DROP TRIGGER proposals_enforce_transition ON proposals;
+DROP INDEX penalties_by_player_kind_time;
+DROP INDEX tickets_by_proposal;
+ALTER TABLE tickets DROP CONSTRAINT tickets_match_fk, DROP CONSTRAINT tickets_proposal_fk;
+DROP TABLE match_players;
+DROP TABLE matches;
+DROP TABLE proposal_participants;
+DROP TABLE proposals;
+DROP TABLE arenas;

@@ -1,0 +1,142 @@
+/*
+ * proposals.c - GET /v1/proposals/{proposal_id} and
+ * POST /v1/proposals/{proposal_id}/response {response, revision} (SPEC 7).
+ * The deciding logic lives in libcommon/proposals.c (shared with the
+ * workers that expire overdue proposals); this file maps it to HTTP. Both
+ * routes advance expiry: a read or a late response of an overdue proposal
+ * expires it first, in the same transaction.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "crypto.h"
+#include "json.h"
+#include "log.h"
+#include "proposals.h"
+#include "banned.h"
+
+static const char *proposal_param(const struct cc_http_request *req, struct cc_http_response *resp)
+{
+	const char *id = cc_http_param(req, "proposal_id");
+	if (!id || !cc_uuid_valid(id)) {
+		cc_http_error(resp, 400, "invalid_request", "proposal_id must be a lowercase UUID", false);
+		return NULL;
+	}
+	return id;
+}
+
+struct proposal_tx {
+	struct api *api;
+	const char *proposal_id;
+	const char *player_id;
+	bool respond;
+	bool accept;
+	int64_t revision;
+	struct cc_proposal_changes changes;
+	struct api_answer answer;
+};
+
+static int proposal_tx_run(struct cc_pg *pg, void *arg)
+{
+	struct proposal_tx *tx = arg;
+	int ttl = (int)tx->api->cfg->ticket_ttl_seconds;
+	enum cc_proposal_verdict verdict = CC_PROPOSAL_OK;
+	char *json = NULL;
+	int rc;
+
+	api_answer_reset(&tx->answer);
+	memset(&tx->changes, 0, sizeof tx->changes);
+	if (tx->respond) {
+		rc = cc_proposal_respond(pg, tx->proposal_id, tx->player_id, tx->accept, tx->revision, ttl, &verdict,
+					 &tx->changes);
+	} else {
+		bool expired;
+		rc = cc_proposal_expire_if_due(pg, tx->proposal_id, ttl, &expired, &tx->changes);
+	}
+	if (rc != 0)
+		return rc;
+	switch (verdict) {
+	case CC_PROPOSAL_OK:
+		break;
+	case CC_PROPOSAL_NOT_PARTICIPANT:
+		api_answer_error(&tx->answer, 404, "not_found", "no such proposal for this player");
+		return 0;
+	case CC_PROPOSAL_CLOSED:
+		api_answer_error(&tx->answer, 409, "proposal_closed", "the proposal was already decided or expired");
+		return 0; /* commit: a lazy expiry must stick */
+	case CC_PROPOSAL_REVISION:
+		api_answer_error(&tx->answer, 409, "revision_conflict", "the proposal changed; re-read it and retry");
+		return 0;
+	case CC_PROPOSAL_ALREADY:
+		api_answer_error(&tx->answer, 409, "already_responded", "a different response was already given");
+		return 0;
+	}
+	rc = cc_proposal_view(pg, tx->proposal_id, tx->player_id, &json);
+	if (rc == CC_ENOTFOUND) {
+		api_answer_error(&tx->answer, 404, "not_found", "no such proposal for this player");
+		return 0;
+	}
+	if (rc == 0)
+		rc = api_answer_body(&tx->answer, 200, json);
+	free(json);
+	return rc;
+}
+
+static int proposal_route(const struct cc_http_request *req, struct cc_http_response *resp, struct api *api,
+			  bool respond)
+{
+	static const char *const fields[] = { "response", "revision", NULL };
+	struct proposal_tx tx = { .api = api, .respond = respond };
+	struct cc_json_error err = { 0 };
+	struct api_player player;
+	cJSON *body = NULL;
+	const char *response;
+
+	if (!(tx.proposal_id = proposal_param(req, resp)))
+		return 0;
+	struct cc_pg *pg = api_db(api, resp);
+	if (!pg)
+		return 0;
+	if (api_authenticate(api, pg, req, resp, &player) != 0)
+		goto out;
+	if (respond) {
+		if (!(body = api_body_object(req, resp, fields)))
+			goto out;
+		if (cc_json_get_string(body, "response", true, 1, 16, &response, &err) != 0 ||
+		    cc_json_get_int(body, "revision", true, 1, INT64_MAX, &tx.revision, &err) != 0) {
+			api_bad_field(resp, &err);
+			goto out;
+		}
+		if (strcmp(response, "accept") != 0 && strcmp(response, "decline") != 0) {
+			cc_http_error(resp, 400, "invalid_request", "field 'response' must be accept or decline", false);
+			goto out;
+		}
+		tx.accept = response[0] == 'a';
+	}
+	tx.player_id = player.id;
+	int rc = cc_pg_run_serializable(pg, proposal_tx_run, &tx);
+	if (rc == 0) {
+		api_index_apply(api, pg, &tx.changes);
+		if (respond && tx.answer.status == 200)
+			cc_log_info("proposal_response", CC_LOG_STR("proposal_id", tx.proposal_id),
+				    CC_LOG_STR("player_id", player.id), CC_LOG_STR("response", tx.accept ? "accept" : "decline"),
+				    CC_LOG_STR("match_id", tx.changes.match_id[0] ? tx.changes.match_id : NULL));
+	}
+	api_respond(resp, rc, &tx.answer);
+out:
+	cJSON_Delete(body);
+	api_db_release(api, pg);
+	return 0;
+}
+
+int api_proposal_get(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	return proposal_route(req, resp, ctx, false);
+}
+
+int api_proposal_respond(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	return proposal_route(req, resp, ctx, true);
+}

@@ -1,0 +1,940 @@
+#!/usr/bin/env node
+// contract-test.js: drives live cc-api servers over HTTP and checks every
+// answer against contracts/v1/openapi.json. Plain Node (>= 18: global fetch),
+// ajv + ajv-formats from build/node (scripts/npm-tools.sh installs them).
+//
+// What it proves:
+//  1. every documented (route, status, error code) is provoked by some
+//     request, unless UNPROVOKABLE below names it with a reason (and an
+//     allow-list entry that the doc lacks, or that a request did provoke,
+//     is itself a failure, so the list cannot rot);
+//  2. every answer's status is documented for its route, its JSON body
+//     validates against the schema documented for that status, an error's
+//     code is one the route lists in x-cosmic-clash.error_codes, every
+//     documented response header is present and valid (X-Request-Id on all,
+//     Retry-After on 429, equal to retry_after_seconds, which no other status
+//     carries), 503 is retryable; and each request got the status
+//     and code the doc says it should (listed per case below);
+//  3. the route table in services/api/routes.c and the doc's paths name the
+//     same (method, path) pairs.
+// Requests expected to succeed are validated against the doc too (body and
+// parameters), so the doc cannot refuse what the server serves.
+//
+// Usage: tests/integration/contract.sh starts the servers and runs this.
+// `contract-test.js --static` runs only the checks that need no server (3,
+// and the allow-list against the doc). Servers and data, by environment:
+//   CC_CONTRACT_API            cc-testkit-api, healthy database, operator token
+//   CC_CONTRACT_STEAM_API      cc-api with the fake Steam and an unreachable
+//                              database, operator token set
+//   CC_CONTRACT_BARE_API       cc-api with neither Steam nor operator token
+//                              configured, unreachable database
+//   CC_CONTRACT_OPERATOR_TOKEN the operator bearer secret of the first two
+//   CC_CONTRACT_PG_DSN         the first server's database (fixtures via psql)
+//   CC_CONTRACT_PSQL           psql binary (default: psql on PATH)
+//   CC_CONTRACT_REGIONS        the first server's --regions (default eu-west,us-east)
+//   CC_CONTRACT_MIN_PROTOCOL   the first server's --min-protocol-version (default 2)
+// Optional: CC_CONTRACT_SPEC, CC_CONTRACT_ROUTES, CC_CONTRACT_NODE_PREFIX.
+'use strict';
+
+const fs = require('fs');
+const path = require('path');
+const crypto = require('crypto');
+const { execFileSync } = require('child_process');
+const { createRequire } = require('module');
+const { isDeepStrictEqual } = require('util');
+
+const TOP = path.resolve(__dirname, '../..');
+const STATIC_ONLY = process.argv.includes('--static');
+const cfg = {
+  spec: process.env.CC_CONTRACT_SPEC || path.join(TOP, 'contracts/v1/openapi.json'),
+  routes: process.env.CC_CONTRACT_ROUTES || path.join(TOP, 'services/api/routes.c'),
+  nodePrefix: process.env.CC_CONTRACT_NODE_PREFIX || path.join(TOP, 'build/node'),
+  psql: process.env.CC_CONTRACT_PSQL || 'psql',
+  regions: (process.env.CC_CONTRACT_REGIONS || 'eu-west,us-east').split(','),
+  minProtocol: Number(process.env.CC_CONTRACT_MIN_PROTOCOL || 2),
+};
+
+// Statuses and codes no request can provoke from these servers. Keys are
+// "METHOD /path STATUS code" exactly as the doc spells them.
+const RETRY_EXHAUSTED =
+  'needs one transaction to hit a serialization failure on all 5 attempts; no request sequence forces ' +
+  'that deterministically against a healthy PostgreSQL (the retry loop itself is tested in test_pg)';
+const UNPROVOKABLE = {
+  'POST /v1/session/steam 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/queue 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/queue/{ticket_id}/heartbeat 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/queue/{ticket_id}/cancel 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/probes/{region}/challenge 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/probes/{region}/answer 503 retry_exhausted': RETRY_EXHAUSTED,
+  'GET /v1/proposals/{proposal_id} 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/proposals/{proposal_id}/response 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/admin/players/{player_id}/ban 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/admin/players/{player_id}/unban 503 retry_exhausted': RETRY_EXHAUSTED,
+};
+
+const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'];
+const DEFS_ID = 'urn:cosmic-clash:openapi-components';
+const MAX_BODY = 64 * 1024;
+
+let passed = 0;
+let failed = 0;
+const exercised = new Set(); // "METHOD /path STATUS[ code]"
+
+function ok(line) {
+  passed++;
+  console.log(`ok   ${line}`);
+}
+function fail(line, details) {
+  failed++;
+  console.log(`FAIL ${line}`);
+  for (const d of details || []) console.log(`     ${String(d).replace(/\n/g, '\n     ')}`);
+}
+function fatal(msg) {
+  console.error(`contract-test: ${msg}`);
+  process.exit(2);
+}
+function need(name) {
+  const v = process.env[name];
+  if (!v) fatal(`${name} is not set (tests/integration/contract.sh sets it)`);
+  return v;
+}
+// clip: text for the report, cut to n bytes, with credentials (session
+// tokens, probe nonces) blanked as the services' own logs do.
+function clip(s, n = 800) {
+  s = String(s).replace(/("(?:session_token|nonce)"\s*:\s*)"[^"]*"/g, '$1"<redacted>"');
+  return s.length > n ? `${s.slice(0, n)}... (${s.length} bytes)` : s;
+}
+
+// ---- the document ----------------------------------------------------------
+
+const doc = JSON.parse(fs.readFileSync(cfg.spec, 'utf8'));
+
+// resolve: follows local "#/a/b" references until a node without $ref.
+function resolve(node) {
+  for (let hops = 0; node && node.$ref && hops < 16; hops++) {
+    if (!node.$ref.startsWith('#/')) fatal(`non-local $ref ${node.$ref}`);
+    node = node.$ref
+      .slice(2)
+      .split('/')
+      .reduce((n, k) => (n === undefined ? n : n[k.replace(/~1/g, '/').replace(/~0/g, '~')]), doc);
+  }
+  return node;
+}
+
+const OPS = new Map(); // "POST /v1/queue" -> operation
+for (const [p, item] of Object.entries(doc.paths || {}))
+  for (const m of METHODS) if (item[m]) OPS.set(`${m.toUpperCase()} ${p}`, { ...item[m], pathParams: item.parameters });
+
+function errorCodes(opKey, status) {
+  const codes = ((OPS.get(opKey)['x-cosmic-clash'] || {}).error_codes || {})[status];
+  return codes || [];
+}
+
+// Every documented (route, status, code): what coverage must reach.
+function documentedOutcomes() {
+  const out = [];
+  for (const [key, op] of OPS)
+    for (const status of Object.keys(op.responses || {})) {
+      if (/^[45]/.test(status)) for (const code of errorCodes(key, status)) out.push(`${key} ${status} ${code}`);
+      else out.push(`${key} ${status}`);
+    }
+  return out;
+}
+
+// ---- server routes vs doc ----------------------------------------------------
+
+function compareRoutes() {
+  const text = fs.readFileSync(cfg.routes, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '');
+  const table = /api_routes\[\]\s*=\s*\{([\s\S]*?)\n\};/.exec(text);
+  if (!table) return fail(`routes: no "api_routes[] = { ... };" table in ${cfg.routes}`);
+  const entries = [...table[1].matchAll(/\{\s*"([A-Z]+)"\s*,\s*"([^"]+)"\s*,\s*[A-Za-z_]\w*\s*\}/g)];
+  const braces = (table[1].match(/\{\s*"/g) || []).length;
+  if (entries.length === 0 || entries.length !== braces)
+    return fail(`routes: parsed ${entries.length} of ${braces} entries of ${cfg.routes}; the table's shape changed`);
+  const server = new Set(entries.map((e) => `${e[1]} ${e[2]}`));
+  let same = true;
+  for (const r of server)
+    if (!OPS.has(r)) {
+      same = false;
+      fail(`routes: ${r} is served (services/api/routes.c) but not in ${path.basename(cfg.spec)}`);
+    }
+  for (const r of OPS.keys())
+    if (!server.has(r)) {
+      same = false;
+      fail(`routes: ${r} is in ${path.basename(cfg.spec)} but services/api/routes.c has no such route`);
+    }
+  if (same) ok(`routes: services/api/routes.c and the doc both have the same ${server.size} routes`);
+}
+
+function checkAllowList() {
+  const documented = new Set(documentedOutcomes());
+  for (const key of Object.keys(UNPROVOKABLE))
+    if (!documented.has(key)) fail(`allow-list: "${key}" is not a documented (route, status, code); remove it`);
+}
+
+// ---- schemas ------------------------------------------------------------------
+
+let ajv;
+const validators = new Map();
+
+function loadAjv() {
+  const req = createRequire(path.join(cfg.nodePrefix, 'package.json'));
+  let Ajv2020, addFormats;
+  try {
+    Ajv2020 = req('ajv/dist/2020');
+    addFormats = req('ajv-formats');
+  } catch (e) {
+    fatal(`cannot load ajv from ${cfg.nodePrefix} (run scripts/npm-tools.sh): ${e.message}`);
+  }
+  Ajv2020 = Ajv2020.default || Ajv2020;
+  addFormats = addFormats.default || addFormats;
+  // strict: a keyword ajv does not know in the doc is an error, not ignored.
+  ajv = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true });
+  ajv.addVocabulary(['example', 'discriminator', 'xml', 'externalDocs']); // OpenAPI 3.1 annotations
+  addFormats(ajv);
+  ajv.addSchema({ $id: DEFS_ID, $defs: toAjv(doc.components.schemas) });
+  // Compile every schema now, so a doc that ajv cannot read fails here, once.
+  const schemas = [];
+  for (const [key, op] of OPS) {
+    for (const p of [...(op.pathParams || []), ...(op.parameters || [])]) schemas.push([`${key} parameter`, resolve(p).schema]);
+    const rb = op.requestBody && resolve(op.requestBody);
+    if (rb && rb.content && rb.content['application/json']) schemas.push([`${key} request body`, rb.content['application/json'].schema]);
+    for (const [status, r] of Object.entries(op.responses || {})) {
+      const resp = resolve(r);
+      for (const [name, h] of Object.entries(resp.headers || {})) schemas.push([`${key} ${status} header ${name}`, resolve(h).schema]);
+      if (resp.content && resp.content['application/json']) schemas.push([`${key} ${status} body`, resp.content['application/json'].schema]);
+    }
+  }
+  let good = true;
+  for (const [where, schema] of schemas) {
+    if (!schema) continue;
+    try {
+      compiled(schema);
+    } catch (e) {
+      good = false;
+      fail(`schema: ${where} does not compile: ${e.message}`);
+    }
+  }
+  if (!good) throw new Error('the doc has schemas ajv (draft 2020-12, strict) refuses; nothing was sent');
+  ok(`schemas: all ${schemas.length} parameter, body and header schemas of the doc compile (draft 2020-12, strict)`);
+}
+
+function compiled(schema) {
+  const key = JSON.stringify(schema);
+  if (!validators.has(key)) validators.set(key, ajv.compile(toAjv(schema)));
+  return validators.get(key);
+}
+
+// toAjv: a copy of an OpenAPI schema whose component refs point into DEFS_ID.
+function toAjv(schema) {
+  return JSON.parse(JSON.stringify(schema), (k, v) => {
+    if (k !== '$ref') return v;
+    if (!v.startsWith('#/components/schemas/')) fatal(`schema $ref ${v} is not a component schema`);
+    return `${DEFS_ID}#/$defs/${v.slice('#/components/schemas/'.length)}`;
+  });
+}
+
+// validate: [] or the schema's complaints about value.
+function validate(schema, value) {
+  const v = compiled(schema);
+  if (v(value)) return [];
+  return v.errors.map((e) => `${e.instancePath || '(root)'} ${e.message}${e.params ? ' ' + JSON.stringify(e.params) : ''}`);
+}
+
+// A header's text as its schema's type (Retry-After is an integer).
+function headerValue(schema, text) {
+  const t = schema && resolve(schema).type;
+  return (t === 'integer' || t === 'number') && /^-?\d+(\.\d+)?$/.test(text) ? Number(text) : text;
+}
+
+// ---- one exchange -----------------------------------------------------------------
+
+// The request as the doc would see it: [] or what the doc refuses.
+function requestProblems(c, op, headers) {
+  const problems = [];
+  for (const pRef of [...(op.pathParams || []), ...(op.parameters || [])]) {
+    const p = resolve(pRef);
+    let value;
+    if (p.in === 'path') value = c.params[p.name];
+    else if (p.in === 'header')
+      value = Object.entries(headers).find(([k]) => k.toLowerCase() === p.name.toLowerCase())?.[1];
+    else continue;
+    if (value === undefined) {
+      if (p.required) problems.push(`doc: required ${p.in} parameter ${p.name} missing`);
+      continue;
+    }
+    for (const e of validate(p.schema, value)) problems.push(`doc refuses ${p.in} parameter ${p.name}: ${e}`);
+  }
+  if (op.requestBody) {
+    const rb = resolve(op.requestBody);
+    const schema = rb.content && rb.content['application/json'] && rb.content['application/json'].schema;
+    if (c.json === undefined) {
+      if (rb.required) problems.push('doc: the request body is required');
+    } else if (schema) {
+      for (const e of validate(schema, c.json)) problems.push(`doc refuses the request body: ${e}`);
+    }
+  }
+  return problems;
+}
+
+// The response against the doc: [] or every way it breaks it.
+function responseProblems(opKey, res, text, json) {
+  const op = OPS.get(opKey);
+  const problems = [];
+  const rid = res.headers.get('x-request-id');
+  if (!rid) problems.push('no X-Request-Id header');
+  const documented = op.responses[String(res.status)];
+  if (!documented) {
+    problems.push(`status ${res.status} is not documented for ${opKey} (documented: ${Object.keys(op.responses).join(', ')})`);
+    return problems;
+  }
+  const resp = resolve(documented);
+  for (const [name, hRef] of Object.entries(resp.headers || {})) {
+    const h = resolve(hRef);
+    const value = res.headers.get(name);
+    if (value === null) {
+      if (h.required) problems.push(`documented header ${name} missing`);
+      continue;
+    }
+    if (h.schema) for (const e of validate(h.schema, headerValue(h.schema, value))) problems.push(`header ${name}: ${e}`);
+  }
+  const media = resp.content && resp.content['application/json'];
+  if (!media) return problems;
+  const ctype = res.headers.get('content-type') || '';
+  if (!/^application\/json\b/.test(ctype)) problems.push(`Content-Type is "${ctype}", not application/json`);
+  if (json === undefined) {
+    problems.push('body is not JSON');
+    return problems;
+  }
+  if (media.schema) for (const e of validate(media.schema, json)) problems.push(`body vs schema: ${e}`);
+  if (res.status >= 400 && json && json.error) {
+    const codes = errorCodes(opKey, String(res.status));
+    if (!codes.includes(json.error.code))
+      problems.push(`error code "${json.error.code}" is not listed for ${opKey} ${res.status} (listed: ${codes.join(', ') || 'none'})`);
+    if (res.status === 503 && json.error.retryable !== true) problems.push('503 must be retryable: true');
+    if (res.status !== 429 && 'retry_after_seconds' in json.error) problems.push('retry_after_seconds on a status other than 429');
+    if (res.status === 429 && res.headers.get('retry-after') !== String(json.error.retry_after_seconds))
+      problems.push(`Retry-After "${res.headers.get('retry-after')}" != retry_after_seconds ${json.error.retry_after_seconds}`);
+  }
+  return problems;
+}
+
+/*
+ * call: one request, checked. c = {
+ *   server, op: "POST /v1/queue/{ticket_id}/heartbeat", params: {ticket_id},
+ *   as: {token, who} (bearer) | undefined, headers, json | raw (body),
+ *   expect: [status, code] (code omitted for success), why: what it shows }.
+ * Returns {status, json, headers} (status 0 when the request failed).
+ */
+async function call(c) {
+  if (!OPS.has(c.op)) fatal(`test bug: ${c.op} is not a documented operation`);
+  const [method, template] = c.op.split(' ');
+  c.params = c.params || {};
+  const url =
+    c.server.url +
+    template.replace(/\{(\w+)\}/g, (_, k) => {
+      if (!(k in c.params)) fatal(`test bug: ${c.op} needs params.${k}`);
+      return encodeURIComponent(c.params[k]);
+    });
+  const headers = { ...(c.headers || {}) };
+  if (c.as) headers.Authorization = `Bearer ${c.as.token}`;
+  let body;
+  if (c.raw !== undefined) body = c.raw;
+  else if (c.json !== undefined) body = JSON.stringify(c.json);
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+
+  const [wantStatus, wantCode] = c.expect;
+  const label = `${c.op} ${wantStatus}${wantCode ? ' ' + wantCode : ''} [${c.server.name}] ${c.why}`;
+  const request = [
+    `request: ${method} ${url}`,
+    `  headers: ${JSON.stringify({ ...headers, ...(c.as ? { Authorization: `Bearer <${c.as.who}>` } : {}) })}`,
+    ...(body !== undefined ? [`  body: ${clip(body, 300)}`] : []),
+  ];
+
+  let res, text;
+  try {
+    res = await fetch(url, { method, headers, body, signal: AbortSignal.timeout(15000) });
+    text = await res.text();
+  } catch (e) {
+    fail(label, [...request, `no answer: ${e.cause ? e.cause.message || e.cause.code : e.message}`]);
+    return { status: 0, json: undefined, headers: new Headers() };
+  }
+  let json;
+  try {
+    json = text.length ? JSON.parse(text) : undefined;
+  } catch {
+    json = undefined;
+  }
+
+  const problems = responseProblems(c.op, res, text, json);
+  const gotCode = json && json.error ? json.error.code : undefined;
+  if (res.status !== wantStatus || (wantCode && gotCode !== wantCode) || (!wantCode && res.status >= 400))
+    problems.unshift(`expected ${wantStatus}${wantCode ? ' ' + wantCode : ''}, got ${res.status}${gotCode ? ' ' + gotCode : ''}`);
+  if (wantStatus < 300) problems.push(...requestProblems(c, OPS.get(c.op), headers));
+  if (c.check && res.status === wantStatus) {
+    const why = c.check(json, res);
+    if (why) problems.push(why);
+  }
+
+  if (OPS.get(c.op).responses[String(res.status)])
+    exercised.add(`${c.op} ${res.status}${res.status >= 400 && gotCode ? ' ' + gotCode : ''}`);
+  if (problems.length === 0) ok(label);
+  else
+    fail(label, [
+      ...request,
+      `response: ${res.status} X-Request-Id=${res.headers.get('x-request-id')} Content-Type=${res.headers.get('content-type')}` +
+        (res.headers.get('retry-after') ? ` Retry-After=${res.headers.get('retry-after')}` : ''),
+      `  body: ${clip(text)}`,
+      ...problems.map((p) => `problem: ${p}`),
+    ]);
+  return { status: res.status, json, headers: res.headers };
+}
+
+// ---- fixtures -----------------------------------------------------------------------
+
+// sql: runs statements on the first server's database; :'p1'.. are params.
+function sql(text, ...params) {
+  const args = ['-qAtX', '-v', 'ON_ERROR_STOP=1', '-d', need('CC_CONTRACT_PG_DSN')];
+  params.forEach((p, i) => args.push('-v', `p${i + 1}=${p}`));
+  return execFileSync(cfg.psql, args, { input: text, encoding: 'utf8' }).trim();
+}
+
+function hexTicket(prefix = '') {
+  return prefix + crypto.randomBytes(12).toString('hex');
+}
+
+const FUTURE = () => new Date(Date.now() + 86400e3).toISOString();
+const NO_SUCH_ID = () => crypto.randomUUID();
+const ENQUEUE = { playlist: 'ranked', protocol_version: cfg.minProtocol, build: '1.4.2' };
+const FORGED = { token: 'forged-token-of-nobody', who: 'forged token' };
+const NO_AUTH = undefined;
+const OVERSIZED = JSON.stringify({ pad: 'x'.repeat(MAX_BODY + 1024) });
+
+function scenario(name, fn) {
+  return fn().catch((e) => fail(`scenario "${name}" stopped: ${e.message}`, [e.stack]));
+}
+
+// needOk: the value a later step depends on, or stop the scenario.
+function needOk(r, what) {
+  if (!r || r.status < 200 || r.status >= 300 || r.json === undefined) throw new Error(`${what} failed (status ${r && r.status})`);
+  return r.json;
+}
+
+async function login(S, ticket, who) {
+  const r = await call({ server: S, op: 'POST /v1/session/steam', json: { ticket }, expect: [200], why: `log in ${who}` });
+  const s = needOk(r, `log in ${who}`);
+  return { token: s.session_token, id: s.player_id, ticket, who };
+}
+
+async function probe(S, p, region) {
+  const ch = needOk(
+    await call({ server: S, op: 'POST /v1/probes/{region}/challenge', params: { region }, as: p, expect: [201], why: `challenge ${region}` }),
+    'challenge',
+  );
+  return call({
+    server: S, op: 'POST /v1/probes/{region}/answer', params: { region }, as: p, json: { nonce: ch.nonce },
+    expect: [200], why: `answer ${region}`,
+    check: (j) => (j.region === region ? null : `answered region ${j.region}, not ${region}`),
+  });
+}
+
+// One request per player route, used for the auth, ban and outage cases;
+// id names the ticket and the proposal.
+function playerRoutes(id) {
+  const region = cfg.regions[0];
+  return [
+    { op: 'POST /v1/queue', headers: { 'Idempotency-Key': `k-${crypto.randomUUID()}` }, json: ENQUEUE },
+    { op: 'GET /v1/queue/{ticket_id}', params: { ticket_id: id } },
+    { op: 'POST /v1/queue/{ticket_id}/heartbeat', params: { ticket_id: id }, json: { revision: 1 } },
+    { op: 'POST /v1/queue/{ticket_id}/cancel', params: { ticket_id: id }, json: { revision: 1 } },
+    { op: 'POST /v1/probes/{region}/challenge', params: { region } },
+    { op: 'POST /v1/probes/{region}/answer', params: { region }, json: { nonce: 'n-unknown' } },
+    ...proposalRoutes(id),
+    { op: 'GET /v1/profile/ranked' },
+  ];
+}
+
+function proposalRoutes(proposalId) {
+  return [
+    { op: 'GET /v1/proposals/{proposal_id}', params: { proposal_id: proposalId } },
+    { op: 'POST /v1/proposals/{proposal_id}/response', params: { proposal_id: proposalId }, json: { response: 'accept', revision: 1 } },
+  ];
+}
+
+function adminRoutes(playerId) {
+  return [
+    { op: 'POST /v1/admin/players/{player_id}/ban', params: { player_id: playerId }, json: { until: FUTURE(), reason: 'contract test' } },
+    { op: 'POST /v1/admin/players/{player_id}/unban', params: { player_id: playerId } },
+    { op: 'GET /v1/admin/players/{player_id}', params: { player_id: playerId } },
+    { op: 'GET /v1/admin/queue/stats' },
+  ];
+}
+
+// ---- scenarios on the healthy cc-testkit-api ------------------------------------------
+
+async function sessionCases(S) {
+  const op = 'POST /v1/session/steam';
+  const t = hexTicket();
+  const a = await login(S, t, 'a new player');
+  const b = await login(S, t, 'the same ticket again');
+  if (a.id === b.id) ok(`${op}: a returning account keeps its player id`);
+  else fail(`${op}: the same ticket logged in as ${a.id} then ${b.id}`);
+  await call({ server: S, op, raw: '{"ticket":', expect: [400, 'invalid_json'], why: 'truncated JSON' });
+  await call({ server: S, op, json: { ticket: 42 }, expect: [400, 'invalid_request'], why: 'ticket is a number' });
+  await call({ server: S, op, json: {}, expect: [400, 'invalid_request'], why: 'no ticket' });
+  await call({ server: S, op, json: { ticket: hexTicket(), remember: true }, expect: [400, 'invalid_request'], why: 'unknown field' });
+  await call({ server: S, op, raw: OVERSIZED, expect: [413, 'body_too_large'], why: 'body over 64 KiB' });
+}
+
+async function probeCases(S, p, other) {
+  const [r0, r1] = cfg.regions;
+  const ch = 'POST /v1/probes/{region}/challenge';
+  const an = 'POST /v1/probes/{region}/answer';
+  const issue = async (region, who = p) =>
+    needOk(await call({ server: S, op: ch, params: { region }, as: who, expect: [201], why: `challenge ${region}`,
+      check: (j) => (j.region === region ? null : `challenge for ${j.region}, not ${region}`) }), 'challenge');
+
+  const first = await issue(r0);
+  await call({ server: S, op: an, params: { region: r0 }, as: p, json: { nonce: first.nonce }, expect: [200], why: 'answer in time',
+    check: (j) => (j.rtt_ms >= 0 && j.region === r0 ? null : `unexpected result ${JSON.stringify(j)}`) });
+  await call({ server: S, op: an, params: { region: r0 }, as: p, json: { nonce: first.nonce }, expect: [409, 'nonce_already_used'], why: 'answer twice' });
+  await call({ server: S, op: an, params: { region: r0 }, as: p, json: { nonce: 'p1.never-issued' }, expect: [404, 'unknown_nonce'], why: 'nonce never issued' });
+  const second = await issue(r0);
+  await call({ server: S, op: an, params: { region: r1 }, as: p, json: { nonce: second.nonce }, expect: [404, 'unknown_nonce'], why: 'nonce of another region' });
+  await call({ server: S, op: an, params: { region: r0 }, as: other, json: { nonce: second.nonce }, expect: [404, 'unknown_nonce'], why: "another player's nonce" });
+  // Expire it on the database clock instead of sleeping past --probe-ttl-seconds.
+  sql("UPDATE probe_challenges SET issued_at = now() - interval '2 minutes', expires_at = now() - interval '1 minute' " +
+      "WHERE player_id = :'p1' AND answered_at IS NULL", p.id);
+  await call({ server: S, op: an, params: { region: r0 }, as: p, json: { nonce: second.nonce }, expect: [422, 'nonce_expired'], why: 'answer after expiry' });
+  await call({ server: S, op: ch, params: { region: 'mars' }, as: p, expect: [422, 'unknown_region'], why: 'region not configured' });
+  await call({ server: S, op: an, params: { region: 'mars' }, as: p, json: { nonce: 'x' }, expect: [422, 'unknown_region'], why: 'region not configured' });
+  await call({ server: S, op: an, params: { region: r0 }, as: p, raw: 'nonce=1', expect: [400, 'invalid_json'], why: 'form body' });
+  await call({ server: S, op: an, params: { region: r0 }, as: p, json: { nonce: 7 }, expect: [400, 'invalid_request'], why: 'nonce is a number' });
+  await call({ server: S, op: an, params: { region: r0 }, as: p, json: { nonce: '' }, expect: [400, 'invalid_request'], why: 'empty nonce' });
+  await call({ server: S, op: an, params: { region: r0 }, as: p, json: { nonce: 'x', rtt_ms: 1 }, expect: [400, 'invalid_request'], why: 'client-reported rtt field' });
+  await call({ server: S, op: an, params: { region: r0 }, as: p, raw: OVERSIZED, expect: [413, 'body_too_large'], why: 'body over 64 KiB' });
+}
+
+async function queueCases(S, p, other) {
+  const q = 'POST /v1/queue';
+  const get = 'GET /v1/queue/{ticket_id}';
+  const hb = 'POST /v1/queue/{ticket_id}/heartbeat';
+  const cancel = 'POST /v1/queue/{ticket_id}/cancel';
+  const key = (k) => ({ 'Idempotency-Key': k });
+  const ticketCheck = (want) => (j) => {
+    for (const [k, v] of Object.entries(want)) if (j[k] !== v) return `ticket ${k} is ${JSON.stringify(j[k])}, expected ${JSON.stringify(v)}`;
+    return null;
+  };
+
+  await call({ server: S, op: q, as: p, json: ENQUEUE, expect: [400, 'invalid_request'], why: 'no Idempotency-Key' });
+  await call({ server: S, op: q, as: p, headers: key('has space'), json: ENQUEUE, expect: [400, 'invalid_request'], why: 'malformed Idempotency-Key' });
+  await call({ server: S, op: q, as: p, headers: key('k-bad-json'), raw: '{"playlist":"ranked",', expect: [400, 'invalid_json'], why: 'truncated JSON' });
+  await call({ server: S, op: q, as: p, headers: key('k-types'), json: { ...ENQUEUE, protocol_version: String(cfg.minProtocol) }, expect: [400, 'invalid_request'], why: 'protocol_version is a string' });
+  await call({ server: S, op: q, as: p, headers: key('k-unknown'), json: { ...ENQUEUE, rating: 3000 }, expect: [400, 'invalid_request'], why: 'client-sent rating (unknown field)' });
+  await call({ server: S, op: q, as: p, headers: key('k-build'), json: { ...ENQUEUE, build: 'has space' }, expect: [400, 'invalid_request'], why: 'build outside [A-Za-z0-9._-]' });
+  await call({ server: S, op: q, as: p, headers: key('k-missing'), json: { playlist: 'ranked', build: '1.4.2' }, expect: [400, 'invalid_request'], why: 'no protocol_version' });
+  await call({ server: S, op: q, as: p, headers: key('k-playlist'), json: { ...ENQUEUE, playlist: 'arcade' }, expect: [422, 'unknown_playlist'], why: 'playlist arcade' });
+  await call({ server: S, op: q, as: p, headers: key('k-old'), json: { ...ENQUEUE, protocol_version: cfg.minProtocol - 1 }, expect: [426, 'client_outdated'], why: 'protocol below --min-protocol-version' });
+  await call({ server: S, op: q, as: p, headers: key('k-big'), raw: OVERSIZED, expect: [413, 'body_too_large'], why: 'body over 64 KiB' });
+  await call({ server: S, op: q, as: other, headers: key('k-unprobed'), json: ENQUEUE, expect: [422, 'no_region_probed'], why: 'player never probed' });
+
+  const created = await call({ server: S, op: q, as: p, headers: key('k-one'), json: ENQUEUE, expect: [201], why: 'enqueue',
+    check: ticketCheck({ state: 'QUEUED', revision: 1, player_id: p.id, playlist: 'ranked', proposal_id: null, match_id: null }) });
+  const t = needOk(created, 'enqueue');
+  await call({ server: S, op: q, as: p, headers: key('k-one'), json: ENQUEUE, expect: [201], why: 'identical replay',
+    check: (j) => (isDeepStrictEqual(j, t) ? null : `replay differs from the original: ${JSON.stringify(j)}`) });
+  await call({ server: S, op: q, as: p, headers: key('k-one'), json: { ...ENQUEUE, playlist: 'casual' }, expect: [409, 'idempotency_conflict'], why: 'same key, other body' });
+  await call({ server: S, op: q, as: p, headers: key('k-two'), json: ENQUEUE, expect: [409, 'active_ticket_exists'], why: 'second active ticket' });
+
+  await call({ server: S, op: 'GET /v1/admin/queue/stats', as: OPERATOR, expect: [200], why: 'stats with a queued ticket',
+    check: (j) => {
+      const e = j.entries.find((x) => x.playlist === 'ranked' && x.region === cfg.regions[0]);
+      if (j.entries.length !== 2 * cfg.regions.length) return `${j.entries.length} entries, expected playlists x regions = ${2 * cfg.regions.length}`;
+      return e && e.depth >= 1 ? null : `no ranked/${cfg.regions[0]} entry with depth >= 1`;
+    } });
+  await call({ server: S, op: 'GET /v1/admin/players/{player_id}', params: { player_id: p.id }, as: OPERATOR, expect: [200], why: 'player with an active ticket',
+    check: (j) => (j.active_ticket && j.active_ticket.id === t.id ? null : 'active_ticket is not the queued ticket') });
+
+  await call({ server: S, op: get, params: { ticket_id: t.id }, as: p, expect: [200], why: 'read own ticket', check: ticketCheck({ id: t.id, revision: 1 }) });
+  await call({ server: S, op: get, params: { ticket_id: 'not-a-uuid' }, as: p, expect: [400, 'invalid_request'], why: 'ticket_id not a UUID' });
+  await call({ server: S, op: get, params: { ticket_id: t.id.toUpperCase() }, as: p, expect: [400, 'invalid_request'], why: 'ticket_id in upper case' });
+  await call({ server: S, op: get, params: { ticket_id: NO_SUCH_ID() }, as: p, expect: [404, 'not_found'], why: 'no such ticket' });
+  await call({ server: S, op: get, params: { ticket_id: t.id }, as: other, expect: [404, 'not_found'], why: "another player's ticket" });
+
+  const tid = { ticket_id: t.id };
+  await call({ server: S, op: hb, params: tid, as: p, json: { revision: 1 }, expect: [200], why: 'heartbeat at revision 1', check: ticketCheck({ revision: 2, state: 'QUEUED' }) });
+  await call({ server: S, op: hb, params: tid, as: p, json: { revision: 1 }, expect: [409, 'revision_conflict'], why: 'stale revision' });
+  await call({ server: S, op: hb, params: tid, as: p, raw: '{revision:2}', expect: [400, 'invalid_json'], why: 'not JSON' });
+  await call({ server: S, op: hb, params: tid, as: p, json: { revision: '2' }, expect: [400, 'invalid_request'], why: 'revision is a string' });
+  await call({ server: S, op: hb, params: tid, as: p, json: { revision: 0 }, expect: [400, 'invalid_request'], why: 'revision 0' });
+  await call({ server: S, op: hb, params: tid, as: p, json: {}, expect: [400, 'invalid_request'], why: 'no revision' });
+  await call({ server: S, op: hb, params: { ticket_id: '123' }, as: p, json: { revision: 2 }, expect: [400, 'invalid_request'], why: 'ticket_id not a UUID' });
+  await call({ server: S, op: hb, params: { ticket_id: NO_SUCH_ID() }, as: p, json: { revision: 2 }, expect: [404, 'not_found'], why: 'no such ticket' });
+  await call({ server: S, op: hb, params: tid, as: other, json: { revision: 2 }, expect: [404, 'not_found'], why: "another player's ticket" });
+  await call({ server: S, op: hb, params: tid, as: p, raw: OVERSIZED, expect: [413, 'body_too_large'], why: 'body over 64 KiB' });
+
+  // A probe answered while the ticket waits updates its predicted_rtt, not its revision.
+  await probe(S, p, cfg.regions[1]);
+  await call({ server: S, op: get, params: tid, as: p, expect: [200], why: 'ticket after a new probe',
+    check: (j) => (j.revision === 2 && cfg.regions[1] in j.predicted_rtt ? null : `predicted_rtt ${JSON.stringify(j.predicted_rtt)} at revision ${j.revision}`) });
+
+  await call({ server: S, op: cancel, params: tid, as: p, json: { revision: 1 }, expect: [409, 'revision_conflict'], why: 'stale revision' });
+  await call({ server: S, op: cancel, params: tid, as: p, raw: '', expect: [400, 'invalid_json'], why: 'empty body' });
+  await call({ server: S, op: cancel, params: tid, as: p, json: { revision: 2.5 }, expect: [400, 'invalid_request'], why: 'revision 2.5' });
+  await call({ server: S, op: cancel, params: { ticket_id: 'x' }, as: p, json: { revision: 2 }, expect: [400, 'invalid_request'], why: 'ticket_id not a UUID' });
+  await call({ server: S, op: cancel, params: { ticket_id: NO_SUCH_ID() }, as: p, json: { revision: 2 }, expect: [404, 'not_found'], why: 'no such ticket' });
+  await call({ server: S, op: cancel, params: tid, as: p, raw: OVERSIZED, expect: [413, 'body_too_large'], why: 'body over 64 KiB' });
+  await call({ server: S, op: cancel, params: tid, as: p, json: { revision: 2 }, expect: [200], why: 'cancel at revision 2', check: ticketCheck({ state: 'CANCELLED', revision: 3 }) });
+  await call({ server: S, op: cancel, params: tid, as: p, json: { revision: 3 }, expect: [409, 'ticket_closed'], why: 'cancel a cancelled ticket' });
+  await call({ server: S, op: hb, params: tid, as: p, json: { revision: 3 }, expect: [409, 'ticket_closed'], why: 'heartbeat a cancelled ticket' });
+  await call({ server: S, op: q, as: p, headers: key('k-one'), json: ENQUEUE, expect: [201], why: 'replay after cancel returns the original answer',
+    check: (j) => (isDeepStrictEqual(j, t) ? null : 'replay differs from the original') });
+  await call({ server: S, op: q, as: p, headers: key('k-three'), json: { ...ENQUEUE, playlist: 'casual' }, expect: [201], why: 'enqueue again once the first is closed',
+    check: ticketCheck({ playlist: 'casual', state: 'QUEUED' }) });
+}
+
+async function cooldownCases(S, p) {
+  sql("INSERT INTO penalties (player_id, kind, source_id, cooldown_until) " +
+      "VALUES (:'p1', 'DECLINE', gen_random_uuid(), now() + interval '1 minute')", p.id);
+  await call({ server: S, op: 'POST /v1/queue', as: p, headers: { 'Idempotency-Key': 'k-cooldown' }, json: ENQUEUE,
+    expect: [429, 'cooldown'], why: 'DECLINE penalty running',
+    check: (j) => (j.error.retry_after_seconds >= 1 && j.error.retry_after_seconds <= 60 ? null : `retry_after_seconds ${j.error.retry_after_seconds}, expected 1..60`) });
+}
+
+async function profileCases(S, p) {
+  const op = 'GET /v1/profile/ranked';
+  await call({ server: S, op, as: p, expect: [404, 'no_rating'], why: 'never rated' });
+  sql("INSERT INTO ratings (player_id, playlist, rating, deviation, games) VALUES (:'p1', 'ranked', 1612.4, 84.2, 37)", p.id);
+  await call({ server: S, op, as: p, expect: [200], why: 'rated 37 games',
+    check: (j) => (j.rating === 1612.4 && j.ranked_games === 37 && !j.provisional && j.tier !== 'PROVISIONAL' ? null : `unexpected profile ${JSON.stringify(j)}`) });
+  await call({ server: S, op: 'GET /v1/admin/players/{player_id}', params: { player_id: p.id }, as: OPERATOR, expect: [200], why: 'player with a rating',
+    check: (j) => (j.rating && j.rating.rating === 1612.4 ? null : `rating ${JSON.stringify(j.rating)}`) });
+}
+
+// queuedPlayer: a new player with a probe and a QUEUED ranked ticket.
+async function queuedPlayer(S, who) {
+  const p = await login(S, hexTicket(), who);
+  await probe(S, p, cfg.regions[0]);
+  const t = needOk(
+    await call({ server: S, op: 'POST /v1/queue', as: p, headers: { 'Idempotency-Key': `k-${crypto.randomUUID()}` }, json: ENQUEUE,
+      expect: [201], why: `enqueue ${who}` }),
+    `enqueue ${who}`,
+  );
+  p.ticketId = t.id;
+  return p;
+}
+
+// seedProposal: cc-matcher is not part of this tree, so write what its claim
+// writes (migrations/0005): an OPEN ranked 1v1 proposal over the players'
+// QUEUED tickets (teams 0, 1 in order), each ticket PROPOSED in it at its
+// next revision. window: the response window as a PostgreSQL interval from
+// now(); a negative one makes the proposal overdue. Returns the proposal id.
+function seedProposal(players, window = '10 minutes') {
+  const out = sql(
+    `BEGIN;
+     INSERT INTO proposals (playlist, state, region, arena, build, protocol_version, team_size, matcher, expires_at)
+       VALUES (:'p1', 'OPEN', :'p2', 'aurora_ring', :'p3', :'p4'::int, 1, 'contract-test', now() + :'p5'::interval)
+       RETURNING id AS proposal_id \\gset
+     INSERT INTO proposal_participants (proposal_id, ticket_id, player_id, team)
+       SELECT :'proposal_id', t.id, t.player_id, (u.n - 1) % 2
+       FROM unnest(:'p6'::uuid[]) WITH ORDINALITY AS u(ticket_id, n) JOIN tickets t ON t.id = u.ticket_id;
+     UPDATE tickets SET state = 'PROPOSED', proposal_id = :'proposal_id', revision = revision + 1, updated_at = now()
+       WHERE id = ANY(:'p6'::uuid[]) AND state = 'QUEUED';
+     SELECT (SELECT count(*) FROM tickets WHERE proposal_id = :'proposal_id' AND state = 'PROPOSED') AS proposed,
+       (SELECT count(*) FROM proposal_participants WHERE proposal_id = :'proposal_id') AS joined \\gset
+     SELECT :proposed = :'p7' AND :joined = :'p7' AS whole \\gset
+     \\if :whole
+       COMMIT;
+     \\else
+       ROLLBACK;
+     \\endif
+     SELECT :'proposal_id', :proposed, :joined;`,
+    ENQUEUE.playlist, cfg.regions[0], ENQUEUE.build, ENQUEUE.protocol_version, window,
+    `{${players.map((p) => p.ticketId).join(',')}}`, players.length,
+  );
+  const [id, proposed, joined] = out.split('|');
+  if (Number(proposed) !== players.length || Number(joined) !== players.length)
+    throw new Error(`seeding a proposal for ${players.map((p) => p.who).join(', ')} (rolled back): ${proposed} tickets PROPOSED, ` +
+      `${joined} participants, expected ${players.length} (were the tickets QUEUED?)`);
+  return id;
+}
+
+// proposalIs: a check that the view has these fields and, per player, these responses.
+function proposalIs(want, responses = []) {
+  return (j) => {
+    for (const [k, v] of Object.entries(want)) {
+      if (v === 'uuid' ? !/^[0-9a-f-]{36}$/.test(j[k]) : j[k] !== v)
+        return `proposal ${k} is ${JSON.stringify(j[k])}, expected ${v === 'uuid' ? 'a UUID' : JSON.stringify(v)}`;
+    }
+    for (const [p, r] of responses) {
+      const me = j.participants.find((x) => x.player_id === p.id);
+      if (!me) return `${p.who} is not among the participants`;
+      if (me.response !== r) return `${p.who}'s response is ${JSON.stringify(me.response)}, expected ${JSON.stringify(r)}`;
+    }
+    return null;
+  };
+}
+
+async function proposalCases(S) {
+  const get = 'GET /v1/proposals/{proposal_id}';
+  const respond = 'POST /v1/proposals/{proposal_id}/response';
+  const ticket = 'GET /v1/queue/{ticket_id}';
+  const ticketIs = (want) => (j) => {
+    for (const [k, v] of Object.entries(want)) if (j[k] !== v) return `ticket ${k} is ${JSON.stringify(j[k])}, expected ${JSON.stringify(v)}`;
+    return null;
+  };
+  const accept = (revision) => ({ response: 'accept', revision });
+  const decline = (revision) => ({ response: 'decline', revision });
+
+  // Everyone accepts: the last accept makes the match.
+  const a = await queuedPlayer(S, 'proposal player A');
+  const b = await queuedPlayer(S, 'proposal player B');
+  const c = await queuedPlayer(S, 'proposal player C');
+  const d = await queuedPlayer(S, 'proposal player D');
+  const p1 = seedProposal([a, b]);
+  const id1 = { proposal_id: p1 };
+  await call({ server: S, op: ticket, params: { ticket_id: a.ticketId }, as: a, expect: [200], why: 'a PROPOSED ticket names its proposal',
+    check: ticketIs({ state: 'PROPOSED', proposal_id: p1, revision: 2 }) });
+  await call({ server: S, op: get, params: id1, as: a, expect: [200], why: 'read an open proposal',
+    check: (j) => proposalIs({ id: p1, state: 'OPEN', revision: 1, match_id: null, arena: 'aurora_ring', region: cfg.regions[0], team_size: 1 },
+      [[a, null], [b, null]])(j) || (j.participants.length === 2 ? null : `${j.participants.length} participants, expected 2`) });
+  await call({ server: S, op: get, params: { proposal_id: 'not-a-uuid' }, as: a, expect: [400, 'invalid_request'], why: 'proposal_id not a UUID' });
+  await call({ server: S, op: get, params: { proposal_id: p1.toUpperCase() }, as: a, expect: [400, 'invalid_request'], why: 'proposal_id in upper case' });
+  await call({ server: S, op: get, params: id1, as: c, expect: [404, 'not_found'], why: 'a player not in the proposal' });
+  await call({ server: S, op: get, params: { proposal_id: NO_SUCH_ID() }, as: a, expect: [404, 'not_found'], why: 'no such proposal' });
+
+  await call({ server: S, op: respond, params: id1, as: a, raw: '{"response":', expect: [400, 'invalid_json'], why: 'truncated JSON' });
+  await call({ server: S, op: respond, params: id1, as: a, json: [accept(1)], expect: [400, 'invalid_json'], why: 'an array, not an object' });
+  await call({ server: S, op: respond, params: id1, as: a, json: { response: 'maybe', revision: 1 }, expect: [400, 'invalid_request'], why: 'response maybe' });
+  await call({ server: S, op: respond, params: id1, as: a, json: { response: 'ACCEPT', revision: 1 }, expect: [400, 'invalid_request'], why: 'response in upper case' });
+  await call({ server: S, op: respond, params: id1, as: a, json: { response: true, revision: 1 }, expect: [400, 'invalid_request'], why: 'response is a boolean' });
+  await call({ server: S, op: respond, params: id1, as: a, json: { revision: 1 }, expect: [400, 'invalid_request'], why: 'no response' });
+  await call({ server: S, op: respond, params: id1, as: a, json: { response: 'accept' }, expect: [400, 'invalid_request'], why: 'no revision' });
+  await call({ server: S, op: respond, params: id1, as: a, json: accept(0), expect: [400, 'invalid_request'], why: 'revision 0' });
+  await call({ server: S, op: respond, params: id1, as: a, json: accept('1'), expect: [400, 'invalid_request'], why: 'revision is a string' });
+  await call({ server: S, op: respond, params: id1, as: a, json: { ...accept(1), ticket_id: a.ticketId }, expect: [400, 'invalid_request'], why: 'unknown field' });
+  await call({ server: S, op: respond, params: { proposal_id: 'x' }, as: a, json: accept(1), expect: [400, 'invalid_request'], why: 'proposal_id not a UUID' });
+  await call({ server: S, op: respond, params: id1, as: a, raw: OVERSIZED, expect: [413, 'body_too_large'], why: 'body over 64 KiB' });
+  await call({ server: S, op: respond, params: id1, as: c, json: accept(1), expect: [404, 'not_found'], why: 'a player not in the proposal' });
+  await call({ server: S, op: respond, params: { proposal_id: NO_SUCH_ID() }, as: a, json: accept(1), expect: [404, 'not_found'], why: 'no such proposal' });
+  await call({ server: S, op: respond, params: id1, as: a, json: accept(2), expect: [409, 'revision_conflict'], why: 'revision 2 of a proposal at 1' });
+
+  await call({ server: S, op: respond, params: id1, as: a, json: accept(1), expect: [200], why: 'first accept',
+    check: proposalIs({ state: 'OPEN', revision: 1, match_id: null }, [[a, 'accept'], [b, null]]) });
+  await call({ server: S, op: respond, params: id1, as: a, json: accept(1), expect: [200], why: 'identical repeat of the accept',
+    check: proposalIs({ state: 'OPEN', revision: 1 }, [[a, 'accept']]) });
+  await call({ server: S, op: respond, params: id1, as: a, json: decline(1), expect: [409, 'already_responded'], why: 'decline after accepting' });
+  await call({ server: S, op: get, params: id1, as: b, expect: [200], why: "the other participant sees the accept",
+    check: proposalIs({ state: 'OPEN', revision: 1 }, [[a, 'accept'], [b, null]]) });
+  const done = await call({ server: S, op: respond, params: id1, as: b, json: accept(1), expect: [200], why: 'the last accept',
+    check: proposalIs({ state: 'ACCEPTED', revision: 2, match_id: 'uuid' }, [[a, 'accept'], [b, 'accept']]) });
+  const matchId = done.json && done.json.match_id;
+  for (const p of [a, b])
+    await call({ server: S, op: ticket, params: { ticket_id: p.ticketId }, as: p, expect: [200], why: `${p.who}'s ticket after everyone accepted`,
+      check: ticketIs({ state: 'MATCHED', match_id: matchId, proposal_id: p1 }) });
+  await call({ server: S, op: respond, params: id1, as: a, json: accept(1), expect: [200], why: 'identical repeat after the decision',
+    check: proposalIs({ state: 'ACCEPTED', match_id: matchId }) });
+  await call({ server: S, op: respond, params: id1, as: b, json: decline(2), expect: [409, 'proposal_closed'], why: 'decline an accepted proposal' });
+
+  // A decline ends it at once: the decliner is cancelled and cooled down, the rest requeued.
+  const p2 = seedProposal([c, d]);
+  const id2 = { proposal_id: p2 };
+  await call({ server: S, op: respond, params: id2, as: d, json: accept(1), expect: [200], why: 'accept before the other declines',
+    check: proposalIs({ state: 'OPEN' }, [[d, 'accept']]) });
+  await call({ server: S, op: respond, params: id2, as: c, json: decline(1), expect: [200], why: 'decline',
+    check: proposalIs({ state: 'DECLINED', revision: 2, match_id: null }, [[c, 'decline'], [d, 'accept']]) });
+  await call({ server: S, op: ticket, params: { ticket_id: c.ticketId }, as: c, expect: [200], why: "the decliner's ticket", check: ticketIs({ state: 'CANCELLED' }) });
+  await call({ server: S, op: ticket, params: { ticket_id: d.ticketId }, as: d, expect: [200], why: 'the other ticket is requeued',
+    check: ticketIs({ state: 'QUEUED', proposal_id: null }) });
+  await call({ server: S, op: respond, params: id2, as: c, json: decline(1), expect: [200], why: 'identical repeat of the decline',
+    check: proposalIs({ state: 'DECLINED' }) });
+  await call({ server: S, op: respond, params: id2, as: d, json: decline(2), expect: [409, 'proposal_closed'], why: 'respond to a declined proposal' });
+  await call({ server: S, op: 'POST /v1/queue', as: c, headers: { 'Idempotency-Key': 'k-after-decline' }, json: ENQUEUE,
+    expect: [429, 'cooldown'], why: 'the decliner queues again during the DECLINE cooldown' });
+
+  // The window passed: a late response expires it (and that sticks), then 409.
+  const e = await queuedPlayer(S, 'proposal player E');
+  const p3 = seedProposal([d, e], '-1 second');
+  await call({ server: S, op: respond, params: { proposal_id: p3 }, as: d, json: accept(1), expect: [409, 'proposal_closed'], why: 'accept after the window' });
+  await call({ server: S, op: get, params: { proposal_id: p3 }, as: e, expect: [200], why: 'the late response expired it',
+    check: proposalIs({ state: 'EXPIRED', revision: 2, match_id: null }, [[d, null], [e, null]]) });
+  await call({ server: S, op: ticket, params: { ticket_id: d.ticketId }, as: d, expect: [200], why: 'requeued by the expiry',
+    check: ticketIs({ state: 'QUEUED', proposal_id: null }) });
+  // A read advances expiry too.
+  const p4 = seedProposal([d, e], '-1 second');
+  await call({ server: S, op: get, params: { proposal_id: p4 }, as: e, expect: [200], why: 'read after the window',
+    check: proposalIs({ state: 'EXPIRED', revision: 2 }) });
+  await call({ server: S, op: ticket, params: { ticket_id: e.ticketId }, as: e, expect: [200], why: 'requeued by the read',
+    check: ticketIs({ state: 'QUEUED', proposal_id: null }) });
+
+  // Cancelling a PROPOSED ticket declines its proposal; the other is requeued.
+  const p5 = seedProposal([d, e]);
+  const dt = needOk(await call({ server: S, op: ticket, params: { ticket_id: d.ticketId }, as: d, expect: [200], why: 'ticket in a proposal',
+    check: ticketIs({ state: 'PROPOSED', proposal_id: p5 }) }), 'read the proposed ticket');
+  await call({ server: S, op: 'POST /v1/queue/{ticket_id}/cancel', params: { ticket_id: d.ticketId }, as: d, json: { revision: dt.revision },
+    expect: [200], why: 'cancel a PROPOSED ticket', check: ticketIs({ state: 'CANCELLED', revision: dt.revision + 1 }) });
+  await call({ server: S, op: get, params: { proposal_id: p5 }, as: e, expect: [200], why: 'the cancel declined the proposal',
+    check: proposalIs({ state: 'DECLINED' }, [[d, 'decline'], [e, null]]) });
+  await call({ server: S, op: ticket, params: { ticket_id: e.ticketId }, as: e, expect: [200], why: 'requeued by the cancel',
+    check: ticketIs({ state: 'QUEUED', proposal_id: null }) });
+
+  // Banning a participant cancels their ticket like a cancel would: the
+  // proposal is declined and the others requeued at once, not left waiting
+  // for the window to requeue the banned player's ticket too.
+  const f = await queuedPlayer(S, 'proposal player F');
+  const p6 = seedProposal([e, f]);
+  await call({ server: S, op: 'POST /v1/admin/players/{player_id}/ban', params: { player_id: e.id }, as: OPERATOR,
+    json: { until: FUTURE(), reason: 'contract test' }, expect: [200], why: 'ban a participant of an open proposal',
+    check: (j) => (j.active_ticket === null ? null : `the banned player still has active ticket ${JSON.stringify(j.active_ticket)}`) });
+  for (const r of proposalRoutes(p6))
+    await call({ server: S, ...r, as: e, expect: [403, 'banned'], why: 'a banned participant' });
+  await call({ server: S, op: get, params: { proposal_id: p6 }, as: f, expect: [200], why: 'the ban declined the proposal',
+    check: proposalIs({ state: 'DECLINED' }, [[e, 'decline'], [f, null]]) });
+  await call({ server: S, op: ticket, params: { ticket_id: f.ticketId }, as: f, expect: [200], why: 'requeued by the ban',
+    check: ticketIs({ state: 'QUEUED', proposal_id: null }) });
+}
+
+// Every player route refuses a missing, forged, expired or revoked session alike.
+async function authCases(S, expired) {
+  for (const r of playerRoutes(NO_SUCH_ID())) {
+    await call({ server: S, ...r, as: NO_AUTH, expect: [401, 'unauthorized'], why: 'no bearer token' });
+    await call({ server: S, ...r, as: FORGED, expect: [401, 'unauthorized'], why: 'unknown bearer token' });
+    await call({ server: S, ...r, as: expired, expect: [401, 'session_expired'], why: 'expired session' });
+  }
+}
+
+async function banCases(S, p) {
+  const ban = 'POST /v1/admin/players/{player_id}/ban';
+  const unban = 'POST /v1/admin/players/{player_id}/unban';
+  const view = 'GET /v1/admin/players/{player_id}';
+  const pid = { player_id: p.id };
+  const until = FUTURE();
+
+  await call({ server: S, op: ban, params: pid, as: OPERATOR, json: { until: '2000-01-01T00:00:00Z', reason: 'x' }, expect: [422, 'invalid_parameters'], why: 'ban ending in the past' });
+  await call({ server: S, op: ban, params: pid, as: OPERATOR, raw: '{"until"', expect: [400, 'invalid_json'], why: 'truncated JSON' });
+  await call({ server: S, op: ban, params: pid, as: OPERATOR, json: { until: 'tomorrow', reason: 'x' }, expect: [400, 'invalid_request'], why: 'until not RFC 3339' });
+  await call({ server: S, op: ban, params: pid, as: OPERATOR, json: { until: '2999-13-01T00:00:00Z', reason: 'x' }, expect: [400, 'invalid_request'], why: 'month 13' });
+  await call({ server: S, op: ban, params: pid, as: OPERATOR, json: { until }, expect: [400, 'invalid_request'], why: 'no reason' });
+  await call({ server: S, op: ban, params: pid, as: OPERATOR, json: { until, reason: '' }, expect: [400, 'invalid_request'], why: 'empty reason' });
+  await call({ server: S, op: ban, params: { player_id: 'nobody' }, as: OPERATOR, json: { until, reason: 'x' }, expect: [400, 'invalid_request'], why: 'player_id not a UUID' });
+  await call({ server: S, op: ban, params: { player_id: NO_SUCH_ID() }, as: OPERATOR, json: { until, reason: 'x' }, expect: [404, 'not_found'], why: 'no such player' });
+  await call({ server: S, op: ban, params: pid, as: OPERATOR, raw: OVERSIZED, expect: [413, 'body_too_large'], why: 'body over 64 KiB' });
+  await call({ server: S, op: ban, params: pid, as: OPERATOR, json: { until, reason: 'contract test' }, expect: [200], why: 'ban',
+    check: (j) => (j.ban_reason === 'contract test' && j.banned_until && j.active_sessions === 0 ? null : `after the ban: ${JSON.stringify(j)}`) });
+
+  for (const r of playerRoutes(NO_SUCH_ID()))
+    await call({ server: S, ...r, as: p, expect: [403, 'banned'], why: 'session of a banned player' });
+  await call({ server: S, op: 'POST /v1/session/steam', json: { ticket: p.ticket }, expect: [403, 'banned'], why: 'banned player logs in' });
+
+  await call({ server: S, op: view, params: pid, as: OPERATOR, expect: [200], why: 'view a banned player' });
+  await call({ server: S, op: view, params: { player_id: 'x' }, as: OPERATOR, expect: [400, 'invalid_request'], why: 'player_id not a UUID' });
+  await call({ server: S, op: view, params: { player_id: NO_SUCH_ID() }, as: OPERATOR, expect: [404, 'not_found'], why: 'no such player' });
+  await call({ server: S, op: unban, params: { player_id: 'x' }, as: OPERATOR, expect: [400, 'invalid_request'], why: 'player_id not a UUID' });
+  await call({ server: S, op: unban, params: { player_id: NO_SUCH_ID() }, as: OPERATOR, expect: [404, 'not_found'], why: 'no such player' });
+  await call({ server: S, op: unban, params: pid, as: OPERATOR, expect: [200], why: 'unban',
+    check: (j) => (j.banned_until === null && j.ban_reason === null ? null : `after unban: ${JSON.stringify(j)}`) });
+  await call({ server: S, op: unban, params: pid, as: OPERATOR, expect: [200], why: 'unban a player who is not banned' });
+  // The ban revoked the session and lifting it does not revive it.
+  await call({ server: S, op: 'GET /v1/profile/ranked', as: p, expect: [401, 'session_expired'], why: 'session revoked by the lifted ban' });
+  const again = await login(S, p.ticket, 'the unbanned player');
+  await call({ server: S, op: 'GET /v1/profile/ranked', as: again, expect: [404, 'no_rating'], why: 'new session after unban' });
+
+  for (const r of adminRoutes(p.id)) {
+    await call({ server: S, ...r, as: NO_AUTH, expect: [401, 'unauthorized'], why: 'no operator token' });
+    await call({ server: S, ...r, as: again, expect: [401, 'unauthorized'], why: 'a player session is not the operator token' });
+  }
+}
+
+// ---- scenarios on the servers that cannot reach their database ---------------------------
+
+async function outageCases(S, p) {
+  const op = 'POST /v1/session/steam';
+  await call({ server: S, op, json: { ticket: 'not-hex!' }, expect: [400, 'invalid_request'], why: 'ticket that is not hex' });
+  await call({ server: S, op, json: { ticket: hexTicket('e1') }, expect: [401, 'invalid_ticket'], why: 'Steam: invalid ticket' });
+  await call({ server: S, op, json: { ticket: hexTicket('e3') }, expect: [401, 'invalid_ticket'], why: 'Steam: expired ticket' });
+  await call({ server: S, op, json: { ticket: hexTicket('fa') }, expect: [403, 'family_shared'], why: 'Steam: family-shared copy' });
+  await call({ server: S, op, json: { ticket: hexTicket('bb') }, expect: [403, 'vac_banned'], why: 'Steam: VAC-banned account' });
+  await call({ server: S, op, json: { ticket: hexTicket('cc') }, expect: [403, 'publisher_banned'], why: 'Steam: publisher-banned account' });
+  await call({ server: S, op, json: { ticket: hexTicket('51') }, expect: [503, 'steam_unavailable'], why: 'Steam answers HTTP 503' });
+  await call({ server: S, op, json: { ticket: hexTicket('0a') }, expect: [503, 'unavailable'], why: 'Steam accepts, database down' });
+  for (const r of playerRoutes(NO_SUCH_ID()))
+    await call({ server: S, ...r, as: FORGED, expect: [503, 'unavailable'], why: 'database down' });
+  for (const r of adminRoutes(p.id))
+    await call({ server: S, ...r, as: OPERATOR, expect: [503, 'unavailable'], why: 'database down' });
+}
+
+async function unconfiguredCases(S, p) {
+  await call({ server: S, op: 'POST /v1/session/steam', json: { ticket: hexTicket('0a') }, expect: [503, 'not_configured'], why: 'no Steam App ID or key' });
+  for (const r of adminRoutes(p.id))
+    await call({ server: S, ...r, as: OPERATOR, expect: [503, 'not_configured'], why: 'no operator token configured' });
+}
+
+// ---- coverage -----------------------------------------------------------------------------
+
+function coverage() {
+  const byOp = new Map();
+  for (const key of documentedOutcomes()) {
+    const [method, p, status, code] = key.split(' ');
+    const opKey = `${method} ${p}`;
+    if (!byOp.has(opKey)) byOp.set(opKey, []);
+    const reason = UNPROVOKABLE[key];
+    const hit = exercised.has(key);
+    byOp.get(opKey).push(`${status}${code ? ' ' + code : ''}${hit ? '' : reason ? ' (allow-listed)' : ' (MISSED)'}`);
+    if (hit && reason) fail(`coverage: ${key} was provoked, yet UNPROVOKABLE lists it ("${reason}"); remove it from the list`);
+    else if (!hit && !reason) fail(`coverage: ${key} is documented but no request provoked it, and UNPROVOKABLE does not list it`);
+  }
+  console.log('\ncoverage (status code; every one provoked unless marked):');
+  for (const [opKey, items] of byOp) console.log(`  ${opKey}\n      ${items.join(', ')}`);
+  console.log('\nunprovokable (allow-listed), by reason:');
+  const byReason = new Map();
+  for (const [key, reason] of Object.entries(UNPROVOKABLE)) byReason.set(reason, [...(byReason.get(reason) || []), key]);
+  for (const [reason, keys] of byReason) console.log(`  ${reason}:\n      ${keys.join('\n      ')}`);
+  const n = documentedOutcomes().length;
+  const hit = documentedOutcomes().filter((k) => exercised.has(k)).length;
+  console.log(`\n${hit} of ${n} documented (route, status, code) outcomes provoked, ${Object.keys(UNPROVOKABLE).length} allow-listed\n`);
+}
+
+// ---- main -------------------------------------------------------------------------------
+
+let OPERATOR;
+let schemasReady = false;
+
+async function main() {
+  compareRoutes();
+  checkAllowList();
+  if (STATIC_ONLY) return;
+  loadAjv();
+  schemasReady = true;
+  const api = { name: 'testkit', url: need('CC_CONTRACT_API') };
+  const steam = { name: 'steam+db-down', url: need('CC_CONTRACT_STEAM_API') };
+  const bare = { name: 'unconfigured', url: need('CC_CONTRACT_BARE_API') };
+  OPERATOR = { token: need('CC_CONTRACT_OPERATOR_TOKEN'), who: 'operator token' };
+  need('CC_CONTRACT_PG_DSN');
+
+  // Players: main (probed, queues), unprobed, cooled down, expired, banned.
+  const main = await login(api, hexTicket(), 'main player');
+  const unprobed = await login(api, hexTicket(), 'unprobed player');
+  const cooled = await login(api, hexTicket(), 'cooled-down player');
+  const expired = await login(api, hexTicket(), 'expired player');
+  const banned = await login(api, hexTicket(), 'player to ban');
+  sql("UPDATE sessions SET expires_at = now() - interval '1 second' WHERE player_id = :'p1'", expired.id);
+
+  await scenario('session', () => sessionCases(api));
+  await scenario('probes', () => probeCases(api, main, unprobed));
+  await scenario('queue', () => queueCases(api, main, unprobed));
+  await scenario('cooldown', async () => { await probe(api, cooled, cfg.regions[0]); await cooldownCases(api, cooled); });
+  await scenario('profile', () => profileCases(api, main));
+  await scenario('proposals', () => proposalCases(api));
+  await scenario('auth', () => authCases(api, expired));
+  await scenario('ban', () => banCases(api, banned));
+  await scenario('database down', () => outageCases(steam, main));
+  await scenario('not configured', () => unconfiguredCases(bare, main));
+}
+
+main()
+  .catch((e) => fail(`contract-test crashed: ${e.message}`, [e.stack]))
+  .finally(() => {
+    if (schemasReady) coverage();
+    console.log(`contract: ${passed} passed, ${failed} failed`);
+    process.exitCode = failed || passed === 0 ? 1 : 0;
+  });
