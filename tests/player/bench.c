@@ -38,7 +38,7 @@
 
 #define NS_PER_S 1000000000ull
 #define LATE_NS 1000000ull /* an open-loop send more than 1 ms behind plan counts as late */
-#define SETUP_ATTEMPTS 5   /* set-up calls retry retryable 503s; measured heartbeats never do */
+#define SETUP_ATTEMPTS 8   /* set-up calls retry retryable 503s; measured heartbeats never do */
 
 /* The start line: workers report ready, the main thread fires the gun. */
 struct bench_sync {
