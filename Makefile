@@ -45,7 +45,7 @@ UNIT_BINS    := $(patsubst %.c,$(B)/asan/%,$(UNIT_SRCS))
 INTEG_BINS   := $(patsubst %.c,$(B)/asan/%,$(INTEG_SRCS))
 BENCH_BINS   := $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRCS))
 
-.PHONY: all test test-unit test-integration demo bench install clean deps tests-build
+.PHONY: all tools test test-unit test-integration demo bench install clean deps tests-build
 
 all: $(addprefix $(B)/bin/,$(BINS) $(TESTKIT_BINS))
 
@@ -86,6 +86,21 @@ $(B)/bin/cc-testkit-api: $(patsubst %.c,$(B)/rel/%.o,$(wildcard services/api/*.c
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(PKG_LIBS)
 
+# ---- tools -----------------------------------------------------------------
+# cc-player, the simulated players and load generator (SPEC 1 puts it under
+# tests/). Test tooling like the fakes: `tools` builds it for tests-build,
+# demo and bench; `all` stays the service binaries and `install` never
+# sees it.
+PLAYER_SRCS := $(wildcard tests/player/*.c)
+TOOL_BINS   := $(if $(PLAYER_SRCS),$(B)/bin/cc-player)
+
+tools: $(TOOL_BINS)
+
+$(B)/bin/cc-player: $(patsubst %.c,$(B)/rel/%.o,$(PLAYER_SRCS)) $(B)/rel/libcommon.a
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ $(PKG_LIBS)
+
 # ---- tests -----------------------------------------------------------------
 # A test binary links the real library objects (ASan build) plus the shared
 # test support code; services' sources are linked minus main.c where a test
@@ -99,6 +114,7 @@ $(B)/asan/tests/%: $(B)/asan/tests/%.o $(SUPPORT_OBJS) $(B)/asan/libcommon.a
 # test_steam drives services/api/steam.c against the fake Steam server. Extra
 # objects like this one are linked before the archive (see the recipe above).
 $(B)/asan/tests/integration/test_steam: $(B)/asan/services/api/steam.o
+$(B)/asan/tests/unit/test_player_latency: $(B)/asan/tests/player/latency.o
 
 $(B)/bench/%: tests/bench/%.c $(B)/rel/libcommon.a
 	@mkdir -p $(@D)
@@ -111,7 +127,7 @@ $(B)/fakes/%: tests/fakes/%.c $(B)/rel/libcommon.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(REL_CFLAGS) -o $@ $^ $(PKG_LIBS)
 
-tests-build: all $(UNIT_BINS) $(INTEG_BINS) $(FAKE_BINS)
+tests-build: all tools $(UNIT_BINS) $(INTEG_BINS) $(FAKE_BINS)
 
 deps:
 	$(Q)scripts/ensure-deps.sh
@@ -130,12 +146,12 @@ test-integration: tests-build
 
 demo:
 	$(Q)scripts/ensure-deps.sh
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory all tools
 	$(Q)scripts/demo.sh
 
 bench:
 	$(Q)scripts/ensure-deps.sh
-	$(Q)$(MAKE) --no-print-directory all $(BENCH_BINS)
+	$(Q)$(MAKE) --no-print-directory all tools $(BENCH_BINS)
 	$(Q)tests/harness/with-services.sh scripts/bench.sh
 
 install: all

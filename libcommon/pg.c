@@ -27,6 +27,15 @@
 #define APP_NAME_MAX 63
 #define CANCELS_IN_FLIGHT_MAX 8 /* detached cancel threads at once */
 #define POOL_SIZE_MAX 1024
+#define PREPARED_MAX 128 /* statements one connection keeps prepared; later ones run unnamed */
+
+/* One statement prepared on the open connection as "cc_<seq>". */
+struct prepared_stmt {
+	uint64_t hash;  /* FNV-1a of sql: the cheap first comparison */
+	char *sql;      /* copy, compared in full when the hash matches */
+	int nparams;    /* prepared for this many parameters */
+	unsigned seq;   /* names it on the server */
+};
 
 struct cc_pg {
 	PGconn *conn;               /* NULL while dropped */
@@ -46,6 +55,10 @@ struct cc_pg {
 	size_t n_channels;          /* used entries of channels */
 	bool notify_gap;            /* dropped while listening: notifications may be lost */
 	struct cc_pg_pool *pool;    /* owning pool, NULL for a standalone connection */
+	bool prepare;               /* cc_pg_options.prepare_statements */
+	struct prepared_stmt prepared[PREPARED_MAX]; /* valid for the open connection only */
+	size_t n_prepared;          /* used entries of prepared */
+	unsigned prepare_seq;       /* next statement name; never reused, so a name cannot clash */
 };
 
 struct cc_pg_pool {
@@ -60,6 +73,14 @@ struct cc_pg_pool {
 	size_t n_idle;              /* used entries of idle */
 	struct cc_pg **idle;        /* stack of idle connections, size entries */
 };
+
+/* Forgets every prepared statement (they live and die with the session). */
+static void forget_prepared(struct cc_pg *pg)
+{
+	for (size_t i = 0; i < pg->n_prepared; i++)
+		free(pg->prepared[i].sql);
+	pg->n_prepared = 0;
+}
 
 /* ---- counters ----------------------------------------------------------- */
 
@@ -299,6 +320,7 @@ static int apply_options(struct cc_pg *pg, const struct cc_pg_options *opt)
 								 : CC_PG_DEFAULT_CONNECT_TIMEOUT_MS;
 	pg->query_timeout_ms = opt && opt->query_timeout_ms ? opt->query_timeout_ms : CC_PG_DEFAULT_QUERY_TIMEOUT_MS;
 	pg->default_query_timeout_ms = pg->query_timeout_ms;
+	pg->prepare = opt && opt->prepare_statements;
 	snprintf(pg->app_name, sizeof(pg->app_name), "%s", app);
 	return 0;
 }
@@ -348,6 +370,7 @@ void cc_pg_free(struct cc_pg *pg)
 {
 	if (!pg)
 		return;
+	forget_prepared(pg);
 	if (pg->conn)
 		PQfinish(pg->conn);
 	free(pg->dsn);
@@ -403,6 +426,7 @@ out_skip:
 /* Closes the connection; in_tx says a transaction died with it. */
 static void drop_conn(struct cc_pg *pg, bool in_tx)
 {
+	forget_prepared(pg);
 	if (pg->conn)
 		PQfinish(pg->conn);
 	pg->conn = NULL;
@@ -430,7 +454,8 @@ static void check_closed(struct cc_pg *pg)
 	}
 }
 
-static int run_query(struct cc_pg *pg, const char *sql, int nparams, const char *const *params, PGresult **out);
+static int run_query(struct cc_pg *pg, const char *sql, int nparams, const char *const *params, PGresult **out,
+		     bool prepare);
 
 /* LISTENs on a validated channel over the open connection. The name is
  * quoted anyway, so the SQL text stays ours whatever a caller passed. */
@@ -442,7 +467,7 @@ static int send_listen(struct cc_pg *pg, const char *channel)
 		return set_error(pg, CC_ENOMEM, "out of memory quoting a channel name");
 	snprintf(sql, sizeof(sql), "LISTEN %s", ident);
 	PQfreemem(ident);
-	return run_query(pg, sql, 0, NULL, NULL);
+	return run_query(pg, sql, 0, NULL, NULL, false); /* one-off text: not worth a prepared slot */
 }
 
 /* Makes sure pg has an open connection, reopening (and re-LISTENing) a
@@ -538,26 +563,27 @@ static int fail_timeout(struct cc_pg *pg, bool in_tx)
 			 pg->query_timeout_ms);
 }
 
-/*
- * Sends one statement on an open connection and collects its results
- * within the query timeout. The first error result decides the outcome;
- * otherwise the last result is handed out.
- */
-static int run_query(struct cc_pg *pg, const char *sql, int nparams, const char *const *params, PGresult **out)
+/* Answers a PQsend* call that refused to send. */
+static int fail_send(struct cc_pg *pg, bool in_tx)
 {
-	int64_t deadline = now_ms() + pg->query_timeout_ms;
-	bool in_tx = PQtransactionStatus(pg->conn) != PQTRANS_IDLE;
+	if (PQstatus(pg->conn) == CONNECTION_BAD)
+		return fail_lost(pg, in_tx);
+	set_error(pg, CC_EDB, "cannot send statement: ");
+	copy_line(pg->message + strlen(pg->message), sizeof(pg->message) - strlen(pg->message),
+		  PQerrorMessage(pg->conn));
+	return CC_EDB;
+}
+
+/*
+ * Flushes what a PQsend* call queued and collects the results by the
+ * deadline. The first error result decides the outcome; otherwise the last
+ * result is handed out through out (if not NULL).
+ */
+static int collect(struct cc_pg *pg, int64_t deadline, bool in_tx, PGresult **out)
+{
 	PGresult *ok = NULL, *bad = NULL, *res;
 	int rc = 0, flushed;
 
-	if (!PQsendQueryParams(pg->conn, sql, nparams, NULL, params, NULL, NULL, 0)) {
-		if (PQstatus(pg->conn) == CONNECTION_BAD)
-			return fail_lost(pg, in_tx);
-		set_error(pg, CC_EDB, "cannot send statement: ");
-		copy_line(pg->message + strlen(pg->message), sizeof(pg->message) - strlen(pg->message),
-			  PQerrorMessage(pg->conn));
-		return CC_EDB;
-	}
 	while ((flushed = PQflush(pg->conn)) != 0) {
 		if (flushed < 0)
 			return fail_lost(pg, in_tx);
@@ -625,6 +651,88 @@ out_clear:
 	return rc;
 }
 
+static uint64_t fnv1a(const char *text)
+{
+	uint64_t h = 14695981039346656037ull;
+	for (; *text; text++)
+		h = (h ^ (unsigned char)*text) * 1099511628211ull;
+	return h;
+}
+
+/*
+ * Finds sql among the statements prepared on this connection, preparing it
+ * first when there is room (pg.h says why and what to watch for). Returns 0 with *slot the entry, or -1 when the cache is full (the caller
+ * runs the statement unnamed), or the error of the Parse (a syntax error
+ * is reported here exactly as an unnamed run would report it).
+ */
+static int find_prepared(struct cc_pg *pg, const char *sql, int nparams, int64_t deadline, bool in_tx,
+			 int *slot)
+{
+	uint64_t hash = fnv1a(sql);
+	char name[24];
+	int rc;
+
+	for (size_t i = 0; i < pg->n_prepared; i++) {
+		const struct prepared_stmt *p = &pg->prepared[i];
+		if (p->hash == hash && p->nparams == nparams && strcmp(p->sql, sql) == 0) {
+			*slot = (int)i;
+			return 0;
+		}
+	}
+	*slot = -1;
+	char *copy = pg->n_prepared < PREPARED_MAX ? strdup(sql) : NULL;
+	if (!copy)
+		return 0; /* full (or out of memory): unnamed still works */
+	unsigned seq = pg->prepare_seq++;
+	snprintf(name, sizeof(name), "cc_%u", seq);
+	if (!PQsendPrepare(pg->conn, name, sql, nparams, NULL)) {
+		free(copy);
+		return fail_send(pg, in_tx);
+	}
+	rc = collect(pg, deadline, in_tx, NULL);
+	if (rc) {
+		free(copy);
+		return rc;
+	}
+	pg->prepared[pg->n_prepared] = (struct prepared_stmt){ .hash = hash, .sql = copy, .nparams = nparams, .seq = seq };
+	*slot = (int)pg->n_prepared++;
+	return 0;
+}
+
+/*
+ * Runs one statement on an open connection within the query timeout:
+ * prepared (see find_prepared) when prepare is set, else unnamed.
+ */
+static int run_query(struct cc_pg *pg, const char *sql, int nparams, const char *const *params, PGresult **out,
+		     bool prepare)
+{
+	int64_t deadline = now_ms() + pg->query_timeout_ms;
+	bool in_tx = PQtransactionStatus(pg->conn) != PQTRANS_IDLE;
+	char name[24];
+	int slot = -1, rc, sent;
+
+	if (prepare && pg->prepare) {
+		rc = find_prepared(pg, sql, nparams, deadline, in_tx, &slot);
+		if (rc)
+			return rc;
+	}
+	if (slot >= 0) {
+		snprintf(name, sizeof(name), "cc_%u", pg->prepared[slot].seq);
+		sent = PQsendQueryPrepared(pg->conn, name, nparams, params, NULL, NULL, 0);
+	} else {
+		sent = PQsendQueryParams(pg->conn, sql, nparams, NULL, params, NULL, NULL, 0);
+	}
+	if (!sent)
+		return fail_send(pg, in_tx);
+	rc = collect(pg, deadline, in_tx, out);
+	/* 26000: the session lost its statements (DEALLOCATE ALL, DISCARD ALL);
+	 * 0A000: a cached plan's result type changed under a migration. Start
+	 * over with fresh names; this call's error stands. */
+	if (rc && slot >= 0 && (!strcmp(pg->sqlstate, "26000") || !strcmp(pg->sqlstate, "0A000")))
+		forget_prepared(pg);
+	return rc;
+}
+
 int cc_pg_exec(struct cc_pg *pg, const char *sql, int nparams, const char *const *params, PGresult **out)
 {
 	int rc;
@@ -637,7 +745,7 @@ int cc_pg_exec(struct cc_pg *pg, const char *sql, int nparams, const char *const
 	rc = ensure_conn(pg);
 	if (rc)
 		return rc;
-	return run_query(pg, sql, nparams, params, out);
+	return run_query(pg, sql, nparams, params, out, true);
 }
 
 int cc_pg_rollback(struct cc_pg *pg)

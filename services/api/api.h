@@ -37,6 +37,7 @@ struct api_config {
 	char *database_url;             /* secret: PostgreSQL DSN */
 	int64_t db_pool_size;           /* connections in the pool */
 	int64_t db_timeout_ms;          /* per statement deadline */
+	bool db_prepared_statements;    /* prepare each statement text once per connection */
 	char *log_level;                /* debug|info|warn|error */
 	int64_t max_body_bytes;         /* request body cap (413 beyond) */
 	int64_t max_connections;        /* concurrent HTTP connections */

@@ -40,6 +40,9 @@ static const struct cc_config_option api_options[] = {
 	  .help = "database connections in the pool", .offset = OPT(db_pool_size) },
 	{ .name = "db-timeout-ms", .type = CC_CFG_INT, .default_value = "5000", .min = 50, .max = 600000,
 	  .help = "deadline of one database statement", .offset = OPT(db_timeout_ms) },
+	{ .name = "db-prepared-statements", .type = CC_CFG_BOOL, .default_value = "true",
+	  .help = "prepare each statement once per connection (off behind a transaction-pooling proxy)",
+	  .offset = OPT(db_prepared_statements) },
 	{ .name = "log-level", .type = CC_CFG_ENUM, .default_value = "info", .choices = "debug|info|warn|error",
 	  .help = "lowest level logged", .offset = OPT(log_level) },
 	{ .name = "max-body-bytes", .type = CC_CFG_INT, .default_value = "65536", .min = 1024, .max = 1048576,
@@ -232,7 +235,9 @@ int main(int argc, char **argv)
 		cc_log_error("start_failed", CC_LOG_STR("reason", "libsodium init"));
 		goto out;
 	}
-	struct cc_pg_options pg_opt = { .query_timeout_ms = (int)cfg.db_timeout_ms, .application_name = "cc-api" };
+	/* Prepared: parse+plan was most of the database's work per request (pg.h). */
+	struct cc_pg_options pg_opt = { .query_timeout_ms = (int)cfg.db_timeout_ms, .application_name = "cc-api",
+					.prepare_statements = cfg.db_prepared_statements };
 	api.pool = cc_pg_pool_create(cfg.database_url, (size_t)cfg.db_pool_size, &pg_opt);
 	if (!api.pool) {
 		cc_log_error("start_failed", CC_LOG_STR("reason", "database pool"));

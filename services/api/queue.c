@@ -11,7 +11,9 @@
  *
  * Ticket expiry needs no sweeper to be correct: a QUEUED ticket whose
  * heartbeat deadline has passed is moved to EXPIRED by the first request
- * that touches it (cc-maintenance sweeps the rest).
+ * that touches it (cc-maintenance sweeps the rest). A request naming a
+ * ticket expires that ticket, found by its primary key; only enqueue
+ * expires all of the player's, since an overdue one would block the new.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +40,12 @@
 static const char sql_expire_overdue[] =
 	"UPDATE tickets SET state = 'EXPIRED', revision = revision + 1, updated_at = now() "
 	"WHERE player_id = $1 AND state = 'QUEUED' AND expires_at <= now() "
+	"RETURNING id, revision, player_id, playlist";
+
+/* The same for one ticket ($1) of the player ($2). */
+static const char sql_expire_ticket[] =
+	"UPDATE tickets SET state = 'EXPIRED', revision = revision + 1, updated_at = now() "
+	"WHERE id = $1 AND player_id = $2 AND state = 'QUEUED' AND expires_at <= now() "
 	"RETURNING id, revision, player_id, playlist";
 
 static const char sql_idempotency_get[] =
@@ -76,12 +84,24 @@ static const char sql_insert_ticket[] =
 static const char sql_get_ticket[] =
 	"SELECT " TICKET_JSON " FROM tickets t WHERE t.id = $1 AND t.player_id = $2";
 
+/*
+ * The heartbeat compare-and-set with the expiry folded in, so the hottest
+ * request (every player, every 10 s) is one statement on the primary key:
+ * a QUEUED ticket past its deadline becomes EXPIRED whatever revision was
+ * sent (RETURNING state says so); otherwise a ticket still waiting at
+ * revision $3 gets the next revision and a new deadline. No row: the
+ * revision or the state did not match (explain_miss says which).
+ */
+#define OVERDUE "(t.state = 'QUEUED' AND t.expires_at <= now())"
 static const char sql_heartbeat[] =
-	"UPDATE tickets AS t SET revision = t.revision + 1, updated_at = now(), "
-	"  expires_at = now() + make_interval(secs => $4::int) "
-	"WHERE t.id = $1 AND t.player_id = $2 AND t.revision = $3::bigint "
-	"  AND t.state IN ('QUEUED', 'PROPOSED') "
-	"RETURNING " TICKET_JSON ", " API_INDEX_COLUMNS;
+	"UPDATE tickets AS t SET state = CASE WHEN " OVERDUE " THEN 'EXPIRED' ELSE t.state END, "
+	"  revision = t.revision + 1, updated_at = now(), "
+	"  expires_at = CASE WHEN " OVERDUE " THEN t.expires_at "
+	"    ELSE now() + make_interval(secs => $4::int) END "
+	"WHERE t.id = $1 AND t.player_id = $2 "
+	"  AND (" OVERDUE " OR (t.revision = $3::bigint AND t.state IN ('QUEUED', 'PROPOSED'))) "
+	"RETURNING t.state, t.revision, " TICKET_JSON ", " API_INDEX_COLUMNS;
+#undef OVERDUE
 
 static const char sql_lock_ticket[] =
 	"SELECT state, revision, coalesce(proposal_id::text, '') FROM tickets "
@@ -94,27 +114,51 @@ static const char sql_cancel_queued[] =
 static const char sql_ticket_state[] =
 	"SELECT state, revision FROM tickets WHERE id = $1 AND player_id = $2";
 
-/* Expires the player's overdue tickets, announcing each in the outbox and noting it for the index. */
-static int expire_overdue(struct cc_pg *pg, const char *player_id, struct api_index_changes *index)
+/* Announces in the outbox that ticket_id (of player_id) expired at revision. */
+static int announce_expired(struct cc_pg *pg, const char *ticket_id, const char *revision, const char *player_id)
+{
+	const char *players[] = { player_id };
+	struct cc_outbox_event ev = {
+		.event = "ticket.expired",
+		.resource_type = "ticket",
+		.resource_id = ticket_id,
+		.revision = strtoll(revision, NULL, 10),
+		.player_ids = players,
+		.n_player_ids = 1,
+	};
+	return cc_outbox_append(pg, &ev);
+}
+
+/*
+ * Runs an expiry statement (rows: id, revision, player_id, playlist),
+ * announcing each and noting it for removal from the candidate index.
+ */
+static int expire(struct cc_pg *pg, const char *sql, int n, const char *const *params,
+		  struct api_index_changes *index)
 {
 	PGresult *res = NULL;
-	const char *p[] = { player_id };
-	int rc = cc_pg_exec(pg, sql_expire_overdue, 1, p, &res);
+	int rc = cc_pg_exec(pg, sql, n, params, &res);
 	for (int i = 0; rc == 0 && i < PQntuples(res); i++) {
-		const char *players[] = { PQgetvalue(res, i, 2) };
-		struct cc_outbox_event ev = {
-			.event = "ticket.expired",
-			.resource_type = "ticket",
-			.resource_id = PQgetvalue(res, i, 0),
-			.revision = strtoll(PQgetvalue(res, i, 1), NULL, 10),
-			.player_ids = players,
-			.n_player_ids = 1,
-		};
-		rc = cc_outbox_append(pg, &ev);
+		rc = announce_expired(pg, PQgetvalue(res, i, 0), PQgetvalue(res, i, 1), PQgetvalue(res, i, 2));
 		api_index_note_remove(index, PQgetvalue(res, i, 3), PQgetvalue(res, i, 0));
 	}
 	PQclear(res);
 	return rc;
+}
+
+/* Expires the player's overdue tickets. */
+static int expire_overdue(struct cc_pg *pg, const char *player_id, struct api_index_changes *index)
+{
+	const char *p[] = { player_id };
+	return expire(pg, sql_expire_overdue, 1, p, index);
+}
+
+/* Expires one ticket of the player if it is overdue. */
+static int expire_ticket(struct cc_pg *pg, const char *ticket_id, const char *player_id,
+			 struct api_index_changes *index)
+{
+	const char *p[] = { ticket_id, player_id };
+	return expire(pg, sql_expire_ticket, 2, p, index);
 }
 
 /* ---- POST /v1/queue ------------------------------------------------------ */
@@ -367,7 +411,7 @@ static int read_tx_run(struct cc_pg *pg, void *arg)
 
 	api_answer_reset(&tx->answer);
 	api_index_changes_reset(&tx->index);
-	if ((rc = expire_overdue(pg, tx->player_id, &tx->index)) != 0)
+	if ((rc = expire_ticket(pg, tx->ticket_id, tx->player_id, &tx->index)) != 0)
 		return rc;
 	const char *p[] = { tx->ticket_id, tx->player_id };
 	rc = api_query_row(pg, sql_get_ticket, 2, p, &res);
@@ -530,10 +574,11 @@ static int revision_tx_run(struct cc_pg *pg, void *arg)
 	api_answer_reset(&tx->answer);
 	memset(&tx->changes, 0, sizeof tx->changes);
 	api_index_changes_reset(&tx->index);
-	if ((rc = expire_overdue(pg, tx->player_id, &tx->index)) != 0)
-		return rc;
-	if (tx->cancel)
+	if (tx->cancel) {
+		if ((rc = expire_ticket(pg, tx->ticket_id, tx->player_id, &tx->index)) != 0)
+			return rc;
 		return cancel_run(pg, tx);
+	}
 	char ttl[24];
 	snprintf(ttl, sizeof ttl, "%lld", (long long)tx->api->cfg->ticket_ttl_seconds);
 	const char *p[] = { tx->ticket_id, tx->player_id, tx->revision, ttl };
@@ -541,10 +586,16 @@ static int revision_tx_run(struct cc_pg *pg, void *arg)
 		goto out;
 	if (PQntuples(res) == 0) {
 		rc = explain_miss(pg, tx);
+	} else if (strcmp(PQgetvalue(res, 0, 0), "EXPIRED") == 0) {
+		/* Too late: the expiry is the change to commit and announce. */
+		rc = announce_expired(pg, tx->ticket_id, PQgetvalue(res, 0, 1), tx->player_id);
+		api_index_note_row(&tx->index, res, 0, 3);
+		if (rc == 0)
+			api_answer_error(&tx->answer, 409, "ticket_closed", "the ticket is EXPIRED and no longer waiting");
 	} else {
 		/* QUEUED: put with the new expiry; PROPOSED: not a candidate, make sure it is gone. */
-		api_index_note_row(&tx->index, res, 0, 1);
-		rc = api_answer_body(&tx->answer, 200, PQgetvalue(res, 0, 0));
+		api_index_note_row(&tx->index, res, 0, 3);
+		rc = api_answer_body(&tx->answer, 200, PQgetvalue(res, 0, 2));
 	}
 out:
 	PQclear(res);

@@ -2,7 +2,7 @@
  * pg.c against the harness PostgreSQL: parameters, error classification,
  * SERIALIZABLE retries driven by real serialization failures, "a clear
  * error, never a hang" (refused port, silent listener, killed backend,
- * slow statement), LISTEN/NOTIFY and the pool.
+ * slow statement), prepared statements, LISTEN/NOTIFY and the pool.
  *
  * Every test makes its own tables (names carry the pid and a counter) and
  * drops them. Nothing sleeps to synchronise: waits poll a condition with a
@@ -212,6 +212,44 @@ START_TEST(test_error_classification)
 	ck_assert_int_eq(cc_pg_backend_pid(pg), pid);
 
 	exec_ok(pg, sqlf(sql, sizeof(sql), "DROP TABLE %s", t), 0, NULL);
+	cc_pg_free(pg);
+}
+END_TEST
+
+/*
+ * With prepare_statements, cc_pg_exec prepares a statement text once per
+ * connection and then only binds and runs it: after two runs with
+ * different parameters the session holds exactly one prepared statement
+ * with that text. Without the option nothing is prepared; a session that dropped its statements (DEALLOCATE ALL) fails one
+ * call with 26000 and then prepares afresh; a reconnect starts empty.
+ */
+START_TEST(test_statements_prepared_once)
+{
+	static const char twice[] = "SELECT $1::int * 2";
+	static const char count_sql[] = "SELECT count(*) FROM pg_prepared_statements WHERE statement = $1";
+	const char *text[] = { twice };
+	const char *p21[] = { "21" }, *p5[] = { "5" };
+	struct cc_pg_options prepared = { .prepare_statements = true };
+	struct cc_pg *pg = open_pg(&prepared);
+
+	ck_assert_int_eq(query_int(pg, twice, 1, p21), 42);
+	ck_assert_int_eq(query_int(pg, twice, 1, p5), 10);
+	ck_assert_int_eq(query_int(pg, count_sql, 1, text), 1);
+
+	exec_ok(pg, "DEALLOCATE ALL", 0, NULL);
+	ck_assert_int_eq(cc_pg_exec(pg, twice, 1, p5, NULL), CC_EDB);
+	ck_assert_str_eq(cc_pg_sqlstate(pg), "26000");
+	ck_assert_int_eq(query_int(pg, twice, 1, p5), 10);
+	ck_assert_int_eq(query_int(pg, count_sql, 1, text), 1);
+
+	terminate_backend(cc_pg_backend_pid(pg));
+	ck_assert_int_eq(query_int(pg, twice, 1, p21), 42);
+	ck_assert_int_eq(query_int(pg, count_sql, 1, text), 1);
+	cc_pg_free(pg);
+
+	pg = open_pg(NULL);
+	ck_assert_int_eq(query_int(pg, twice, 1, p21), 42);
+	ck_assert_int_eq(query_int(pg, count_sql, 1, text), 0);
 	cc_pg_free(pg);
 }
 END_TEST
@@ -972,6 +1010,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_params_are_data);
 	tcase_add_test(tc, test_error_classification);
+	tcase_add_test(tc, test_statements_prepared_once);
 	tcase_add_test(tc, test_serializable_race);
 	tcase_add_test(tc, test_serializable_exhausts_on_real_conflicts);
 	tcase_add_test(tc, test_serializable_retries_failed_commit);

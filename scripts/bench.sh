@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# bench.sh - heartbeat throughput and latency of cc-api against the same SQL
+# run by pgbench, in one run (`make bench`, which runs this inside
+# tests/harness/with-services.sh; run by hand it re-runs itself there).
+#
+# For each concurrency C (BENCH_CONCURRENCY, "8 16"):
+#   - cc-testkit-api with a pool of C connections and a ticket TTL longer
+#     than the run; cc-player --mode=heartbeat-bench with C threads over
+#     BENCH_PLAYERS (1000) queued players, closed loop, BENCH_SECONDS (8);
+#   - pgbench -c C -j 2 -T BENCH_SECONDS -M prepared --max-tries=5 running
+#     tests/bench/heartbeat.pgbench: the session lookup, then BEGIN
+#     SERIALIZABLE, the two UPDATEs, COMMIT (five round trips), over
+#     BENCH_PLAYERS rows made by tests/bench/heartbeat_setup.sql (client c
+#     owns rows = c mod C). -M prepared because cc-api prepares its
+#     statements (--db-prepared-statements, on by default): same protocol
+#     use, so the ratio compares the work around the SQL, not the protocol.
+#     --max-tries=5 matches cc-api's retry budget;
+#   - both BENCH_ROUNDS (2) times, interleaved; the best round of each
+#     counts (noise from other load on the machine only ever slows a run);
+#   - one pgbench -M extended run (unnamed statements, parsed and planned
+#     every time, what cc-api did before) for context.
+# Then one open-loop run at BENCH_RATE (1000) heartbeats/s on 16
+# connections, latency counted from each request's planned send time.
+#
+# Prints the results and whether the targets are met: cc-api/pgbench
+# throughput >= 0.7 at each C, p99 < 20 ms at BENCH_RATE. Raw outputs and
+# logs stay in build/bench/. Exits non-zero when a run fails (errors,
+# set-up failures); a missed target fails only with BENCH_STRICT=1.
+set -Eeuo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+if [[ -z "${CC_TEST_PG_DSN:-}" ]]; then
+	exec "$top/tests/harness/with-services.sh" "$0" "$@"
+fi
+
+BIN="$top/build/bin"
+OUT="$top/build/bench"
+CONCURRENCY=${BENCH_CONCURRENCY:-8 16}
+PLAYERS=${BENCH_PLAYERS:-1000}
+SECONDS_PER_RUN=${BENCH_SECONDS:-8}
+ROUNDS=${BENCH_ROUNDS:-2}
+RATE=${BENCH_RATE:-1000}
+OPEN_THREADS=${BENCH_OPEN_THREADS:-16}
+TTL=3600 # ticket TTL on the server and in the pgbench script: nothing expires mid-run
+PGBENCH=${CC_TEST_PG_BIN:+$CC_TEST_PG_BIN/}pgbench
+command -v "$PGBENCH" >/dev/null || PGBENCH=pgbench
+
+API_PID=""
+
+say() { echo "bench: $*" >&2; }
+
+free_port() {
+	local p
+	for _ in $(seq 100); do
+		p=$((20000 + RANDOM % 30000))
+		[[ -z $(ss -Htan "( sport = :$p )" 2>/dev/null) ]] && { echo "$p"; return 0; }
+	done
+	say "no free port found"
+	return 1
+}
+
+stop_api() {
+	[[ -n "$API_PID" ]] || return 0
+	kill "$API_PID" 2>/dev/null || true
+	for _ in $(seq 200); do kill -0 "$API_PID" 2>/dev/null || break; sleep 0.05; done
+	kill -9 "$API_PID" 2>/dev/null || true
+	wait "$API_PID" 2>/dev/null || true
+	API_PID=""
+}
+
+on_exit() {
+	local rc=$?
+	trap - EXIT
+	stop_api
+	if [[ $rc -ne 0 ]]; then
+		for log in "$OUT"/*.log; do
+			[[ -f "$log" ]] || continue
+			echo "---- bench: $log (last 20 lines) ----" >&2
+			tail -n 20 "$log" >&2
+		done
+		say "FAILED (exit $rc); outputs in $OUT"
+	fi
+	exit "$rc"
+}
+trap on_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# start_api POOL: cc-testkit-api with POOL database connections.
+start_api() {
+	local pool=$1 port admin deadline
+	port=$(free_port)
+	admin=$(free_port)
+	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" "$BIN/cc-testkit-api" --port="$port" --admin-port="$admin" \
+		--regions=bench --db-pool-size="$pool" --ticket-ttl-seconds="$TTL" \
+		>>"$OUT/api-pool$pool.log" 2>&1 &
+	API_PID=$!
+	deadline=$((SECONDS + 30))
+	until [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$admin/readyz") == 200 ]]; do
+		kill -0 "$API_PID" 2>/dev/null || { say "cc-testkit-api exited at start"; return 1; }
+		((SECONDS < deadline)) || { say "cc-testkit-api not ready within 30 s"; return 1; }
+		sleep 0.05
+	done
+	API_URL="http://127.0.0.1:$port"
+}
+
+# kv FILE KEY: the value of KEY=... in FILE.
+kv() { sed -n "s/^$2=//p" "$1" | tail -n 1; }
+
+# player_run NAME THREADS [FLAGS...]: one cc-player bench; output in $OUT/NAME.out.
+player_run() {
+	local name=$1 threads=$2 rc=0; shift 2
+	"$BIN/cc-player" --mode=heartbeat-bench --api-url="$API_URL" --regions=bench --players="$PLAYERS" \
+		--threads="$threads" --duration-seconds="$SECONDS_PER_RUN" --seed=1 "$@" \
+		>"$OUT/$name.out" 2>"$OUT/$name.log" || rc=$?
+	[[ $rc -eq 0 ]] || { say "$name: cc-player exited $rc: $(tr '\n' ' ' <"$OUT/$name.out")"; return 1; }
+}
+
+# percentile P FILE: nearest-rank percentile of the numbers in FILE (sorted).
+percentile() {
+	awk -v p="$1" '{ v[NR] = $1 } END {
+		if (NR == 0) { print "nan"; exit }
+		r = p / 100 * NR; k = int(r); if (k < r) k++; if (k < 1) k = 1; print v[k] }' "$2"
+}
+
+# pgbench_run NAME C MODE: the SQL reference; results as key=value in $OUT/NAME.out.
+pgbench_run() {
+	local name=$1 c=$2 mode=$3 dir="$OUT/$1.tx"
+	rm -rf "$dir" && mkdir -p "$dir"
+	(cd "$dir" && "$PGBENCH" -n -M "$mode" --max-tries=5 -c "$c" -j 2 -T "$SECONDS_PER_RUN" \
+		-D n="$PLAYERS" -D clients="$c" -D ttl="$TTL" -l --log-prefix="$dir/tx" \
+		-f "$top/tests/bench/heartbeat.pgbench" "$CC_TEST_PG_DSN") >"$OUT/$name.log" 2>&1 ||
+		{ say "$name: pgbench failed"; return 1; }
+	# Per-transaction log: client tx_no latency_us script epoch us [retries]; failures say "failed".
+	cat "$dir"/tx* | awk '$3 ~ /^[0-9]+$/ { printf "%.3f\n", $3 / 1000 }' | sort -n >"$dir/latency_ms"
+	{
+		echo "tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$OUT/$name.log")"
+		echo "latency_avg_ms=$(sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' "$OUT/$name.log")"
+		echo "latency_p50_ms=$(percentile 50 "$dir/latency_ms")"
+		echo "latency_p99_ms=$(percentile 99 "$dir/latency_ms")"
+		echo "failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$OUT/$name.log")"
+		echo "retried=$(sed -n 's/^number of transactions retried: \([0-9]*\).*/\1/p' "$OUT/$name.log")"
+	} >"$OUT/$name.out"
+	rm -rf "$dir"
+	[[ $(kv "$OUT/$name.out" failed) == 0 ]] || { say "$name: pgbench had failed transactions"; return 1; }
+}
+
+# best PREFIX KEY: the round of PREFIX-r* with the largest KEY; prints its name.
+best() {
+	local prefix=$1 key=$2 f bestf="" bestv=-1 v
+	for f in "$OUT/$prefix"-r*.out; do
+		v=$(kv "$f" "$key")
+		if awk -v a="$v" -v b="$bestv" 'BEGIN { exit !(a > b) }'; then bestv=$v bestf=$f; fi
+	done
+	basename "$bestf" .out
+}
+
+verdict() { awk -v a="$1" -v op="$2" -v b="$3" 'BEGIN { ok = op == ">=" ? a >= b : a < b; print ok ? "met" : "NOT met" }'; }
+
+main() {
+	local c r missed=0 line results=()
+	rm -rf "$OUT" && mkdir -p "$OUT"
+	say "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+	psql -qAtX -v ON_ERROR_STOP=1 -v n="$PLAYERS" "$CC_TEST_PG_DSN" -f "$top/tests/bench/heartbeat_setup.sql" \
+		>"$OUT/pgbench-setup.log" 2>&1 || { say "pgbench set-up SQL failed"; return 1; }
+
+	for c in $CONCURRENCY; do
+		start_api "$c"
+		for ((r = 1; r <= ROUNDS; r++)); do
+			say "C=$c round $r: cc-api (${SECONDS_PER_RUN}s) then pgbench (${SECONDS_PER_RUN}s)"
+			player_run "api-c$c-r$r" "$c"
+			pgbench_run "pgbench-c$c-r$r" "$c" prepared
+		done
+		stop_api
+		say "C=$c: pgbench -M extended (${SECONDS_PER_RUN}s), for context"
+		pgbench_run "extended-c$c" "$c" extended
+		local a p ratio
+		a="$OUT/$(best "api-c$c" throughput_rps).out"
+		p="$OUT/$(best "pgbench-c$c" tps).out"
+		ratio=$(awk -v a="$(kv "$a" throughput_rps)" -v b="$(kv "$p" tps)" 'BEGIN { printf "%.2f", a / b }')
+		line=$(printf 'C=%-3s cc-api %7.1f req/s p50 %6.2f ms p99 %6.2f ms | pgbench %7.1f tps avg %6.2f ms p50 %6.2f ms p99 %6.2f ms | ratio %s (target >= 0.70: %s) | pgbench -M extended %.1f tps' \
+			"$c" "$(kv "$a" throughput_rps)" "$(kv "$a" latency_p50_ms)" "$(kv "$a" latency_p99_ms)" \
+			"$(kv "$p" tps)" "$(kv "$p" latency_avg_ms)" "$(kv "$p" latency_p50_ms)" "$(kv "$p" latency_p99_ms)" \
+			"$ratio" "$(verdict "$ratio" ">=" 0.7)" "$(kv "$OUT/extended-c$c.out" tps)")
+		[[ $(verdict "$ratio" ">=" 0.7) == met ]] || missed=1
+		results+=("$line")
+	done
+
+	say "open loop: $RATE heartbeats/s on $OPEN_THREADS connections for ${SECONDS_PER_RUN}s"
+	start_api "$OPEN_THREADS"
+	player_run open "$OPEN_THREADS" --rate="$RATE"
+	stop_api
+	local o="$OUT/open.out"
+	line=$(printf 'open loop %s req/s (achieved %.1f, %s late sends, %s errors): p50 %.2f ms p99 %.2f ms max %.2f ms (target p99 < 20 ms: %s)' \
+		"$RATE" "$(kv "$o" throughput_rps)" "$(kv "$o" late_sends)" "$(kv "$o" errors)" \
+		"$(kv "$o" latency_p50_ms)" "$(kv "$o" latency_p99_ms)" "$(kv "$o" latency_max_ms)" \
+		"$(verdict "$(kv "$o" latency_p99_ms)" "<" 20)")
+	[[ $(verdict "$(kv "$o" latency_p99_ms)" "<" 20) == met ]] || missed=1
+	results+=("$line")
+
+	say "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "heartbeat bench: $PLAYERS players, ${SECONDS_PER_RUN}s per run, best of $ROUNDS interleaved rounds, pgbench -M prepared -j 2 --max-tries=5"
+	printf '%s\n' "${results[@]}" | tee "$OUT/summary.txt"
+	if [[ $missed -ne 0 && "${BENCH_STRICT:-0}" == 1 ]]; then
+		say "a target was missed (BENCH_STRICT=1)"
+		return 1
+	fi
+}
+
+main

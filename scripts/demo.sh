@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# demo.sh - the whole system on loopback with simulated players (`make demo`).
+#
+# Re-runs itself inside tests/harness/with-services.sh (a disposable
+# PostgreSQL + Redis, migrations applied), starts the services on free
+# ports, runs cc-player --mode=demo and prints its one-line summary as the
+# LAST line of output. Everything else goes to the logs in build/demo/
+# (kept after the run) or to stderr. Every process started here is stopped
+# on exit, success or not; on failure the logs' tails are printed first.
+#
+# To add a service (matcher, allocator, game servers): write a start_<name>
+# function that calls start_service and wait_http, and call it from main.
+#
+# Environment: DEMO_PLAYERS (40), DEMO_THREADS (8), DEMO_REGIONS
+# (eu-west,us-east), DEMO_SEED (1).
+set -Eeuo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+if [[ "${1:-}" != --inside ]]; then
+	exec "$top/tests/harness/with-services.sh" "$0" --inside
+fi
+
+BIN="$top/build/bin"
+LOGS="$top/build/demo"
+PLAYERS=${DEMO_PLAYERS:-40}
+THREADS=${DEMO_THREADS:-8}
+REGIONS=${DEMO_REGIONS:-eu-west,us-east}
+SEED=${DEMO_SEED:-1}
+
+SERVICE_NAMES=()
+SERVICE_PIDS=()
+
+say() { echo "demo: $*" >&2; }
+
+# free_port: a loopback TCP port nobody listens on right now.
+free_port() {
+	local p
+	for _ in $(seq 100); do
+		p=$((20000 + RANDOM % 30000))
+		[[ -z $(ss -Htan "( sport = :$p )" 2>/dev/null) ]] && { echo "$p"; return 0; }
+	done
+	say "no free port found"
+	return 1
+}
+
+# start_service NAME CMD...: runs CMD in the background, output in
+# $LOGS/NAME.log, remembered for stop_services. Sets LAST_PID.
+start_service() {
+	local name=$1; shift
+	"$@" >"$LOGS/$name.log" 2>&1 &
+	LAST_PID=$!
+	SERVICE_NAMES+=("$name")
+	SERVICE_PIDS+=("$LAST_PID")
+	say "started $name (pid $LAST_PID, log $LOGS/$name.log)"
+}
+
+# wait_http NAME URL SECONDS: until URL answers 200. Fails at once when the
+# service exits (broken, not slow), or at the deadline (slow), saying which.
+wait_http() {
+	local name=$1 url=$2 deadline=$((SECONDS + $3)) pid
+	pid=${SERVICE_PIDS[${#SERVICE_PIDS[@]} - 1]}
+	while ((SECONDS < deadline)); do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			say "$name exited before $url answered"
+			return 1
+		fi
+		[[ $(curl -s -o /dev/null -w '%{http_code}' "$url" 2>/dev/null) == 200 ]] && return 0
+		sleep 0.05
+	done
+	say "$name: $url did not answer 200 within $3 s (still running)"
+	return 1
+}
+
+# Stops the services in reverse start order: SIGTERM, up to 10 s, then SIGKILL.
+stop_services() {
+	local i pid name
+	for ((i = ${#SERVICE_PIDS[@]} - 1; i >= 0; i--)); do
+		pid=${SERVICE_PIDS[$i]} name=${SERVICE_NAMES[$i]}
+		kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; continue; }
+		kill "$pid" 2>/dev/null || true
+		for _ in $(seq 200); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.05
+		done
+		if kill -0 "$pid" 2>/dev/null; then
+			say "$name (pid $pid) ignored SIGTERM for 10 s; killing it"
+			kill -9 "$pid" 2>/dev/null || true
+		fi
+		wait "$pid" 2>/dev/null || true
+	done
+	SERVICE_PIDS=()
+	SERVICE_NAMES=()
+}
+
+on_exit() {
+	local rc=$?
+	trap - EXIT
+	if [[ $rc -ne 0 ]]; then
+		local log
+		for log in "$LOGS"/*.log; do
+			[[ -f "$log" ]] || continue
+			echo "---- demo: $log (last 30 lines) ----" >&2
+			tail -n 30 "$log" >&2
+		done
+		say "FAILED (exit $rc); logs in $LOGS"
+	fi
+	stop_services
+	exit "$rc"
+}
+trap on_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# cc-testkit-api: the player API with the fake Steam login (any ticket).
+start_api() {
+	API_PORT=$(free_port)
+	API_ADMIN_PORT=$(free_port)
+	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_service api \
+		"$BIN/cc-testkit-api" --port="$API_PORT" --admin-port="$API_ADMIN_PORT" \
+		--regions="$REGIONS" --db-pool-size="$THREADS"
+	wait_http api "http://127.0.0.1:$API_ADMIN_PORT/readyz" 30
+	API_URL="http://127.0.0.1:$API_PORT"
+}
+
+# The simulated players; their summary line is the demo's result.
+run_players() {
+	local rc=0
+	say "running $PLAYERS players on $THREADS connections (log $LOGS/players.log)"
+	"$BIN/cc-player" --mode=demo --api-url="$API_URL" --players="$PLAYERS" --threads="$THREADS" \
+		--regions="$REGIONS" --seed="$SEED" --log-level=info \
+		>"$LOGS/players.out" 2>"$LOGS/players.log" || rc=$?
+	SUMMARY=$(tail -n 1 "$LOGS/players.out")
+	if [[ $rc -ne 0 ]]; then
+		say "cc-player exited $rc: ${SUMMARY:-no summary}"
+		return 1
+	fi
+	[[ "$SUMMARY" == demo:* ]] || { say "cc-player printed no summary"; return 1; }
+}
+
+main() {
+	for b in cc-testkit-api cc-player; do
+		[[ -x "$BIN/$b" ]] || { say "$BIN/$b is missing (make all tools)"; return 1; }
+	done
+	rm -rf "$LOGS"
+	mkdir -p "$LOGS"
+	start_api
+	run_players
+	stop_services
+	echo "$SUMMARY"
+}
+
+main

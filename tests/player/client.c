@@ -1,0 +1,416 @@
+/*
+ * client.c - cc-player's kept-alive REST client (see client.h).
+ */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "client.h"
+#include "json.h"
+#include "banned.h"
+
+#define JSON_MAX_DEPTH 8
+
+struct pc_client {
+	CURL *curl;                     /* one easy handle: its connection is reused */
+	char base_url[PC_CLIENT_URL_MAX]; /* "http://host:port" */
+	char url[PC_CLIENT_URL_MAX];    /* the current request's URL */
+	char *body;                     /* response buffer, PC_CLIENT_MAX_RESPONSE + 1 bytes */
+	size_t body_len;                /* bytes in body */
+	bool overflow;                  /* the current response passed the cap */
+	struct pc_latency *record;      /* where call durations go, or NULL */
+	uint64_t requests;              /* requests sent */
+	uint64_t retries;               /* retryable 503s sent again */
+	int attempts;                   /* per player call, >= 1 */
+	uint64_t jitter;                /* xorshift state for retry backoff */
+	char curl_error[CURL_ERROR_SIZE]; /* libcurl's text for the last transport failure */
+	char problem[512];              /* the last failed call, for the caller's log */
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* libcurl's write callback: keeps up to the cap, then aborts the transfer. */
+static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct pc_client *c = arg;
+	size_t n = size * nmemb;
+	if (n > PC_CLIENT_MAX_RESPONSE - c->body_len) {
+		c->overflow = true;
+		return 0;
+	}
+	memcpy(c->body + c->body_len, data, n);
+	c->body_len += n;
+	return n;
+}
+
+struct pc_client *pc_client_new(const char *base_url, long timeout_ms)
+{
+	struct pc_client *c = NULL;
+	size_t n = base_url ? strlen(base_url) : 0;
+	if (n == 0 || n >= PC_CLIENT_URL_MAX / 2 ||
+	    (strncmp(base_url, "http://", 7) != 0 && strncmp(base_url, "https://", 8) != 0))
+		return NULL;
+	c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	c->body = malloc(PC_CLIENT_MAX_RESPONSE + 1);
+	c->curl = curl_easy_init();
+	if (!c->body || !c->curl) {
+		pc_client_free(c);
+		return NULL;
+	}
+	c->attempts = 1;
+	c->jitter = (mono_ns() ^ (uint64_t)(uintptr_t)c) | 1; /* xorshift must not start at 0 */
+	while (n > 0 && base_url[n - 1] == '/')
+		n--; /* "http://x/" + "/v1/..." would double the slash */
+	memcpy(c->base_url, base_url, n);
+	c->base_url[n] = '\0';
+	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM for timeouts */
+	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(c->curl, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(c->curl, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, c);
+	curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, c->curl_error);
+	curl_easy_setopt(c->curl, CURLOPT_USERAGENT, "cc-player");
+	return c;
+}
+
+void pc_client_free(struct pc_client *c)
+{
+	if (!c)
+		return;
+	if (c->curl)
+		curl_easy_cleanup(c->curl);
+	free(c->body);
+	free(c);
+}
+
+void pc_client_record(struct pc_client *c, struct pc_latency *rec)
+{
+	c->record = rec;
+}
+
+void pc_client_set_attempts(struct pc_client *c, int attempts)
+{
+	c->attempts = attempts < 1 ? 1 : attempts > PC_MAX_ATTEMPTS ? PC_MAX_ATTEMPTS : attempts;
+}
+
+uint64_t pc_client_retries(const struct pc_client *c)
+{
+	return c->retries;
+}
+
+/* Full-jitter exponential backoff before retry number `retry` (1-based). */
+static void backoff(struct pc_client *c, int retry)
+{
+	uint64_t cap_ms = (uint64_t)PC_RETRY_BASE_MS << (retry - 1 < 10 ? retry - 1 : 10);
+	if (cap_ms > PC_RETRY_CAP_MS)
+		cap_ms = PC_RETRY_CAP_MS;
+	c->jitter ^= c->jitter << 13;
+	c->jitter ^= c->jitter >> 7;
+	c->jitter ^= c->jitter << 17;
+	uint64_t ns = c->jitter % (cap_ms * 1000000u + 1);
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u) };
+	nanosleep(&ts, NULL);
+}
+
+/* True for an answer SPEC 2 says to send again: 503 with "retryable": true. */
+static bool retryable(long status, const cJSON *obj)
+{
+	const cJSON *e = obj ? cJSON_GetObjectItemCaseSensitive(obj, "error") : NULL;
+	return status == 503 && e && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "retryable"));
+}
+
+uint64_t pc_client_requests(const struct pc_client *c)
+{
+	return c->requests;
+}
+
+const char *pc_client_problem(const struct pc_client *c)
+{
+	return c->problem;
+}
+
+CC_PRINTF(2, 3) static void set_problem(struct pc_client *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->problem, sizeof c->problem, fmt, ap);
+	va_end(ap);
+}
+
+/* Appends line to list; on failure frees the whole list and returns NULL. */
+static struct curl_slist *add_header(struct curl_slist *list, const char *line)
+{
+	struct curl_slist *grown = curl_slist_append(list, line);
+	if (!grown)
+		curl_slist_free_all(list);
+	return grown;
+}
+
+int pc_request(struct pc_client *c, const char *method, const char *path, const char *token,
+	       const char *idempotency_key, const char *body, struct pc_reply *reply)
+{
+	struct curl_slist *headers = NULL;
+	char line[PC_TOKEN_MAX + 160];
+	bool post = strcmp(method, "POST") == 0;
+	int rc = 0;
+
+	c->problem[0] = '\0';
+	if (!post && strcmp(method, "GET") != 0)
+		return CC_EINVAL;
+	if ((size_t)snprintf(c->url, sizeof c->url, "%s%s", c->base_url, path) >= sizeof c->url) {
+		set_problem(c, "%s: URL longer than %d bytes", path, PC_CLIENT_URL_MAX);
+		return CC_EINVAL;
+	}
+	/* "Expect:" off: libcurl would otherwise wait for 100-continue on big bodies. */
+	headers = add_header(NULL, "Expect:");
+	if (headers && token) {
+		snprintf(line, sizeof line, "Authorization: Bearer %s", token);
+		headers = add_header(headers, line);
+	}
+	if (headers && idempotency_key) {
+		snprintf(line, sizeof line, "Idempotency-Key: %s", idempotency_key);
+		headers = add_header(headers, line);
+	}
+	if (headers && body)
+		headers = add_header(headers, "Content-Type: application/json");
+	if (!headers) {
+		set_problem(c, "%s %s: out of memory", method, path);
+		return CC_ENOMEM;
+	}
+	curl_easy_setopt(c->curl, CURLOPT_URL, c->url);
+	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, headers);
+	if (post) {
+		curl_easy_setopt(c->curl, CURLOPT_POST, 1L);
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body ? body : "");
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE, (long)(body ? strlen(body) : 0));
+	} else {
+		curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
+	}
+	c->body_len = 0;
+	c->overflow = false;
+	c->curl_error[0] = '\0';
+
+	uint64_t start = mono_ns();
+	CURLcode cc = curl_easy_perform(c->curl);
+	uint64_t elapsed = mono_ns() - start;
+	c->requests++;
+	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
+	curl_slist_free_all(headers);
+	c->body[c->body_len] = '\0';
+
+	memset(reply, 0, sizeof *reply);
+	reply->body = c->body;
+	reply->body_len = c->body_len;
+	reply->elapsed_ns = elapsed;
+	if (cc != CURLE_OK) {
+		rc = c->overflow ? CC_ETOOBIG : cc == CURLE_OPERATION_TIMEDOUT ? CC_ETIMEOUT : CC_EIO;
+		set_problem(c, "%s %s: %s", method, path,
+			    c->overflow ? "response body over the cap" : c->curl_error[0] ? c->curl_error
+											 : curl_easy_strerror(cc));
+		return rc;
+	}
+	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &reply->status);
+	if (c->record)
+		(void)pc_latency_add(c->record, elapsed); /* a full recorder counts the drop itself */
+	return 0;
+}
+
+/* The code a call returns for an unexpected status. */
+static int status_code(long status)
+{
+	switch (status) {
+	case 401: return CC_EUNAUTHORIZED;
+	case 403: return CC_EFORBIDDEN;
+	case 404: return CC_ENOTFOUND;
+	case 409: return CC_ECONFLICT;
+	case 429:
+	case 503: return CC_EUNAVAILABLE;
+	default: return CC_EINVAL;
+	}
+}
+
+/*
+ * Sends a request and expects one status and a JSON object body. Returns 0
+ * and *out (caller cJSON_Delete()s), or a negative code with c->problem
+ * naming the route, the status and the error code cc-api gave.
+ */
+static int call_json(struct pc_client *c, const char *method, const char *path, const char *token,
+		     const char *key, const char *body, long expect, cJSON **out)
+{
+	struct pc_reply r;
+	struct cc_json_error err = { 0 };
+	cJSON *obj = NULL;
+	int prc;
+	for (int attempt = 1;; attempt++) {
+		int rc = pc_request(c, method, path, token, key, body, &r);
+		if (rc != 0)
+			return rc;
+		prc = cc_json_parse_object(r.body, r.body_len, PC_CLIENT_MAX_RESPONSE, JSON_MAX_DEPTH, &obj, &err);
+		if (r.status == expect || attempt >= c->attempts || !retryable(r.status, obj))
+			break;
+		cJSON_Delete(obj);
+		obj = NULL;
+		c->retries++;
+		backoff(c, attempt);
+	}
+	if (r.status != expect) {
+		const cJSON *e = prc == 0 ? cJSON_GetObjectItemCaseSensitive(obj, "error") : NULL;
+		const cJSON *code = e ? cJSON_GetObjectItemCaseSensitive(e, "code") : NULL;
+		const cJSON *msg = e ? cJSON_GetObjectItemCaseSensitive(e, "message") : NULL;
+		set_problem(c, "%s %s: expected %ld, got %ld %s: %s", method, path, expect, r.status,
+			    cJSON_IsString(code) ? code->valuestring : "(no error code)",
+			    cJSON_IsString(msg) ? msg->valuestring : "");
+		cJSON_Delete(obj);
+		return status_code(r.status);
+	}
+	if (prc != 0) {
+		set_problem(c, "%s %s: %ld answer is not a JSON object: %s", method, path, r.status, err.message);
+		return CC_EINVAL;
+	}
+	*out = obj;
+	return 0;
+}
+
+/* Copies a required string field of at most cap - 1 bytes. */
+static int copy_string(struct pc_client *c, const cJSON *obj, const char *field, char *dst, size_t cap)
+{
+	struct cc_json_error err = { 0 };
+	const char *s;
+	if (cc_json_get_string(obj, field, true, 1, cap - 1, &s, &err) != 0) {
+		set_problem(c, "answer: %s", err.message);
+		return CC_EINVAL;
+	}
+	memcpy(dst, s, strlen(s) + 1);
+	return 0;
+}
+
+/* Reads id, revision and state of a ticket answer into p. */
+static int take_ticket(struct pc_client *c, const cJSON *obj, struct pc_player *p)
+{
+	struct cc_json_error err = { 0 };
+	char id[sizeof p->ticket_id], state[sizeof p->state];
+	int64_t revision;
+	if (copy_string(c, obj, "id", id, sizeof id) != 0 || copy_string(c, obj, "state", state, sizeof state) != 0)
+		return CC_EINVAL;
+	if (cc_json_get_int(obj, "revision", true, 1, INT64_MAX, &revision, &err) != 0) {
+		set_problem(c, "ticket answer: %s", err.message);
+		return CC_EINVAL;
+	}
+	memcpy(p->ticket_id, id, sizeof id);
+	memcpy(p->state, state, sizeof state);
+	p->revision = revision;
+	return 0;
+}
+
+void pc_player_init(struct pc_player *p, const char *kind, long long seed, int index)
+{
+	memset(p, 0, sizeof *p);
+	p->index = index;
+	snprintf(p->login_ticket, sizeof p->login_ticket, "%s-%lld-%d", kind, seed, index);
+}
+
+int pc_login(struct pc_client *c, struct pc_player *p)
+{
+	char body[128];
+	char token[sizeof p->token], player_id[sizeof p->player_id];
+	cJSON *obj = NULL;
+	snprintf(body, sizeof body, "{\"ticket\":\"%s\"}", p->login_ticket);
+	int rc = call_json(c, "POST", "/v1/session/steam", NULL, NULL, body, 200, &obj);
+	if (rc == 0)
+		rc = copy_string(c, obj, "session_token", token, sizeof token);
+	if (rc == 0)
+		rc = copy_string(c, obj, "player_id", player_id, sizeof player_id);
+	if (rc == 0) {
+		memcpy(p->token, token, sizeof token);
+		memcpy(p->player_id, player_id, sizeof player_id);
+	}
+	cJSON_Delete(obj);
+	return rc;
+}
+
+int pc_probe(struct pc_client *c, struct pc_player *p, const char *region)
+{
+	char path[128], body[192], nonce[96];
+	cJSON *obj = NULL;
+	snprintf(path, sizeof path, "/v1/probes/%s/challenge", region);
+	int rc = call_json(c, "POST", path, p->token, NULL, NULL, 201, &obj);
+	if (rc == 0)
+		rc = copy_string(c, obj, "nonce", nonce, sizeof nonce);
+	cJSON_Delete(obj);
+	obj = NULL;
+	if (rc != 0)
+		return rc;
+	snprintf(path, sizeof path, "/v1/probes/%s/answer", region);
+	snprintf(body, sizeof body, "{\"nonce\":\"%s\"}", nonce);
+	rc = call_json(c, "POST", path, p->token, NULL, body, 200, &obj);
+	cJSON_Delete(obj);
+	return rc;
+}
+
+int pc_enqueue(struct pc_client *c, struct pc_player *p, const char *playlist, int64_t protocol_version,
+	       const char *build, const char *idempotency_key)
+{
+	char body[256];
+	cJSON *obj = NULL;
+	if ((size_t)snprintf(body, sizeof body, "{\"playlist\":\"%s\",\"protocol_version\":%lld,\"build\":\"%s\"}",
+			     playlist, (long long)protocol_version, build) >= sizeof body) {
+		set_problem(c, "POST /v1/queue: playlist or build too long");
+		return CC_EINVAL;
+	}
+	int rc = call_json(c, "POST", "/v1/queue", p->token, idempotency_key, body, 201, &obj);
+	if (rc == 0)
+		rc = take_ticket(c, obj, p);
+	cJSON_Delete(obj);
+	return rc;
+}
+
+/* heartbeat and cancel: a compare-and-set at the revision we hold. */
+static int revision_call(struct pc_client *c, struct pc_player *p, const char *verb)
+{
+	char path[96], body[64];
+	cJSON *obj = NULL;
+	snprintf(path, sizeof path, "/v1/queue/%s/%s", p->ticket_id, verb);
+	snprintf(body, sizeof body, "{\"revision\":%lld}", (long long)p->revision);
+	int rc = call_json(c, "POST", path, p->token, NULL, body, 200, &obj);
+	if (rc == 0)
+		rc = take_ticket(c, obj, p);
+	cJSON_Delete(obj);
+	return rc;
+}
+
+int pc_heartbeat(struct pc_client *c, struct pc_player *p)
+{
+	return revision_call(c, p, "heartbeat");
+}
+
+int pc_cancel(struct pc_client *c, struct pc_player *p)
+{
+	return revision_call(c, p, "cancel");
+}
+
+int pc_get_ticket(struct pc_client *c, struct pc_player *p)
+{
+	char path[96];
+	cJSON *obj = NULL;
+	snprintf(path, sizeof path, "/v1/queue/%s", p->ticket_id);
+	int rc = call_json(c, "GET", path, p->token, NULL, NULL, 200, &obj);
+	if (rc == 0)
+		rc = take_ticket(c, obj, p);
+	cJSON_Delete(obj);
+	return rc;
+}

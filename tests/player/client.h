@@ -1,0 +1,136 @@
+/*
+ * client.h - cc-player's REST client: one kept-alive HTTP connection to
+ * cc-api per thread, and the player calls (login, probe, queue, heartbeat,
+ * cancel, re-read) on top of it.
+ *
+ * Why libcurl directly and not libcommon/http_client.h: that module opens a
+ * new connection per call (right for rare calls to outside services), but a
+ * load generator measuring heartbeat latency must reuse one connection, as a
+ * game client does, or it measures TCP set-up instead of the API. One easy
+ * handle per struct pc_client is reused for every call, so libcurl keeps
+ * the connection open between calls (HTTP/1.1 keep-alive).
+ *
+ * A client is used by one thread at a time. Call curl_global_init() once
+ * in main() before creating any.
+ *
+ * Retries: SPEC 2 makes a request that lost too many serialization races
+ * a 503 with "retryable": true. A real game client sends it again after a
+ * pause, and so does this one when pc_client_set_attempts() allows more
+ * than one attempt (jittered exponential backoff from PC_RETRY_BASE_MS,
+ * capped at PC_RETRY_CAP_MS). Retries are counted (pc_client_retries()),
+ * so a report can show them: they are server trouble a player felt as
+ * delay. With one attempt (the default) every answer is taken as it is,
+ * which is what a benchmark must measure.
+ *
+ * Every call returns 0 when cc-api answered with the status the call
+ * expects, else a negative code (CC_EIO no answer, CC_ETIMEOUT, CC_ECONFLICT
+ * 409, CC_EUNAUTHORIZED 401, CC_EFORBIDDEN 403, CC_ENOTFOUND 404,
+ * CC_EUNAVAILABLE 503/429, CC_EINVAL any other status or a malformed body)
+ * and pc_client_problem() then describes it ("POST /v1/queue: 409
+ * active_ticket_exists"). The player struct is updated only on success.
+ *
+ * Ownership: the client owns its handle and response buffer; a reply's body
+ * points into the client and is valid until the client's next call.
+ */
+#ifndef PC_CLIENT_H
+#define PC_CLIENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cc.h"
+#include "latency.h"
+
+#define PC_CLIENT_MAX_RESPONSE (64 * 1024) /* bytes of one response body */
+#define PC_CLIENT_URL_MAX 512              /* bytes of base URL + path */
+#define PC_TOKEN_MAX 128                   /* bytes of a session token */
+#define PC_RETRY_BASE_MS 10                /* first retry waits up to this */
+#define PC_RETRY_CAP_MS 500                /* no retry waits longer */
+#define PC_MAX_ATTEMPTS 10                 /* cap of pc_client_set_attempts() */
+
+struct pc_client;
+
+/* One answer (or the lack of one). */
+struct pc_reply {
+	long status;         /* HTTP status; 0 when no answer arrived */
+	const char *body;    /* NUL-terminated body, "" when none; owned by the client */
+	size_t body_len;     /* bytes of body */
+	uint64_t elapsed_ns; /* from handing the request to libcurl until the whole answer was read */
+};
+
+/* What cc-player knows about one simulated player. */
+struct pc_player {
+	int index;                     /* 0-based number within the run */
+	char login_ticket[64];         /* "<kind>-<seed>-<index>", fed to the testkit's fake Steam */
+	char token[PC_TOKEN_MAX + 1];  /* session bearer token ("" before login) */
+	char player_id[37];            /* uuid from the login answer */
+	char ticket_id[37];            /* uuid of the current queue ticket ("" when none) */
+	int64_t revision;              /* the ticket's revision as last seen */
+	char state[16];                /* the ticket's state as last seen */
+	bool broken;                   /* an unexpected error left it unusable */
+};
+
+/*
+ * Creates a client for base_url ("http://127.0.0.1:8080", no trailing
+ * path) with a whole-request deadline of timeout_ms. Returns NULL when the
+ * URL is not http(s):// or too long, or out of memory. Free with
+ * pc_client_free().
+ */
+struct pc_client *pc_client_new(const char *base_url, long timeout_ms);
+
+/* Closes the connection and frees the client. NULL is a no-op. */
+void pc_client_free(struct pc_client *c);
+
+/* Every later call's duration is added to rec (NULL stops recording). rec
+ * stays the caller's. */
+void pc_client_record(struct pc_client *c, struct pc_latency *rec);
+
+/* Attempts per player call for retryable 503 answers: 1 (the default, no
+ * retry) to PC_MAX_ATTEMPTS; values outside are clamped. */
+void pc_client_set_attempts(struct pc_client *c, int attempts);
+
+/* Retries sent since the client was created. */
+uint64_t pc_client_retries(const struct pc_client *c);
+
+/* Requests sent through this client since it was created. */
+uint64_t pc_client_requests(const struct pc_client *c);
+
+/* Text describing the last failed call ("" after a success). Never NULL. */
+const char *pc_client_problem(const struct pc_client *c);
+
+/*
+ * Sends one request: method "GET" or "POST", path ("/v1/queue"), optional
+ * bearer token, Idempotency-Key and JSON body (NULL = none; a POST without
+ * one sends an empty body). Fills *reply. Returns 0 when an answer arrived
+ * (whatever its status), CC_EIO/CC_ETIMEOUT when none did, CC_EINVAL for a
+ * bad method or a URL over PC_CLIENT_URL_MAX, CC_ETOOBIG for a body over
+ * PC_CLIENT_MAX_RESPONSE.
+ */
+int pc_request(struct pc_client *c, const char *method, const char *path, const char *token,
+	       const char *idempotency_key, const char *body, struct pc_reply *reply) CC_MUST_CHECK;
+
+/* Zeroes p and names it: login ticket "<kind>-<seed>-<index>" (kind
+ * "player" for the demo, "bench" for the bench, so the two never share an
+ * identity and its active ticket). */
+void pc_player_init(struct pc_player *p, const char *kind, long long seed, int index);
+
+/* POST /v1/session/steam: 200 -> token and player_id. */
+int pc_login(struct pc_client *c, struct pc_player *p) CC_MUST_CHECK;
+
+/* POST /v1/probes/{region}/challenge (201) then .../answer (200): one probe. */
+int pc_probe(struct pc_client *c, struct pc_player *p, const char *region) CC_MUST_CHECK;
+
+/* POST /v1/queue with key: 201 -> ticket id, revision, state. */
+int pc_enqueue(struct pc_client *c, struct pc_player *p, const char *playlist, int64_t protocol_version,
+	       const char *build, const char *idempotency_key) CC_MUST_CHECK;
+
+/* POST /v1/queue/{id}/heartbeat at p's revision: 200 -> the new revision. */
+int pc_heartbeat(struct pc_client *c, struct pc_player *p) CC_MUST_CHECK;
+
+/* POST /v1/queue/{id}/cancel at p's revision: 200 -> CANCELLED. */
+int pc_cancel(struct pc_client *c, struct pc_player *p) CC_MUST_CHECK;
+
+/* GET /v1/queue/{id}: 200 -> revision and state as the server has them. */
+int pc_get_ticket(struct pc_client *c, struct pc_player *p) CC_MUST_CHECK;
+
+#endif

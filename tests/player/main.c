@@ -1,0 +1,127 @@
+/*
+ * cc-player: simulated players and load generator for cc-api.
+ *
+ * main() reads the option table, splits --regions, and runs the chosen
+ * mode (demo.c or bench.c). Everything but the mode's result goes to
+ * stderr as JSON log lines, so stdout carries only the summary a script
+ * reads.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "config.h"
+#include "log.h"
+#include "player.h"
+#include "banned.h"
+
+#define OPT(field) offsetof(struct player_config, field)
+
+static const struct cc_config_option player_options[] = {
+	{ .name = "api-url", .type = CC_CFG_STRING, .default_value = "http://127.0.0.1:8080",
+	  .help = "base URL of cc-api (or cc-testkit-api)", .offset = OPT(api_url) },
+	{ .name = "mode", .type = CC_CFG_ENUM, .default_value = "demo", .choices = "demo|heartbeat-bench",
+	  .help = "demo: a short scripted session per player; heartbeat-bench: measure heartbeats",
+	  .offset = OPT(mode) },
+	{ .name = "players", .type = CC_CFG_INT, .default_value = "40", .min = 1, .max = 100000,
+	  .help = "simulated players", .offset = OPT(players) },
+	{ .name = "threads", .type = CC_CFG_INT, .default_value = "8", .min = 1, .max = 1024,
+	  .help = "worker threads, each with one kept-alive connection (the bench's concurrency)",
+	  .offset = OPT(threads) },
+	{ .name = "duration-seconds", .type = CC_CFG_INT, .default_value = "10", .min = 1, .max = 3600,
+	  .help = "heartbeat-bench: measured seconds", .offset = OPT(duration_seconds) },
+	{ .name = "warmup-seconds", .type = CC_CFG_INT, .default_value = "1", .min = 0, .max = 600,
+	  .help = "heartbeat-bench: seconds run before measuring starts", .offset = OPT(warmup_seconds) },
+	{ .name = "rate", .type = CC_CFG_DOUBLE, .default_value = "0", .min = 0, .max = 1000000,
+	  .help = "heartbeat-bench: total requests/s, paced (open loop; latency counts from the planned send "
+		  "time); 0 = closed loop",
+	  .offset = OPT(rate) },
+	{ .name = "regions", .type = CC_CFG_STRING, .default_value = "local",
+	  .help = "comma-separated regions to probe (the bench probes the first)", .offset = OPT(regions) },
+	{ .name = "playlist", .type = CC_CFG_ENUM, .default_value = "casual", .choices = "casual|ranked",
+	  .help = "playlist to queue for", .offset = OPT(playlist) },
+	{ .name = "build", .type = CC_CFG_STRING, .default_value = "dev",
+	  .help = "client build sent when queueing", .offset = OPT(build) },
+	{ .name = "protocol-version", .type = CC_CFG_INT, .default_value = "1", .min = 1, .max = 2147483647,
+	  .help = "game protocol version sent when queueing", .offset = OPT(protocol_version) },
+	{ .name = "seed", .type = CC_CFG_INT, .default_value = "1", .min = 0, .max = 2147483647,
+	  .help = "names the players (login ticket player-<seed>-<index>, bench-<seed>-<index> in the bench): "
+		  "a new seed, new players",
+	  .offset = OPT(seed) },
+	{ .name = "heartbeats", .type = CC_CFG_INT, .default_value = "3", .min = 0, .max = 1000,
+	  .help = "demo: heartbeats per player", .offset = OPT(heartbeats) },
+	{ .name = "cancel-every", .type = CC_CFG_INT, .default_value = "4", .min = 0, .max = 100000,
+	  .help = "demo: every Nth player cancels its ticket (0 = none)", .offset = OPT(cancel_every) },
+	{ .name = "read-every", .type = CC_CFG_INT, .default_value = "3", .min = 0, .max = 100000,
+	  .help = "demo: every Nth player re-reads its ticket with GET (0 = none)", .offset = OPT(read_every) },
+	{ .name = "timeout-ms", .type = CC_CFG_INT, .default_value = "10000", .min = 100, .max = 600000,
+	  .help = "deadline of one request", .offset = OPT(timeout_ms) },
+	{ .name = "max-samples", .type = CC_CFG_INT, .default_value = "20000000", .min = 1000, .max = 64000000,
+	  .help = "heartbeat-bench: latency samples kept (all of them, for exact percentiles)",
+	  .offset = OPT(max_samples) },
+	{ .name = "log-level", .type = CC_CFG_ENUM, .default_value = "warn", .choices = "debug|info|warn|error",
+	  .help = "lowest level logged to stderr", .offset = OPT(log_level) },
+};
+
+static const struct cc_config_spec player_spec = {
+	.program = "cc-player",
+	.summary = "Simulated players and heartbeat load generator for cc-api (test tooling).",
+	.options = player_options,
+	.n_options = CC_ARRAY_LEN(player_options),
+};
+
+/* Splits --regions into cfg->region; false when a name is empty, too long or too many. */
+static bool split_regions(struct player_config *cfg)
+{
+	const char *p = cfg->regions;
+	cfg->n_regions = 0;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		if (n == 0 || n > PC_REGION_MAX || cfg->n_regions == PC_MAX_REGIONS)
+			return false;
+		for (size_t i = 0; i < n; i++)
+			if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= '0' && p[i] <= '9') || p[i] == '-'))
+				return false;
+		memcpy(cfg->region[cfg->n_regions], p, n);
+		cfg->region[cfg->n_regions++][n] = '\0';
+		p += n;
+		if (*p == ',' && *++p == '\0')
+			return false;
+	}
+	return cfg->n_regions > 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct player_config cfg = { 0 };
+	enum cc_log_level level = CC_LOG_WARN;
+	char *const *positional;
+	int status = 2;
+
+	cc_config_load_or_exit(&player_spec, argc, argv, &cfg, &positional);
+	(void)cc_log_level_parse(cfg.log_level, &level);
+	cc_log_init(player_spec.program, level);
+	if (!split_regions(&cfg)) {
+		fprintf(stderr, "cc-player: --regions: expected 1-%d comma-separated names of [a-z0-9-]{1,%d}\n",
+			PC_MAX_REGIONS, PC_REGION_MAX);
+		goto out;
+	}
+	if (strcmp(cfg.mode, "heartbeat-bench") == 0 && cfg.players < cfg.threads) {
+		fprintf(stderr, "cc-player: --players (%lld) must be at least --threads (%lld): each thread owns "
+			"its players\n", (long long)cfg.players, (long long)cfg.threads);
+		goto out;
+	}
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		fprintf(stderr, "cc-player: libcurl initialisation failed\n");
+		status = 1;
+		goto out;
+	}
+	cc_config_log(&player_spec, &cfg);
+	status = strcmp(cfg.mode, "demo") == 0 ? pc_demo_run(&cfg) : pc_bench_run(&cfg);
+	curl_global_cleanup();
+out:
+	cc_config_release(&player_spec, &cfg);
+	return status;
+}

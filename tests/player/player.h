@@ -1,0 +1,64 @@
+/*
+ * player.h - what cc-player's parts share: the configuration (filled once
+ * in main.c from its option table, read-only afterwards, so every thread
+ * reads it without locks) and the two modes.
+ *
+ * cc-player is the simulated-player client and load generator (SPEC 1:
+ * tests/). It talks to cc-api (or cc-testkit-api, whose fake login accepts
+ * the made-up tickets "player-<seed>-<index>") over REST only, exactly as a
+ * game client would. It is test tooling: `make install` never installs it.
+ */
+#ifndef PC_PLAYER_H
+#define PC_PLAYER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cc.h"
+
+#define PC_MAX_REGIONS 16
+#define PC_REGION_MAX 32
+
+struct player_config {
+	char *api_url;             /* cc-api base URL */
+	char *mode;                /* demo | heartbeat-bench */
+	int64_t players;           /* simulated players */
+	int64_t threads;           /* worker threads = concurrent connections */
+	int64_t duration_seconds;  /* bench: measured time */
+	int64_t warmup_seconds;    /* bench: time run before measuring */
+	double rate;               /* bench: total requests/s, paced (0 = closed loop, as fast as answered) */
+	char *regions;             /* comma-separated regions to probe */
+	char *playlist;            /* casual | ranked */
+	char *build;               /* client build string sent when queueing */
+	int64_t protocol_version;  /* game protocol version sent when queueing */
+	int64_t seed;              /* names the players: login ticket "player|bench-<seed>-<index>" */
+	int64_t heartbeats;        /* demo: heartbeats per player */
+	int64_t cancel_every;      /* demo: every Nth player cancels (0 = none) */
+	int64_t read_every;        /* demo: every Nth player re-reads its ticket (0 = none) */
+	int64_t timeout_ms;        /* whole deadline of one request */
+	int64_t max_samples;       /* bench: latency samples kept in all (exact percentiles) */
+	char *log_level;           /* debug|info|warn|error */
+
+	/* Derived from the options by main.c. */
+	int n_regions;
+	char region[PC_MAX_REGIONS][PC_REGION_MAX + 1];
+};
+
+/*
+ * Runs the demo: every player logs in, probes every region, queues, sends
+ * cfg->heartbeats heartbeats at the revision it holds, some cancel and some
+ * re-read their ticket; then one summary line goes to stdout. Returns the
+ * exit status: 0 when nothing unexpected happened, 1 otherwise.
+ */
+int pc_demo_run(const struct player_config *cfg);
+
+/*
+ * Runs the heartbeat benchmark: sets up cfg->players QUEUED players, then
+ * cfg->threads threads heartbeat their own players round-robin for
+ * warmup + duration seconds (closed loop, or paced to cfg->rate requests/s
+ * in all), and prints key=value lines to stdout. Returns the exit status:
+ * 0, or 1 when set-up failed or any request failed.
+ */
+int pc_bench_run(const struct player_config *cfg);
+
+#endif
