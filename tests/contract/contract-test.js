@@ -640,6 +640,14 @@ function seedProposal(players, window = '10 minutes') {
        FROM unnest(:'p6'::uuid[]) WITH ORDINALITY AS u(ticket_id, n) JOIN tickets t ON t.id = u.ticket_id;
      UPDATE tickets SET state = 'PROPOSED', proposal_id = :'proposal_id', revision = revision + 1, updated_at = now()
        WHERE id = ANY(:'p6'::uuid[]) AND state = 'QUEUED';
+     -- The claim's announcements too, so the seed passes tests/integration/audit.sql.
+     INSERT INTO outbox (event, resource_type, resource_id, revision, player_ids)
+       SELECT 'proposal.opened', 'proposal', :'proposal_id', 1, array_agg(player_id)
+       FROM proposal_participants WHERE proposal_id = :'proposal_id';
+     INSERT INTO outbox (event, resource_type, resource_id, revision, player_ids, payload)
+       SELECT 'ticket.proposed', 'ticket', t.id, t.revision, ARRAY[t.player_id],
+              jsonb_build_object('proposal_id', :'proposal_id')
+       FROM tickets t WHERE t.proposal_id = :'proposal_id' AND t.state = 'PROPOSED';
      SELECT (SELECT count(*) FROM tickets WHERE proposal_id = :'proposal_id' AND state = 'PROPOSED') AS proposed,
        (SELECT count(*) FROM proposal_participants WHERE proposal_id = :'proposal_id') AS joined \\gset
      SELECT :proposed = :'p7' AND :joined = :'p7' AS whole \\gset
