@@ -2,17 +2,20 @@
 # demo.sh - the whole system on loopback with simulated players (`make demo`).
 #
 # Re-runs itself inside tests/harness/with-services.sh (a disposable
-# PostgreSQL + Redis, migrations applied), starts the services on free
-# ports, runs cc-player --mode=demo and prints its one-line summary as the
-# LAST line of output. Everything else goes to the logs in build/demo/
+# PostgreSQL + Redis, migrations applied), starts cc-testkit-api and one
+# cc-matcher per playlist (casual, ranked) on free ports, all using the
+# harness Redis for the matchers' candidate index, runs cc-player
+# --mode=demo (players queue, get proposals, accept or decline, end
+# MATCHED) and prints its one-line summary as the LAST line of output. Everything else goes to the logs in build/demo/
 # (kept after the run) or to stderr. Every process started here is stopped
 # on exit, success or not; on failure the logs' tails are printed first.
 #
 # To add a service (matcher, allocator, game servers): write a start_<name>
 # function that calls start_service and wait_http, and call it from main.
 #
-# Environment: DEMO_PLAYERS (40), DEMO_THREADS (8), DEMO_REGIONS
-# (eu-west,us-east), DEMO_SEED (1).
+# Environment: DEMO_PLAYERS (60: 36 casual = 6 matches of 6, 24 ranked =
+# 12 matches of 2), DEMO_THREADS (8), DEMO_REGIONS (eu-west,us-east),
+# DEMO_SEED (1), DEMO_DECLINE_PERCENT (5), DEMO_DEADLINE_SECONDS (30).
 set -Eeuo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,10 +25,14 @@ fi
 
 BIN="$top/build/bin"
 LOGS="$top/build/demo"
-PLAYERS=${DEMO_PLAYERS:-40}
+PLAYERS=${DEMO_PLAYERS:-60}
 THREADS=${DEMO_THREADS:-8}
 REGIONS=${DEMO_REGIONS:-eu-west,us-east}
 SEED=${DEMO_SEED:-1}
+DECLINE_PERCENT=${DEMO_DECLINE_PERCENT:-5}
+DEADLINE_SECONDS=${DEMO_DEADLINE_SECONDS:-30}
+# The harness Redis: cc-api keeps the candidate index fresh, the matchers read it.
+REDIS_FLAGS=(--redis-host="${CC_TEST_REDIS_HOST:-127.0.0.1}" --redis-port="$CC_TEST_REDIS_PORT")
 
 SERVICE_NAMES=()
 SERVICE_PIDS=()
@@ -117,9 +124,21 @@ start_api() {
 	API_ADMIN_PORT=$(free_port)
 	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_service api \
 		"$BIN/cc-testkit-api" --port="$API_PORT" --admin-port="$API_ADMIN_PORT" \
-		--regions="$REGIONS" --db-pool-size="$THREADS"
+		--regions="$REGIONS" --db-pool-size="$THREADS" "${REDIS_FLAGS[@]}"
 	wait_http api "http://127.0.0.1:$API_ADMIN_PORT/readyz" 30
 	API_URL="http://127.0.0.1:$API_PORT"
+}
+
+# cc-matcher PLAYLIST: forms that playlist's matches (casual 3v3, ranked 1v1)
+# and opens proposals; a short poll interval keeps the demo brisk (NOTIFY
+# wakes it sooner anyway). Ready once a pass has reached PostgreSQL.
+start_matcher() {
+	local playlist=$1 admin
+	admin=$(free_port)
+	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_service "matcher-$playlist" \
+		"$BIN/cc-matcher" --playlist="$playlist" --admin-port="$admin" --poll-interval-ms=200 \
+		--matcher-id="demo-$playlist" "${REDIS_FLAGS[@]}"
+	wait_http "matcher-$playlist" "http://127.0.0.1:$admin/readyz" 30
 }
 
 # The simulated players; their summary line is the demo's result.
@@ -127,7 +146,8 @@ run_players() {
 	local rc=0
 	say "running $PLAYERS players on $THREADS connections (log $LOGS/players.log)"
 	"$BIN/cc-player" --mode=demo --api-url="$API_URL" --players="$PLAYERS" --threads="$THREADS" \
-		--regions="$REGIONS" --seed="$SEED" --log-level=info \
+		--regions="$REGIONS" --seed="$SEED" --decline-percent="$DECLINE_PERCENT" \
+		--match-deadline-seconds="$DEADLINE_SECONDS" --log-level=info \
 		>"$LOGS/players.out" 2>"$LOGS/players.log" || rc=$?
 	SUMMARY=$(tail -n 1 "$LOGS/players.out")
 	if [[ $rc -ne 0 ]]; then
@@ -135,15 +155,23 @@ run_players() {
 		return 1
 	fi
 	[[ "$SUMMARY" == demo:* ]] || { say "cc-player printed no summary"; return 1; }
+	# Players that never matched are no error to cc-player (they give up),
+	# but a demo of matchmaking without a single match shows nothing.
+	if [[ "$SUMMARY" =~ \ 0\ accepted\ matches ]]; then
+		say "no match was formed: is a matcher stuck? (logs in $LOGS)"
+		return 1
+	fi
 }
 
 main() {
-	for b in cc-testkit-api cc-player; do
+	for b in cc-testkit-api cc-matcher cc-player; do
 		[[ -x "$BIN/$b" ]] || { say "$BIN/$b is missing (make all tools)"; return 1; }
 	done
 	rm -rf "$LOGS"
 	mkdir -p "$LOGS"
 	start_api
+	start_matcher casual
+	start_matcher ranked
 	run_players
 	stop_services
 	echo "$SUMMARY"

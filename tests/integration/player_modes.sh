@@ -1,34 +1,81 @@
 #!/usr/bin/env bash
-# cc-player against a real cc-testkit-api: the demo's summary line matches
-# what the database holds afterwards; the heartbeat bench runs closed and
-# open loop with no errors and prints its key=value report; a second bench
-# with the same seed reuses its players; and an unreachable API is reported
-# as errors with a non-zero exit, not as a clean run.
+# cc-player against a real cc-testkit-api and two cc-matchers (casual,
+# ranked), all on the harness Redis: the demo's summary line matches what
+# the database holds afterwards (matches, matched and cancelled tickets,
+# proposals, DECLINE penalties, requeues) and the audit query finds no
+# violation; the heartbeat bench runs closed and open loop with no errors
+# and prints its key=value report; a second bench with the same seed reuses
+# its players; and an unreachable API is reported as errors with a non-zero
+# exit, not as a clean run.
 source "$(dirname "$0")/lib.sh"
 
+redis=(--redis-host="$CC_TEST_REDIS_HOST" --redis-port="$CC_TEST_REDIS_PORT")
 port=$(free_port); admin=$(free_port)
 COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/api.log" \
-	"$BIN/cc-testkit-api" --port="$port" --admin-port="$admin" --regions=r-one,r-two --ticket-ttl-seconds=600
+	"$BIN/cc-testkit-api" --port="$port" --admin-port="$admin" --regions=r-one,r-two --ticket-ttl-seconds=600 "${redis[@]}"
 pid=$LAST_PID
 wait_http "http://127.0.0.1:$admin/readyz" "$pid" 20
 api="http://127.0.0.1:$port"
 run=$((RANDOM * 32768 + RANDOM))
 T_LOGS+=("$T_DIR/demo.err" "$T_DIR/bench.err")
 
-# 1. Demo: 12 players, 3 heartbeats each, every 4th cancels.
-"$BIN/cc-player" --mode=demo --api-url="$api" --players=12 --threads=4 --regions=r-one,r-two \
-	--seed="$run" --build="itest-$run" >"$T_DIR/demo.out" 2>"$T_DIR/demo.err" ||
+matchers=()
+for playlist in casual ranked; do
+	madmin=$(free_port)
+	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/matcher-$playlist.log" "$BIN/cc-matcher" \
+		--playlist="$playlist" --admin-port="$madmin" --poll-interval-ms=100 "${redis[@]}"
+	matchers+=("$LAST_PID")
+	wait_http "http://127.0.0.1:$madmin/readyz" "$LAST_PID" 20
+done
+
+# 1. Demo: 24 fresh players (names from $run), 12 casual (2 matches of 6)
+# and 12 ranked (6 matches of 2). The decision seed is fixed, so the same
+# players decline every time: 15% of first proposals, at least one.
+"$BIN/cc-player" --mode=demo --api-url="$api" --players=24 --threads=4 --regions=r-one,r-two \
+	--ranked-percent=50 --decline-percent=15 --decision-seed=3 --seed="$run" --build="itest-$run" \
+	--match-deadline-seconds=20 >"$T_DIR/demo.out" 2>"$T_DIR/demo.err" ||
 	fail "demo exited non-zero: $(cat "$T_DIR/demo.out")"
 expect_eq "demo stdout lines" 1 "$(wc -l <"$T_DIR/demo.out")"
 summary=$(cat "$T_DIR/demo.out")
-[[ "$summary" =~ ^demo:\ 12\ players,\ 12\ logged\ in,\ 24\ probes,\ 12\ queued,\ 36\ heartbeats,\ 3\ cancelled,\ 0\ errors,\ [0-9]+\ retries,\ p50\ [0-9.]+\ ms,\ p99\ [0-9.]+\ ms$ ]] ||
+n='([0-9]+)'
+[[ "$summary" =~ ^demo:\ 24\ players,\ 24\ logged\ in,\ $n\ probes,\ 24\ queued,\ $n\ proposals\ seen,\ $n\ accepted\ matches\ \($n\ casual,\ $n\ ranked\),\ $n\ players\ matched,\ $n\ declined,\ $n\ requeued,\ $n\ gave\ up,\ $n\ heartbeats,\ 0\ errors,\ $n\ retries,\ match\ wait\ p50\ [0-9.]+\ s\ p95\ [0-9.]+\ s,\ api\ p50\ [0-9.]+\ ms\ p99\ [0-9.]+\ ms$ ]] ||
 	fail "demo summary: $summary"
-# The tickets of this run (build itest-$run): 9 QUEUED at revision 4 (created + 3
-# heartbeats), 3 CANCELLED at revision 5, each with RTTs for both regions.
-seen=$(psql -qAtX "$CC_TEST_PG_DSN" -c "SELECT state, revision, count(*) FROM tickets WHERE build = 'itest-$run'
-	AND predicted_rtt ? 'r-one' AND predicted_rtt ? 'r-two' GROUP BY 1, 2 ORDER BY 1" | tr '\n' ' ')
-expect_eq "tickets in the database after the demo" "CANCELLED|5|3 QUEUED|4|9 " "$seen"
-pass "demo: '$summary' and the database agrees"
+probes=${BASH_REMATCH[1]} proposals=${BASH_REMATCH[2]} matches=${BASH_REMATCH[3]} casual=${BASH_REMATCH[4]}
+ranked=${BASH_REMATCH[5]} matched=${BASH_REMATCH[6]} declined=${BASH_REMATCH[7]} requeued=${BASH_REMATCH[8]}
+gave_up=${BASH_REMATCH[9]}
+for m in "${matchers[@]}"; do kill -0 "$m" 2>/dev/null || fail "a cc-matcher exited during the demo"; done
+((probes >= 48)) || fail "demo: $probes probes, expected at least 2 per player"
+((declined >= 1)) || fail "demo: decision seed 3 at 15% should decline at least one proposal: $summary"
+((matches == casual + ranked && matches >= 1)) || fail "demo: matches do not add up: $summary"
+((matched + declined + gave_up == 24)) || fail "demo: every player must end matched, declined or given up: $summary"
+
+# The database of this run (build itest-$run) must tell the same story.
+b="build = 'itest-$run'"
+expect_eq "tickets by state (MATCHED = players matched, CANCELLED = declined + gave up)" \
+	"CANCELLED|$((declined + gave_up)) MATCHED|$matched " \
+	"$(sql "SELECT state, count(*) FROM tickets WHERE $b GROUP BY 1 ORDER BY 1" | tr '\n' ' ')"
+expect_eq "tickets with RTTs for both regions" 24 \
+	"$(sql "SELECT count(*) FROM tickets WHERE $b AND predicted_rtt ? 'r-one' AND predicted_rtt ? 'r-two'")"
+expect_eq "matches: casual, ranked, not ALLOCATING" "$casual|$ranked|0" \
+	"$(sql "SELECT count(*) FILTER (WHERE playlist = 'casual'), count(*) FILTER (WHERE playlist = 'ranked'),
+		count(*) FILTER (WHERE state <> 'ALLOCATING') FROM matches WHERE $b")"
+expect_eq "match players = MATCHED tickets, each in its own match" "$matched|$matched" \
+	"$(sql "SELECT count(*), count(*) FILTER (WHERE t.state = 'MATCHED' AND t.match_id = mp.match_id)
+		FROM match_players mp JOIN matches m ON m.id = mp.match_id JOIN tickets t ON t.id = mp.ticket_id WHERE m.$b")"
+expect_eq "proposals: all (= seen), ACCEPTED (= matches), DECLINED (= declined), other (open, expired)" \
+	"$proposals|$matches|$declined|0" \
+	"$(sql "SELECT count(*), count(*) FILTER (WHERE state = 'ACCEPTED'), count(*) FILTER (WHERE state = 'DECLINED'),
+		count(*) FILTER (WHERE state NOT IN ('ACCEPTED', 'DECLINED')) FROM proposals WHERE $b")"
+expect_eq "penalties of this run: DECLINE (= declined), other kinds" "$declined|0" \
+	"$(sql "SELECT count(*) FILTER (WHERE pe.kind = 'DECLINE'), count(*) FILTER (WHERE pe.kind <> 'DECLINE')
+		FROM penalties pe JOIN proposals p ON p.id = pe.source_id WHERE p.$b")"
+expect_eq "requeues (ticket.requeued outbox rows)" "$requeued" \
+	"$(sql "SELECT count(*) FROM outbox o JOIN tickets t ON t.id = o.resource_id WHERE o.event = 'ticket.requeued' AND t.$b")"
+audit=$(psql -qAtX -v ON_ERROR_STOP=1 "$CC_TEST_PG_DSN" -f "$(dirname "$0")/audit.sql")
+[[ -z "$audit" ]] || fail "audit query after the demo found violations: $audit"
+pass "demo: '$summary' and the database agrees; the audit query is clean"
+# The bench's queued players are no matcher's business: stop the matchers first.
+for m in "${matchers[@]}"; do kill "$m"; wait "$m" 2>/dev/null || true; done
 
 # 2. Bench, closed loop, then again with the same players. 200 players, not
 # fewer: on a table of a few pages SERIALIZABLE promotes row predicate locks

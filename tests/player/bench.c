@@ -89,7 +89,7 @@ static void setup_player(struct bench_worker *w, struct pc_player *p)
 	int rc = pc_login(w->client, p);
 	if (rc == 0) {
 		step = "probe";
-		rc = pc_probe(w->client, p, cfg->region[0]);
+		rc = pc_probe(w->client, p, cfg->region[0], NULL);
 	}
 	if (rc == 0) {
 		step = "queue";

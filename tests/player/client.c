@@ -30,6 +30,7 @@ struct pc_client {
 	uint64_t jitter;                /* xorshift state for retry backoff */
 	char curl_error[CURL_ERROR_SIZE]; /* libcurl's text for the last transport failure */
 	char problem[512];              /* the last failed call, for the caller's log */
+	char error_code[64];            /* cc-api's error.code of the last failed call, or "" */
 };
 
 static uint64_t mono_ns(void)
@@ -144,6 +145,11 @@ const char *pc_client_problem(const struct pc_client *c)
 	return c->problem;
 }
 
+const char *pc_client_error_code(const struct pc_client *c)
+{
+	return c->error_code;
+}
+
 CC_PRINTF(2, 3) static void set_problem(struct pc_client *c, const char *fmt, ...)
 {
 	va_list ap;
@@ -170,6 +176,7 @@ int pc_request(struct pc_client *c, const char *method, const char *path, const 
 	int rc = 0;
 
 	c->problem[0] = '\0';
+	c->error_code[0] = '\0';
 	if (!post && strcmp(method, "GET") != 0)
 		return CC_EINVAL;
 	if ((size_t)snprintf(c->url, sizeof c->url, "%s%s", c->base_url, path) >= sizeof c->url) {
@@ -275,6 +282,8 @@ static int call_json(struct pc_client *c, const char *method, const char *path, 
 		set_problem(c, "%s %s: expected %ld, got %ld %s: %s", method, path, expect, r.status,
 			    cJSON_IsString(code) ? code->valuestring : "(no error code)",
 			    cJSON_IsString(msg) ? msg->valuestring : "");
+		if (cJSON_IsString(code))
+			snprintf(c->error_code, sizeof c->error_code, "%s", code->valuestring);
 		cJSON_Delete(obj);
 		return status_code(r.status);
 	}
@@ -299,13 +308,32 @@ static int copy_string(struct pc_client *c, const cJSON *obj, const char *field,
 	return 0;
 }
 
-/* Reads id, revision and state of a ticket answer into p. */
+/* Copies a uuid field that may be null or absent ("" then). */
+static int copy_optional_id(struct pc_client *c, const cJSON *obj, const char *field, char dst[37])
+{
+	const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, field);
+	if (!item || cJSON_IsNull(item)) {
+		dst[0] = '\0';
+		return 0;
+	}
+	if (!cJSON_IsString(item) || strlen(item->valuestring) != 36) {
+		set_problem(c, "answer: field '%s' must be null or a uuid", field);
+		return CC_EINVAL;
+	}
+	memcpy(dst, item->valuestring, 37);
+	return 0;
+}
+
+/* Reads id, revision, state, proposal and match of a ticket answer into p. */
 static int take_ticket(struct pc_client *c, const cJSON *obj, struct pc_player *p)
 {
 	struct cc_json_error err = { 0 };
 	char id[sizeof p->ticket_id], state[sizeof p->state];
+	char proposal_id[sizeof p->proposal_id], match_id[sizeof p->match_id];
 	int64_t revision;
-	if (copy_string(c, obj, "id", id, sizeof id) != 0 || copy_string(c, obj, "state", state, sizeof state) != 0)
+	if (copy_string(c, obj, "id", id, sizeof id) != 0 || copy_string(c, obj, "state", state, sizeof state) != 0 ||
+	    copy_optional_id(c, obj, "proposal_id", proposal_id) != 0 ||
+	    copy_optional_id(c, obj, "match_id", match_id) != 0)
 		return CC_EINVAL;
 	if (cc_json_get_int(obj, "revision", true, 1, INT64_MAX, &revision, &err) != 0) {
 		set_problem(c, "ticket answer: %s", err.message);
@@ -313,6 +341,8 @@ static int take_ticket(struct pc_client *c, const cJSON *obj, struct pc_player *
 	}
 	memcpy(p->ticket_id, id, sizeof id);
 	memcpy(p->state, state, sizeof state);
+	memcpy(p->proposal_id, proposal_id, sizeof proposal_id);
+	memcpy(p->match_id, match_id, sizeof match_id);
 	p->revision = revision;
 	return 0;
 }
@@ -343,10 +373,12 @@ int pc_login(struct pc_client *c, struct pc_player *p)
 	return rc;
 }
 
-int pc_probe(struct pc_client *c, struct pc_player *p, const char *region)
+int pc_probe(struct pc_client *c, struct pc_player *p, const char *region, double *rtt_ms)
 {
+	struct cc_json_error err = { 0 };
 	char path[128], body[192], nonce[96];
 	cJSON *obj = NULL;
+	double rtt;
 	snprintf(path, sizeof path, "/v1/probes/%s/challenge", region);
 	int rc = call_json(c, "POST", path, p->token, NULL, NULL, 201, &obj);
 	if (rc == 0)
@@ -358,6 +390,12 @@ int pc_probe(struct pc_client *c, struct pc_player *p, const char *region)
 	snprintf(path, sizeof path, "/v1/probes/%s/answer", region);
 	snprintf(body, sizeof body, "{\"nonce\":\"%s\"}", nonce);
 	rc = call_json(c, "POST", path, p->token, NULL, body, 200, &obj);
+	if (rc == 0 && cc_json_get_double(obj, "rtt_ms", true, 0, 1e9, &rtt, &err) != 0) {
+		set_problem(c, "%s answer: %s", path, err.message);
+		rc = CC_EINVAL;
+	}
+	if (rc == 0 && rtt_ms)
+		*rtt_ms = rtt;
 	cJSON_Delete(obj);
 	return rc;
 }
@@ -411,6 +449,70 @@ int pc_get_ticket(struct pc_client *c, struct pc_player *p)
 	int rc = call_json(c, "GET", path, p->token, NULL, NULL, 200, &obj);
 	if (rc == 0)
 		rc = take_ticket(c, obj, p);
+	cJSON_Delete(obj);
+	return rc;
+}
+
+/* Reads a proposal answer; my_response is the participant row of player_id. */
+static int take_proposal(struct pc_client *c, const cJSON *obj, const char *player_id, struct pc_proposal *out)
+{
+	struct cc_json_error err = { 0 };
+	struct pc_proposal pr = { 0 };
+	const cJSON *list, *item;
+	bool found = false;
+	if (copy_string(c, obj, "id", pr.id, sizeof pr.id) != 0 ||
+	    copy_string(c, obj, "playlist", pr.playlist, sizeof pr.playlist) != 0 ||
+	    copy_string(c, obj, "state", pr.state, sizeof pr.state) != 0 ||
+	    copy_optional_id(c, obj, "match_id", pr.match_id) != 0)
+		return CC_EINVAL;
+	if (cc_json_get_int(obj, "revision", true, 1, INT64_MAX, &pr.revision, &err) != 0 ||
+	    cc_json_get_array(obj, "participants", true, 64, &list, &err) != 0) {
+		set_problem(c, "proposal answer: %s", err.message);
+		return CC_EINVAL;
+	}
+	cJSON_ArrayForEach(item, list) {
+		const cJSON *who = cJSON_GetObjectItemCaseSensitive(item, "player_id");
+		const cJSON *said = cJSON_GetObjectItemCaseSensitive(item, "response");
+		pr.participants++;
+		if (!cJSON_IsString(who) || strcmp(who->valuestring, player_id) != 0)
+			continue;
+		found = true;
+		if (cJSON_IsString(said) && strlen(said->valuestring) < sizeof pr.my_response)
+			memcpy(pr.my_response, said->valuestring, strlen(said->valuestring) + 1);
+	}
+	if (!found) {
+		set_problem(c, "proposal answer: player %s is not among its %d participants", player_id,
+			    pr.participants);
+		return CC_EINVAL;
+	}
+	*out = pr;
+	return 0;
+}
+
+int pc_get_proposal(struct pc_client *c, const struct pc_player *p, const char *proposal_id,
+		    struct pc_proposal *out)
+{
+	char path[96];
+	cJSON *obj = NULL;
+	snprintf(path, sizeof path, "/v1/proposals/%s", proposal_id);
+	int rc = call_json(c, "GET", path, p->token, NULL, NULL, 200, &obj);
+	if (rc == 0)
+		rc = take_proposal(c, obj, p->player_id, out);
+	cJSON_Delete(obj);
+	return rc;
+}
+
+int pc_respond(struct pc_client *c, const struct pc_player *p, const char *proposal_id, bool accept,
+	       int64_t revision, struct pc_proposal *out)
+{
+	char path[112], body[80];
+	cJSON *obj = NULL;
+	snprintf(path, sizeof path, "/v1/proposals/%s/response", proposal_id);
+	snprintf(body, sizeof body, "{\"response\":\"%s\",\"revision\":%lld}", accept ? "accept" : "decline",
+		 (long long)revision);
+	int rc = call_json(c, "POST", path, p->token, NULL, body, 200, &obj);
+	if (rc == 0)
+		rc = take_proposal(c, obj, p->player_id, out);
 	cJSON_Delete(obj);
 	return rc;
 }

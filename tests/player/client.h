@@ -1,7 +1,7 @@
 /*
  * client.h - cc-player's REST client: one kept-alive HTTP connection to
  * cc-api per thread, and the player calls (login, probe, queue, heartbeat,
- * cancel, re-read) on top of it.
+ * cancel, re-read, read and answer a proposal) on top of it.
  *
  * Why libcurl directly and not libcommon/http_client.h: that module opens a
  * new connection per call (right for rare calls to outside services), but a
@@ -27,7 +27,9 @@
  * 409, CC_EUNAUTHORIZED 401, CC_EFORBIDDEN 403, CC_ENOTFOUND 404,
  * CC_EUNAVAILABLE 503/429, CC_EINVAL any other status or a malformed body)
  * and pc_client_problem() then describes it ("POST /v1/queue: 409
- * active_ticket_exists"). The player struct is updated only on success.
+ * active_ticket_exists") while pc_client_error_code() gives the bare code
+ * ("revision_conflict"), so a caller can tell the expected conflicts of a
+ * race apart from real errors. The player struct is updated only on success.
  *
  * Ownership: the client owns its handle and response buffer; a reply's body
  * points into the client and is valid until the client's next call.
@@ -67,6 +69,8 @@ struct pc_player {
 	char ticket_id[37];            /* uuid of the current queue ticket ("" when none) */
 	int64_t revision;              /* the ticket's revision as last seen */
 	char state[16];                /* the ticket's state as last seen */
+	char proposal_id[37];          /* the ticket's proposal as last seen ("" when none) */
+	char match_id[37];             /* the ticket's match as last seen ("" when none) */
 	bool broken;                   /* an unexpected error left it unusable */
 };
 
@@ -98,6 +102,10 @@ uint64_t pc_client_requests(const struct pc_client *c);
 /* Text describing the last failed call ("" after a success). Never NULL. */
 const char *pc_client_problem(const struct pc_client *c);
 
+/* The "error.code" cc-api gave in the last failed call's answer ("" after
+ * a success, a transport failure or an answer without one). Never NULL. */
+const char *pc_client_error_code(const struct pc_client *c);
+
 /*
  * Sends one request: method "GET" or "POST", path ("/v1/queue"), optional
  * bearer token, Idempotency-Key and JSON body (NULL = none; a POST without
@@ -117,8 +125,9 @@ void pc_player_init(struct pc_player *p, const char *kind, long long seed, int i
 /* POST /v1/session/steam: 200 -> token and player_id. */
 int pc_login(struct pc_client *c, struct pc_player *p) CC_MUST_CHECK;
 
-/* POST /v1/probes/{region}/challenge (201) then .../answer (200): one probe. */
-int pc_probe(struct pc_client *c, struct pc_player *p, const char *region) CC_MUST_CHECK;
+/* POST /v1/probes/{region}/challenge (201) then .../answer (200): one
+ * probe. *rtt_ms (may be NULL) receives the RTT the server measured. */
+int pc_probe(struct pc_client *c, struct pc_player *p, const char *region, double *rtt_ms) CC_MUST_CHECK;
 
 /* POST /v1/queue with key: 201 -> ticket id, revision, state. */
 int pc_enqueue(struct pc_client *c, struct pc_player *p, const char *playlist, int64_t protocol_version,
@@ -132,5 +141,27 @@ int pc_cancel(struct pc_client *c, struct pc_player *p) CC_MUST_CHECK;
 
 /* GET /v1/queue/{id}: 200 -> revision and state as the server has them. */
 int pc_get_ticket(struct pc_client *c, struct pc_player *p) CC_MUST_CHECK;
+
+/* A proposal as one of its participants sees it (SPEC 7). */
+struct pc_proposal {
+	char id[37];          /* uuid */
+	char playlist[16];    /* casual | ranked */
+	char state[16];       /* OPEN, ACCEPTED, DECLINED, EXPIRED */
+	int64_t revision;     /* what a response must name */
+	char match_id[37];    /* set once ACCEPTED ("" before) */
+	char my_response[16]; /* this player's answer: "accept", "decline" or "" (none yet) */
+	int participants;     /* players in it */
+};
+
+/* GET /v1/proposals/{proposal_id}: 200 -> *out, read as player p. */
+int pc_get_proposal(struct pc_client *c, const struct pc_player *p, const char *proposal_id,
+		    struct pc_proposal *out) CC_MUST_CHECK;
+
+/* POST /v1/proposals/{proposal_id}/response {"response": accept ? "accept" :
+ * "decline", "revision": revision}: 200 -> *out, the proposal after the
+ * answer. 409 revision_conflict / proposal_closed are the races to expect
+ * (see pc_client_error_code()). */
+int pc_respond(struct pc_client *c, const struct pc_player *p, const char *proposal_id, bool accept,
+	       int64_t revision, struct pc_proposal *out) CC_MUST_CHECK;
 
 #endif

@@ -1,24 +1,45 @@
 /*
- * demo.c - cc-player --mode=demo: a short, checked session per player.
+ * demo.c - cc-player --mode=demo: simulated players play matchmaking
+ * through against cc-api and two cc-matchers (casual and ranked).
  *
  * The players are split over the threads (player i belongs to thread
- * i % threads, which owns its revisions) and the session runs in phases
- * with a barrier between them, so every player is queued before anyone
- * heartbeats, as the matcher will need when it joins the demo. The phases
- * are a table: a later step (answer a proposal, fetch the assignment,
- * connect to the game server) is one more row.
+ * i % threads, which owns its revisions). Login, probe and queue run as
+ * phases with a barrier between them; then every thread runs its players
+ * as a small event loop until each one is done:
+ *
+ *   - heartbeat every --heartbeat-interval-ms (+ seeded jitter) while
+ *     QUEUED or PROPOSED, at the revision held; a 409 (revision_conflict,
+ *     or ticket_closed once matched) means "re-read the ticket";
+ *   - re-read the ticket every --ticket-poll-ms; a proposal_id on it is
+ *     read (GET /v1/proposals/{id}) and answered with the proposal's
+ *     revision: accept, or decline with --decline-percent chance (seeded by
+ *     player and proposal ordinal). A declined or expired proposal puts the
+ *     others back to QUEUED; they keep waiting for the next one;
+ *   - MATCHED: done; the wait from enqueue to seeing MATCHED is recorded;
+ *   - give up (cancel) when fewer players of its playlist are still waiting
+ *     than a match needs (no match can form any more: nobody else joins), or
+ *     when --match-deadline-seconds have passed. Only a QUEUED ticket is
+ *     cancelled; one in a proposal answers it first, so a give-up never
+ *     declines a proposal (and every DECLINE penalty is an explicit decline).
+ *
+ * Requeues are counted exactly from revision arithmetic: every change to a
+ * ticket that the player did not make itself is a claim (+1) followed by a
+ * requeue (+1) or a match (+1), so the revisions between two reads say how
+ * many times the ticket went back to the queue, even when the player never
+ * saw the proposal in between. A read that fits no such history is an error.
  *
  * Like a game client, every call is sent again (up to DEMO_ATTEMPTS times,
  * with backoff) when cc-api answers 503 retryable; the summary counts those
- * retries, because a player felt them as delay. Any other answer than the
- * one the step expects is an error: it is logged
- * with the player's index, the player takes no further part, and the run
- * exits 1. The last and only line on stdout is the summary.
+ * retries. Any other answer than one the step expects is an error: it is
+ * logged with the player's index, the player takes no further part, and the
+ * run exits 1. The last and only line on stdout is the summary.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "client.h"
 #include "latency.h"
@@ -26,16 +47,47 @@
 #include "player.h"
 #include "banned.h"
 
-#define DEMO_ATTEMPTS 5 /* per call, for retryable 503s (SPEC 2), as a game client would */
+#define DEMO_ATTEMPTS 5        /* per call, for retryable 503s (SPEC 2), as a game client would */
+#define PROBE_TRIES 5          /* probes of one region until one measures under PROBE_GOOD_MS */
+#define PROBE_GOOD_MS 50.0     /* the matcher needs <= 100 ms; a loaded machine can exceed it once */
+#define RESPOND_TRIES 3        /* answers of one proposal through revision conflicts */
+#define LOOP_NAP_MS 50         /* a thread re-checks its players at least this often */
+#define HARD_STOP_EXTRA_MS (15 * 1000) /* after the deadline: a player still waiting is an error */
+#define PROPOSALS_PER_PLAYER 8 /* cap of distinct proposals remembered, per player of a thread */
+
+enum { CASUAL, RANKED, N_PLAYLISTS };
+static const char *const playlist_name[N_PLAYLISTS] = { "casual", "ranked" };
 
 struct demo_counts {
 	long logged_in;  /* successful logins */
 	long probes;     /* challenge + answer pairs */
 	long queued;     /* tickets created */
 	long heartbeats; /* heartbeats accepted */
-	long cancelled;  /* tickets cancelled */
-	long reads;      /* tickets re-read with GET */
+	long accepts;    /* accept answers recorded */
+	long declined;   /* decline answers recorded (each a DECLINE penalty) */
+	long requeued;   /* times a ticket went back to QUEUED from a proposal */
+	long matched;    /* players whose ticket reached MATCHED */
+	long gave_up;    /* QUEUED tickets cancelled: no match could form, or the deadline passed */
 	long errors;     /* unexpected answers or transport failures */
+};
+
+/* A matched player's match, for counting distinct matches per playlist. */
+struct demo_match {
+	char id[37];
+	int playlist;
+};
+
+/* What the demo knows about one player beyond the client's view of it. */
+struct demo_player {
+	struct pc_player p;      /* identity and the ticket as last seen */
+	int playlist;            /* CASUAL or RANKED */
+	bool waiting;            /* queued and not yet matched, cancelled or broken */
+	uint64_t queued_ns;      /* monotonic time of the enqueue answer */
+	int64_t next_poll_ms;    /* monotonic ms of the next ticket read */
+	int64_t next_beat_ms;    /* monotonic ms of the next heartbeat */
+	int heartbeats_sent;     /* ordinal for the heartbeat jitter */
+	int proposals;           /* proposals answered: the ordinal for the decline decision */
+	char answered[37];       /* the proposal this player accepted last ("" none) */
 };
 
 /* Holds the workers until the main thread knows how many started. */
@@ -43,191 +95,564 @@ struct demo_gate {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool open;
-	pthread_barrier_t barrier; /* one wait per phase round; counts the started workers */
+	pthread_barrier_t barrier; /* one wait per phase; counts the started workers */
+};
+
+/* Shared by all workers. */
+struct demo_shared {
+	struct demo_gate gate;
+	atomic_long waiting[N_PLAYLISTS]; /* players per playlist still able to take part in a match */
+	atomic_llong match_start_ms;      /* when the match phase began: set by the first thread there */
 };
 
 struct demo_worker {
 	const struct player_config *cfg;
-	struct demo_gate *gate;     /* shared by all workers */
-	int index;                  /* thread number; owns players index, index + threads, ... */
-	int threads;                /* worker count */
-	struct pc_player *players;  /* every player (shared array; disjoint slots per worker) */
-	struct pc_client *client;   /* this thread's kept-alive connection */
-	struct pc_latency latency;  /* every request this thread sent */
+	struct demo_shared *shared;
+	int index;                   /* thread number; owns players index, index + threads, ... */
+	int threads;                 /* worker count */
+	struct demo_player *players; /* every player (shared array; disjoint slots per worker) */
+	struct pc_client *client;    /* this thread's kept-alive connection */
+	struct pc_latency latency;   /* every request this thread sent */
+	struct pc_latency waits;     /* enqueue -> MATCHED of this thread's players */
 	struct demo_counts counts;
+	struct demo_match *matches;  /* one per matched player of this thread */
+	size_t n_matches;
+	size_t cap_matches;
+	char (*seen)[37];            /* distinct proposal ids this thread read */
+	size_t n_seen;
+	size_t cap_seen;
 };
 
-typedef int (*demo_step)(struct demo_worker *w, struct pc_player *p);
-
-static int step_login(struct demo_worker *w, struct pc_player *p)
+static uint64_t mono_ns(void)
 {
-	int rc = pc_login(w->client, p);
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int64_t mono_ms(void)
+{
+	return (int64_t)(mono_ns() / 1000000u);
+}
+
+/* splitmix64 of the decision seed, the player and an ordinal: the demo's only randomness. */
+static uint64_t seeded(const struct player_config *cfg, int index, int ordinal, uint64_t salt)
+{
+	int64_t seed = cfg->decision_seed >= 0 ? cfg->decision_seed : cfg->seed;
+	uint64_t x = (uint64_t)seed * 0x9e3779b97f4a7c15u ^ (uint64_t)index << 32 ^ (uint64_t)ordinal ^ salt;
+	x += 0x9e3779b97f4a7c15u;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+	return x ^ (x >> 31);
+}
+
+/* Spreads ranked players evenly by index: i is ranked when floor((i+1)p/100) > floor(i p/100). */
+static int playlist_of(const struct player_config *cfg, int index)
+{
+	int64_t pct = cfg->ranked_percent;
+	return (index + 1) * pct / 100 > index * pct / 100 ? RANKED : CASUAL;
+}
+
+static int64_t match_size(const struct player_config *cfg, int playlist)
+{
+	return playlist == RANKED ? cfg->ranked_match_size : cfg->casual_match_size;
+}
+
+/* Logs an answer the demo did not expect; returns CC_EINVAL for the step to fail with. */
+static int unexpected(const struct demo_player *d, const char *step, const char *what)
+{
+	cc_log_warn("demo_unexpected", CC_LOG_INT("player", d->p.index), CC_LOG_STR("step", step),
+		    CC_LOG_STR("what", what), CC_LOG_STR("state", d->p.state), CC_LOG_INT("revision", d->p.revision),
+		    CC_LOG_STR("ticket_id", d->p.ticket_id));
+	return CC_EINVAL;
+}
+
+/* Takes the player out of the waiting count: it can no longer be part of a match. */
+static void leave(struct demo_worker *w, struct demo_player *d)
+{
+	if (d->waiting) {
+		d->waiting = false;
+		atomic_fetch_sub(&w->shared->waiting[d->playlist], 1);
+	}
+}
+
+/* ---- login, probe, queue: phases ------------------------------------------ */
+
+static int step_login(struct demo_worker *w, struct demo_player *d)
+{
+	int rc = pc_login(w->client, &d->p);
 	w->counts.logged_in += rc == 0;
 	return rc;
 }
 
-static int step_probe(struct demo_worker *w, struct pc_player *p)
+/* Probes every region, again (up to PROBE_TRIES) while the RTT is high, as a client re-probes. */
+static int step_probe(struct demo_worker *w, struct demo_player *d)
 {
 	for (int r = 0; r < w->cfg->n_regions; r++) {
-		int rc = pc_probe(w->client, p, w->cfg->region[r]);
-		if (rc != 0)
-			return rc;
-		w->counts.probes++;
+		double rtt = 0;
+		for (int t = 0; t < PROBE_TRIES; t++) {
+			int rc = pc_probe(w->client, &d->p, w->cfg->region[r], &rtt);
+			if (rc != 0)
+				return rc;
+			w->counts.probes++;
+			if (rtt < PROBE_GOOD_MS)
+				break;
+		}
+		if (rtt >= PROBE_GOOD_MS)
+			cc_log_warn("probe_slow", CC_LOG_INT("player", d->p.index), CC_LOG_STR("region", w->cfg->region[r]),
+				    CC_LOG_DBL("rtt_ms", rtt));
 	}
 	return 0;
 }
 
-static int step_queue(struct demo_worker *w, struct pc_player *p)
+static int step_queue(struct demo_worker *w, struct demo_player *d)
 {
 	char key[64];
-	snprintf(key, sizeof key, "demo-%lld-%d", (long long)w->cfg->seed, p->index);
-	int rc = pc_enqueue(w->client, p, w->cfg->playlist, w->cfg->protocol_version, w->cfg->build, key);
-	w->counts.queued += rc == 0;
-	return rc;
-}
-
-/* One heartbeat at the revision we hold; the answer's revision is the next one. */
-static int step_heartbeat(struct demo_worker *w, struct pc_player *p)
-{
-	int64_t before = p->revision;
-	int rc = pc_heartbeat(w->client, p);
-	if (rc == 0 && p->revision <= before) {
-		cc_log_warn("demo_unexpected", CC_LOG_INT("player", p->index), CC_LOG_STR("step", "heartbeat"),
-			    CC_LOG_INT("revision_before", before), CC_LOG_INT("revision_after", p->revision));
-		return CC_EINVAL;
-	}
-	w->counts.heartbeats += rc == 0;
-	return rc;
-}
-
-static bool chosen(int64_t every, int index)
-{
-	return every > 0 && index % every == 0;
-}
-
-static int step_cancel(struct demo_worker *w, struct pc_player *p)
-{
-	if (!chosen(w->cfg->cancel_every, p->index))
-		return 0;
-	int rc = pc_cancel(w->client, p);
-	if (rc == 0 && strcmp(p->state, "CANCELLED") != 0) {
-		cc_log_warn("demo_unexpected", CC_LOG_INT("player", p->index), CC_LOG_STR("step", "cancel"),
-			    CC_LOG_STR("state", p->state));
-		return CC_EINVAL;
-	}
-	w->counts.cancelled += rc == 0;
-	return rc;
-}
-
-/* Recovery read: the server's copy must be at least as new as ours and in the state we expect. */
-static int step_read(struct demo_worker *w, struct pc_player *p)
-{
-	static const char *const active[] = { "QUEUED", "PROPOSED", "MATCHED", "ASSIGNED" };
-	if (!chosen(w->cfg->read_every, p->index))
-		return 0;
-	int64_t held = p->revision;
-	char held_state[sizeof p->state];
-	memcpy(held_state, p->state, sizeof held_state);
-	int rc = pc_get_ticket(w->client, p);
+	snprintf(key, sizeof key, "demo-%lld-%d", (long long)w->cfg->seed, d->p.index);
+	int rc = pc_enqueue(w->client, &d->p, playlist_name[d->playlist], w->cfg->protocol_version, w->cfg->build, key);
 	if (rc != 0)
 		return rc;
-	bool ok = p->revision >= held;
-	if (strcmp(held_state, "CANCELLED") == 0) {
-		ok = ok && strcmp(p->state, "CANCELLED") == 0;
-	} else {
-		bool is_active = false;
-		for (size_t i = 0; i < CC_ARRAY_LEN(active); i++)
-			is_active = is_active || strcmp(p->state, active[i]) == 0;
-		ok = ok && is_active;
-	}
-	if (!ok) {
-		cc_log_warn("demo_unexpected", CC_LOG_INT("player", p->index), CC_LOG_STR("step", "read"),
-			    CC_LOG_STR("held_state", held_state), CC_LOG_INT("held_revision", held),
-			    CC_LOG_STR("state", p->state), CC_LOG_INT("revision", p->revision));
-		return CC_EINVAL;
-	}
-	w->counts.reads++;
+	if (strcmp(d->p.state, "QUEUED") != 0)
+		return unexpected(d, "queue", "a new ticket is not QUEUED");
+	d->queued_ns = mono_ns();
+	d->waiting = true;
+	atomic_fetch_add(&w->shared->waiting[d->playlist], 1);
+	w->counts.queued++;
 	return 0;
 }
 
-/* The session, in order. repeat: the phase runs --heartbeats rounds. */
+typedef int (*demo_step)(struct demo_worker *w, struct demo_player *d);
+
 static const struct demo_phase {
 	const char *name;
 	demo_step step;
-	bool repeat;
 } phases[] = {
-	{ "login", step_login, false },
-	{ "probe", step_probe, false },
-	{ "queue", step_queue, false },
-	{ "heartbeat", step_heartbeat, true },
-	{ "cancel", step_cancel, false },
-	{ "read", step_read, false },
+	{ "login", step_login },
+	{ "probe", step_probe },
+	{ "queue", step_queue },
 };
+
+/* ---- the match phase ------------------------------------------------------ */
+
+/*
+ * Requeues between a held view of a ticket and a newer one, by revision
+ * arithmetic (see the top of the file): a held PROPOSED at r is a QUEUED at
+ * r - 1 plus a claim. Returns the count, or -1 when no history fits.
+ */
+static int64_t requeues_between(const char *held_state, int64_t held_revision, const char *state,
+				int64_t revision)
+{
+	int64_t d = revision - (held_revision - (strcmp(held_state, "PROPOSED") == 0));
+	if (strcmp(state, "QUEUED") == 0 && d >= 0 && d % 2 == 0)
+		return d / 2;
+	if (strcmp(state, "PROPOSED") == 0 && d >= 1 && d % 2 == 1)
+		return (d - 1) / 2;
+	if (strcmp(state, "MATCHED") == 0 && d >= 2 && d % 2 == 0)
+		return (d - 2) / 2;
+	return -1;
+}
+
+/* Remembers a proposal id this thread read (distinct; capped). */
+static int note_seen(struct demo_worker *w, const char *proposal_id)
+{
+	for (size_t i = 0; i < w->n_seen; i++)
+		if (strcmp(w->seen[i], proposal_id) == 0)
+			return 0;
+	if (w->n_seen == w->cap_seen)
+		return CC_ETOOBIG;
+	memcpy(w->seen[w->n_seen++], proposal_id, 37);
+	return 0;
+}
+
+static void matched(struct demo_worker *w, struct demo_player *d)
+{
+	(void)pc_latency_add(&w->waits, mono_ns() - d->queued_ns);
+	if (w->n_matches < w->cap_matches) {
+		memcpy(w->matches[w->n_matches].id, d->p.match_id, sizeof d->p.match_id);
+		w->matches[w->n_matches++].playlist = d->playlist;
+	}
+	w->counts.matched++;
+	leave(w, d);
+	cc_log_debug("demo_matched", CC_LOG_INT("player", d->p.index), CC_LOG_STR("match_id", d->p.match_id),
+		     CC_LOG_DBL("wait_s", (double)(mono_ns() - d->queued_ns) / 1e9));
+}
+
+static int answer_proposal(struct demo_worker *w, struct demo_player *d);
+
+/* Acts on the ticket as just read or heartbeaten: matched, or a proposal to answer. */
+static int on_ticket(struct demo_worker *w, struct demo_player *d)
+{
+	if (strcmp(d->p.state, "MATCHED") == 0) {
+		if (!d->p.match_id[0])
+			return unexpected(d, "ticket", "MATCHED without a match_id");
+		matched(w, d);
+		return 0;
+	}
+	if (strcmp(d->p.state, "PROPOSED") == 0) {
+		if (!d->p.proposal_id[0])
+			return unexpected(d, "ticket", "PROPOSED without a proposal_id");
+		if (strcmp(d->p.proposal_id, d->answered) != 0)
+			return answer_proposal(w, d);
+		return 0;
+	}
+	if (strcmp(d->p.state, "QUEUED") == 0)
+		return 0;
+	return unexpected(d, "ticket", "the ticket left the queue without this player");
+}
+
+/* GET /v1/queue/{id}: counts the requeues since the view held, then acts on it. */
+static int read_ticket(struct demo_worker *w, struct demo_player *d)
+{
+	char held_state[sizeof d->p.state];
+	int64_t held_revision = d->p.revision;
+	memcpy(held_state, d->p.state, sizeof held_state);
+	int rc = pc_get_ticket(w->client, &d->p);
+	if (rc != 0)
+		return rc;
+	d->next_poll_ms = mono_ms() + w->cfg->ticket_poll_ms;
+	int64_t cycles = requeues_between(held_state, held_revision, d->p.state, d->p.revision);
+	if (cycles < 0 && strcmp(d->p.state, "QUEUED") != 0 && strcmp(d->p.state, "PROPOSED") != 0 &&
+	    strcmp(d->p.state, "MATCHED") != 0)
+		return unexpected(d, "read", "the ticket left the queue without this player");
+	if (cycles < 0) {
+		cc_log_warn("demo_revisions", CC_LOG_INT("player", d->p.index), CC_LOG_STR("held_state", held_state),
+			    CC_LOG_INT("held_revision", held_revision), CC_LOG_STR("state", d->p.state),
+			    CC_LOG_INT("revision", d->p.revision));
+		return unexpected(d, "read", "the revisions fit no claim/requeue history");
+	}
+	w->counts.requeued += cycles;
+	return on_ticket(w, d);
+}
+
+/* Whether this player declines its n-th proposal (seeded). */
+static bool declines(const struct player_config *cfg, const struct demo_player *d)
+{
+	return (int64_t)(seeded(cfg, d->p.index, d->proposals, 0xdec1) % 100) < cfg->decline_percent;
+}
+
+/*
+ * Reads the proposal on the ticket and answers it at its revision. A
+ * proposal decided meanwhile (closed, or revision moved by a decision) is
+ * not an error: the ticket is read again and tells what happened.
+ */
+static int answer_proposal(struct demo_worker *w, struct demo_player *d)
+{
+	struct pc_proposal pr;
+	char id[37];
+	bool accept = !declines(w->cfg, d);
+	memcpy(id, d->p.proposal_id, sizeof id);
+	for (int t = 0; t < RESPOND_TRIES; t++) {
+		int rc = pc_get_proposal(w->client, &d->p, id, &pr);
+		if (rc != 0)
+			return rc;
+		if ((rc = note_seen(w, id)) != 0)
+			return unexpected(d, "proposal", "more distinct proposals than the demo keeps");
+		if (strcmp(pr.playlist, playlist_name[d->playlist]) != 0)
+			return unexpected(d, "proposal", "the proposal is for another playlist");
+		if (strcmp(pr.state, "OPEN") != 0) {
+			d->next_poll_ms = mono_ms(); /* decided without us: the ticket says how */
+			return 0;
+		}
+		if (pr.my_response[0])
+			return unexpected(d, "proposal", "an OPEN proposal already holds this player's answer");
+		rc = pc_respond(w->client, &d->p, id, accept, pr.revision, &pr);
+		const char *code = pc_client_error_code(w->client);
+		if (rc == CC_ECONFLICT && strcmp(code, "revision_conflict") == 0)
+			continue; /* decided or changed under us: read it again */
+		if (rc == CC_ECONFLICT && strcmp(code, "proposal_closed") == 0) {
+			d->next_poll_ms = mono_ms();
+			return 0;
+		}
+		if (rc != 0)
+			return rc;
+		d->proposals++;
+		if (accept) {
+			if (strcmp(pr.my_response, "accept") != 0)
+				return unexpected(d, "accept", "the answer does not show the accept");
+			memcpy(d->answered, id, sizeof id);
+			w->counts.accepts++;
+			/* The last accept decides: read the ticket now, else at the next poll. */
+			if (strcmp(pr.state, "ACCEPTED") == 0)
+				d->next_poll_ms = mono_ms();
+			return 0;
+		}
+		if (strcmp(pr.state, "DECLINED") != 0)
+			return unexpected(d, "decline", "a decline left the proposal not DECLINED");
+		w->counts.declined++;
+		/* The decliner's ticket is CANCELLED in the same transaction (SPEC 7). */
+		if ((rc = pc_get_ticket(w->client, &d->p)) != 0)
+			return rc;
+		if (strcmp(d->p.state, "CANCELLED") != 0)
+			return unexpected(d, "decline", "the decliner's ticket is not CANCELLED");
+		leave(w, d);
+		cc_log_info("demo_declined", CC_LOG_INT("player", d->p.index), CC_LOG_STR("proposal_id", id));
+		return 0;
+	}
+	return unexpected(d, "proposal", "revision conflicts on every answer");
+}
+
+/* Up to one more heartbeat interval, seeded: players' heartbeats do not march in step. */
+static int64_t beat_jitter(const struct player_config *cfg, const struct demo_player *d)
+{
+	return (int64_t)(seeded(cfg, d->p.index, d->heartbeats_sent, 0xbea7) % (uint64_t)cfg->heartbeat_interval_ms);
+}
+
+/* Heartbeat at the revision held; a 409 means the ticket moved on: read it. */
+static int heartbeat(struct demo_worker *w, struct demo_player *d)
+{
+	int64_t before = d->p.revision;
+	d->heartbeats_sent++;
+	d->next_beat_ms = mono_ms() + w->cfg->heartbeat_interval_ms + beat_jitter(w->cfg, d);
+	int rc = pc_heartbeat(w->client, &d->p);
+	const char *code = pc_client_error_code(w->client);
+	if (rc == CC_ECONFLICT && (strcmp(code, "revision_conflict") == 0 || strcmp(code, "ticket_closed") == 0))
+		return read_ticket(w, d);
+	if (rc != 0)
+		return rc;
+	if (d->p.revision != before + 1)
+		return unexpected(d, "heartbeat", "a heartbeat did not advance the revision by one");
+	w->counts.heartbeats++;
+	return on_ticket(w, d);
+}
+
+/* Cancels a QUEUED ticket: no match can form for it any more. */
+static int give_up(struct demo_worker *w, struct demo_player *d, const char *why)
+{
+	int rc = pc_cancel(w->client, &d->p);
+	const char *code = pc_client_error_code(w->client);
+	if (rc == CC_ECONFLICT && (strcmp(code, "revision_conflict") == 0 || strcmp(code, "ticket_closed") == 0))
+		return read_ticket(w, d); /* claimed or matched meanwhile: that comes first */
+	if (rc != 0)
+		return rc;
+	if (strcmp(d->p.state, "CANCELLED") != 0)
+		return unexpected(d, "cancel", "a cancel did not leave the ticket CANCELLED");
+	w->counts.gave_up++;
+	leave(w, d);
+	cc_log_info("demo_gave_up", CC_LOG_INT("player", d->p.index), CC_LOG_STR("playlist", playlist_name[d->playlist]),
+		    CC_LOG_STR("why", why));
+	return 0;
+}
+
+/* One look at a player: give up, heartbeat or poll, whichever is due. */
+static int tend(struct demo_worker *w, struct demo_player *d, int64_t now)
+{
+	const struct player_config *cfg = w->cfg;
+	bool queued = strcmp(d->p.state, "QUEUED") == 0;
+	if (queued && atomic_load(&w->shared->waiting[d->playlist]) < match_size(cfg, d->playlist))
+		return give_up(w, d, "too few players left to match");
+	if (queued && now >= atomic_load(&w->shared->match_start_ms) + cfg->match_deadline_seconds * 1000)
+		return give_up(w, d, "deadline");
+	if (now >= d->next_beat_ms)
+		return heartbeat(w, d);
+	if (now >= d->next_poll_ms)
+		return read_ticket(w, d);
+	return 0;
+}
+
+static void fail_player(struct demo_worker *w, struct demo_player *d, const char *step, int rc)
+{
+	cc_log_warn("demo_step_failed", CC_LOG_INT("player", d->p.index), CC_LOG_STR("step", step),
+		    CC_LOG_STR("error", cc_errname(rc)),
+		    CC_LOG_STR("problem", w->client ? pc_client_problem(w->client) : "no client"));
+	w->counts.errors++;
+	d->p.broken = true;
+	/* Still counted as waiting: its ticket may yet be proposed, so the others must not give up early. */
+}
+
+/* Runs this thread's players until each is matched, gone or broken, or the hard stop. */
+static void match_phase(struct demo_worker *w)
+{
+	const struct player_config *cfg = w->cfg;
+	long long unset = 0;
+	/* The first thread here starts the clock; the others find it started. */
+	(void)atomic_compare_exchange_strong(&w->shared->match_start_ms, &unset, (long long)mono_ms());
+	int64_t start = atomic_load(&w->shared->match_start_ms);
+	int64_t hard_stop = start + cfg->match_deadline_seconds * 1000 + HARD_STOP_EXTRA_MS;
+	for (int64_t i = w->index; i < cfg->players; i += w->threads) {
+		struct demo_player *d = &w->players[i];
+		d->next_poll_ms = start + cfg->ticket_poll_ms;
+		d->next_beat_ms = start + beat_jitter(cfg, d); /* the first one comes sooner: a client's timer phase */
+	}
+	for (;;) {
+		int64_t now = mono_ms(), next = now + LOOP_NAP_MS;
+		bool busy = false;
+		for (int64_t i = w->index; i < cfg->players; i += w->threads) {
+			struct demo_player *d = &w->players[i];
+			if (d->p.broken || !d->waiting)
+				continue;
+			if (now >= hard_stop) {
+				(void)unexpected(d, "match", "still waiting at the hard stop");
+				fail_player(w, d, "match", CC_ETIMEOUT);
+				continue;
+			}
+			int rc = tend(w, d, now);
+			if (rc != 0)
+				fail_player(w, d, "match", rc);
+			if (d->p.broken || !d->waiting)
+				continue;
+			busy = true;
+			next = d->next_poll_ms < next ? d->next_poll_ms : next;
+			next = d->next_beat_ms < next ? d->next_beat_ms : next;
+			now = mono_ms();
+		}
+		if (!busy)
+			return;
+		int64_t nap = next - mono_ms();
+		if (nap > 0) {
+			struct timespec ts = { .tv_sec = nap / 1000, .tv_nsec = (nap % 1000) * 1000000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+}
 
 static void *demo_worker_main(void *arg)
 {
 	struct demo_worker *w = arg;
 	const struct player_config *cfg = w->cfg;
-	pthread_mutex_lock(&w->gate->lock);
-	while (!w->gate->open)
-		pthread_cond_wait(&w->gate->cond, &w->gate->lock);
-	pthread_mutex_unlock(&w->gate->lock);
+	struct demo_gate *gate = &w->shared->gate;
+	pthread_mutex_lock(&gate->lock);
+	while (!gate->open)
+		pthread_cond_wait(&gate->cond, &gate->lock);
+	pthread_mutex_unlock(&gate->lock);
 	for (size_t ph = 0; ph < CC_ARRAY_LEN(phases); ph++) {
-		int64_t rounds = phases[ph].repeat ? cfg->heartbeats : 1;
-		for (int64_t round = 0; round < rounds; round++) {
-			for (int64_t i = w->index; i < cfg->players; i += w->threads) {
-				struct pc_player *p = &w->players[i];
-				if (p->broken)
-					continue;
-				int rc = w->client ? phases[ph].step(w, p) : CC_ENOMEM;
-				if (rc != 0) {
-					cc_log_warn("demo_step_failed", CC_LOG_INT("player", p->index),
-						    CC_LOG_STR("step", phases[ph].name), CC_LOG_STR("error", cc_errname(rc)),
-						    CC_LOG_STR("problem", w->client ? pc_client_problem(w->client) : "no client"));
-					w->counts.errors++;
-					p->broken = true;
-				}
-			}
-			/* Everyone finishes a round before anyone starts the next. */
-			pthread_barrier_wait(&w->gate->barrier);
+		for (int64_t i = w->index; i < cfg->players; i += w->threads) {
+			struct demo_player *d = &w->players[i];
+			if (d->p.broken)
+				continue;
+			int rc = w->client ? phases[ph].step(w, d) : CC_ENOMEM;
+			if (rc != 0)
+				fail_player(w, d, phases[ph].name, rc);
 		}
+		/* Everyone finishes a phase before anyone starts the next. */
+		pthread_barrier_wait(&gate->barrier);
 	}
+	if (w->client)
+		match_phase(w);
 	return NULL;
+}
+
+static int cmp_match(const void *a, const void *b)
+{
+	return strcmp(((const struct demo_match *)a)->id, ((const struct demo_match *)b)->id);
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+/* Distinct matches per playlist over every thread's matched players. */
+static void count_matches(struct demo_worker *workers, int threads, long per_playlist[N_PLAYLISTS], long *errors)
+{
+	size_t n = 0, k = 0;
+	for (int t = 0; t < threads; t++)
+		n += workers[t].n_matches;
+	struct demo_match *all = calloc(n ? n : 1, sizeof *all);
+	if (!all) {
+		(*errors)++;
+		return;
+	}
+	for (int t = 0; t < threads; t++) {
+		memcpy(all + k, workers[t].matches, workers[t].n_matches * sizeof *all);
+		k += workers[t].n_matches;
+	}
+	qsort(all, n, sizeof *all, cmp_match);
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0 && strcmp(all[i].id, all[i - 1].id) == 0) {
+			if (all[i].playlist != all[i - 1].playlist) {
+				cc_log_warn("demo_unexpected", CC_LOG_STR("what", "one match holds players of two playlists"),
+					    CC_LOG_STR("match_id", all[i].id));
+				(*errors)++;
+			}
+			continue;
+		}
+		per_playlist[all[i].playlist]++;
+	}
+	free(all);
+}
+
+/* Distinct proposals over every thread's reads. */
+static long count_proposals(struct demo_worker *workers, int threads, long *errors)
+{
+	size_t n = 0, k = 0;
+	long distinct = 0;
+	for (int t = 0; t < threads; t++)
+		n += workers[t].n_seen;
+	char (*all)[37] = calloc(n ? n : 1, sizeof *all);
+	if (!all) {
+		(*errors)++;
+		return 0;
+	}
+	for (int t = 0; t < threads; t++) {
+		memcpy(all + k, workers[t].seen, workers[t].n_seen * sizeof *all);
+		k += workers[t].n_seen;
+	}
+	qsort(all, n, sizeof *all, cmp_id);
+	for (size_t i = 0; i < n; i++)
+		distinct += i == 0 || strcmp(all[i], all[i - 1]) != 0;
+	free(all);
+	return distinct;
+}
+
+/* Sets up worker t: its client, recorders and bounded lists. Failures are counted when it runs. */
+static void worker_init(struct demo_worker *w, const struct player_config *cfg, struct demo_shared *shared,
+			struct demo_player *players, int t, int threads)
+{
+	size_t own = (size_t)((cfg->players - t + threads - 1) / threads);
+	*w = (struct demo_worker){ .cfg = cfg, .shared = shared, .index = t, .threads = threads, .players = players };
+	pc_latency_init(&w->latency, 0);
+	pc_latency_init(&w->waits, 0);
+	w->matches = calloc(own ? own : 1, sizeof *w->matches);
+	w->cap_matches = w->matches ? own : 0;
+	w->seen = calloc(own * PROPOSALS_PER_PLAYER + 1, sizeof *w->seen);
+	w->cap_seen = w->seen ? own * PROPOSALS_PER_PLAYER + 1 : 0;
+	/* A worker without a client still walks the phases, so the barrier is always met. */
+	w->client = w->matches && w->seen ? pc_client_new(cfg->api_url, (long)cfg->timeout_ms) : NULL;
+	if (w->client) {
+		pc_client_record(w->client, &w->latency);
+		pc_client_set_attempts(w->client, DEMO_ATTEMPTS);
+	} else {
+		cc_log_error("client_failed", CC_LOG_STR("api_url", cfg->api_url));
+	}
+}
+
+static void worker_release(struct demo_worker *w)
+{
+	pc_client_free(w->client);
+	pc_latency_release(&w->latency);
+	pc_latency_release(&w->waits);
+	free(w->matches);
+	free(w->seen);
 }
 
 int pc_demo_run(const struct player_config *cfg)
 {
 	int threads = (int)(cfg->threads < cfg->players ? cfg->threads : cfg->players);
-	struct pc_player *players = calloc((size_t)cfg->players, sizeof *players);
+	struct demo_player *players = calloc((size_t)cfg->players, sizeof *players);
 	struct demo_worker *workers = calloc((size_t)threads, sizeof *workers);
 	pthread_t *tids = calloc((size_t)threads, sizeof *tids);
+	struct demo_shared shared = { .gate = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER } };
 	struct demo_counts total = { 0 };
+	long matches[N_PLAYLISTS] = { 0 }, proposals;
 	unsigned long long retries = 0;
-	struct pc_latency all;
-	struct demo_gate gate = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+	struct pc_latency api, waits;
 	int started = 0, status = 1;
 
-	pc_latency_init(&all, 0);
+	pc_latency_init(&api, 0);
+	pc_latency_init(&waits, 0);
+	for (int l = 0; l < N_PLAYLISTS; l++)
+		atomic_init(&shared.waiting[l], 0);
+	atomic_init(&shared.match_start_ms, 0);
 	if (!players || !workers || !tids) {
 		fprintf(stderr, "cc-player: out of memory\n");
 		goto out;
 	}
-	for (int i = 0; i < cfg->players; i++)
-		pc_player_init(&players[i], "player", cfg->seed, i);
-	for (int t = 0; t < threads; t++) {
-		struct demo_worker *w = &workers[t];
-		*w = (struct demo_worker){ .cfg = cfg, .gate = &gate, .index = t, .threads = threads,
-					   .players = players };
-		pc_latency_init(&w->latency, 0);
-		/* A worker without a client still walks the phases, so the barrier is always met. */
-		w->client = pc_client_new(cfg->api_url, (long)cfg->timeout_ms);
-		if (w->client) {
-			pc_client_record(w->client, &w->latency);
-			pc_client_set_attempts(w->client, DEMO_ATTEMPTS);
-		}
-		else
-			cc_log_error("client_failed", CC_LOG_STR("api_url", cfg->api_url));
+	for (int i = 0; i < cfg->players; i++) {
+		pc_player_init(&players[i].p, "player", cfg->seed, i);
+		players[i].playlist = playlist_of(cfg, i);
 	}
+	for (int t = 0; t < threads; t++)
+		worker_init(&workers[t], cfg, &shared, players, t, threads);
 	for (; started < threads; started++)
 		if (pthread_create(&tids[started], NULL, demo_worker_main, &workers[started]) != 0)
 			break;
@@ -238,15 +663,15 @@ int pc_demo_run(const struct player_config *cfg)
 			workers[t].counts.errors++;
 	}
 	if (started > 0)
-		pthread_barrier_init(&gate.barrier, NULL, (unsigned)started);
-	pthread_mutex_lock(&gate.lock);
-	gate.open = true;
-	pthread_cond_broadcast(&gate.cond);
-	pthread_mutex_unlock(&gate.lock);
+		pthread_barrier_init(&shared.gate.barrier, NULL, (unsigned)started);
+	pthread_mutex_lock(&shared.gate.lock);
+	shared.gate.open = true;
+	pthread_cond_broadcast(&shared.gate.cond);
+	pthread_mutex_unlock(&shared.gate.lock);
 	for (int t = 0; t < started; t++)
 		pthread_join(tids[t], NULL);
 	if (started > 0)
-		pthread_barrier_destroy(&gate.barrier);
+		pthread_barrier_destroy(&shared.gate.barrier);
 
 	for (int t = 0; t < threads; t++) {
 		struct demo_counts *c = &workers[t].counts;
@@ -254,26 +679,36 @@ int pc_demo_run(const struct player_config *cfg)
 		total.probes += c->probes;
 		total.queued += c->queued;
 		total.heartbeats += c->heartbeats;
-		total.cancelled += c->cancelled;
-		total.reads += c->reads;
+		total.accepts += c->accepts;
+		total.declined += c->declined;
+		total.requeued += c->requeued;
+		total.matched += c->matched;
+		total.gave_up += c->gave_up;
 		total.errors += c->errors;
-		(void)pc_latency_merge(&all, &workers[t].latency);
+		(void)pc_latency_merge(&api, &workers[t].latency);
+		(void)pc_latency_merge(&waits, &workers[t].waits);
 		retries += workers[t].client ? pc_client_retries(workers[t].client) : 0;
 	}
-	cc_log_info("demo_finished", CC_LOG_INT("requests", all.n), CC_LOG_INT("reads", total.reads),
+	count_matches(workers, threads, matches, &total.errors);
+	proposals = count_proposals(workers, threads, &total.errors);
+	cc_log_info("demo_finished", CC_LOG_INT("requests", api.n), CC_LOG_INT("accepts", total.accepts),
 		    CC_LOG_INT("errors", total.errors));
-	printf("demo: %lld players, %ld logged in, %ld probes, %ld queued, %ld heartbeats, %ld cancelled, "
-	       "%ld errors, %llu retries, p50 %.1f ms, p99 %.1f ms\n",
-	       (long long)cfg->players, total.logged_in, total.probes, total.queued, total.heartbeats,
-	       total.cancelled, total.errors, retries, pc_latency_percentile_ms(&all, 50), pc_latency_percentile_ms(&all, 99));
+	printf("demo: %lld players, %ld logged in, %ld probes, %ld queued, %ld proposals seen, "
+	       "%ld accepted matches (%ld casual, %ld ranked), %ld players matched, %ld declined, %ld requeued, "
+	       "%ld gave up, %ld heartbeats, %ld errors, %llu retries, match wait p50 %.1f s p95 %.1f s, "
+	       "api p50 %.1f ms p99 %.1f ms\n",
+	       (long long)cfg->players, total.logged_in, total.probes, total.queued, proposals,
+	       matches[CASUAL] + matches[RANKED], matches[CASUAL], matches[RANKED], total.matched, total.declined,
+	       total.requeued, total.gave_up, total.heartbeats, total.errors, retries,
+	       pc_latency_percentile_ms(&waits, 50) / 1000, pc_latency_percentile_ms(&waits, 95) / 1000,
+	       pc_latency_percentile_ms(&api, 50), pc_latency_percentile_ms(&api, 99));
 	fflush(stdout);
 	status = total.errors == 0 && total.logged_in == cfg->players ? 0 : 1;
 out:
-	for (int t = 0; workers && t < threads; t++) {
-		pc_client_free(workers[t].client);
-		pc_latency_release(&workers[t].latency);
-	}
-	pc_latency_release(&all);
+	for (int t = 0; workers && t < threads; t++)
+		worker_release(&workers[t]);
+	pc_latency_release(&api);
+	pc_latency_release(&waits);
 	free(tids);
 	free(workers);
 	free(players);

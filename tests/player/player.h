@@ -28,13 +28,18 @@ struct player_config {
 	int64_t warmup_seconds;    /* bench: time run before measuring */
 	double rate;               /* bench: total requests/s, paced (0 = closed loop, as fast as answered) */
 	char *regions;             /* comma-separated regions to probe */
-	char *playlist;            /* casual | ranked */
+	char *playlist;            /* bench: casual | ranked */
 	char *build;               /* client build string sent when queueing */
 	int64_t protocol_version;  /* game protocol version sent when queueing */
 	int64_t seed;              /* names the players: login ticket "player|bench-<seed>-<index>" */
-	int64_t heartbeats;        /* demo: heartbeats per player */
-	int64_t cancel_every;      /* demo: every Nth player cancels (0 = none) */
-	int64_t read_every;        /* demo: every Nth player re-reads its ticket (0 = none) */
+	int64_t ranked_percent;    /* demo: share of players queueing for ranked */
+	int64_t casual_match_size; /* demo: players per casual match */
+	int64_t ranked_match_size; /* demo: players per ranked match */
+	int64_t decline_percent;   /* demo: chance of declining a proposal */
+	int64_t decision_seed;     /* demo: seeds declines and jitter; -1 = seed */
+	int64_t ticket_poll_ms;    /* demo: ticket re-read period while waiting */
+	int64_t heartbeat_interval_ms; /* demo: heartbeat period (plus up to as much jitter) */
+	int64_t match_deadline_seconds; /* demo: queued this long after matching began: cancel */
 	int64_t timeout_ms;        /* whole deadline of one request */
 	int64_t max_samples;       /* bench: latency samples kept in all (exact percentiles) */
 	char *log_level;           /* debug|info|warn|error */
@@ -45,10 +50,12 @@ struct player_config {
 };
 
 /*
- * Runs the demo: every player logs in, probes every region, queues, sends
- * cfg->heartbeats heartbeats at the revision it holds, some cancel and some
- * re-read their ticket; then one summary line goes to stdout. Returns the
- * exit status: 0 when nothing unexpected happened, 1 otherwise.
+ * Runs the demo (see demo.c): every player logs in, probes every region,
+ * queues for casual or ranked, then heartbeats and polls its ticket,
+ * answers the proposals cc-matcher makes (accepting most, declining a
+ * seeded few) until its ticket is MATCHED, or gives up when no match can
+ * form any more; then one summary line goes to stdout. Returns the exit
+ * status: 0 when nothing unexpected happened, 1 otherwise.
  */
 int pc_demo_run(const struct player_config *cfg);
 
