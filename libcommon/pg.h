@@ -63,7 +63,7 @@
 #define CC_PG_DEFAULT_QUERY_TIMEOUT_MS 10000
 #define CC_PG_DEFAULT_APPLICATION_NAME "cosmic-clash"
 #define CC_PG_MAX_ATTEMPTS 5        /* SERIALIZABLE attempts per cc_pg_run_serializable */
-#define CC_PG_BACKOFF_BASE_MS 2     /* first retry sleeps up to this, doubling */
+#define CC_PG_BACKOFF_BASE_MS 8     /* first retry sleeps up to this, doubling */
 #define CC_PG_BACKOFF_CAP_MS 100    /* no retry sleeps longer */
 #define CC_PG_MAX_PARAMS 1000       /* parameters per statement */
 #define CC_PG_MAX_CHANNELS 16       /* channels one connection may LISTEN on */

@@ -60,7 +60,7 @@ END_TEST
 
 START_TEST(test_backoff_schedule)
 {
-	static const unsigned want[] = { 2, 2, 4, 8, 16, 32, 64, 100, 100, 100 };
+	static const unsigned want[] = { 8, 8, 16, 32, 64, 100, 100, 100, 100, 100 };
 	for (int a = 0; a < (int)CC_ARRAY_LEN(want); a++)
 		ck_assert_msg(cc_pg_backoff_cap_ms(a) == want[a], "attempt %d: %u ms, want %u", a, cc_pg_backoff_cap_ms(a),
 			      want[a]);
