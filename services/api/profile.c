@@ -54,6 +54,10 @@ int api_profile_ranked(const struct cc_http_request *req, struct cc_http_respons
 		cc_http_error(resp, 404, "no_rating", "the player has no ranked rating yet", false);
 		goto out;
 	}
+	if (!atomic_load(&api->tier_bands)) { /* start-up has not read tier_bands yet */
+		cc_http_error_unavailable(resp, "unavailable", "tier bands are not loaded yet; retry shortly");
+		goto out;
+	}
 	/* A NULL profile (out of memory) is answered 503 by cc_http_respond_json. */
 	cc_http_respond_json(resp, 200,
 			     api_ranked_profile(api, strtod(PQgetvalue(res, 0, 0), NULL), strtod(PQgetvalue(res, 0, 1), NULL),

@@ -23,6 +23,10 @@
 #include "config.h"
 #include "log.h"
 #include "migrate.h"
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "banned.h"
 
 struct migrate_config {
@@ -41,8 +45,8 @@ static const struct cc_config_option options[] = {
 	  .offset = offsetof(struct migrate_config, database_url) },
 	{ .name = "migrations-dir",
 	  .type = CC_CFG_STRING,
-	  .default_value = "migrations",
-	  .help = "directory holding NNNN_name.up.sql / NNNN_name.down.sql",
+	  .help = "directory holding NNNN_name.up.sql / NNNN_name.down.sql (default: <bin>/../share/cosmic-clash/migrations "
+		  "as make install lays it out, else ./migrations)",
 	  .offset = offsetof(struct migrate_config, migrations_dir) },
 	{ .name = "lock-timeout-ms",
 	  .type = CC_CFG_INT,
@@ -128,6 +132,30 @@ static int parse_command(int argc, char *const *argv, enum command *cmd, int *co
 	return usage(problem);
 }
 
+/*
+ * Where make install puts the migrations relative to this binary
+ * (PREFIX/bin/cc-migrate -> PREFIX/share/cosmic-clash/migrations), so an
+ * installed cc-migrate works whatever PREFIX was; "migrations" (the source
+ * tree) when that directory does not exist.
+ */
+static const char *default_migrations_dir(char *buf, size_t len)
+{
+	char exe[PATH_MAX];
+	struct stat st;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		char *slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			int w = snprintf(buf, len, "%s/../share/cosmic-clash/migrations", exe);
+			if (w > 0 && (size_t)w < len && stat(buf, &st) == 0 && S_ISDIR(st.st_mode))
+				return buf;
+		}
+	}
+	return "migrations";
+}
+
 int main(int argc, char *argv[])
 {
 	struct migrate_config cfg = { 0 };
@@ -139,7 +167,9 @@ int main(int argc, char *argv[])
 	int status = 1;
 
 	const char *database_url = cfg.database_url;
-	const char *migrations_dir = cfg.migrations_dir;
+	char installed_dir[PATH_MAX];
+	const char *migrations_dir = cfg.migrations_dir ? cfg.migrations_dir
+							: default_migrations_dir(installed_dir, sizeof installed_dir);
 	int64_t lock_timeout_ms = cfg.lock_timeout_ms;
 
 	if (cfg.log_level && !cc_log_level_parse(cfg.log_level, &level))
