@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# queue-sim.sh [OPTIONS]: builds tests/bench/queue_sim and runs it (no
+# database needed). Without options it prints the default settings' wait,
+# rating spread, worst RTT and abandonment for ranked and casual at a low
+# and a high arrival rate, the ranked tolerance sweep, and the recommended
+# defaults; `--once --rate=2 ...` runs one setting. Deterministic for a
+# given --seed. See the top of tests/bench/queue_sim.c for the model.
+set -Eeuo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$top"
+make -s --no-print-directory build/bench/queue_sim
+# The full sweep takes seconds; the bound only guards a wild option.
+exec timeout 300 build/bench/queue_sim "$@"

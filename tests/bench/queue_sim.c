@@ -1,0 +1,645 @@
+/*
+ * bench/queue_sim: a discrete-time queue simulation of one playlist,
+ * driving the real formation code (libcommon/formation.h) the way
+ * cc-matcher does, without a database, to choose the tolerance defaults
+ * (issue 4). Deterministic for a given --seed.
+ *
+ * The model, in 0.5 s steps (one matcher pass per step, as the default
+ * --poll-interval-ms=500):
+ *  - players arrive as a Poisson process (--rate per second), rating
+ *    N(1500, 300) clamped to [100, 2900], one build;
+ *  - each has a home region (eu-west 40 %, us-east 30 %, us-west 15 %,
+ *    ap-southeast 15 %) and a probed RTT to all four: home 20-60 ms,
+ *    neighbours 60-120, far 120-250 (the bands of tests/bench/matcher_seed.sql);
+ *  - a queued player heartbeats (never expires) and leaves once he has
+ *    waited --patience seconds since he queued (abandonment);
+ *  - a pass reads the oldest 10 x match size (cap 200) QUEUED tickets, as
+ *    the matcher does, and runs cc_formation_prepare + cc_formation_pass;
+ *    every formation is claimed (one matcher, no races);
+ *  - a proposal resolves --response-delay seconds later: each player
+ *    accepted with probability --accept; if all did, the match is played
+ *    and measured; otherwise the decliners leave (cooldown) and the others
+ *    go back to the queue with their original enqueue time (SPEC 7).
+ * Measured over players who arrived after a warm-up and early enough to
+ * have an outcome: wait (queue to the formation of the proposal that was
+ * accepted) p50/p95, per match the rating spread (max - min), the team
+ * mean difference and the worst RTT p50/p95, the abandonment rate.
+ *
+ *   queue_sim                 the default report, the ranked sweep, the recommendation
+ *   queue_sim --once [opts]   one run with the given settings
+ * Options: --seed=N --playlist=casual|ranked --team-size=N --rate=R
+ *   --hours=H --tolerance-start=X --tolerance-growth=X --tolerance-cap=X
+ *   --patience=S --accept=P --response-delay=S --low-rate=R --high-rate=R
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formation.h"
+#include "banned.h"
+
+#define STEP_MS 500          /* one matcher pass per step */
+#define READ_FACTOR 10       /* SPEC 6: a pass reads 10x the match size ... */
+#define READ_CAP 200         /* ... at most 200 */
+#define N_REGIONS 4
+#define MAX_QUEUE 100000     /* tickets queued at once; a run that needs more stops with an error */
+#define WARMUP_MS (600 * 1000) /* the first 10 simulated minutes are not measured */
+#define TTL_MS 30000
+#define OUTLIER 600          /* rating distance from the mean (2 sd: about 4.6 % of players) */
+#define MIN_ARRIVALS 30000   /* a run lasts long enough for about this many arrivals */         /* heartbeat deadline ahead of now (players heartbeat every 10 s) */
+
+static const char *const region_names[N_REGIONS] = { "eu-west", "us-east", "us-west", "ap-southeast" };
+static const double home_share[N_REGIONS] = { 0.40, 0.30, 0.15, 0.15 };
+/* RTT band [lo, hi) in ms from a home region (row) to a region (column). */
+static const double rtt_lo[N_REGIONS][N_REGIONS] = {
+	{ 20, 80, 140, 160 }, { 80, 20, 60, 180 }, { 140, 60, 20, 120 }, { 160, 180, 120, 20 } };
+static const double rtt_hi[N_REGIONS][N_REGIONS] = {
+	{ 60, 120, 190, 250 }, { 120, 60, 90, 250 }, { 190, 90, 60, 170 }, { 250, 250, 170, 60 } };
+
+struct settings {
+	const char *playlist;            /* "ranked" | "casual" */
+	int team_size;
+	double rate;                     /* arrivals per second */
+	double hours;                    /* simulated time */
+	double tol_start, tol_growth, tol_cap;
+	double patience_s;               /* a queued player leaves after this long */
+	double accept;                   /* probability one player accepts a proposal */
+	double response_s;               /* a proposal resolves this long after it opens */
+	uint64_t seed;
+};
+
+/* What a run measured. */
+struct outcome {
+	size_t arrivals, matched, abandoned, declined, unresolved; /* players in the measured window */
+	size_t outliers, outliers_abandoned;
+	size_t matches;                  /* accepted proposals among them */
+	double wait_p50, wait_p95;       /* seconds, matched players */
+	double spread_p50, spread_p95;   /* rating max - min per match */
+	double team_p50, team_p95;       /* |team mean 0 - team mean 1| per match */
+	double rtt_p50, rtt_p95;         /* worst RTT to the match region per match */
+	double abandon_rate;             /* abandoned / resolved */
+	double outlier_abandon_rate;     /* the same among ratings more than OUTLIER from 1500 */
+	size_t max_queue;                /* deepest queue seen */
+};
+
+/* ---- deterministic randomness (splitmix64) -------------------------------- */
+
+/*
+ * Two streams: players (arrival times, ratings, RTTs) and answers (accept
+ * or decline). Every setting of a sweep therefore meets the very same
+ * players, so their differences come from the setting, not from luck.
+ */
+enum stream { PLAYERS, ANSWERS };
+static uint64_t rng_state[2];
+
+static uint64_t rng_next(enum stream st)
+{
+	uint64_t z = (rng_state[st] += 0x9E3779B97F4A7C15ull);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+/* Uniform in [0, 1). */
+static double uniform(enum stream st)
+{
+	return (double)(rng_next(st) >> 11) / 9007199254740992.0;
+}
+
+static double normal(double mean, double sd)
+{
+	double u1 = 1.0 - uniform(PLAYERS), u2 = uniform(PLAYERS);
+	return mean + sd * sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+/* ---- players and the queue --------------------------------------------------- */
+
+enum player_state { QUEUED, PROPOSED, MATCHED, ABANDONED, DECLINED };
+
+struct player {
+	int64_t arrived_ms;              /* enqueue time; kept across requeues (SPEC 4) */
+	int64_t matched_ms;              /* formation time of the accepted proposal */
+	enum player_state state;
+	struct cc_candidate cand;        /* what the matcher reads */
+};
+
+struct proposal {
+	int64_t resolve_ms;
+	size_t n;
+	size_t player[CC_FORMATION_MAX_PLAYERS];
+	double spread, team_diff, worst_rtt;
+};
+
+/* One played match. */
+struct match_rec {
+	double spread, team_diff, worst_rtt;
+};
+
+/* The simulation's state; large, so static. */
+static struct {
+	struct player *players;          /* every player ever, by arrival */
+	size_t n_players, cap_players;
+	size_t queue[MAX_QUEUE];         /* indices of QUEUED players, oldest first */
+	size_t n_queue;
+	struct proposal *props;          /* open proposals */
+	size_t n_props, cap_props;
+	struct match_rec *matches;       /* accepted proposals formed after the warm-up */
+	size_t n_matches, cap_matches;
+	struct cc_candidate cands[READ_CAP];
+	size_t cand_player[READ_CAP];    /* cands[i] is players[cand_player[i]] */
+	struct cc_formation_workspace ws;
+	int64_t now_ms;
+	bool overflow;
+} sim;
+
+static void *grow(void *p, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return p;
+	size_t c = *cap ? *cap * 2 : 1024;
+	while (c < need)
+		c *= 2;
+	void *q = realloc(p, c * size);
+	if (!q) {
+		fprintf(stderr, "queue_sim: out of memory\n");
+		exit(1);
+	}
+	*cap = c;
+	return q;
+}
+
+/* A new player arrives at at_ms and queues (rating, home region and RTTs drawn). */
+static void new_player(int64_t at_ms)
+{
+	sim.players = grow(sim.players, &sim.cap_players, sim.n_players + 1, sizeof *sim.players);
+	struct player *p = &sim.players[sim.n_players];
+	memset(p, 0, sizeof *p);
+	p->arrived_ms = at_ms;
+	p->state = QUEUED;
+	struct cc_candidate *c = &p->cand;
+	snprintf(c->ticket_id, sizeof c->ticket_id, "t%zu", sim.n_players);
+	snprintf(c->player_id, sizeof c->player_id, "p%zu", sim.n_players);
+	snprintf(c->build, sizeof c->build, "1.4.2");
+	c->protocol_version = 7;
+	double r = normal(1500, 300);
+	c->rating = r < 100 ? 100 : r > 2900 ? 2900 : r;
+	c->deviation = 80;
+	c->queued_at_ms = at_ms;
+	double u = uniform(PLAYERS), acc = 0;
+	int home = N_REGIONS - 1;
+	for (int h = 0; h < N_REGIONS; h++) {
+		acc += home_share[h];
+		if (u < acc) {
+			home = h;
+			break;
+		}
+	}
+	c->n_rtt = N_REGIONS;
+	for (int j = 0; j < N_REGIONS; j++) {
+		snprintf(c->rtt[j].region, sizeof c->rtt[j].region, "%s", region_names[j]);
+		c->rtt[j].rtt_ms = rtt_lo[home][j] + uniform(PLAYERS) * (rtt_hi[home][j] - rtt_lo[home][j]);
+	}
+	if (sim.n_queue == MAX_QUEUE) {
+		sim.overflow = true;
+		return;
+	}
+	sim.queue[sim.n_queue++] = sim.n_players++;
+}
+
+/* Puts player i back in the queue at his enqueue-time position. */
+static void requeue(size_t i)
+{
+	size_t k = sim.n_queue;
+	if (k == MAX_QUEUE) {
+		sim.overflow = true;
+		return;
+	}
+	while (k > 0 && sim.players[sim.queue[k - 1]].arrived_ms > sim.players[i].arrived_ms) {
+		sim.queue[k] = sim.queue[k - 1];
+		k--;
+	}
+	sim.queue[k] = i;
+	sim.n_queue++;
+	sim.players[i].state = QUEUED;
+}
+
+/* Drops from the queue everyone no longer QUEUED and everyone out of patience. */
+static void compact_queue(const struct settings *s)
+{
+	size_t kept = 0;
+	int64_t patience_ms = (int64_t)(s->patience_s * 1000);
+	for (size_t k = 0; k < sim.n_queue; k++) {
+		struct player *p = &sim.players[sim.queue[k]];
+		if (p->state == QUEUED && sim.now_ms - p->arrived_ms >= patience_ms)
+			p->state = ABANDONED;
+		if (p->state == QUEUED)
+			sim.queue[kept++] = sim.queue[k];
+	}
+	sim.n_queue = kept;
+}
+
+/* The claim callback: no database, so every formation is claimed; it opens a proposal. */
+static int claim(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION_MAX_PLAYERS])
+{
+	const struct settings *s = ctx;
+	(void)lost;
+	sim.props = grow(sim.props, &sim.cap_props, sim.n_props + 1, sizeof *sim.props);
+	struct proposal *pr = &sim.props[sim.n_props++];
+	pr->resolve_ms = sim.now_ms + (int64_t)(s->response_s * 1000);
+	pr->n = f->n_players;
+	for (size_t k = 0; k < f->n_players; k++) {
+		pr->player[k] = sim.cand_player[f->index[k]];
+		sim.players[pr->player[k]].state = PROPOSED;
+	}
+	pr->spread = f->rating_spread;
+	pr->team_diff = fabs(f->team_mean[0] - f->team_mean[1]);
+	pr->worst_rtt = f->worst_rtt_ms;
+	return 0;
+}
+
+/* One matcher pass over the oldest read_limit queued tickets. */
+static void pass(const struct settings *s, const struct cc_formation_params *params, size_t read_limit)
+{
+	size_t n = sim.n_queue < read_limit ? sim.n_queue : read_limit;
+	for (size_t k = 0; k < n; k++) {
+		sim.cand_player[k] = sim.queue[k];
+		sim.cands[k] = sim.players[sim.queue[k]].cand;
+		sim.cands[k].expires_at_ms = sim.now_ms + TTL_MS;
+	}
+	struct cc_formation_pass_stats st;
+	if (cc_formation_prepare(&sim.ws, sim.cands, n, sim.now_ms, params) != 0 ||
+	    cc_formation_pass(&sim.ws, claim, (void *)s, &st) != 0) {
+		fprintf(stderr, "queue_sim: formation failed\n");
+		exit(1);
+	}
+	compact_queue(s);
+}
+
+/* Settles the proposals due by now: a played match, or decliners out and the rest requeued. */
+static void resolve(const struct settings *s)
+{
+	size_t kept = 0;
+	for (size_t i = 0; i < sim.n_props; i++) {
+		struct proposal pr = sim.props[i];
+		if (pr.resolve_ms > sim.now_ms) {
+			sim.props[kept++] = pr;
+			continue;
+		}
+		bool accepted[CC_FORMATION_MAX_PLAYERS], all = true;
+		for (size_t k = 0; k < pr.n; k++) {
+			accepted[k] = uniform(ANSWERS) < s->accept;
+			all = all && accepted[k];
+		}
+		int64_t formed_ms = pr.resolve_ms - (int64_t)(s->response_s * 1000);
+		for (size_t k = 0; k < pr.n; k++) {
+			struct player *p = &sim.players[pr.player[k]];
+			if (all) {
+				p->state = MATCHED;
+				p->matched_ms = formed_ms;
+			} else if (!accepted[k]) {
+				p->state = DECLINED;
+			} else {
+				requeue(pr.player[k]);
+			}
+		}
+		if (all && formed_ms >= WARMUP_MS) {
+			sim.matches = grow(sim.matches, &sim.cap_matches, sim.n_matches + 1, sizeof *sim.matches);
+			sim.matches[sim.n_matches++] = (struct match_rec){ pr.spread, pr.team_diff, pr.worst_rtt };
+		}
+	}
+	sim.n_props = kept;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* The q-quantile (nearest rank) of v[0..n), sorting v; NAN when empty. */
+static double quantile(double *v, size_t n, double q)
+{
+	if (n == 0)
+		return NAN;
+	qsort(v, n, sizeof *v, cmp_double);
+	size_t k = (size_t)ceil(q * (double)n);
+	return v[k > 0 ? k - 1 : 0];
+}
+
+static void sim_reset(void)
+{
+	free(sim.players);
+	free(sim.props);
+	free(sim.matches);
+	memset(&sim, 0, sizeof sim);
+}
+
+/* One run of settings s; false when the queue overflowed MAX_QUEUE. */
+static bool run(const struct settings *s, struct outcome *out)
+{
+	struct cc_formation_params params = {
+		.team_size = s->team_size,
+		.ranked = strcmp(s->playlist, "ranked") == 0,
+		.tolerance_start = s->tol_start,
+		.tolerance_growth_per_s = s->tol_growth,
+		.tolerance_cap = s->tol_cap,
+		.max_rtt_ms = CC_FORMATION_DEFAULT_MAX_RTT_MS,
+	};
+	size_t match = (size_t)s->team_size * CC_FORMATION_TEAMS;
+	size_t read_limit = match * READ_FACTOR < READ_CAP ? match * READ_FACTOR : READ_CAP;
+	/* Long enough for MIN_ARRIVALS at a low rate, so its percentiles are not noise. */
+	double hours = s->hours > MIN_ARRIVALS / s->rate / 3600 ? s->hours : MIN_ARRIVALS / s->rate / 3600;
+	int64_t end_ms = (int64_t)(hours * 3600 * 1000);
+	/* Measured: arrivals after a 10-minute warm-up that had time to end one way or another. */
+	int64_t from_ms = WARMUP_MS;
+	int64_t until_ms = end_ms - (int64_t)((s->patience_s + 4 * s->response_s + 60) * 1000);
+
+	if (!cc_formation_params_valid(&params) || until_ms <= from_ms) {
+		fprintf(stderr, "queue_sim: invalid settings (tolerance cap < start, run too short, or rate <= 0)\n");
+		exit(2);
+	}
+	sim_reset();
+	rng_state[PLAYERS] = s->seed * 0x9E3779B97F4A7C15ull + 1;
+	rng_state[ANSWERS] = s->seed * 0xD1B54A32D192ED03ull + 2;
+	double next_arrival_ms = -log(1.0 - uniform(PLAYERS)) / s->rate * 1000;
+	memset(out, 0, sizeof *out);
+	for (sim.now_ms = 0; sim.now_ms <= end_ms && !sim.overflow; sim.now_ms += STEP_MS) {
+		while (next_arrival_ms <= (double)sim.now_ms) {
+			new_player((int64_t)next_arrival_ms);
+			next_arrival_ms += -log(1.0 - uniform(PLAYERS)) / s->rate * 1000;
+		}
+		resolve(s);
+		pass(s, &params, read_limit);
+		out->max_queue = sim.n_queue > out->max_queue ? sim.n_queue : out->max_queue;
+	}
+	if (sim.overflow)
+		return false;
+
+	double *waits = calloc(sim.n_players + 1, sizeof *waits);
+	if (!waits)
+		exit(1);
+	size_t n_waits = 0;
+	for (size_t i = 0; i < sim.n_players; i++) {
+		const struct player *p = &sim.players[i];
+		if (p->arrived_ms < from_ms || p->arrived_ms >= until_ms)
+			continue;
+		out->arrivals++;
+		bool outlier = fabs(p->cand.rating - 1500) > OUTLIER;
+		if (outlier && p->state != DECLINED) {
+			out->outliers++;
+			out->outliers_abandoned += p->state == ABANDONED;
+		}
+		switch (p->state) {
+		case MATCHED:
+			out->matched++;
+			waits[n_waits++] = (double)(p->matched_ms - p->arrived_ms) / 1000.0;
+			break;
+		case ABANDONED:
+			out->abandoned++;
+			break;
+		case DECLINED:
+			out->declined++;
+			break;
+		default:
+			out->unresolved++;
+			break;
+		}
+	}
+	out->wait_p50 = quantile(waits, n_waits, 0.50);
+	out->wait_p95 = quantile(waits, n_waits, 0.95);
+	free(waits);
+	out->matches = sim.n_matches;
+	double *v = calloc(sim.n_matches + 1, sizeof *v);
+	if (!v)
+		exit(1);
+	for (int field = 0; field < 3; field++) {
+		for (size_t m = 0; m < sim.n_matches; m++) {
+			const struct match_rec *r = &sim.matches[m];
+			v[m] = field == 0 ? r->spread : field == 1 ? r->team_diff : r->worst_rtt;
+		}
+		double *p50 = field == 0 ? &out->spread_p50 : field == 1 ? &out->team_p50 : &out->rtt_p50;
+		double *p95 = field == 0 ? &out->spread_p95 : field == 1 ? &out->team_p95 : &out->rtt_p95;
+		*p50 = quantile(v, sim.n_matches, 0.50);
+		*p95 = quantile(v, sim.n_matches, 0.95);
+	}
+	free(v);
+	size_t resolved = out->matched + out->abandoned + out->declined;
+	out->abandon_rate = resolved ? (double)out->abandoned / (double)resolved : 0;
+	out->outlier_abandon_rate = out->outliers ? (double)out->outliers_abandoned / (double)out->outliers : 0;
+	return true;
+}
+
+/* ---- reports ----------------------------------------------------------------------- */
+
+static void print_outcome(const char *label, const struct outcome *o)
+{
+	printf("  %-14s wait p50 %5.1f s p95 %6.1f s | spread p50 %4.0f p95 %4.0f | team diff p50 %4.0f p95 %4.0f | "
+	       "worst rtt p50 %3.0f p95 %3.0f ms | abandoned %5.2f%% (rating beyond +-%d: %5.2f%%) | %zu matches, max queue %zu\n",
+	       label, o->wait_p50, o->wait_p95, o->spread_p50, o->spread_p95, o->team_p50, o->team_p95, o->rtt_p50,
+	       o->rtt_p95, 100 * o->abandon_rate, OUTLIER, 100 * o->outlier_abandon_rate, o->matches, o->max_queue);
+}
+
+static void run_or_die(const struct settings *s, struct outcome *o)
+{
+	if (!run(s, o)) {
+		fprintf(stderr, "queue_sim: more than %d tickets queued at once (rate %.2f/s): raise MAX_QUEUE\n",
+			MAX_QUEUE, s->rate);
+		exit(1);
+	}
+}
+
+/*
+ * The recommendation rule, quality first within a service budget: at both
+ * rates at most 1 % of players abandon, and at most 5 % of those rated
+ * beyond 1500 +- OUTLIER (a cap that strands the best players at night is
+ * not a default), and 95 % find a match within 90 s at the low rate / 30 s
+ * at the high rate; among those settings the one with the best matches
+ * (lowest mean of the two p95 rating spreads) wins, ties to the shorter
+ * low-rate p95 wait.
+ */
+#define MAX_ABANDON 0.01
+#define MAX_OUTLIER_ABANDON 0.05
+#define MAX_WAIT_P95_LOW 90.0
+#define MAX_WAIT_P95_HIGH 30.0
+
+static bool within(const struct outcome *o, double max_wait_p95)
+{
+	return o->abandon_rate <= MAX_ABANDON && o->outlier_abandon_rate <= MAX_OUTLIER_ABANDON &&
+	       o->wait_p95 <= max_wait_p95;
+}
+
+static bool acceptable(const struct outcome *lo, const struct outcome *hi)
+{
+	return within(lo, MAX_WAIT_P95_LOW) && within(hi, MAX_WAIT_P95_HIGH);
+}
+
+static double quality(const struct outcome *lo, const struct outcome *hi)
+{
+	return (lo->spread_p95 + hi->spread_p95) / 2;
+}
+
+static void sweep(const struct settings *base, double low_rate, double high_rate)
+{
+	static const double starts[] = { 50, 100, 200 }, growths[] = { 2, 5, 10 }, caps[] = { 300, 400, 600 };
+	struct settings best_s = *base;
+	struct outcome best_lo = { 0 }, best_hi = { 0 };
+	bool have = false;
+
+	printf("\nranked %dv%d tolerance sweep (rating points; growth per second of the anchor's wait):\n",
+	       base->team_size, base->team_size);
+	printf("  %-16s | %-55s | %-55s\n", "", "low rate", "high rate");
+	printf("  %5s %6s %4s | %4s %5s %6s %6s %7s %6s %6s | %4s %5s %6s %6s %7s %6s %6s\n", "start", "growth", "cap",
+	       "ok", "wait50", "wait95", "sprd50", "sprd95", "aband%", "outl%", "ok", "wait50", "wait95", "sprd50",
+	       "sprd95", "aband%", "outl%");
+	printf("  (low rate %.2f/s, high rate %.2f/s; waits in s; sprd = rating spread; outl%% = abandonment among ratings "
+	       "beyond 1500 +-%d; ok = within the budget below)\n",
+	       low_rate, high_rate, OUTLIER);
+	for (size_t a = 0; a < CC_ARRAY_LEN(starts); a++)
+		for (size_t b = 0; b < CC_ARRAY_LEN(growths); b++)
+			for (size_t c = 0; c < CC_ARRAY_LEN(caps); c++) {
+				struct settings s = *base;
+				struct outcome lo, hi;
+				s.tol_start = starts[a];
+				s.tol_growth = growths[b];
+				s.tol_cap = caps[c];
+				s.rate = low_rate;
+				run_or_die(&s, &lo);
+				s.rate = high_rate;
+				run_or_die(&s, &hi);
+				bool ok = acceptable(&lo, &hi);
+				printf("  %5.0f %6.0f %4.0f | %4s %5.1f %6.1f %6.0f %7.0f %6.2f %6.1f | %4s %5.1f %6.1f "
+				       "%6.0f %7.0f %6.2f %6.1f\n",
+				       s.tol_start, s.tol_growth, s.tol_cap,
+				       within(&lo, MAX_WAIT_P95_LOW) ? "yes" : "no",
+				       lo.wait_p50, lo.wait_p95, lo.spread_p50, lo.spread_p95, 100 * lo.abandon_rate,
+				       100 * lo.outlier_abandon_rate,
+				       within(&hi, MAX_WAIT_P95_HIGH) ? "yes" : "no",
+				       hi.wait_p50, hi.wait_p95, hi.spread_p50, hi.spread_p95, 100 * hi.abandon_rate,
+				       100 * hi.outlier_abandon_rate);
+				bool better = !have || quality(&lo, &hi) < quality(&best_lo, &best_hi) ||
+					      (quality(&lo, &hi) == quality(&best_lo, &best_hi) &&
+					       lo.wait_p95 < best_lo.wait_p95);
+				if (ok && better) {
+					best_s = s;
+					best_lo = lo;
+					best_hi = hi;
+					have = true;
+				}
+			}
+	printf("\nrule: at both rates abandonment <= %.0f%% overall and <= %.0f%% beyond 1500 +-%d, wait p95 <= %.0f s "
+	       "(low rate) / %.0f s (high rate); then the lowest mean p95 rating spread\n",
+	       100 * MAX_ABANDON, 100 * MAX_OUTLIER_ABANDON, OUTLIER, MAX_WAIT_P95_LOW, MAX_WAIT_P95_HIGH);
+	if (!have) {
+		printf("recommendation: none of the swept settings meets the rule; keep the defaults and revisit the budget\n");
+		return;
+	}
+	printf("recommendation (ranked): --tolerance-start=%.0f --tolerance-growth-per-second=%.0f --tolerance-cap=%.0f "
+	       "(low rate: wait p95 %.0f s, spread p95 %.0f, abandoned %.2f%%; high rate: wait p95 %.0f s, spread p95 "
+	       "%.0f, abandoned %.2f%%)\n",
+	       best_s.tol_start, best_s.tol_growth, best_s.tol_cap, best_lo.wait_p95, best_lo.spread_p95,
+	       100 * best_lo.abandon_rate, best_hi.wait_p95, best_hi.spread_p95, 100 * best_hi.abandon_rate);
+}
+
+/* ---- options ----------------------------------------------------------------------- */
+
+/* Parses "--name=number" into *v when arg names it; false when it names something else. */
+static bool opt_number(const char *arg, const char *name, double lo, double hi, double *v)
+{
+	size_t len = strlen(name);
+	if (strncmp(arg, name, len) != 0 || arg[len] != '=')
+		return false;
+	char *end;
+	errno = 0;
+	double x = strtod(arg + len + 1, &end);
+	if (errno || end == arg + len + 1 || *end || !(x >= lo && x <= hi)) {
+		fprintf(stderr, "queue_sim: %s wants a number in [%g, %g]\n", name, lo, hi);
+		exit(2);
+	}
+	*v = x;
+	return true;
+}
+
+int main(int argc, char **argv)
+{
+	struct settings s = {
+		.playlist = "ranked", .team_size = 0, .rate = 0, .hours = 2,
+		.tol_start = 100, .tol_growth = 5, .tol_cap = 400, /* cc-matcher's defaults */
+		.patience_s = 300, .accept = 0.95, .response_s = 10, .seed = 1,
+	};
+	double low_rate = 0.2, high_rate = 5, seed = 1, team = 0;
+	bool once = false;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--once") == 0)
+			once = true;
+		else if (strcmp(a, "--playlist=ranked") == 0 || strcmp(a, "--playlist=casual") == 0)
+			s.playlist = a + strlen("--playlist=");
+		else if (!opt_number(a, "--seed", 0, 1e15, &seed) && !opt_number(a, "--team-size", 1, 8, &team) &&
+			 !opt_number(a, "--rate", 0.001, 1000, &s.rate) && !opt_number(a, "--hours", 0.5, 1000, &s.hours) &&
+			 !opt_number(a, "--tolerance-start", 0, 5000, &s.tol_start) &&
+			 !opt_number(a, "--tolerance-growth", 0, 1000, &s.tol_growth) &&
+			 !opt_number(a, "--tolerance-cap", 0, 5000, &s.tol_cap) &&
+			 !opt_number(a, "--patience", 10, 86400, &s.patience_s) &&
+			 !opt_number(a, "--accept", 0, 1, &s.accept) &&
+			 !opt_number(a, "--response-delay", 0, 600, &s.response_s) &&
+			 !opt_number(a, "--low-rate", 0.001, 1000, &low_rate) &&
+			 !opt_number(a, "--high-rate", 0.001, 1000, &high_rate)) {
+			fprintf(stderr, "usage: queue_sim [--once] [--seed=N] [--playlist=casual|ranked] [--team-size=N] "
+					"[--rate=R] [--hours=H] [--tolerance-start=X] [--tolerance-growth=X] "
+					"[--tolerance-cap=X] [--patience=S] [--accept=P] [--response-delay=S] "
+					"[--low-rate=R] [--high-rate=R]\n");
+			return 2;
+		}
+	}
+	s.seed = (uint64_t)seed;
+	bool ranked = strcmp(s.playlist, "ranked") == 0;
+	s.team_size = team > 0 ? (int)team : ranked ? 1 : 3;
+
+	printf("queue simulation: seed %llu, runs of %.0f simulated hours or %d arrivals if longer (first 10 min not "
+	       "measured), a pass every %.1f s, patience %.0f s, accept %.2f, response %.0f s\n",
+	       (unsigned long long)s.seed, s.hours, MIN_ARRIVALS, STEP_MS / 1000.0, s.patience_s, s.accept,
+	       s.response_s);
+	struct outcome o;
+	char label[64];
+	if (once) {
+		if (!(s.rate > 0))
+			s.rate = ranked ? low_rate : 1;
+		run_or_die(&s, &o);
+		snprintf(label, sizeof label, "%s %.2f/s", s.playlist, s.rate);
+		printf("%s %dv%d, tolerance %.0f + %.0f/s, cap %.0f:\n", s.playlist, s.team_size, s.team_size, s.tol_start,
+		       s.tol_growth, s.tol_cap);
+		print_outcome(label, &o);
+		return 0;
+	}
+
+	/* The defaults, both playlists, at a quiet and a busy arrival rate. */
+	struct settings r = s, c = s;
+	r.playlist = "ranked";
+	r.team_size = team > 0 ? (int)team : 1;
+	c.playlist = "casual";
+	c.team_size = team > 0 ? (int)team : 3;
+	printf("defaults, ranked %dv%d (tolerance %.0f + %.0f/s, cap %.0f):\n", r.team_size, r.team_size, r.tol_start,
+	       r.tol_growth, r.tol_cap);
+	const double rates[2] = { low_rate, high_rate };
+	for (int i = 0; i < 2; i++) {
+		r.rate = rates[i];
+		run_or_die(&r, &o);
+		snprintf(label, sizeof label, "%.2f/s", r.rate);
+		print_outcome(label, &o);
+	}
+	printf("defaults, casual %dv%d (no rating tolerance):\n", c.team_size, c.team_size);
+	const double casual_rates[2] = { 2.5 * low_rate, 2 * high_rate };
+	for (int i = 0; i < 2; i++) {
+		c.rate = casual_rates[i];
+		run_or_die(&c, &o);
+		snprintf(label, sizeof label, "%.2f/s", c.rate);
+		print_outcome(label, &o);
+	}
+	sweep(&r, low_rate, high_rate);
+	sim_reset();
+	return 0;
+}
