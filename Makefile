@@ -127,7 +127,7 @@ $(B)/fakes/%: tests/fakes/%.c $(B)/rel/libcommon.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(REL_CFLAGS) -o $@ $^ $(PKG_LIBS)
 
-tests-build: all tools $(UNIT_BINS) $(INTEG_BINS) $(FAKE_BINS)
+tests-build: all tools $(UNIT_BINS) $(INTEG_BINS) $(FAKE_BINS) $(BENCH_BINS)
 
 deps:
 	$(Q)scripts/ensure-deps.sh

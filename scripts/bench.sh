@@ -201,6 +201,8 @@ main() {
 	say "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "heartbeat bench: $PLAYERS players, ${SECONDS_PER_RUN}s per run, best of $ROUNDS interleaved rounds, pgbench -M prepared -j 2 --max-tries=5"
 	printf '%s\n' "${results[@]}" | tee "$OUT/summary.txt"
+	# The matcher benchmarks and the queue simulation (issue 4), same harness.
+	"$top/scripts/bench-matcher.sh" || return 1
 	if [[ $missed -ne 0 && "${BENCH_STRICT:-0}" == 1 ]]; then
 		say "a target was missed (BENCH_STRICT=1)"
 		return 1

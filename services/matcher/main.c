@@ -42,12 +42,13 @@ static const struct cc_config_option matcher_options[] = {
 	{ .name = "min-pass-interval-ms", .type = CC_CFG_INT, .default_value = "50", .min = 0, .max = 60000,
 	  .help = "never start passes closer than this (bounds the cost of NOTIFY storms)",
 	  .offset = OPT(min_pass_interval_ms) },
-	{ .name = "tolerance-start", .type = CC_CFG_DOUBLE, .default_value = "100", .min = 0, .max = 5000,
+	/* Defaults chosen with tests/bench/queue_sim.c (scripts/queue-sim.sh): see README. */
+	{ .name = "tolerance-start", .type = CC_CFG_DOUBLE, .default_value = "50", .min = 0, .max = 5000,
 	  .help = "ranked: rating difference allowed to a fresh anchor", .offset = OPT(tolerance_start) },
 	{ .name = "tolerance-growth-per-second", .type = CC_CFG_DOUBLE, .default_value = "5", .min = 0, .max = 1000,
 	  .help = "ranked: rating points the tolerance widens per second the anchor waits",
 	  .offset = OPT(tolerance_growth_per_second) },
-	{ .name = "tolerance-cap", .type = CC_CFG_DOUBLE, .default_value = "400", .min = 0, .max = 5000,
+	{ .name = "tolerance-cap", .type = CC_CFG_DOUBLE, .default_value = "600", .min = 0, .max = 5000,
 	  .help = "ranked: the tolerance never exceeds this (must be >= --tolerance-start)",
 	  .offset = OPT(tolerance_cap) },
 	{ .name = "ticket-ttl-seconds", .type = CC_CFG_INT, .default_value = "30", .min = 5, .max = 3600,
@@ -224,8 +225,11 @@ static bool matcher_configure(struct matcher *m, const struct matcher_config *cf
 		host[sizeof host - 1] = '\0';
 		snprintf(m->id, sizeof m->id, "%s-%d", host, (int)getpid());
 	}
+	/* Prepared statements: a claim is ~19 statements and planning them again on
+	 * every claim was the largest share of PostgreSQL's CPU (bench-matcher.sh). */
 	m->pg_opt = (struct cc_pg_options){ .query_timeout_ms = (int)cfg->db_timeout_ms,
-					    .application_name = "cc-matcher" };
+					    .application_name = "cc-matcher",
+					    .prepare_statements = true };
 	return ok;
 }
 

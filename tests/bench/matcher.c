@@ -115,7 +115,7 @@ static struct cc_pg *connect_db(const char *app)
 {
 	struct cc_pg *pg = NULL;
 	char err[256];
-	struct cc_pg_options opt = { .query_timeout_ms = 120000, .application_name = app };
+	struct cc_pg_options opt = { .query_timeout_ms = 120000, .application_name = app, .prepare_statements = true };
 	int rc = cc_pg_connect(env("CC_TEST_PG_DSN"), &opt, &pg, err, sizeof err);
 	if (rc != 0) {
 		fprintf(stderr, "bench/matcher: connect: %s\n", err);
