@@ -70,6 +70,10 @@ static const char sql_idempotency_store[] =
 	"VALUES ($1, $2, $3, $4::int, $5) ON CONFLICT (player_id, key) DO UPDATE "
 	"SET status = excluded.status, response = excluded.response WHERE k.status = 0 RETURNING 1";
 
+/* The player's own row: a ban committed since api_authenticate read it. */
+static const char sql_banned[] =
+	"SELECT coalesce(banned_until > now(), false), " API_TS("banned_until") " FROM players WHERE id = $1";
+
 static const char sql_cooldown[] =
 	"SELECT ceil(extract(epoch FROM max(cooldown_until) - now()))::bigint "
 	"FROM penalties WHERE player_id = $1 AND cooldown_until > now()";
@@ -194,6 +198,20 @@ struct create_tx {
 	struct api_index_changes index; /* applied after the commit */
 };
 
+/* Refuses (403) a player banned since api_authenticate read the row. */
+static int check_not_banned(struct cc_pg *pg, struct create_tx *tx)
+{
+	PGresult *res = NULL;
+	const char *p[] = { tx->player_id };
+	int rc = api_query_row(pg, sql_banned, 1, p, &res);
+	if (rc == 0 && strcmp(PQgetvalue(res, 0, 0), "t") == 0) {
+		api_answer_error(&tx->answer, 403, "banned", "the player is banned until %s", PQgetvalue(res, 0, 1));
+		rc = CC_EFORBIDDEN;
+	}
+	PQclear(res);
+	return rc;
+}
+
 /*
  * Claims the idempotency key; sets *claimed, or when the key was taken
  * answers the stored response (same request) or 409 (another request).
@@ -275,10 +293,12 @@ out:
 }
 
 /*
- * The enqueue. Every read here is of the player's own rows (penalties,
- * region_rtts, ratings); the writes go through conflict checks that take no
- * predicate locks. So concurrent enqueues of different players form no
- * read-write dependencies and never abort each other under SERIALIZABLE.
+ * The enqueue. Every read here is of the player's own rows (players,
+ * penalties, region_rtts, ratings); the writes go through conflict checks
+ * that take no predicate locks. So concurrent enqueues of different players
+ * form no read-write dependencies and never abort each other under
+ * SERIALIZABLE, while a ban of the same player (which writes the players row
+ * this reads and reads the tickets this writes) is serialized against it.
  */
 static int create_tx_run(struct cc_pg *pg, void *arg)
 {
@@ -291,6 +311,8 @@ static int create_tx_run(struct cc_pg *pg, void *arg)
 
 	api_answer_reset(&tx->answer);
 	api_index_changes_reset(&tx->index);
+	if ((rc = check_not_banned(pg, tx)) != 0)
+		goto out;
 	if ((rc = claim_key(pg, tx, &claimed)) != 0 || !claimed)
 		goto out;
 

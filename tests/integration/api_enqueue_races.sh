@@ -7,12 +7,15 @@
 #    under SERIALIZABLE, so no 503 retry_exhausted);
 #  - the same with every player holding an overdue QUEUED ticket: the old
 #    ones expire (one ticket.expired each) and every player gets 201;
+#  - BAN_ROUNDS (20) rounds of one enqueue racing one ban of the same player:
+#    afterwards the banned player never holds an active ticket.
 source "$(dirname "$0")/lib.sh"
 
-start_api A --regions=eu-west
-start_api B --regions=eu-west
+start_api A --regions=eu-west --operator-token-file=<(echo optok-enq)
+start_api B --regions=eu-west --operator-token-file=<(echo optok-enq)
 PLAYERS=${PLAYERS:-50}
 ROUNDS=${ROUNDS:-4}
+BAN_ROUNDS=${BAN_ROUNDS:-20}
 run=$RANDOM$RANDOM
 q='{"playlist":"casual","protocol_version":1,"build":"b1"}'
 
@@ -91,3 +94,29 @@ expect_eq "ticket.expired rows of the old tickets" "$PLAYERS" \
 	"$(sql "SELECT count(*) FROM outbox WHERE event = 'ticket.expired' AND resource_id = ANY('{$old}'::uuid[])")"
 cancel_all
 pass "$PLAYERS players with overdue tickets enqueueing at once: old ones EXPIRED and announced, all 201"
+
+# One enqueue racing one ban of the same player, on different replicas.
+kept=0 won=0 refused=0
+for round in $(seq "$BAN_ROUNDS"); do
+	tok=$(login "$A_URL" "enq-ban-$run-$round")
+	probe "$A_URL" "$tok" eu-west
+	player=$(player_of "$tok")
+	curl -s -Z --parallel-immediate \
+		-H "Authorization: Bearer $tok" -H "Idempotency-Key: ban-$round" --data-binary "$q" \
+		-o "$T_DIR/ban.q" -w 'queue %{http_code}\n' "$B_URL/v1/queue" --next \
+		-H "Authorization: Bearer optok-enq" --data-binary '{"until":"2099-01-01T00:00:00Z","reason":"race"}' \
+		-o "$T_DIR/ban.b" -w 'ban %{http_code}\n' "$A_URL/v1/admin/players/$player/ban" >"$T_DIR/ban.codes" 2>"$T_DIR/curl.err"
+	grep -q '^ban 200$' "$T_DIR/ban.codes" || fail "round $round: the ban did not answer 200: $(cat "$T_DIR/ban.codes") $(cat "$T_DIR/ban.b")"
+	qs=$(sed -n 's/^queue //p' "$T_DIR/ban.codes")
+	case $qs in
+	201) won=$((won + 1)) ;; # queued first: the ban must have cancelled it
+	403) refused=$((refused + 1)) ;;
+	*) fail "round $round: the racing enqueue answered $qs: $(cat "$T_DIR/ban.q")" ;;
+	esac
+	active=$(sql "SELECT count(*) FROM tickets WHERE player_id = '$player' AND state IN ('QUEUED', 'PROPOSED', 'MATCHED', 'ASSIGNED')")
+	[[ $active == 0 ]] && continue
+	kept=$((kept + 1))
+	echo "$T_NAME: round $round: the banned player kept $active active ticket(s); enqueue answered $qs"
+done
+expect_eq "rounds in which a banned player kept an active ticket" 0 "$kept"
+pass "$BAN_ROUNDS rounds of an enqueue racing a ban ($won queued then cancelled, $refused refused 403): the banned player never holds an active ticket"
