@@ -9,11 +9,18 @@
  * idempotency row is written in the same transaction as the ticket, so
  * concurrent replays of one key all return the one stored answer.
  *
+ * Enqueue never checks-then-inserts: it inserts and lets the unique indexes
+ * (idempotency key, one active ticket) report the conflict. Under
+ * SERIALIZABLE a read of an index range takes a predicate lock on whole
+ * btree pages, which on small tables every player shares, so "read my keys
+ * and tickets, then insert" made enqueues of different players abort each
+ * other; an insert's conflict check takes no such lock.
+ *
  * Ticket expiry needs no sweeper to be correct: a QUEUED ticket whose
  * heartbeat deadline has passed is moved to EXPIRED by the first request
  * that touches it (cc-maintenance sweeps the rest). A request naming a
- * ticket expires that ticket, found by its primary key; only enqueue
- * expires all of the player's, since an overdue one would block the new.
+ * ticket expires that ticket, found by its primary key; enqueue expires the
+ * player's overdue ticket that stands in the way of the new one.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,24 +43,36 @@
 	"'created_at', " API_TS("t.created_at") ", 'updated_at', " API_TS("t.updated_at") ", " \
 	"'expires_at', " API_TS("t.expires_at") ")::text"
 
-/* Moves the player's QUEUED tickets past their deadline to EXPIRED. */
-static const char sql_expire_overdue[] =
-	"UPDATE tickets SET state = 'EXPIRED', revision = revision + 1, updated_at = now() "
-	"WHERE player_id = $1 AND state = 'QUEUED' AND expires_at <= now() "
-	"RETURNING id, revision, player_id, playlist";
-
 /* The same for one ticket ($1) of the player ($2). */
 static const char sql_expire_ticket[] =
 	"UPDATE tickets SET state = 'EXPIRED', revision = revision + 1, updated_at = now() "
 	"WHERE id = $1 AND player_id = $2 AND state = 'QUEUED' AND expires_at <= now() "
 	"RETURNING id, revision, player_id, playlist";
 
+/*
+ * Claims the key with a placeholder (status 0, never committed: the same
+ * transaction stores the answer over it or rolls back). No row back: the key
+ * is taken, a replay. An insert takes no predicate lock, and the conflict
+ * check reads past the snapshot, so claiming a key never conflicts with
+ * other players' claims the way a check-then-insert read of the index does.
+ */
+static const char sql_idempotency_claim[] =
+	"INSERT INTO idempotency_keys (player_id, key, request_hash, status, response) "
+	"VALUES ($1, $2, $3, 0, '') ON CONFLICT (player_id, key) DO NOTHING RETURNING 1";
+
 static const char sql_idempotency_get[] =
 	"SELECT request_hash, status, response FROM idempotency_keys WHERE player_id = $1 AND key = $2";
 
-static const char sql_idempotency_put[] =
-	"INSERT INTO idempotency_keys (player_id, key, request_hash, status, response) "
-	"VALUES ($1, $2, $3, $4, $5)";
+/* Stores the answer over this transaction's own placeholder (found by the
+ * same conflict check, so again without reading the index through a snapshot). */
+static const char sql_idempotency_store[] =
+	"INSERT INTO idempotency_keys AS k (player_id, key, request_hash, status, response) "
+	"VALUES ($1, $2, $3, $4::int, $5) ON CONFLICT (player_id, key) DO UPDATE "
+	"SET status = excluded.status, response = excluded.response WHERE k.status = 0 RETURNING 1";
+
+/* The player's own row: a ban committed since api_authenticate read it. */
+static const char sql_banned[] =
+	"SELECT coalesce(banned_until > now(), false), " API_TS("banned_until") " FROM players WHERE id = $1";
 
 static const char sql_cooldown[] =
 	"SELECT ceil(extract(epoch FROM max(cooldown_until) - now()))::bigint "
@@ -74,11 +93,22 @@ static const char sql_rating[] =
 	"SELECT coalesce((SELECT rating FROM ratings WHERE player_id = $1 AND playlist = $2), 1500), "
 	"       coalesce((SELECT deviation FROM ratings WHERE player_id = $1 AND playlist = $2), 350)";
 
+/*
+ * The new QUEUED ticket, with the one-active-ticket index as the arbiter:
+ * when the player already has an active ticket, that one is expired instead
+ * if it is QUEUED and overdue (the row comes back EXPIRED: announce it and
+ * run this again), else nothing happens and no row comes back (the player
+ * has a live active ticket). The arbiter check takes no predicate lock, so
+ * enqueues of different players never read what each other write.
+ */
 static const char sql_insert_ticket[] =
 	"INSERT INTO tickets AS t (player_id, playlist, state, build, protocol_version, rating, "
 	"  deviation, predicted_rtt, expires_at) "
 	"VALUES ($1, $2, 'QUEUED', $3, $4::int, $5::float8, $6::float8, $7::jsonb, "
 	"  now() + make_interval(secs => $8::int)) "
+	"ON CONFLICT (player_id) WHERE state IN ('QUEUED', 'PROPOSED', 'MATCHED', 'ASSIGNED') "
+	"DO UPDATE SET state = 'EXPIRED', revision = t.revision + 1, updated_at = now() "
+	"  WHERE t.state = 'QUEUED' AND t.expires_at <= now() "
 	"RETURNING t.id, t.revision, " TICKET_JSON ", " API_INDEX_COLUMNS;
 
 static const char sql_get_ticket[] =
@@ -146,13 +176,6 @@ static int expire(struct cc_pg *pg, const char *sql, int n, const char *const *p
 	return rc;
 }
 
-/* Expires the player's overdue tickets. */
-static int expire_overdue(struct cc_pg *pg, const char *player_id, struct api_index_changes *index)
-{
-	const char *p[] = { player_id };
-	return expire(pg, sql_expire_overdue, 1, p, index);
-}
-
 /* Expires one ticket of the player if it is overdue. */
 static int expire_ticket(struct cc_pg *pg, const char *ticket_id, const char *player_id,
 			 struct api_index_changes *index)
@@ -175,31 +198,123 @@ struct create_tx {
 	struct api_index_changes index; /* applied after the commit */
 };
 
+/* Refuses (403) a player banned since api_authenticate read the row. */
+static int check_not_banned(struct cc_pg *pg, struct create_tx *tx)
+{
+	PGresult *res = NULL;
+	const char *p[] = { tx->player_id };
+	int rc = api_query_row(pg, sql_banned, 1, p, &res);
+	if (rc == 0 && strcmp(PQgetvalue(res, 0, 0), "t") == 0) {
+		api_answer_error(&tx->answer, 403, "banned", "the player is banned until %s", PQgetvalue(res, 0, 1));
+		rc = CC_EFORBIDDEN;
+	}
+	PQclear(res);
+	return rc;
+}
+
+/*
+ * Claims the idempotency key; sets *claimed, or when the key was taken
+ * answers the stored response (same request) or 409 (another request).
+ */
+static int claim_key(struct cc_pg *pg, struct create_tx *tx, bool *claimed)
+{
+	PGresult *res = NULL;
+	const char *pc[] = { tx->player_id, tx->key, tx->request_hash };
+	int rc = cc_pg_exec(pg, sql_idempotency_claim, 3, pc, &res);
+	if (rc != 0)
+		goto out;
+	if (PQntuples(res) == 1) {
+		*claimed = true;
+		goto out;
+	}
+	*claimed = false;
+	PQclear(res);
+	res = NULL;
+	/* Taken, and committed: a row in flight makes the claim wait, and a
+	 * row committed after our snapshot fails it with 40001 (retried). */
+	const char *pk[] = { tx->player_id, tx->key };
+	if ((rc = api_query_row(pg, sql_idempotency_get, 2, pk, &res)) != 0)
+		goto out;
+	if (strcmp(PQgetvalue(res, 0, 0), tx->request_hash) != 0) {
+		api_answer_error(&tx->answer, 409, "idempotency_conflict",
+				 "this Idempotency-Key was used with a different request");
+		rc = CC_ECONFLICT;
+	} else {
+		rc = api_answer_body(&tx->answer, (int)strtol(PQgetvalue(res, 0, 1), NULL, 10), PQgetvalue(res, 0, 2));
+	}
+out:
+	PQclear(res);
+	return rc;
+}
+
+/*
+ * Inserts the ticket (sql_insert_ticket). An overdue QUEUED ticket in the
+ * way is expired and announced, then the insert runs once more; a live
+ * active ticket answers 409. On success *out is the new ticket's row.
+ */
+static int insert_ticket(struct cc_pg *pg, struct create_tx *tx, const char *const params[8], PGresult **out)
+{
+	PGresult *res = NULL;
+	int rc = 0;
+	for (int round = 0; round < 2; round++) {
+		if ((rc = cc_pg_exec(pg, sql_insert_ticket, 8, params, &res)) != 0)
+			goto out;
+		if (PQntuples(res) == 0)
+			break;
+		if (strcmp(PQgetvalue(res, 0, 3), "QUEUED") == 0) {
+			*out = res;
+			return 0;
+		}
+		/* The overdue ticket in the way, now EXPIRED. */
+		rc = announce_expired(pg, PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1), tx->player_id);
+		api_index_note_row(&tx->index, res, 0, 3);
+		PQclear(res);
+		res = NULL;
+		if (rc != 0)
+			goto out;
+	}
+	PQclear(res);
+	res = NULL;
+	/* A live active ticket. Reading it is a range read, but this
+	 * transaction rolls back, so it cannot hurt anyone else's. */
+	const char *pp[] = { tx->player_id };
+	if ((rc = cc_pg_exec(pg, sql_active_ticket, 1, pp, &res)) != 0)
+		goto out;
+	if (PQntuples(res) == 0) {
+		rc = CC_ESERIALIZATION; /* committed after our snapshot: the retry sees it */
+		goto out;
+	}
+	api_answer_error(&tx->answer, 409, "active_ticket_exists", "the player already has active ticket %s (%s)",
+			 PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1));
+	rc = CC_ECONFLICT;
+out:
+	PQclear(res);
+	return rc;
+}
+
+/*
+ * The enqueue. Every read here is of the player's own rows (players,
+ * penalties, region_rtts, ratings); the writes go through conflict checks
+ * that take no predicate locks. So concurrent enqueues of different players
+ * form no read-write dependencies and never abort each other under
+ * SERIALIZABLE, while a ban of the same player (which writes the players row
+ * this reads and reads the tickets this writes) is serialized against it.
+ */
 static int create_tx_run(struct cc_pg *pg, void *arg)
 {
 	struct create_tx *tx = arg;
 	const struct api_config *cfg = tx->api->cfg;
 	PGresult *res = NULL;
+	char *rtt = NULL;
+	bool claimed = false;
 	int rc;
 
 	api_answer_reset(&tx->answer);
 	api_index_changes_reset(&tx->index);
-	const char *pk[] = { tx->player_id, tx->key };
-	if ((rc = cc_pg_exec(pg, sql_idempotency_get, 2, pk, &res)) != 0)
+	if ((rc = check_not_banned(pg, tx)) != 0)
 		goto out;
-	if (PQntuples(res) == 1) {
-		if (strcmp(PQgetvalue(res, 0, 0), tx->request_hash) != 0) {
-			api_answer_error(&tx->answer, 409, "idempotency_conflict",
-					 "this Idempotency-Key was used with a different request");
-			rc = CC_ECONFLICT;
-		} else {
-			rc = api_answer_body(&tx->answer, (int)strtol(PQgetvalue(res, 0, 1), NULL, 10),
-					     PQgetvalue(res, 0, 2));
-		}
+	if ((rc = claim_key(pg, tx, &claimed)) != 0 || !claimed)
 		goto out;
-	}
-	PQclear(res);
-	res = NULL;
 
 	const char *pp[] = { tx->player_id };
 	if ((rc = cc_pg_exec(pg, sql_cooldown, 1, pp, &res)) != 0)
@@ -208,20 +323,6 @@ static int create_tx_run(struct cc_pg *pg, void *arg)
 		long long wait = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
 		api_answer_error(&tx->answer, 429, "cooldown", "queueing is blocked by a penalty cooldown");
 		tx->answer.retry_after = wait > 0 ? (unsigned)wait : 1;
-		rc = CC_ECONFLICT;
-		goto out;
-	}
-	PQclear(res);
-	res = NULL;
-
-	if ((rc = expire_overdue(pg, tx->player_id, &tx->index)) != 0)
-		goto out;
-	if ((rc = cc_pg_exec(pg, sql_active_ticket, 1, pp, &res)) != 0)
-		goto out;
-	if (PQntuples(res) > 0) {
-		api_answer_error(&tx->answer, 409, "active_ticket_exists",
-				 "the player already has active ticket %s (%s)", PQgetvalue(res, 0, 0),
-				 PQgetvalue(res, 0, 1));
 		rc = CC_ECONFLICT;
 		goto out;
 	}
@@ -239,39 +340,27 @@ static int create_tx_run(struct cc_pg *pg, void *arg)
 		rc = CC_EINVAL;
 		goto out;
 	}
-	char *rtt = strdup(PQgetvalue(res, 0, 0));
-	PQclear(res);
-	res = NULL;
-	if (!rtt) {
+	if (!(rtt = strdup(PQgetvalue(res, 0, 0)))) {
 		rc = CC_ENOMEM;
 		goto out;
 	}
-
-	const char *prt[] = { tx->player_id, tx->playlist };
-	rc = api_query_row(pg, sql_rating, 2, prt, &res);
-	char rating[40] = "", deviation[40] = "";
-	if (rc == 0) {
-		snprintf(rating, sizeof rating, "%s", PQgetvalue(res, 0, 0));
-		snprintf(deviation, sizeof deviation, "%s", PQgetvalue(res, 0, 1));
-	}
 	PQclear(res);
 	res = NULL;
-	if (rc != 0) {
-		free(rtt);
+
+	const char *prt[] = { tx->player_id, tx->playlist };
+	if ((rc = api_query_row(pg, sql_rating, 2, prt, &res)) != 0)
 		goto out;
-	}
+	char rating[40], deviation[40];
+	snprintf(rating, sizeof rating, "%s", PQgetvalue(res, 0, 0));
+	snprintf(deviation, sizeof deviation, "%s", PQgetvalue(res, 0, 1));
+	PQclear(res);
+	res = NULL;
 
 	char ttl[24];
 	snprintf(ttl, sizeof ttl, "%lld", (long long)cfg->ticket_ttl_seconds);
 	const char *pi[] = { tx->player_id, tx->playlist, tx->build, tx->protocol_version,
 			     rating, deviation, rtt, ttl };
-	rc = api_query_row(pg, sql_insert_ticket, 8, pi, &res);
-	free(rtt);
-	if (rc == CC_ECONFLICT) {
-		/* Another request made an active ticket first; the retry will see it. */
-		rc = CC_ESERIALIZATION;
-	}
-	if (rc != 0)
+	if ((rc = insert_ticket(pg, tx, pi, &res)) != 0)
 		goto out;
 	const char *players[] = { tx->player_id };
 	struct cc_outbox_event ev = {
@@ -290,11 +379,13 @@ static int create_tx_run(struct cc_pg *pg, void *arg)
 	PQclear(res);
 	res = NULL;
 
-	const char *pi2[] = { tx->player_id, tx->key, tx->request_hash, "201", tx->answer.body };
-	rc = cc_pg_exec(pg, sql_idempotency_put, 5, pi2, &res);
-	if (rc == CC_ECONFLICT)
-		rc = CC_ESERIALIZATION; /* a concurrent replay stored it first: retry to replay it */
+	const char *ps[] = { tx->player_id, tx->key, tx->request_hash, "201", tx->answer.body };
+	/* No row: our placeholder is gone, which nothing should do to an
+	 * uncommitted row; refuse to commit a ticket its key cannot replay. */
+	if ((rc = cc_pg_exec(pg, sql_idempotency_store, 5, ps, &res)) == 0 && PQntuples(res) != 1)
+		rc = CC_EDB;
 out:
+	free(rtt);
 	PQclear(res);
 	return rc;
 }
