@@ -92,9 +92,11 @@ for attempt in 1 2 3 4 5; do
 		-c full_page_writes=off -c max_connections=300 -c shared_buffers=128MB \
 		>>"$root/pg.log" 2>&1 &
 	pg_pid=$!
-	# Ready, dead (e.g. port taken: try another) or past the deadline.
+	# Ready, dead (e.g. port taken: try another) or past the deadline. As
+	# role cc on an existing database: pg_isready's defaults (our login
+	# name, as database too) make the server log a FATAL on every start.
 	for _ in $(seq 600); do
-		"$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pgport" && { pg_started=1; break; }
+		"$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pgport" -U cc -d postgres && { pg_started=1; break; }
 		kill -0 "$pg_pid" 2>/dev/null || break
 		sleep 0.05
 	done
