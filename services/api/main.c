@@ -211,6 +211,18 @@ int main(int argc, char **argv)
 	if (api_testkit_login)
 		spec.program = "cc-testkit-api";
 	cc_config_load_or_exit(&spec, argc, argv, &cfg, &positional);
+	/*
+	 * The bearer parser (auth.c) would refuse a token outside its syntax at
+	 * every request, and a short one is guessable: refuse it now instead.
+	 */
+	if (cfg.operator_token && (strlen(cfg.operator_token) < API_OPERATOR_TOKEN_MIN ||
+				   !api_bearer_token_syntax_ok(cfg.operator_token, strlen(cfg.operator_token)))) {
+		fprintf(stderr, "%s: --operator-token: must be %d to %d characters of A-Z a-z 0-9 - . _ ~ + / = "
+			"(a bearer token)\n%s: see --help\n", spec.program, API_OPERATOR_TOKEN_MIN,
+			API_BEARER_TOKEN_MAX, spec.program);
+		status = 2;
+		goto out;
+	}
 	(void)cc_log_level_parse(cfg.log_level, &level);
 	cc_log_init(spec.program, level);
 	cc_config_log(&spec, &cfg);

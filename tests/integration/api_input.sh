@@ -6,7 +6,7 @@
 # a protocol version below the floor.
 source "$(dirname "$0")/lib.sh"
 
-start_api A --regions=eu-west,us-east --min-protocol-version=3 --operator-token-file=<(echo optok-input)
+start_api A --regions=eu-west,us-east --min-protocol-version=3 --operator-token-file=<(echo optok-input-fixture)
 U=$A_URL
 tok=$(login "$U" "input-alice")
 other=$(login "$U" "input-bob")
@@ -58,7 +58,7 @@ cases=(
 	"nonce for another region|POST|/v1/probes/us-east/answer|$other|{\"nonce\":\"$foreign_nonce\"}||404|unknown_nonce"
 	"made-up nonce|POST|/v1/probes/eu-west/answer|$tok|{\"nonce\":\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\"}||404|unknown_nonce"
 	"operator route without token|GET|/v1/admin/queue/stats|$tok|||401|unauthorized"
-	"ban with garbage date|POST|/v1/admin/players/$ticket_ok/ban|optok-input|{\"until\":\"2099-13-45T99:00:00Z\",\"reason\":\"x\"}||400|invalid_request"
+	"ban with garbage date|POST|/v1/admin/players/$ticket_ok/ban|optok-input-fixture|{\"until\":\"2099-13-45T99:00:00Z\",\"reason\":\"x\"}||400|invalid_request"
 	"unknown route|GET|/v1/nothing|$tok|||404|not_found"
 	"wrong method|DELETE|/v1/queue|$tok|||405|method_not_allowed"
 )
