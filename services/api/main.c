@@ -50,7 +50,8 @@ static const struct cc_config_option api_options[] = {
 	{ .name = "max-connections", .type = CC_CFG_INT, .default_value = "512", .min = 1, .max = 10000,
 	  .help = "concurrent HTTP connections (one thread each)", .offset = OPT(max_connections) },
 	{ .name = "operator-token", .type = CC_CFG_STRING, .secret = true,
-	  .help = "bearer secret of the operator routes /v1/admin/* (unset: they answer 503)",
+	  .help = "bearer secret of the operator routes /v1/admin/*: 16-128 characters of "
+		  "A-Za-z0-9-._~+/= (unset: they answer 503)",
 	  .offset = OPT(operator_token) },
 	{ .name = "regions", .type = CC_CFG_STRING, .default_value = "local",
 	  .help = "comma-separated regions this server probes (a-z, 0-9, '-'; at most 16)", .offset = OPT(regions) },
