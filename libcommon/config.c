@@ -831,33 +831,69 @@ char *cc_config_help(const struct cc_config_spec *spec)
 	return t.buf;
 }
 
+/* True when a secret option has a value (a number or flag: when non-zero). */
+static bool secret_is_set(const struct cc_config_option *opt, const void *field)
+{
+	switch (opt->type) {
+	case CC_CFG_STRING:
+	case CC_CFG_ENUM:
+		return *(char *const *)field != NULL;
+	case CC_CFG_INT:
+		return *(const int64_t *)field != 0;
+	case CC_CFG_DOUBLE:
+		return *(const double *)field != 0;
+	case CC_CFG_BOOL:
+		return *(const bool *)field;
+	}
+	return false;
+}
+
+/* Appends ",name" (no comma first) to list, which has room for every name. */
+static void list_append(char *list, const char *name)
+{
+	size_t used = strlen(list), len = strlen(name);
+	if (used)
+		list[used++] = ',';
+	memcpy(list + used, name, len + 1);
+}
+
+/*
+ * Secrets go into two lists of names rather than a field each: the log
+ * redacts a field by its name ("operator-token"), which would hide whether
+ * the secret is configured at all.
+ */
 void cc_config_log(const struct cc_config_spec *spec, const void *cfg)
 {
-	struct cc_log_field *fields = calloc(spec->n_options ? spec->n_options : 1, sizeof *fields);
-	if (!fields)
-		return; /* the log is best effort, like every log line */
+	struct cc_log_field *fields = calloc(spec->n_options + 2, sizeof *fields);
+	size_t names = 1, n = 0;
+	char *set = NULL, *unset = NULL;
+
+	for (size_t i = 0; i < spec->n_options; i++)
+		names += strlen(spec->options[i].name) + 1;
+	set = calloc(1, names);
+	unset = calloc(1, names);
+	if (!fields || !set || !unset)
+		goto out_free; /* the log is best effort, like every log line */
 	for (size_t i = 0; i < spec->n_options; i++) {
 		const struct cc_config_option *opt = &spec->options[i];
 		const void *field = (const char *)cfg + opt->offset;
-		bool is_text = opt->type == CC_CFG_STRING || opt->type == CC_CFG_ENUM;
-		if (opt->secret) {
-			/* a number or flag that is a secret counts as set when non-zero */
-			bool set = is_text                   ? *(char *const *)field != NULL
-				   : opt->type == CC_CFG_INT ? *(const int64_t *)field != 0
-				   : opt->type == CC_CFG_DOUBLE ? *(const double *)field != 0
-							      : *(const bool *)field;
-			fields[i] = CC_LOG_STR(opt->name, set ? "[set]" : "[unset]");
-		} else if (is_text) {
-			fields[i] = CC_LOG_STR(opt->name, *(char *const *)field);
-		} else if (opt->type == CC_CFG_INT) {
-			fields[i] = CC_LOG_INT(opt->name, *(const int64_t *)field);
-		} else if (opt->type == CC_CFG_DOUBLE) {
-			fields[i] = CC_LOG_DBL(opt->name, *(const double *)field);
-		} else {
-			fields[i] = CC_LOG_BOOL(opt->name, *(const bool *)field);
-		}
+		if (opt->secret)
+			list_append(secret_is_set(opt, field) ? set : unset, opt->name);
+		else if (opt->type == CC_CFG_STRING || opt->type == CC_CFG_ENUM)
+			fields[n++] = CC_LOG_STR(opt->name, *(char *const *)field);
+		else if (opt->type == CC_CFG_INT)
+			fields[n++] = CC_LOG_INT(opt->name, *(const int64_t *)field);
+		else if (opt->type == CC_CFG_DOUBLE)
+			fields[n++] = CC_LOG_DBL(opt->name, *(const double *)field);
+		else
+			fields[n++] = CC_LOG_BOOL(opt->name, *(const bool *)field);
 	}
-	cc_log_emit(CC_LOG_INFO, "config", fields, spec->n_options);
+	fields[n++] = CC_LOG_STR("sensitive_set", set);
+	fields[n++] = CC_LOG_STR("sensitive_unset", unset);
+	cc_log_emit(CC_LOG_INFO, "config", fields, n);
+out_free:
+	free(set);
+	free(unset);
 	free(fields);
 }
 

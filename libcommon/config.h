@@ -42,7 +42,7 @@
  * working directory). Setting both COSMIC_CLASH_NAME and
  * COSMIC_CLASH_NAME_FILE is an error. A secret cannot have a default. They
  * are never printed: --help shows "(secret: ...)", errors name the option and
- * the file path, never the value; cc_config_log writes "[set]"/"[unset]".
+ * the file path, never the value; cc_config_log lists them as set or unset.
  *
  * Every problem (unknown flag, missing value, wrong type, out of range, a
  * flag given twice, a secret on the command line, an unreadable file, a
@@ -144,10 +144,13 @@ int cc_config_load_or_exit(const struct cc_config_spec *spec, int argc, char *co
 char *cc_config_help(const struct cc_config_spec *spec);
 
 /*
- * Logs the effective configuration as one "config" event, one field per
- * option named like the option; secrets as "[set]"/"[unset]" (a secret
- * number or bool counts as set when non-zero). Mark any option whose value
- * may carry a credential (a DSN with a password) secret, or it is logged.
+ * Logs the effective configuration as one "config" event: one field per
+ * non-secret option, named like the option; then the secret options' names
+ * in two comma-separated lists, "sensitive_set" and "sensitive_unset" (""
+ * when none; a secret number or bool counts as set when non-zero), never
+ * their values. Field names the log redacts (log.h) would hide even that,
+ * hence the lists. Mark any option whose value may carry a credential (a
+ * DSN with a password) secret, or it is logged.
  */
 void cc_config_log(const struct cc_config_spec *spec, const void *cfg);
 

@@ -6,8 +6,8 @@
  *   uri_logged()      request line read: allocate struct request_state and
  *                     note the raw URI (the only place MHD shows it before
  *                     percent-decoding) and the start time;
- *   access() first    headers read: request id, path checks, routing,
- *                     Content-Length cap; refusals are answered here;
+ *   access() first    headers read: request id, header caps, path checks,
+ *                     routing, Content-Length cap; refusals are answered here;
  *   access() n times  body chunks: kept up to the cap, then discarded;
  *   access() last     body complete: run the handler, queue the answer;
  *   completed()       log one line, count metrics, free the state.
@@ -48,6 +48,8 @@ struct cc_http_server {
 	char name[32];			/* for logs */
 	int port;			/* actually bound */
 	size_t max_body;		/* body cap in bytes */
+	size_t max_header_bytes;	/* request line + headers cap */
+	unsigned max_headers;		/* header line cap */
 	void *ctx;			/* handed to handlers */
 	struct compiled_route *routes;	/* n_routes of them, owned */
 	size_t n_routes;
@@ -662,6 +664,10 @@ static enum MHD_Result refuse(struct request_state *st, struct MHD_Connection *c
 	case 414:
 		cc_http_error(&st->resp, 414, "path_too_long", "the request path is too long", false);
 		break;
+	case 431:
+		cc_http_error(&st->resp, 431, "headers_too_large",
+			      "the request line and headers are too large or too many", false);
+		break;
 	default:
 		cc_http_respond_json(&st->resp, 503, NULL);
 		break;
@@ -669,9 +675,43 @@ static enum MHD_Result refuse(struct request_state *st, struct MHD_Connection *c
 	return answer(st, conn);
 }
 
+/* What header_size() adds up over one request's headers. */
+struct header_tally {
+	size_t bytes; /* name + value + 4 per header */
+	size_t count; /* header lines */
+};
+
+static enum MHD_Result tally_header(void *cls, enum MHD_ValueKind kind, const char *key,
+				    size_t key_size, const char *value, size_t value_size)
+{
+	struct header_tally *t = cls;
+	(void)kind;
+	(void)key;
+	(void)value;
+	t->bytes += key_size + value_size + 4; /* ": " and CRLF */
+	t->count++;
+	return MHD_YES;
+}
+
+/*
+ * True when the request line plus headers stay within the server's caps.
+ * The sizes are recomputed from what MHD parsed (its folded whitespace
+ * aside, that is what the client sent): MHD has no hook on the raw bytes.
+ */
+static bool headers_within_caps(const struct request_state *st, struct MHD_Connection *conn,
+				const char *method, const char *version)
+{
+	const struct cc_http_server *s = st->server;
+	struct header_tally t = { 0, 0 };
+	size_t line = strlen(method) + 1 + strlen(st->raw_uri) + 1 + strlen(version) + 2;
+
+	MHD_get_connection_values_n(conn, MHD_HEADER_KIND, tally_header, &t);
+	return t.count <= s->max_headers && line + t.bytes + 2 <= s->max_header_bytes;
+}
+
 /* First call: headers are in. Either refuses now or prepares for the body. */
 static enum MHD_Result on_headers(struct request_state *st, struct MHD_Connection *conn,
-				  const char *method)
+				  const char *method, const char *version)
 {
 	const char *cl;
 	int status;
@@ -681,6 +721,8 @@ static enum MHD_Result on_headers(struct request_state *st, struct MHD_Connectio
 	set_request_id(st, conn);
 	set_remote(st, conn);
 	st->route_label = "invalid";
+	if (!headers_within_caps(st, conn, method, version))
+		return refuse(st, conn, 431);
 	status = decode_path(st->raw_uri, &st->path);
 	if (status != 0)
 		return refuse(st, conn, status);
@@ -769,7 +811,6 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 
 	(void)cls;
 	(void)url; /* already decoded by MHD: we decode st->raw_uri ourselves */
-	(void)version;
 	if (!st)
 		return MHD_NO; /* uri_logged() ran out of memory */
 	if (st->status != 0) {
@@ -777,7 +818,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 		return MHD_YES;
 	}
 	if (!st->started)
-		return on_headers(st, conn, method);
+		return on_headers(st, conn, method, version ? version : "");
 	if (*upload_data_size) {
 		enum MHD_Result ret = on_body(st, upload_data, *upload_data_size);
 		*upload_data_size = 0;
@@ -915,6 +956,7 @@ struct cc_http_server *cc_http_server_start(const struct cc_http_server_options 
 	struct cc_http_server *s = NULL;
 	struct sockaddr_storage ss;
 	const union MHD_DaemonInfo *info;
+	size_t pool;
 	const char *why = NULL, *bind = opts && opts->bind ? opts->bind : "127.0.0.1";
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
 			 MHD_USE_POLL | MHD_USE_ERROR_LOG;
@@ -944,6 +986,17 @@ struct cc_http_server *cc_http_server_start(const struct cc_http_server_options 
 	if (why)
 		goto out_fail;
 	s->max_body = opts->max_body_bytes ? opts->max_body_bytes : CC_HTTP_DEFAULT_MAX_BODY;
+	s->max_header_bytes = opts->max_header_bytes ? opts->max_header_bytes
+						     : CC_HTTP_DEFAULT_MAX_HEADER_BYTES;
+	s->max_headers = opts->max_headers ? opts->max_headers : CC_HTTP_DEFAULT_MAX_HEADERS;
+	/* The pool must hold well past our cap, or MHD answers with its HTML 431 first. */
+	pool = opts->connection_memory_limit ? opts->connection_memory_limit
+					     : CC_HTTP_MEMORY_LIMIT_FACTOR * s->max_header_bytes;
+	if (s->max_header_bytes > SIZE_MAX / CC_HTTP_MEMORY_LIMIT_FACTOR ||
+	    pool < 2 * s->max_header_bytes) {
+		why = "connection_memory_limit must be at least 2 * max_header_bytes";
+		goto out_fail;
+	}
 	s->ctx = opts->ctx;
 	declare_metrics(s);
 	if (v6)
@@ -957,9 +1010,7 @@ struct cc_http_server *cc_http_server_start(const struct cc_http_server_options 
 		opts->max_connections ? opts->max_connections : CC_HTTP_DEFAULT_MAX_CONNECTIONS,
 		MHD_OPTION_CONNECTION_TIMEOUT,
 		opts->timeout_seconds ? opts->timeout_seconds : CC_HTTP_DEFAULT_TIMEOUT_SECONDS,
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-		opts->connection_memory_limit ? opts->connection_memory_limit
-					      : (size_t)CC_HTTP_DEFAULT_MEMORY_LIMIT,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
 		MHD_OPTION_URI_LOG_CALLBACK, uri_logged, s,
 		MHD_OPTION_NOTIFY_COMPLETED, completed, s,
 		MHD_OPTION_END);

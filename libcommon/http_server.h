@@ -15,7 +15,11 @@
  * on the connection's thread and may run concurrently with any other, so
  * ctx must be thread-safe.
  *
- * Before any handler runs, the server refuses:
+ * Before any handler runs, the server refuses, in this order:
+ *   - 431 headers_too_large: the request line and headers add up to more
+ *     than max_header_bytes (each header counted as name + value + 4 for
+ *     ": " and CRLF, the request line as sent plus CRLF, then the blank
+ *     line), or there are more than max_headers header lines;
  *   - 400 invalid_path: the raw path is not /-rooted, has a bad %XX escape,
  *     escapes a '/' (%2f), decodes to a byte outside printable ASCII
  *     (0x20..0x7e: NUL, controls, DEL, non-ASCII), or contains "..";
@@ -29,13 +33,22 @@
  *     CC_HTTP_DISCARD_MAX, the connection is closed without an answer
  *     (libmicrohttpd 0.9.75 cannot answer in the middle of an upload).
  *
- * Oversized request lines or headers (over connection_memory_limit) never
- * reach this layer: libmicrohttpd 0.9.75 answers them itself with 414 (URI
- * too long) or 431 (header fields too large), a fixed HTML body, and closes
- * the connection. It has no hook to change that body. The server stays
- * healthy; when the request line was readable (431, not 414) the request is
- * logged as "http_request_unanswered" and counted with status "unanswered"
- * (as is a client that hangs up before its answer).
+ * libmicrohttpd 0.9.75 must hold the whole request line and header block
+ * in the connection's memory pool before this layer sees any of it, and
+ * answers what does not fit itself (414 or 431, a fixed HTML body, the
+ * connection closed; it has no hook to change that body). So the pool
+ * (connection_memory_limit) is sized far above the cap we promise, by
+ * default CC_HTTP_MEMORY_LIMIT_FACTOR times max_header_bytes: a request
+ * between the two caps, e.g. one 40 KB header or 2,000 small ones at the
+ * defaults, gets the JSON 431 above; only one beyond the pool (each header
+ * line also costs the library about 60 bytes of bookkeeping, so about
+ * 3,000 tiny headers fill 256 KiB) still gets the library's HTML. The
+ * price: libmicrohttpd zeroes the whole pool between requests, so an idle
+ * keep-alive connection holds about its pool (256 KiB at the defaults;
+ * max_connections of them at most). The server stays healthy either way;
+ * when the library answered and the request line was readable, the
+ * request is logged as "http_request_unanswered" and counted with status
+ * "unanswered" (as is a client that hangs up before its answer).
  *
  * Every answer carries X-Request-Id (the client's when it is 1-64 bytes of
  * [A-Za-z0-9._-], else 32 random hex digits) and Cache-Control: no-store;
@@ -67,7 +80,9 @@
 #include "cc.h"
 
 #define CC_HTTP_DEFAULT_MAX_BODY (64 * 1024)       /* max_body_bytes when 0 */
-#define CC_HTTP_DEFAULT_MEMORY_LIMIT (32 * 1024)   /* connection_memory_limit when 0 */
+#define CC_HTTP_DEFAULT_MAX_HEADER_BYTES (16 * 1024) /* max_header_bytes when 0 */
+#define CC_HTTP_DEFAULT_MAX_HEADERS 100            /* max_headers when 0 */
+#define CC_HTTP_MEMORY_LIMIT_FACTOR 16             /* pool = this * max_header_bytes when 0 */
 #define CC_HTTP_DEFAULT_MAX_CONNECTIONS 256        /* max_connections when 0 */
 #define CC_HTTP_DEFAULT_TIMEOUT_SECONDS 30         /* timeout_seconds when 0 */
 #define CC_HTTP_DISCARD_MAX (1024 * 1024)          /* chunked overflow read before closing */
@@ -142,7 +157,10 @@ struct cc_http_server_options {
 	unsigned max_connections;	    /* 0 = CC_HTTP_DEFAULT_MAX_CONNECTIONS */
 	unsigned timeout_seconds;	    /* idle connection timeout; 0 = default */
 	size_t max_body_bytes;		    /* 0 = CC_HTTP_DEFAULT_MAX_BODY */
-	size_t connection_memory_limit;	    /* caps request line + headers; 0 = default */
+	size_t max_header_bytes;	    /* request line + headers (431 beyond); 0 = default */
+	unsigned max_headers;		    /* header lines (431 beyond); 0 = default */
+	size_t connection_memory_limit;	    /* libmicrohttpd's pool per connection; 0 = derived
+					       (see above); below 2 * max_header_bytes is refused */
 	const struct cc_http_route *routes; /* first match (path and method) wins */
 	size_t n_routes;
 	void *ctx;			    /* passed to every handler */

@@ -18,7 +18,7 @@
 
 #define LOG_SERVICE_MAX 64 /* bytes of the service name, NUL included */
 #define LOG_NAME_MAX 128   /* bytes of an event or field name before "..." */
-#define LOG_SEGMENT_MAX 32 /* a longer name segment cannot be a secret word */
+#define LOG_SEGMENT_MAX 32 /* bytes of a segment's end kept: longer than any secret word */
 
 /* Closes a line whose fields did not all fit, so it still parses. */
 static const char truncated_tail[] = ",\"log_truncated\":true}\n";
@@ -26,7 +26,8 @@ static const char truncated_tail[] = ",\"log_truncated\":true}\n";
 static const char *const level_names[] = { "debug", "info", "warn", "error" };
 
 /*
- * Singular forms; "<word>s" matches too. The words after "credential" go
+ * Singular forms; "<word>s" matches too, and so does a segment that ends
+ * with one ("sessiontoken", "dbpassword"). The words after "credential" go
  * beyond the contract's list: over-redaction is the safe direction.
  */
 static const char *const secret_words[] = {
@@ -34,7 +35,14 @@ static const char *const secret_words[] = {
 	"authorization", "cookie", "credential", "passphrase", "pwd",	    "bearer",
 	"apikey",     "signature", "hmac",
 };
-static const char *const exempt_last_words[] = { "id", "ids", "count" };
+/*
+ * A last segment that makes the field an identifier, a measure or a path,
+ * never the secret itself: ticket_id, token_count, ticket-ttl-seconds,
+ * key_bytes, operator-token-file. "url" is not here: a URL can carry one.
+ */
+static const char *const exempt_last_words[] = {
+	"id", "ids", "count", "seconds", "ms", "ttl", "size", "bytes", "len", "length", "file",
+};
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static char log_service[LOG_SERVICE_MAX] = "cc"; /* guarded by log_lock */
@@ -231,19 +239,38 @@ bool cc_log_level_parse(const char *text, enum cc_log_level *out)
 	return false;
 }
 
-/* True when seg (lower case) is word or word + "s" for a word in the list. */
-static bool segment_in(const char *seg, size_t seg_len, const char *const *words, size_t nwords,
-		       bool plural)
+/* True when seg (lower case) is exactly one of the words. */
+static bool segment_in(const char *seg, size_t seg_len, const char *const *words, size_t nwords)
 {
-	for (size_t i = 0; i < nwords; i++) {
-		size_t wl = strlen(words[i]);
-		if (seg_len == wl && memcmp(seg, words[i], wl) == 0)
+	for (size_t i = 0; i < nwords; i++)
+		if (seg_len == strlen(words[i]) && memcmp(seg, words[i], seg_len) == 0)
 			return true;
-		if (plural && seg_len == wl + 1 && memcmp(seg, words[i], wl) == 0 &&
-		    seg[wl] == 's')
+	return false;
+}
+
+/* True when seg[0..len) ends with one of secret_words. */
+static bool segment_secret_exact_end(const char *seg, size_t len)
+{
+	for (size_t i = 0; i < CC_ARRAY_LEN(secret_words); i++) {
+		size_t wl = strlen(secret_words[i]);
+		if (len >= wl && memcmp(seg + len - wl, secret_words[i], wl) == 0)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * True when seg (lower case) ends with a secret word or its plural:
+ * "token", "tokens", "sessiontoken", "privatekeys". A few innocent words
+ * match too ("monkey"): telling them from "hotkey" or "sshkey" would need
+ * a dictionary, and a redacted harmless value costs little.
+ */
+static bool segment_secret(const char *seg, size_t seg_len)
+{
+	if (seg_len > 0 && seg[seg_len - 1] == 's')
+		if (segment_secret_exact_end(seg, seg_len - 1))
+			return true;
+	return segment_secret_exact_end(seg, seg_len);
 }
 
 static bool is_upper(char c)
@@ -280,14 +307,15 @@ bool cc_log_is_secret_name(const char *name)
 		char c = name[i];
 		bool sep = c == '\0' || c == '_' || c == '-' || c == '.';
 		if (sep || case_boundary(name, i)) {
-			/* Close the segment seg[0..seg_len); empty ones ("a__b") are skipped. */
-			if (seg_len > 0 && !seg_long) {
-				secret |= segment_in(seg, seg_len, secret_words,
-						     CC_ARRAY_LEN(secret_words), true);
-				last_exempt = segment_in(seg, seg_len, exempt_last_words,
-							 CC_ARRAY_LEN(exempt_last_words), false);
-			} else if (seg_long) {
-				last_exempt = false;
+			/*
+			 * Close the segment, of which seg holds the last seg_len
+			 * bytes (seg_long: it was longer, so it is no exempt word);
+			 * empty ones ("a__b") are skipped.
+			 */
+			if (seg_len > 0) {
+				secret |= segment_secret(seg, seg_len);
+				last_exempt = !seg_long && segment_in(seg, seg_len, exempt_last_words,
+								      CC_ARRAY_LEN(exempt_last_words));
 			}
 			seg_len = 0;
 			seg_long = false;
@@ -296,10 +324,13 @@ bool cc_log_is_secret_name(const char *name)
 			break;
 		if (sep)
 			continue;
-		if (seg_len == sizeof seg)
+		if (seg_len == sizeof seg) {
+			/* Keep the end: a secret word is matched as a suffix. */
+			memmove(seg, seg + 1, sizeof seg - 1);
+			seg_len--;
 			seg_long = true;
-		else
-			seg[seg_len++] = is_upper(c) ? (char)(c - 'A' + 'a') : c;
+		}
+		seg[seg_len++] = is_upper(c) ? (char)(c - 'A' + 'a') : c;
 	}
 	return secret && !last_exempt;
 }

@@ -7,14 +7,19 @@
  *
  * Two rules make the log safe to ship:
  *  - Secrets never appear. A field whose name has a segment (split on '_',
- *    '-', '.' and camelCase humps; compared case-insensitively, plural 's'
- *    allowed) equal to token, secret, key, ticket, nonce, password,
- *    passwd, authorization, cookie or credential (also passphrase, pwd,
- *    bearer, apikey, signature, hmac) is written as "[redacted]" whatever
- *    its type, unless its last segment is "id", "ids" or "count"
- *    (ticket_id, key_id are identifiers, not secrets). So steam_ticket,
- *    Authorization, joinToken, api_keys are redacted. There is no free-text
- *    message parameter, so nothing secret can hide in prose.
+ *    '-', '.' and camelCase humps; compared case-insensitively) that is or
+ *    ends with token, secret, key, ticket, nonce, password, passwd,
+ *    authorization, cookie or credential (also passphrase, pwd, bearer,
+ *    apikey, signature, hmac), or their plural, is written as "[redacted]"
+ *    whatever its type. So steam_ticket, Authorization, joinToken, api_keys,
+ *    sessiontoken, privatekey and dbpassword are redacted (and, by the
+ *    suffix rule, an innocent "monkey": over-redaction is the safe side).
+ *    Exempt are names whose last segment says the value is an identifier,
+ *    a measure or a path rather than the secret: id, ids, count, seconds,
+ *    ms, ttl, size, bytes, len, length, file (ticket_id, token_count,
+ *    ticket-ttl-seconds, operator-token-file). "url" is not exempt: a URL
+ *    can carry a credential. There is no free-text message parameter, so
+ *    nothing secret can hide in prose.
  *  - Strings are escaped as JSON (control bytes as \u00XX, invalid UTF-8 as
  *    U+FFFD) and capped (CC_LOG_VALUE_MAX bytes, then "..."), so a player's
  *    name cannot forge a second line or flood the log. Event and field names

@@ -49,15 +49,8 @@ API_PID=""
 
 say() { echo "bench: $*" >&2; }
 
-free_port() {
-	local p
-	for _ in $(seq 100); do
-		p=$((20000 + RANDOM % 30000))
-		[[ -z $(ss -Htan "( sport = :$p )" 2>/dev/null) ]] && { echo "$p"; return 0; }
-	done
-	say "no free port found"
-	return 1
-}
+# free_port: below the kernel's ephemeral range.
+source "$top/scripts/lib/ports.sh"
 
 stop_api() {
 	[[ -n "$API_PID" ]] || return 0

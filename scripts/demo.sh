@@ -39,16 +39,8 @@ SERVICE_PIDS=()
 
 say() { echo "demo: $*" >&2; }
 
-# free_port: a loopback TCP port nobody listens on right now.
-free_port() {
-	local p
-	for _ in $(seq 100); do
-		p=$((20000 + RANDOM % 30000))
-		[[ -z $(ss -Htan "( sport = :$p )" 2>/dev/null) ]] && { echo "$p"; return 0; }
-	done
-	say "no free port found"
-	return 1
-}
+# free_port: below the kernel's ephemeral range.
+source "$top/scripts/lib/ports.sh"
 
 # start_service NAME CMD...: runs CMD in the background, output in
 # $LOGS/NAME.log, remembered for stop_services. Sets LAST_PID.

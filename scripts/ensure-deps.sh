@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build, tests and demo need. As root it
-# runs a non-interactive apt-get for whatever is missing; otherwise it names
-# exactly what is missing and fails.
+# Installs the Debian packages the build, tests and demo need, starting
+# from a minimal Debian 12 (no make, gcc or git): .ci/run calls it with bash
+# before `make test`. As root it runs a non-interactive apt-get for
+# whatever is missing; otherwise it names exactly what is missing and
+# fails. Node and npm are installed on demand by scripts/npm-tools.sh.
 set -euo pipefail
 
 packages=(
-	gcc make pkg-config
+	gcc make pkg-config git ca-certificates
 	libmicrohttpd-dev libcurl4-openssl-dev libpq-dev libhiredis-dev libcjson-dev
 	libsodium-dev libenet-dev check libsubunit-dev
 	postgresql postgresql-client redis-server redis-tools

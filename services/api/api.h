@@ -231,6 +231,15 @@ struct api_player {
 int api_authenticate(struct api *api, struct cc_pg *pg, const struct cc_http_request *req,
 		     struct cc_http_response *resp, struct api_player *out) CC_MUST_CHECK;
 
+#define API_BEARER_TOKEN_MAX 128  /* bytes of any bearer token we accept */
+#define API_OPERATOR_TOKEN_MIN 16 /* bytes of --operator-token, checked at start-up */
+
+/*
+ * True when token[0..len) is a bearer token the Authorization parser
+ * accepts: 1 to API_BEARER_TOKEN_MAX bytes of [A-Za-z0-9-._~+/=].
+ */
+bool api_bearer_token_syntax_ok(const char *token, size_t len);
+
 /* Checks the operator bearer secret; answers 401/503 and returns false when refused. */
 bool api_operator_authorized(struct api *api, const struct cc_http_request *req,
 			     struct cc_http_response *resp);

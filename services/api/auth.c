@@ -11,13 +11,27 @@
 #include "crypto.h"
 #include "banned.h"
 
-#define TOKEN_MAX 128
+#define TOKEN_MAX API_BEARER_TOKEN_MAX
 
 /* The session, its player and whether each refusal applies, in one round trip. */
 static const char sql_session[] =
 	"SELECT p.id, coalesce(p.banned_until > now(), false), s.revoked_at IS NOT NULL, "
 	"       s.expires_at <= now(), " API_TS("p.banned_until") " "
 	"FROM sessions s JOIN players p ON p.id = s.player_id WHERE s.token_hash = $1";
+
+bool api_bearer_token_syntax_ok(const char *token, size_t len)
+{
+	if (!token || len == 0 || len > TOKEN_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = token[i];
+		bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+			  c == '-' || c == '_' || c == '.' || c == '~' || c == '+' || c == '/' || c == '=';
+		if (!ok)
+			return false;
+	}
+	return true;
+}
 
 /*
  * Extracts the token of "Authorization: Bearer <token>" into buf, or returns
@@ -30,15 +44,8 @@ static bool bearer_token(const struct cc_http_request *req, char *buf, size_t le
 		return false;
 	h += 7;
 	size_t n = strlen(h);
-	if (n == 0 || n > TOKEN_MAX || n >= len)
+	if (n >= len || !api_bearer_token_syntax_ok(h, n))
 		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = h[i];
-		bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-			  c == '-' || c == '_' || c == '.' || c == '~' || c == '+' || c == '/' || c == '=';
-		if (!ok)
-			return false;
-	}
 	memcpy(buf, h, n + 1);
 	return true;
 }

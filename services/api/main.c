@@ -50,7 +50,8 @@ static const struct cc_config_option api_options[] = {
 	{ .name = "max-connections", .type = CC_CFG_INT, .default_value = "512", .min = 1, .max = 10000,
 	  .help = "concurrent HTTP connections (one thread each)", .offset = OPT(max_connections) },
 	{ .name = "operator-token", .type = CC_CFG_STRING, .secret = true,
-	  .help = "bearer secret of the operator routes /v1/admin/* (unset: they answer 503)",
+	  .help = "bearer secret of the operator routes /v1/admin/*: 16-128 characters of "
+		  "A-Za-z0-9-._~+/= (unset: they answer 503)",
 	  .offset = OPT(operator_token) },
 	{ .name = "regions", .type = CC_CFG_STRING, .default_value = "local",
 	  .help = "comma-separated regions this server probes (a-z, 0-9, '-'; at most 16)", .offset = OPT(regions) },
@@ -211,6 +212,18 @@ int main(int argc, char **argv)
 	if (api_testkit_login)
 		spec.program = "cc-testkit-api";
 	cc_config_load_or_exit(&spec, argc, argv, &cfg, &positional);
+	/*
+	 * The bearer parser (auth.c) would refuse a token outside its syntax at
+	 * every request, and a short one is guessable: refuse it now instead.
+	 */
+	if (cfg.operator_token && (strlen(cfg.operator_token) < API_OPERATOR_TOKEN_MIN ||
+				   !api_bearer_token_syntax_ok(cfg.operator_token, strlen(cfg.operator_token)))) {
+		fprintf(stderr, "%s: --operator-token: must be %d to %d characters of A-Z a-z 0-9 - . _ ~ + / = "
+			"(a bearer token)\n%s: see --help\n", spec.program, API_OPERATOR_TOKEN_MIN,
+			API_BEARER_TOKEN_MAX, spec.program);
+		status = 2;
+		goto out;
+	}
 	(void)cc_log_level_parse(cfg.log_level, &level);
 	cc_log_init(spec.program, level);
 	cc_config_log(&spec, &cfg);

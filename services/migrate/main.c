@@ -175,7 +175,7 @@ int main(int argc, char *argv[])
 	if (cfg.log_level && !cc_log_level_parse(cfg.log_level, &level))
 		level = CC_LOG_INFO;
 	cc_log_init("cc-migrate", level);
-	cc_config_log(&spec, &cfg); /* secrets appear only as [set]/[unset] */
+	cc_config_log(&spec, &cfg); /* secrets appear only by name, as set or unset */
 	status = parse_command(n_pos, positional, &cmd, &count);
 	if (status != 0)
 		goto out;

@@ -74,15 +74,8 @@ trap 'rc=$?; cleanup' EXIT
 trap 'rc=130; cleanup' INT
 trap 'rc=143; cleanup' TERM
 
-port_free() { [[ -z $(ss -Htan "( sport = :$1 )" 2>/dev/null) ]]; }
-pick_port() {
-	local p
-	for _ in $(seq 50); do
-		p=$((20000 + RANDOM % 30000))
-		port_free "$p" && { echo "$p"; return 0; }
-	done
-	return 1
-}
+# free_port: below the kernel's ephemeral range (scripts/lib/ports.sh).
+source "$top/scripts/lib/ports.sh"
 
 chown postgres "$root/pg" "$root/sock" 2>/dev/null || true
 as_pg "$pgbin/initdb" -D "$root/pg" -U cc -A trust -E UTF8 --locale=C --no-sync >"$root/initdb.log" 2>&1 ||
@@ -93,15 +86,17 @@ touch "$root/pg.log" && chown postgres "$root/pg.log" 2>/dev/null || true
 # wait() for them on exit and leave no zombie or orphan behind.
 pg_pid=""
 for attempt in 1 2 3 4 5; do
-	pgport=$(pick_port)
+	pgport=$(free_port)
 	as_pg_exec "$pgbin/postgres" -D "$root/pg" -p "$pgport" -k "$root/sock" \
 		-c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off \
 		-c full_page_writes=off -c max_connections=300 -c shared_buffers=128MB \
 		>>"$root/pg.log" 2>&1 &
 	pg_pid=$!
-	# Ready, dead (e.g. port taken: try another) or past the deadline.
+	# Ready, dead (e.g. port taken: try another) or past the deadline. As
+	# role cc on an existing database: pg_isready's defaults (our login
+	# name, as database too) make the server log a FATAL on every start.
 	for _ in $(seq 600); do
-		"$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pgport" && { pg_started=1; break; }
+		"$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pgport" -U cc -d postgres && { pg_started=1; break; }
 		kill -0 "$pg_pid" 2>/dev/null || break
 		sleep 0.05
 	done
@@ -118,7 +113,7 @@ dsn="postgresql://cc@127.0.0.1:$pgport/cosmic_clash"
 redis_started=0
 redis_pid=""
 for attempt in 1 2 3 4 5; do
-	rport=$(pick_port)
+	rport=$(free_port)
 	redis-server --bind 127.0.0.1 --port "$rport" --save '' --appendonly no \
 		--daemonize no --pidfile "$redis_pidfile" --logfile "$root/redis/redis.log" \
 		--dir "$root/redis" &

@@ -9,7 +9,7 @@
 #    the banned player cannot log in.
 source "$(dirname "$0")/lib.sh"
 
-start_api A --regions=eu-west --operator-token-file=<(echo optok-races)
+start_api A --regions=eu-west --operator-token-file=<(echo optok-races-fixture)
 start_api B --regions=eu-west
 ROUNDS=${ROUNDS:-8}
 
@@ -87,7 +87,7 @@ expect_http "create before ban" 201
 id=$(jq -r .id <<<"$BODY"); player=$(jq -r .player_id <<<"$BODY")
 http GET "$B_URL/v1/queue/$id" "$tok" ""
 expect_http "read on replica B before the ban" 200
-http POST "$A_URL/v1/admin/players/$player/ban" optok-races '{"until":"2099-01-01T00:00:00Z","reason":"race test"}'
+http POST "$A_URL/v1/admin/players/$player/ban" optok-races-fixture '{"until":"2099-01-01T00:00:00Z","reason":"race test"}'
 expect_http "ban through replica A" 200
 http GET "$B_URL/v1/queue/$id" "$tok" ""
 expect_http "replica B, next request after the ban" 403 banned

@@ -35,3 +35,45 @@ for bin in "$BIN"/cc-*; do
 	pass "$name: exit 2 naming both problems, --help lists ${#options[@]} options, --version '$version'"
 done
 [[ $count -ge 2 ]] || fail "expected at least cc-api and cc-migrate in $BIN, found $count binaries"
+
+# cc-api and cc-testkit-api refuse at start-up an operator token that the
+# bearer parser would refuse at every request (or that is short enough to
+# guess): exit 2 naming --operator-token, never echoing the value (a binary
+# that starts anyway is stopped after 20 s: exit 124). The edges (16 and
+# 128 bytes, every allowed punctuation) are accepted.
+long128=$(printf 'k%.0s' $(seq 128))
+bad_tokens=(
+	"fifteen-bytes-x"
+	"${long128}k"
+	"sixteen-bytes-ok with-a-space"
+	"sixteen-bytes-ok!"
+	"sixteen-bytes-ok\"quote"
+	"sixteen-bytes-ok:colon"
+)
+for api_bin in cc-api cc-testkit-api; do
+	for tok in "${bad_tokens[@]}"; do
+		for how in env file; do
+			rc=0
+			if [[ $how == env ]]; then
+				COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" COSMIC_CLASH_OPERATOR_TOKEN="$tok" \
+					timeout 20 "$BIN/$api_bin" --port=0 --admin-port=0 >"$T_DIR/out" 2>"$T_DIR/err" </dev/null || rc=$?
+			else
+				printf '%s\n' "$tok" >"$T_DIR/optok"
+				COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" timeout 20 "$BIN/$api_bin" --port=0 --admin-port=0 \
+					--operator-token-file="$T_DIR/optok" >"$T_DIR/out" 2>"$T_DIR/err" </dev/null || rc=$?
+			fi
+			expect_eq "$api_bin with a ${#tok}-byte operator token '$tok' ($how): exit status" 2 "$rc"
+			grep -q -- "^$api_bin: --operator-token: must be 16 to 128 characters" "$T_DIR/err" ||
+				fail "$api_bin did not name --operator-token for '$tok' ($how); stderr: $(cat "$T_DIR/err")"
+			if grep -qF -- "$tok" "$T_DIR/err" "$T_DIR/out"; then fail "$api_bin echoed the operator token '$tok'"; fi
+		done
+	done
+done
+for tok in "aZ09-._~+/=bcdef" "$long128"; do
+	printf '%s\n' "$tok" >"$T_DIR/optok"
+	start_api EDGE --operator-token-file="$T_DIR/optok"
+	http GET "$EDGE_URL/v1/admin/queue/stats" "$tok" ""
+	expect_http "an admin route with a ${#tok}-byte operator token" 200
+	kill "$EDGE_PID"; wait "$EDGE_PID" 2>/dev/null || true
+done
+pass "cc-api and cc-testkit-api refuse ${#bad_tokens[@]} bad operator tokens (env and file) with exit 2; 16 and 128 bytes work"

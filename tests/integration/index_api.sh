@@ -16,7 +16,7 @@ Z=cc:cand:casual:z
 H=cc:cand:casual:h
 
 start_api A --regions=local,far --redis-host="$CC_TEST_REDIS_HOST" --redis-port="$CC_TEST_REDIS_PORT" \
-	--operator-token-file=<(echo optok-index)
+	--operator-token-file=<(echo optok-index-fixture)
 
 # queued TOKEN KEY URL: creates a casual ticket; sets TICKET and PLAYER.
 queued() {
@@ -85,7 +85,7 @@ tok=$(login "$A_URL" "index-ban-$RANDOM")
 probe "$A_URL" "$tok" local
 queued "$tok" ban-1 "$A_URL"
 expect_entry "before the ban" "$TICKET"
-http POST "$A_URL/v1/admin/players/$PLAYER/ban" optok-index '{"until":"2099-01-01T00:00:00Z","reason":"index test"}'
+http POST "$A_URL/v1/admin/players/$PLAYER/ban" optok-index-fixture '{"until":"2099-01-01T00:00:00Z","reason":"index test"}'
 expect_http "ban" 200
 expect_eq "ticket state after the ban" CANCELLED "$(sql "SELECT state FROM tickets WHERE id = '$TICKET'")"
 expect_absent "after the ban" "$TICKET"

@@ -40,15 +40,9 @@ pass() { echo "$T_NAME: ok: $*"; }
 # expect_eq WHAT EXPECTED SEEN
 expect_eq() { [[ "$2" == "$3" ]] || fail "$1: expected '$2', saw '$3'"; }
 
-# free_port: a loopback TCP port nobody listens on right now.
-free_port() {
-	local p
-	for _ in $(seq 100); do
-		p=$((20000 + RANDOM % 30000))
-		[[ -z $(ss -Htan "( sport = :$p )" 2>/dev/null) ]] && { echo "$p"; return 0; }
-	done
-	fail "no free port found"
-}
+# free_port: a loopback TCP port nobody uses right now, below the kernel's
+# ephemeral range (scripts/lib/ports.sh).
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/ports.sh"
 
 # start_bg LOG CMD...: starts CMD in the background, remembers it for cleanup.
 start_bg() {

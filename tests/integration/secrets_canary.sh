@@ -38,7 +38,7 @@ grep -q '"event":"http_request"' "$T_DIR/api.err" || fail "cc-api logged no requ
 # serving real logins, probes and queue calls: neither the configured
 # secrets nor the session tokens and nonces it minted reach its log.
 port=$(free_port); admin=$(free_port)
-COSMIC_CLASH_DATABASE_URL="$dsn_with_password" COSMIC_CLASH_OPERATOR_TOKEN="${canary}op" \
+COSMIC_CLASH_DATABASE_URL="$dsn_with_password" COSMIC_CLASH_OPERATOR_TOKEN="${canary}-operator-token" \
 	COSMIC_CLASH_STEAM_PUBLISHER_KEY="${canary}steam" start_bg "$T_DIR/testkit.err" \
 	"$BIN/cc-testkit-api" --port="$port" --admin-port="$admin" --log-level=debug --regions=eu-west
 pid=$LAST_PID
@@ -49,7 +49,7 @@ nonce=$(curl -s -X POST -H "Authorization: Bearer $tok" "$U/v1/probes/eu-west/ch
 curl -s -o /dev/null -H "Authorization: Bearer $tok" "$U/v1/probes/eu-west/answer" -d "{\"nonce\":\"$nonce\"}"
 curl -s -o /dev/null -H "Authorization: Bearer $tok" -H "Idempotency-Key: ${canary}idem" "$U/v1/queue" \
 	-d '{"playlist":"casual","protocol_version":1,"build":"b1"}'
-curl -s -o /dev/null -H "Authorization: Bearer ${canary}op" "$U/v1/admin/queue/stats"
+curl -s -o /dev/null -H "Authorization: Bearer ${canary}-operator-token" "$U/v1/admin/queue/stats"
 curl -s -o /dev/null -H "Authorization: Bearer ${canary}wrongop" "$U/v1/admin/queue/stats"
 kill "$pid"; wait "$pid" 2>/dev/null || true
 grep -q '"route":"/v1/queue"' "$T_DIR/testkit.err" || fail "cc-testkit-api logged no queue request: $(cat "$T_DIR/testkit.err")"

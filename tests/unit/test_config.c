@@ -18,6 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "config.h"
 #include "log.h"
 #include "support.h"
@@ -687,11 +689,47 @@ START_TEST(test_secret_errors)
 }
 END_TEST
 
-/* A secret stays out of the generated help and the config log line. */
+/* Runs cc_config_log on cfg and returns its one line, parsed (the caller deletes it). */
+static cJSON *config_log_line(const struct demo_config *cfg, char *raw, size_t cap)
+{
+	char logpath[512];
+	ssize_t got;
+	cJSON *line;
+
+	snprintf(logpath, sizeof logpath, "%s/log", tmpdir);
+	int fd = open(logpath, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	cc_log_set_fd(fd);
+	cc_config_log(&demo_spec, cfg);
+	cc_log_set_fd(-1);
+	got = pread(fd, raw, cap - 1, 0);
+	close(fd);
+	unlink(logpath);
+	ck_assert_int_gt(got, 0);
+	raw[got] = '\0';
+	ck_assert_msg(strchr(raw, '\n') == raw + got - 1, "not one line: %s", raw);
+	line = cJSON_Parse(raw);
+	ck_assert_msg(line != NULL, "not JSON: %s", raw);
+	return line;
+}
+
+static const char *line_str(const cJSON *line, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(line, key);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/*
+ * A secret stays out of the generated help and the config log line, yet
+ * the line says which secrets are set, by name, under field names the log
+ * does not redact; non-secret options keep their own field.
+ */
 START_TEST(test_secret_not_printed)
 {
 	struct run r;
-	char logpath[512];
+	char raw[16384];
+	cJSON *line;
+
 	setenv("COSMIC_CLASH_STEAM_KEY", CANARY, 1);
 	setenv("COSMIC_CLASH_ADMIN_PIN", "4321", 1);
 	parse_with(&r, &demo_spec, NULL);
@@ -704,18 +742,44 @@ START_TEST(test_secret_not_printed)
 	ck_assert(!strstr(help, CANARY) && !strstr(help, "4321"));
 	free(help);
 
-	/* The log module may still be a stub here: assert only that nothing leaks. */
-	snprintf(logpath, sizeof logpath, "%s/log", tmpdir);
-	int fd = open(logpath, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	ck_assert_int_ge(fd, 0);
-	cc_log_set_fd(fd);
-	cc_config_log(&demo_spec, &r.cfg);
-	cc_log_set_fd(-1);
-	char buf[16384] = { 0 };
-	ck_assert_int_ge(pread(fd, buf, sizeof buf - 1, 0), 0);
-	close(fd);
-	unlink(logpath);
-	ck_assert_msg(!strstr(buf, CANARY) && !strstr(buf, "4321"), "secret in log: %s", buf);
+	line = config_log_line(&r.cfg, raw, sizeof raw);
+	ck_assert_msg(!strstr(raw, CANARY) && !strstr(raw, "4321"), "secret in log: %s", raw);
+	ck_assert_msg(!strstr(raw, "[redacted]"), "a field was redacted: %s", raw);
+	ck_assert_str_eq(line_str(line, "event"), "config");
+	ck_assert_str_eq(line_str(line, "sensitive_set"), "steam-key,admin-pin");
+	ck_assert_str_eq(line_str(line, "sensitive_unset"), "");
+	ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(line, "steam-key"));
+	ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(line, "admin-pin"));
+	ck_assert_str_eq(line_str(line, "playlist"), "casual");
+	ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(line, "port")->valueint, 8080);
+	cJSON_Delete(line);
+	cc_config_release(&demo_spec, &r.cfg);
+}
+END_TEST
+
+/* With a secret unset, the line says so by name. */
+START_TEST(test_config_log_names_unset_secrets)
+{
+	struct run r;
+	char raw[16384];
+	cJSON *line;
+
+	setenv("COSMIC_CLASH_ADMIN_PIN", "4321", 1);
+	parse_with(&r, &demo_spec, NULL);
+	assert_ok(&r);
+	line = config_log_line(&r.cfg, raw, sizeof raw);
+	ck_assert_str_eq(line_str(line, "sensitive_set"), "admin-pin");
+	ck_assert_str_eq(line_str(line, "sensitive_unset"), "steam-key");
+	cJSON_Delete(line);
+	cc_config_release(&demo_spec, &r.cfg);
+
+	unsetenv("COSMIC_CLASH_ADMIN_PIN");
+	parse_with(&r, &demo_spec, NULL);
+	assert_ok(&r);
+	line = config_log_line(&r.cfg, raw, sizeof raw);
+	ck_assert_str_eq(line_str(line, "sensitive_set"), "");
+	ck_assert_str_eq(line_str(line, "sensitive_unset"), "steam-key,admin-pin");
+	cJSON_Delete(line);
 	cc_config_release(&demo_spec, &r.cfg);
 }
 END_TEST
@@ -1160,6 +1224,7 @@ int main(void)
 	tcase_add_test(tc, test_secret_precedence);
 	tcase_add_loop_test(tc, test_secret_errors, 0, CC_ARRAY_LEN(secret_error_cases));
 	tcase_add_test(tc, test_secret_not_printed);
+	tcase_add_test(tc, test_config_log_names_unset_secrets);
 	suite_add_tcase(s, tc);
 
 	tc = tcase("files");

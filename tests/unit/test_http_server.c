@@ -155,8 +155,7 @@ static void start_server(void)
 	struct cc_http_server_options o = {
 		.name = "test",
 		.port = 0,
-		.max_body_bytes = TEST_MAX_BODY,
-		.connection_memory_limit = 8192,
+		.max_body_bytes = TEST_MAX_BODY, /* header caps: the defaults */
 		.routes = routes,
 		.n_routes = CC_ARRAY_LEN(routes),
 	};
@@ -572,40 +571,129 @@ START_TEST(test_path_too_long)
 }
 END_TEST
 
+/*
+ * A raw request for /v1/queue/x of exactly `total` bytes (request line,
+ * headers, blank line) in `lines` header lines: Host, Connection, then
+ * X-N: 1 lines and one X-Pad line that fills the rest. Caller frees.
+ */
+static char *request_of_size(size_t total, int lines)
+{
+	static const char head[] = "GET /v1/queue/x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n";
+	char *req = malloc(total + 1);
+	size_t used = sizeof(head) - 1;
+
+	ck_assert_ptr_nonnull(req);
+	memcpy(req, head, used);
+	for (int i = 0; i < lines - 3; i++)
+		used += (size_t)snprintf(req + used, total + 1 - used, "X-%d: 1\r\n", i);
+	ck_assert_uint_le(used + sizeof("X-Pad: \r\n\r\n") - 1, total);
+	used += (size_t)snprintf(req + used, total + 1 - used, "X-Pad: ");
+	memset(req + used, 'p', total - used - 4);
+	memcpy(req + total - 4, "\r\n\r\n", 5);
+	return req;
+}
+
+/* Sends request_of_size(total, lines) and returns the status. */
+static int raw_status_of_size(size_t total, int lines, char *reply, size_t cap)
+{
+	char *req = request_of_size(total, lines);
+	ck_assert_int_gt(cc_test_raw(port, req, total, false, reply, cap, 5000), 0);
+	free(req);
+	return cc_test_raw_status(reply);
+}
+
+/* The caps are exact: at the limit the request is served, one past it is 431 JSON. */
+START_TEST(test_header_caps_are_exact)
+{
+	char reply[4096];
+	size_t cap = CC_HTTP_DEFAULT_MAX_HEADER_BYTES;
+	int n = CC_HTTP_DEFAULT_MAX_HEADERS;
+
+	ck_assert_int_eq(raw_status_of_size(cap, 4, reply, sizeof(reply)), 200);
+	ck_assert_int_eq(raw_status_of_size(cap + 1, 4, reply, sizeof(reply)), 431);
+	ck_assert_msg(strstr(reply, "\"headers_too_large\""), "%s", reply);
+	ck_assert_int_eq(raw_status_of_size(4096, n, reply, sizeof(reply)), 200);
+	ck_assert_int_eq(raw_status_of_size(4096, n + 1, reply, sizeof(reply)), 431);
+	ck_assert_msg(strstr(reply, "\"headers_too_large\""), "%s", reply);
+}
+END_TEST
+
+/* Caps set by the caller are honoured; a pool too small for them is refused. */
+START_TEST(test_header_caps_configurable)
+{
+	struct cc_http_server_options o = { .port = 0, .max_header_bytes = 2048, .max_headers = 5,
+					    .routes = routes, .n_routes = CC_ARRAY_LEN(routes) };
+	struct cc_http_server *small = cc_http_server_start(&o);
+	int saved = port;
+	char reply[4096];
+
+	ck_assert_ptr_nonnull(small);
+	port = cc_http_server_port(small);
+	ck_assert_int_eq(raw_status_of_size(2048, 5, reply, sizeof(reply)), 200);
+	ck_assert_int_eq(raw_status_of_size(2049, 5, reply, sizeof(reply)), 431);
+	ck_assert_int_eq(raw_status_of_size(1024, 6, reply, sizeof(reply)), 431);
+	port = saved;
+	cc_http_server_stop(small);
+
+	o.connection_memory_limit = 4095; /* under 2 x 2048 */
+	ck_assert_ptr_null(cc_http_server_start(&o));
+}
+END_TEST
+
+/* Fills hdr with n "X-H<i>: 1" lines (curl's header list takes them CRLF-joined). */
+static void many_small_headers(char *hdr, size_t cap, int n)
+{
+	size_t used = 0;
+	hdr[0] = '\0';
+	for (int i = 0; i < n; i++)
+		used += (size_t)snprintf(hdr + used, cap - used, "%sX-H%d: 1", i ? "\r\n" : "", i);
+	ck_assert_uint_lt(used + 1, cap);
+}
+
+/*
+ * Oversized headers get the JSON 431 at the default settings, not
+ * libmicrohttpd's HTML page; past the library's own pool they still get
+ * the HTML one (documented), and the server keeps answering.
+ */
 START_TEST(test_oversized_headers)
 {
-	char *hdr = malloc(20000), *path = malloc(20000);
+	size_t big = 400 * 1024;
+	char *hdr = malloc(big + 16), *path = malloc(big + 16);
 	const char *const hdrs[] = { hdr, NULL };
 	struct cc_test_request rq = { .path = "/v1/queue/x", .headers = hdrs };
 	struct cc_test_reply r;
 
-	/* One header bigger than the 8 KiB connection memory limit. */
-	snprintf(hdr, 20000, "X-Big: ");
-	memset(hdr + 7, 'a', 12000);
-	hdr[12007] = '\0';
+	/* One 40 KB header. */
+	snprintf(hdr, big, "X-Big: ");
+	memset(hdr + 7, 'a', 40000);
+	hdr[40007] = '\0';
 	ck_assert_int_eq(cc_test_fetch(port, &rq, &r), 0);
-	ck_assert_msg(r.status >= 400 && r.status < 500, "status %ld", r.status);
-	ck_assert_int_eq(r.status, 431); /* libmicrohttpd 0.9.75's own answer */
+	assert_error_shape(&r, 431, "headers_too_large", false, -1);
 	cc_test_reply_release(&r);
 
-	/* Many small headers adding up past the limit. */
-	hdr[0] = '\0';
-	for (int i = 0; i < 400; i++) {
-		size_t used = strlen(hdr);
-		snprintf(hdr + used, 20000 - used, "%sX-H%d: 0123456789012345678901234567890123456789",
-			 i ? "\r\n" : "", i);
-	}
+	/* 2,000 small headers (about 24 KB): over both caps, within the pool. */
+	many_small_headers(hdr, big, 2000);
 	ck_assert_int_eq(cc_test_fetch(port, &rq, &r), 0);
-	ck_assert_int_eq(r.status, 431);
+	assert_error_shape(&r, 431, "headers_too_large", false, -1);
 	cc_test_reply_release(&r);
 
-	/* A request line bigger than the limit. */
+	/* A 12 KB path is under the header cap: our own 414, in JSON. */
 	path[0] = '/';
 	memset(path + 1, 'p', 12000);
 	path[12001] = '\0';
 	rq = (struct cc_test_request){ .path = path };
 	ck_assert_int_eq(cc_test_fetch(port, &rq, &r), 0);
-	ck_assert_int_eq(r.status, 414);
+	assert_error_shape(&r, 414, "path_too_long", false, -1);
+	cc_test_reply_release(&r);
+
+	/* Past libmicrohttpd's pool (16 x the cap): its own HTML answers. */
+	rq = (struct cc_test_request){ .path = "/v1/queue/x", .headers = hdrs };
+	snprintf(hdr, big, "X-Huge: ");
+	memset(hdr + 8, 'a', big - 8);
+	hdr[big] = '\0';
+	ck_assert_int_eq(cc_test_fetch(port, &rq, &r), 0);
+	ck_assert_int_eq(r.status, 431);
+	ck_assert_ptr_null(strstr(r.body, "headers_too_large"));
 	cc_test_reply_release(&r);
 
 	r = get("/v1/queue/still-alive");
@@ -801,6 +889,8 @@ int main(void)
 	tcase_add_test(tc, test_request_id);
 	tcase_add_loop_test(tc, test_refused_paths, 0, (int)CC_ARRAY_LEN(refused_paths));
 	tcase_add_test(tc, test_path_too_long);
+	tcase_add_test(tc, test_header_caps_are_exact);
+	tcase_add_test(tc, test_header_caps_configurable);
 	tcase_add_test(tc, test_oversized_headers);
 	tcase_add_test(tc, test_parallel_requests_all_answered);
 	tcase_add_test(tc, test_blocking_handlers_overlap);

@@ -134,16 +134,30 @@ START_TEST(test_forged_line_stays_in_its_value)
 }
 END_TEST
 
-/* Field names that must be redacted, with or without a string value. */
+/*
+ * Field names that must be redacted, with or without a string value: a
+ * segment that is a secret word, or ends with one (sessiontoken), even past
+ * 32 bytes; a URL may carry one. "monkey" is the suffix rule's accepted
+ * false positive (log.h).
+ */
 static const char *const secret_names[] = {
 	"steam_ticket", "Authorization", "join_token", "nonce",	 "api_key",    "password",
 	"joinToken",	"api_keys",	 "X-Api-Key",  "session.cookie", "APIKey", "client_secret",
-	"passwd",	"credentials",	 "workload-token",
+	"passwd",	"credentials",	 "workload-token", "sessiontoken", "accesstoken",
+	"authtoken",	"privatekey",	 "dbpassword", "SESSIONTOKENS", "player_sessiontoken_hash",
+	"redis-password-url", "operator-token", "steam-publisher-key", "monkey",
+	"averyveryveryveryverylongprefixsessiontoken", "token_idx", "ticket_ids_raw",
 };
-/* Names that look close but are identifiers or counts, or not secret at all. */
+/*
+ * Names that look close but are identifiers, measures or paths (by their
+ * last segment), or not secret at all.
+ */
 static const char *const plain_names[] = {
-	"ticket_id", "key_id", "token_count", "nonce_ids", "ticketId", "player_name",
-	"monkey",    "keyboard", "",	       "tokenizer",
+	"ticket_id",	 "key_id",	   "token_count",	 "nonce_ids",	 "ticketId",
+	"player_name",	 "keyboard",	   "",			 "tokenizer",	 "ticket-ttl-seconds",
+	"token_ms",	 "session_ttl",	   "key_size",		 "cookie_bytes", "secret_len",
+	"key_length",	 "operator-token-file", "tlsKeyFile",	 "database-url", "sensitive_set",
+	"sensitive_unset", "averyveryveryveryverylongprefixsessiontoken_id",
 };
 
 START_TEST(test_secret_fields_are_redacted)
@@ -187,7 +201,7 @@ START_TEST(test_invalid_utf8_and_controls_are_escaped)
 				   "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd";
 	static const char controls[] = "\x01\x1b[31mred\x7f\t\"q\"\\";
 	cc_log_info("ev\nil\"", CC_LOG_STR("name", hostile), CC_LOG_STR("motd", controls),
-		    CC_LOG_STR("bad\x1bkey", "v"));
+		    CC_LOG_STR("bad\x1bname", "v"));
 
 	char *raw;
 	cJSON *obj = only_line(&raw);
@@ -197,7 +211,7 @@ START_TEST(test_invalid_utf8_and_controls_are_escaped)
 	ck_assert_str_eq(str_field(obj, "name"), want);
 	ck_assert_str_eq(str_field(obj, "motd"), controls); /* escaped, so it reads back intact */
 	ck_assert_str_eq(str_field(obj, "event"), "ev\nil\"");
-	ck_assert_str_eq(str_field(obj, "bad\x1bkey"), "v");
+	ck_assert_str_eq(str_field(obj, "bad\x1bname"), "v");
 	ck_assert_ptr_nonnull(strstr(raw, "\\u001b[31m"));
 	ck_assert_ptr_nonnull(strstr(raw, "\\u007f"));
 	free(raw);
