@@ -11,8 +11,8 @@
 #    afterwards the banned player never holds an active ticket.
 source "$(dirname "$0")/lib.sh"
 
-start_api A --regions=eu-west --operator-token-file=<(echo optok-enq)
-start_api B --regions=eu-west --operator-token-file=<(echo optok-enq)
+start_api A --regions=eu-west --operator-token-file=<(echo optok-enqueue-races)
+start_api B --regions=eu-west --operator-token-file=<(echo optok-enqueue-races)
 PLAYERS=${PLAYERS:-50}
 ROUNDS=${ROUNDS:-4}
 BAN_ROUNDS=${BAN_ROUNDS:-20}
@@ -104,7 +104,7 @@ for round in $(seq "$BAN_ROUNDS"); do
 	curl -s -Z --parallel-immediate \
 		-H "Authorization: Bearer $tok" -H "Idempotency-Key: ban-$round" --data-binary "$q" \
 		-o "$T_DIR/ban.q" -w 'queue %{http_code}\n' "$B_URL/v1/queue" --next \
-		-H "Authorization: Bearer optok-enq" --data-binary '{"until":"2099-01-01T00:00:00Z","reason":"race"}' \
+		-H "Authorization: Bearer optok-enqueue-races" --data-binary '{"until":"2099-01-01T00:00:00Z","reason":"race"}' \
 		-o "$T_DIR/ban.b" -w 'ban %{http_code}\n' "$A_URL/v1/admin/players/$player/ban" >"$T_DIR/ban.codes" 2>"$T_DIR/curl.err"
 	grep -q '^ban 200$' "$T_DIR/ban.codes" || fail "round $round: the ban did not answer 200: $(cat "$T_DIR/ban.codes") $(cat "$T_DIR/ban.b")"
 	qs=$(sed -n 's/^queue //p' "$T_DIR/ban.codes")

@@ -14,7 +14,7 @@
 source "$(dirname "$0")/lib.sh"
 
 FRESH=60
-start_api A --regions=eu-west --probe-freshness-seconds="$FRESH" --operator-token-file=<(echo optok-rules)
+start_api A --regions=eu-west --probe-freshness-seconds="$FRESH" --operator-token-file=<(echo optok-queue-rules-fixture)
 run=$RANDOM$RANDOM
 q_casual='{"playlist":"casual","protocol_version":1,"build":"b1"}'
 q_ranked='{"playlist":"ranked","protocol_version":1,"build":"b1"}'
@@ -97,7 +97,7 @@ ticket="rules-ban-$run"
 tok=$(login "$A_URL" "$ticket")
 player=$(player_of "$tok")
 until=$(sql "SELECT to_char((now() + interval '3 seconds') AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')")
-http POST "$A_URL/v1/admin/players/$player/ban" optok-rules "{\"until\":\"$until\",\"reason\":\"short ban\"}"
+http POST "$A_URL/v1/admin/players/$player/ban" optok-queue-rules-fixture "{\"until\":\"$until\",\"reason\":\"short ban\"}"
 expect_http "ban until $until" 200
 whoami "$tok"
 expect_http "the banned player's session" 403 banned
