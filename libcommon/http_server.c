@@ -675,7 +675,7 @@ static enum MHD_Result refuse(struct request_state *st, struct MHD_Connection *c
 	return answer(st, conn);
 }
 
-/* What header_size() adds up over one request's headers. */
+/* What tally_header() adds up over one request's headers. */
 struct header_tally {
 	size_t bytes; /* name + value + 4 per header */
 	size_t count; /* header lines */
@@ -695,8 +695,9 @@ static enum MHD_Result tally_header(void *cls, enum MHD_ValueKind kind, const ch
 
 /*
  * True when the request line plus headers stay within the server's caps.
- * The sizes are recomputed from what MHD parsed (its folded whitespace
- * aside, that is what the client sent): MHD has no hook on the raw bytes.
+ * The sizes are recomputed from what MHD parsed, which is what the client
+ * sent but for the whitespace MHD trims around values: MHD shows us no raw
+ * header bytes.
  */
 static bool headers_within_caps(const struct request_state *st, struct MHD_Connection *conn,
 				const char *method, const char *version)
