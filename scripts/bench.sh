@@ -24,7 +24,7 @@
 #
 # Prints the results and whether the targets are met: cc-api/pgbench
 # throughput >= 0.7 at each C, p99 < 20 ms at BENCH_RATE. Raw outputs and
-# logs stay in build/bench/. Exits non-zero when a run fails (errors,
+# logs stay in build/bench-results/. Exits non-zero when a run fails (errors,
 # set-up failures); a missed target fails only with BENCH_STRICT=1.
 set -Eeuo pipefail
 
@@ -34,7 +34,7 @@ if [[ -z "${CC_TEST_PG_DSN:-}" ]]; then
 fi
 
 BIN="$top/build/bin"
-OUT="$top/build/bench"
+OUT="$top/build/bench-results" # not build/bench: that holds the bench binaries
 CONCURRENCY=${BENCH_CONCURRENCY:-8 16}
 PLAYERS=${BENCH_PLAYERS:-1000}
 SECONDS_PER_RUN=${BENCH_SECONDS:-8}
