@@ -102,6 +102,19 @@ int api_steam_login(const struct api_config *cfg, const char *ticket, char steam
 #define API_TS(c) CC_PG_RFC3339(c)
 
 /*
+ * The one JSON shape of a ticket (contracts/v1/openapi.json Ticket) as a SQL
+ * json expression over a tickets row aliased t; queue routes render it as
+ * text, the operator's player view nests it.
+ */
+#define API_TICKET_JSON_OBJECT                                                                  \
+	"json_build_object('id', t.id, 'player_id', t.player_id, 'playlist', t.playlist, "       \
+	"'state', t.state, 'revision', t.revision, 'build', t.build, "                            \
+	"'protocol_version', t.protocol_version, 'predicted_rtt', t.predicted_rtt, "              \
+	"'proposal_id', t.proposal_id, 'match_id', t.match_id, "                                  \
+	"'created_at', " API_TS("t.created_at") ", 'updated_at', " API_TS("t.updated_at") ", "   \
+	"'expires_at', " API_TS("t.expires_at") ")"
+
+/*
  * What a transaction decided. A transaction function resets it at the start
  * of every attempt and fills it; the handler answers from it after the
  * transaction ends. body is malloc'd and owned by the answer.

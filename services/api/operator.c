@@ -26,12 +26,7 @@
 	"'ban_reason', p.ban_reason, "                                                              \
 	"'active_sessions', (SELECT count(*) FROM sessions s WHERE s.player_id = p.id "             \
 	"   AND s.revoked_at IS NULL AND s.expires_at > now()), "                                   \
-	"'active_ticket', (SELECT json_build_object('id', t.id, 'player_id', t.player_id, "         \
-	"   'playlist', t.playlist, 'state', t.state, 'revision', t.revision, 'build', t.build, "    \
-	"   'protocol_version', t.protocol_version, 'predicted_rtt', t.predicted_rtt, "             \
-	"   'proposal_id', t.proposal_id, 'match_id', t.match_id, "                                 \
-	"   'created_at', " API_TS("t.created_at") ", 'updated_at', " API_TS("t.updated_at") ", "   \
-	"   'expires_at', " API_TS("t.expires_at") ") FROM tickets t WHERE t.player_id = p.id "     \
+	"'active_ticket', (SELECT " API_TICKET_JSON_OBJECT " FROM tickets t WHERE t.player_id = p.id " \
 	"   AND t.state IN ('QUEUED', 'PROPOSED', 'MATCHED', 'ASSIGNED')), "                       \
 	"'rating', (SELECT json_build_object('rating', r.rating, 'deviation', r.deviation, "        \
 	"   'ranked_games', r.games) FROM ratings r WHERE r.player_id = p.id "                      \

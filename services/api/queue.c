@@ -34,14 +34,8 @@
 #include "proposals.h"
 #include "banned.h"
 
-/* The one JSON shape of a ticket (contracts/v1/openapi.json Ticket). */
-#define TICKET_JSON                                                                          \
-	"json_build_object('id', t.id, 'player_id', t.player_id, 'playlist', t.playlist, "   \
-	"'state', t.state, 'revision', t.revision, 'build', t.build, "                        \
-	"'protocol_version', t.protocol_version, 'predicted_rtt', t.predicted_rtt, "          \
-	"'proposal_id', t.proposal_id, 'match_id', t.match_id, "                              \
-	"'created_at', " API_TS("t.created_at") ", 'updated_at', " API_TS("t.updated_at") ", " \
-	"'expires_at', " API_TS("t.expires_at") ")::text"
+/* The ticket JSON is API_TICKET_JSON_OBJECT (api.h), rendered as text. */
+#define TICKET_JSON API_TICKET_JSON_OBJECT "::text"
 
 /* The same for one ticket ($1) of the player ($2). */
 static const char sql_expire_ticket[] =

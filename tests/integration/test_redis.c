@@ -37,25 +37,12 @@ static struct cc_redis *harness_redis(int connect_timeout_ms, int command_timeou
 	return r;
 }
 
-/* A listening loopback socket with the given backlog; *port gets its port. */
-static int listener(int backlog, int *port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	ck_assert_int_eq(listen(fd, backlog), 0);
-	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	*port = ntohs(a.sin_port);
-	return fd;
-}
 
 /* A loopback port with nothing listening (bound, then released). */
 static int dead_port(void)
 {
 	int port;
-	close(listener(1, &port));
+	close(cc_test_listener(1, &port));
 	return port;
 }
 
@@ -180,7 +167,7 @@ END_TEST
 START_TEST(test_connect_timeout)
 {
 	int port;
-	int lfd = listener(0, &port);
+	int lfd = cc_test_listener(0, &port);
 	int filler = connect_plain(port); /* backlog 0 holds one connection; ours waits */
 	struct cc_redis *r = cc_redis_create("127.0.0.1", port, 300, 1000);
 	ck_assert_ptr_nonnull(r);
@@ -200,7 +187,7 @@ END_TEST
 START_TEST(test_silent_server_times_out)
 {
 	int port;
-	int lfd = listener(16, &port);
+	int lfd = cc_test_listener(16, &port);
 	struct cc_redis *r = cc_redis_create("127.0.0.1", port, 1000, 300);
 	ck_assert_ptr_nonnull(r);
 

@@ -16,6 +16,13 @@ const char *cc_test_env(const char *name);
 /* Path of a built binary: "$CC_TOP/build/bin/<name>" (static buffer per call site is not kept: copy it). */
 const char *cc_test_bin(const char *name, char *buf, size_t len);
 
+/*
+ * Opens a listening loopback TCP socket with the given backlog on an
+ * ephemeral port (*port gets it); fails the test on any error. The caller
+ * closes the descriptor. For tests that need a peer which never answers.
+ */
+int cc_test_listener(int backlog, int *port);
+
 /* Runs a suite with CK_NORMAL output; returns the process exit status. */
 int cc_test_run_suite(Suite *s);
 

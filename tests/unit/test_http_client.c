@@ -213,23 +213,10 @@ static void *server_main(void *arg)
 	return NULL;
 }
 
-/* A listening loopback socket with the given backlog; *port gets its port. */
-static int listener(int backlog, int *port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	ck_assert_int_eq(listen(fd, backlog), 0);
-	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	*port = ntohs(a.sin_port);
-	return fd;
-}
 
 static void server_start(void)
 {
-	srv.lfd = listener(64, &srv.port);
+	srv.lfd = cc_test_listener(64, &srv.port);
 	ck_assert_int_eq(pipe(srv.stop), 0);
 	srv.requests = 0;
 	pthread_mutex_init(&srv.mu, NULL);
@@ -425,7 +412,7 @@ END_TEST
 START_TEST(test_never_accepted)
 {
 	int port;
-	int lfd = listener(16, &port);
+	int lfd = cc_test_listener(16, &port);
 	char url[128];
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", port);
 	struct cc_http_client_request req = { .url = url, .timeout_ms = 500 };
@@ -442,7 +429,7 @@ END_TEST
 START_TEST(test_connect_timeout)
 {
 	int port;
-	int lfd = listener(0, &port);
+	int lfd = cc_test_listener(0, &port);
 	struct sockaddr_in a = { .sin_family = AF_INET,
 				 .sin_port = htons((uint16_t)port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -465,7 +452,7 @@ END_TEST
 START_TEST(test_unavailable_and_io)
 {
 	int port;
-	close(listener(1, &port)); /* a port with nothing behind it */
+	close(cc_test_listener(1, &port)); /* a port with nothing behind it */
 	char url[128];
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", port);
 	struct cc_http_client_request req = { .url = url, .timeout_ms = 5000 };
