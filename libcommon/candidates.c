@@ -13,7 +13,7 @@
 static const char sql_load[] =
 	"SELECT " CC_CANDIDATE_COLUMNS ", (extract(epoch FROM now()) * 1000)::bigint "
 	"FROM tickets t WHERE t.playlist = $1 AND t.state = 'QUEUED' AND t.expires_at > now() "
-	"ORDER BY t.queued_at, t.id LIMIT $2::int";
+	"ORDER BY t.queued_at, t.id LIMIT $2::int OFFSET $3::int";
 
 static const char sql_load_one[] =
 	"SELECT " CC_CANDIDATE_COLUMNS " FROM tickets t "
@@ -65,14 +65,15 @@ void cc_candidate_from_row(const PGresult *res, int i, int col, struct cc_candid
 		c->n_rtt = 0; /* cannot happen: a CHECK keeps predicted_rtt an object */
 }
 
-int cc_candidates_load(struct cc_pg *pg, const char *playlist, size_t limit, struct cc_candidate *out,
+int cc_candidates_load(struct cc_pg *pg, const char *playlist, size_t offset, size_t limit, struct cc_candidate *out,
 		       size_t *n, int64_t *now_ms)
 {
-	char lim[24];
+	char lim[24], off[24];
 	PGresult *res = NULL;
 	snprintf(lim, sizeof lim, "%zu", limit);
-	const char *p[] = { playlist, lim };
-	int rc = cc_pg_exec(pg, sql_load, 2, p, &res);
+	snprintf(off, sizeof off, "%zu", offset);
+	const char *p[] = { playlist, lim, off };
+	int rc = cc_pg_exec(pg, sql_load, 3, p, &res);
 	if (rc != 0)
 		return rc;
 	int rows = PQntuples(res);

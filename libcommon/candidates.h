@@ -55,11 +55,12 @@ void cc_candidate_from_row(const PGresult *res, int i, int col, struct cc_candid
 
 /*
  * Reads up to limit QUEUED, unexpired tickets of playlist, oldest first,
- * into out (caller's array of limit entries); *n receives the count. Also
+ * skipping the first offset of them (a further page of the queue), into
+ * out (caller's array of limit entries); *n receives the count. Also
  * returns PostgreSQL's now() in *now_ms when now_ms is not NULL. Returns 0 or
  * cc_pg_exec's error.
  */
-int cc_candidates_load(struct cc_pg *pg, const char *playlist, size_t limit, struct cc_candidate *out,
+int cc_candidates_load(struct cc_pg *pg, const char *playlist, size_t offset, size_t limit, struct cc_candidate *out,
 		       size_t *n, int64_t *now_ms) CC_MUST_CHECK;
 
 /*

@@ -3,7 +3,9 @@
  * SERIALIZABLE transaction moves every ticket QUEUED -> PROPOSED and opens
  * the proposal, or changes nothing.
  *
- * The fence is SELECT ... FOR UPDATE SKIP LOCKED on each chosen ticket in
+ * The claim is one call of the SQL function cc_claim_proposal (migration
+ * 0006), so it costs three round trips (BEGIN, the call, COMMIT) however
+ * many tickets it holds. Its fence is FOR UPDATE SKIP LOCKED on each ticket in
  * ticket-id order, stopping at the first one that does not come back; it
  * re-checks everything a stale candidate (Redis) might have wrong:
  * playlist, state QUEUED, expires_at > now(), build, protocol_version and

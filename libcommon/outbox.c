@@ -7,10 +7,8 @@
 #include "log.h"
 #include "banned.h"
 
-static const char sql_append[] =
-	"WITH row AS (INSERT INTO outbox (event, resource_type, resource_id, revision, player_ids, payload) "
-	"  VALUES ($1, $2, $3, $4::bigint, $5::uuid[], coalesce($6::jsonb, '{}'::jsonb)) RETURNING id) "
-	"SELECT pg_notify('outbox', id::text) FROM row";
+/* The one writer of an outbox row and its notification (migrations/0006_claim_function.up.sql). */
+static const char sql_append[] = "SELECT cc_outbox_append($1, $2, $3::uuid, $4::bigint, $5::uuid[], $6::jsonb)";
 
 /* name matches first-char class [a-z] then up to max-1 of [a-z0-9_] (+ '.' when dots). */
 static bool name_valid(const char *s, size_t max, bool dots)

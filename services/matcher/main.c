@@ -42,13 +42,18 @@ static const struct cc_config_option matcher_options[] = {
 	{ .name = "min-pass-interval-ms", .type = CC_CFG_INT, .default_value = "50", .min = 0, .max = 60000,
 	  .help = "never start passes closer than this (bounds the cost of NOTIFY storms)",
 	  .offset = OPT(min_pass_interval_ms) },
+	{ .name = "lease-timeout-ms", .type = CC_CFG_INT, .default_value = "10000", .min = 1000, .max = 600000,
+	  .help = "a replica stalled this long mid-pass loses the playlist's pass lease to another "
+		  "(at least twice the poll and min pass intervals)",
+	  .offset = OPT(lease_timeout_ms) },
 	/* Defaults chosen with tests/bench/queue_sim.c (scripts/queue-sim.sh): see README. */
-	{ .name = "tolerance-start", .type = CC_CFG_DOUBLE, .default_value = "50", .min = 0, .max = 5000,
+	{ .name = "tolerance-start", .type = CC_CFG_DOUBLE, .default_value = CC_FORMATION_DEFAULT_TOLERANCE_START, .min = 0, .max = 5000,
 	  .help = "ranked: rating difference allowed to a fresh anchor", .offset = OPT(tolerance_start) },
-	{ .name = "tolerance-growth-per-second", .type = CC_CFG_DOUBLE, .default_value = "5", .min = 0, .max = 1000,
+	{ .name = "tolerance-growth-per-second", .type = CC_CFG_DOUBLE,
+	  .default_value = CC_FORMATION_DEFAULT_TOLERANCE_GROWTH, .min = 0, .max = 1000,
 	  .help = "ranked: rating points the tolerance widens per second the anchor waits",
 	  .offset = OPT(tolerance_growth_per_second) },
-	{ .name = "tolerance-cap", .type = CC_CFG_DOUBLE, .default_value = "600", .min = 0, .max = 5000,
+	{ .name = "tolerance-cap", .type = CC_CFG_DOUBLE, .default_value = CC_FORMATION_DEFAULT_TOLERANCE_CAP, .min = 0, .max = 5000,
 	  .help = "ranked: the tolerance never exceeds this (must be >= --tolerance-start)",
 	  .offset = OPT(tolerance_cap) },
 	{ .name = "ticket-ttl-seconds", .type = CC_CFG_INT, .default_value = "30", .min = 5, .max = 3600,
@@ -161,6 +166,9 @@ static void *matcher_loop(void *arg)
 		(void)matcher_pass(m); /* every failure is logged and counted inside */
 		if (atomic_load(&stopping))
 			break;
+		/* A pass that formed matches may have left more: the next one starts now. */
+		if (m->last_formed > 0)
+			continue;
 		wait_for_work(m, m->cfg->poll_interval_ms);
 		int64_t since = monotonic_ms() - started;
 		if (since < m->cfg->min_pass_interval_ms)
@@ -197,6 +205,14 @@ static bool matcher_configure(struct matcher *m, const struct matcher_config *cf
 		.tolerance_cap = cfg->tolerance_cap,
 		.max_rtt_ms = CC_FORMATION_DEFAULT_MAX_RTT_MS,
 	};
+	/* The work connection idles up to a poll interval between passes; the lease timeout must not end it. */
+	int64_t idle = cfg->poll_interval_ms > cfg->min_pass_interval_ms ? cfg->poll_interval_ms : cfg->min_pass_interval_ms;
+	if (cfg->lease_timeout_ms < 2 * idle) {
+		fprintf(stderr, "cc-matcher: --lease-timeout-ms (%lld) must be at least twice --poll-interval-ms and "
+				"--min-pass-interval-ms (%lld)\n",
+			(long long)cfg->lease_timeout_ms, (long long)idle);
+		ok = false;
+	}
 	if (cfg->tolerance_cap < cfg->tolerance_start) {
 		fprintf(stderr, "cc-matcher: --tolerance-cap (%g) must be >= --tolerance-start (%g)\n",
 			cfg->tolerance_cap, cfg->tolerance_start);

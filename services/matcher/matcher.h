@@ -24,6 +24,7 @@
 
 #define MATCHER_READ_CAP 200         /* SPEC 6: a pass reads up to 10x the match size, at most 200 */
 #define MATCHER_READ_FACTOR 10
+#define MATCHER_OFFSET_MAX 100000000 /* deeper than any queue: paging goes back to the head */
 #define MATCHER_ID_MAX 96
 
 /* cc-matcher's configuration, filled from the option table in main.c. */
@@ -32,6 +33,7 @@ struct matcher_config {
 	int64_t team_size;                  /* 0 = the playlist's default (casual 3, ranked 1) */
 	int64_t poll_interval_ms;           /* a pass at least this often without NOTIFY */
 	int64_t min_pass_interval_ms;       /* NOTIFY storms never run passes closer than this */
+	int64_t lease_timeout_ms;           /* a stalled replica loses the pass lease after this */
 	double tolerance_start;             /* ranked: rating points at zero wait */
 	double tolerance_growth_per_second; /* ranked: widening per second of the anchor's wait */
 	double tolerance_cap;               /* ranked: the widest tolerance */
@@ -50,7 +52,7 @@ struct matcher_config {
 
 /* Metric handles (declared once in main.c). */
 struct matcher_metrics {
-	struct cc_metric *passes;           /* {playlist, result}: passes run, ok or error */
+	struct cc_metric *passes;           /* {playlist, result}: passes run, ok, error or standby */
 	struct cc_metric *proposals;        /* {playlist}: proposals committed */
 	struct cc_metric *expired;          /* {playlist}: overdue proposals expired */
 	struct cc_metric *claim_conflicts;  /* {playlist, kind}: claims lost (lost | retry_exhausted) */
@@ -68,6 +70,8 @@ struct matcher {
 	char listen_channel[CC_PG_CHANNEL_MAX + 1]; /* "tickets_<playlist>" */
 	struct cc_formation_params params;       /* from the configuration */
 	size_t read_limit;                       /* candidates per pass */
+	size_t read_offset;                      /* the page of the queue the next pass reads */
+	size_t last_formed;                      /* proposals the last pass committed */
 	struct cc_pg_options pg_opt;
 	struct cc_pg *pg;                        /* the work connection; NULL until first connected */
 	struct cc_pg *listener;                  /* LISTEN connection; NULL until first connected */
@@ -83,9 +87,11 @@ struct matcher {
 };
 
 /*
- * Runs one pass: expiry hook, read candidates (Redis, else PostgreSQL),
- * form and claim until nothing more forms. Returns 0, or the error that
- * ended it (already logged and counted); the caller just carries on.
+ * Runs one pass: take the pass lease (without it: a standby pass that
+ * does nothing), expiry hook, read candidates (Redis, else PostgreSQL),
+ * form and claim until nothing more forms, give the lease back. Sets
+ * last_formed. Returns 0, or the error that ended it (already logged and
+ * counted); the caller just carries on.
  */
 int matcher_pass(struct matcher *m);
 

@@ -1,7 +1,8 @@
 /*
  * pass.c - one matching pass (SPEC 6).
  *
- * A pass reads the oldest candidates (the Redis index when it answers with
+ * A pass runs only while its replica holds the playlist's pass lease. It
+ * reads the oldest candidates (the Redis index when it answers with
  * entries; PostgreSQL when Redis is down or empty), prepares the formation
  * workspace with PostgreSQL's now(), and lets cc_formation_pass form and
  * claim until nothing more forms. Every per-pass failure (database blip,
@@ -20,6 +21,21 @@
 #include "banned.h"
 
 static const char sql_now[] = "SELECT (extract(epoch FROM now()) * 1000)::bigint";
+
+/*
+ * The pass lease: one session-level advisory lock per playlist, held for
+ * one pass. Replicas of one playlist take turns instead of forming the same
+ * matches from the same queue head and losing most of their claims to one
+ * another (bench-matcher.sh measured 65-90% lost with 2-4 replicas). The
+ * same statement bounds how long a stalled replica can keep it: PostgreSQL
+ * ends a session idle (in or out of a transaction) for longer than the
+ * lease timeout, and the lock goes with the session.
+ */
+static const char sql_lease[] =
+	"SELECT set_config('idle_session_timeout', $2, false), "
+	"set_config('idle_in_transaction_session_timeout', $2, false), "
+	"pg_try_advisory_lock(hashtext('cc-matcher'), hashtext($1))";
+static const char sql_unlease[] = "SELECT pg_advisory_unlock(hashtext('cc-matcher'), hashtext($1))";
 
 static double monotonic_s(void)
 {
@@ -84,19 +100,27 @@ static size_t drop_expired(struct matcher *m, size_t n, int64_t now_ms)
 }
 
 /*
- * Reads this pass's candidates into m->cands. The index is tried first;
- * "down" (an error) and "empty" (0 entries) both fall back to PostgreSQL,
- * but only "empty" repopulates the index: rebuilding a Redis that is down
- * would just fail again, and must never stand between PostgreSQL and a
- * match. An index holding nothing but expired entries counts as empty.
+ * Reads one page of candidates (those after the first offset, oldest
+ * first) into m->cands; *read is how many entries the source returned
+ * before expired ones were dropped.
+ *
+ * The first page comes from the index when it answers; "down" (an error)
+ * and "empty" (0 entries) both fall back to PostgreSQL, but only "empty"
+ * repopulates the index: rebuilding a Redis that is down would just fail
+ * again, and must never stand between PostgreSQL and a match. An index
+ * holding nothing but expired entries counts as empty. Further pages
+ * always come from PostgreSQL: a rebuild puts only the first page into the
+ * index (the rest arrive with their next heartbeat), so the index cannot
+ * be trusted to hold what lies behind it.
  */
-static int read_candidates(struct matcher *m, size_t *n, int64_t *now_ms, const char **source)
+static int read_page(struct matcher *m, size_t offset, size_t *n, size_t *read, int64_t *now_ms, const char **source)
 {
 	const char *playlist = m->cfg->playlist;
 	int irc = CC_EUNAVAILABLE;
-	if (m->index) {
+	if (m->index && offset == 0) {
 		irc = cc_candidate_index_read(m->index, playlist, m->read_limit, m->cands, n);
 		if (irc == 0 && *n > 0) {
+			*read = *n;
 			int rc = read_now(m, now_ms);
 			if (rc != 0)
 				return rc;
@@ -111,12 +135,45 @@ static int read_candidates(struct matcher *m, size_t *n, int64_t *now_ms, const 
 			cc_log_debug("candidate_index_unavailable", CC_LOG_STR("error", cc_errname(irc)));
 	}
 	*source = "postgres";
-	int rc = cc_candidates_load(m->pg, playlist, m->read_limit, m->cands, n, now_ms);
-	if (rc != 0 || irc != 0 || *n == 0)
+	int rc = cc_candidates_load(m->pg, playlist, offset, m->read_limit, m->cands, n, now_ms);
+	*read = *n;
+	if (rc != 0 || irc != 0 || *n == 0 || offset > 0)
 		return rc;
 	int brc = cc_candidate_index_rebuild(m->index, playlist, m->cands, *n);
 	cc_log_info("candidate_index_rebuilt", CC_LOG_INT("candidates", *n), CC_LOG_STR("result", cc_errname(brc)));
 	return rc;
+}
+
+/*
+ * Reads this pass's candidates: the page the matcher is on (see
+ * next_page), or the head of the queue when that page is past the end.
+ */
+static int read_candidates(struct matcher *m, size_t *n, size_t *read, int64_t *now_ms, const char **source)
+{
+	int rc = read_page(m, m->read_offset, n, read, now_ms, source);
+	if (rc == 0 && *n == 0 && m->read_offset > 0) {
+		m->read_offset = 0;
+		rc = read_page(m, 0, n, read, now_ms, source);
+	}
+	return rc;
+}
+
+/*
+ * Chooses the page the next pass reads. A pass sees only read_limit
+ * candidates (SPEC 6), so a head of that many tickets that cannot match
+ * one another would hide every ticket behind it. A pass that formed
+ * something stays on its page; one that formed nothing from a full page
+ * moves on to the next; one that reached the end of the queue goes back to
+ * the head. So the head is always where matching starts again.
+ */
+static void next_page(struct matcher *m, size_t read, size_t formed)
+{
+	if (formed > 0)
+		return;
+	if (read == m->read_limit && m->read_offset < MATCHER_OFFSET_MAX)
+		m->read_offset += read;
+	else
+		m->read_offset = 0;
 }
 
 /* Drops tickets from the index after a claim (best effort: entries may be stale anyway). */
@@ -239,18 +296,53 @@ static int expire_run(struct cc_pg *pg, void *arg)
 	return cc_proposals_expire_overdue(pg, EXPIRE_BATCH, ex->ttl, &ex->n);
 }
 
+/* Takes the pass lease: 0 with *held telling whether this replica has it, or cc_pg_exec's error. */
+static int take_lease(struct matcher *m, bool *held)
+{
+	char timeout[24];
+	PGresult *res = NULL;
+	snprintf(timeout, sizeof timeout, "%lld", (long long)m->cfg->lease_timeout_ms);
+	const char *p[] = { m->cfg->playlist, timeout };
+	int rc = cc_pg_exec(m->pg, sql_lease, 2, p, &res);
+	if (rc == 0)
+		*held = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 2), "t") == 0;
+	PQclear(res);
+	return rc;
+}
+
+/* Gives the lease back (best effort: a lost connection has already dropped it). */
+static void give_lease(struct matcher *m)
+{
+	const char *p[] = { m->cfg->playlist };
+	PGresult *res = NULL;
+	int rc = cc_pg_exec(m->pg, sql_unlease, 1, p, &res);
+	if (rc != 0)
+		cc_log_debug("pass_lease_release_failed", CC_LOG_STR("error", cc_errname(rc)));
+	PQclear(res);
+}
+
 int matcher_pass(struct matcher *m)
 {
 	double t0 = monotonic_s();
 	struct cc_formation_pass_stats st;
 	const char *source = "postgres";
-	size_t n = 0;
+	size_t n = 0, read = 0;
 	int64_t now_ms = 0;
-	bool ran = false;
+	bool ran = false, leased = false;
 
+	m->last_formed = 0;
 	int rc = ensure_connected(m);
+	if (rc == 0)
+		rc = take_lease(m, &leased);
 	if (rc != 0)
 		goto out;
+	if (!leased) {
+		/* Another replica is passing: this one is a standby until its turn. */
+		matcher_set_db_state(m, 0);
+		const char *lv[] = { m->cfg->playlist, "standby" };
+		cc_metric_add(m->metrics.passes, lv, 1);
+		return 0;
+	}
 
 	/*
 	 * Timed-out proposals are settled first, so their tickets are back in
@@ -266,7 +358,7 @@ int matcher_pass(struct matcher *m)
 		cc_metric_add(m->metrics.expired, lv_exp, ex.n);
 	}
 
-	if ((rc = read_candidates(m, &n, &now_ms, &source)) != 0)
+	if ((rc = read_candidates(m, &n, &read, &now_ms, &source)) != 0)
 		goto out;
 	const char *lv[] = { m->cfg->playlist, source };
 	cc_metric_add(m->metrics.reads, lv, 1);
@@ -275,9 +367,13 @@ int matcher_pass(struct matcher *m)
 		CC_BUG("formation parameters were validated at start-up");
 	rc = cc_formation_pass(&m->ws, claim, m, &st);
 	ran = true;
+	m->last_formed = st.formed;
+	next_page(m, read, st.formed);
 out:
 	if (rc != 0 && m->pg)
 		(void)cc_pg_rollback(m->pg); /* acknowledge a connection lost mid-transaction */
+	if (leased)
+		give_lease(m);
 	/* Reaching PostgreSQL is what readiness means; a lost claim is not an outage. */
 	matcher_set_db_state(m, rc == CC_EUNAVAILABLE || rc == CC_ETIMEOUT || !m->pg ? rc : 0);
 	pass_report(m, rc, source, n, ran ? &st : NULL, monotonic_s() - t0);

@@ -566,7 +566,9 @@ int main(int argc, char **argv)
 {
 	struct settings s = {
 		.playlist = "ranked", .team_size = 0, .rate = 0, .hours = 2,
-		.tol_start = 100, .tol_growth = 5, .tol_cap = 400, /* cc-matcher's defaults */
+		.tol_start = atof(CC_FORMATION_DEFAULT_TOLERANCE_START), /* cc-matcher's defaults */
+		.tol_growth = atof(CC_FORMATION_DEFAULT_TOLERANCE_GROWTH),
+		.tol_cap = atof(CC_FORMATION_DEFAULT_TOLERANCE_CAP),
 		.patience_s = 300, .accept = 0.95, .response_s = 10, .seed = 1,
 	};
 	double low_rate = 0.2, high_rate = 5, seed = 1, team = 0;

@@ -8,8 +8,11 @@
  *    then tests/integration/audit.sql returns no violation
  *  - racing claims: exactly one of two overlapping claims commits; the
  *    loser's other tickets stay QUEUED, untouched and unannounced
- *  - unmatchable tickets at the head (more than any attempt budget) do not
- *    stop the tickets behind them; a Redis that is down changes nothing
+ *  - unmatchable tickets at the head (more than any attempt budget, and
+ *    more than one read window) do not stop the tickets behind them; a
+ *    Redis that is down changes nothing
+ *  - the pass lease: a replica stands by while another holds it, and one
+ *    frozen mid-pass loses it after --lease-timeout-ms
  *  - ranked: the tolerance keeps far ratings apart until the anchor has
  *    waited long enough, then lets them meet; teams are balanced
  *  - an empty queue and database blips (pg_terminate_backend of the
@@ -417,7 +420,7 @@ static unsigned formable(const char *playlist, const struct cc_formation_params 
 	int64_t now = 0;
 	struct cc_formation_pass_stats st;
 	ck_assert_int_eq(cc_pg_connect(db_dsn, NULL, &pg, err, sizeof err), 0);
-	int rc = cc_candidates_load(pg, playlist, CC_FORMATION_MAX_CANDIDATES, dry_cands, &n, &now);
+	int rc = cc_candidates_load(pg, playlist, 0, CC_FORMATION_MAX_CANDIDATES, dry_cands, &n, &now);
 	cc_pg_free(pg);
 	ck_assert_msg(rc == 0, "cc_candidates_load: %s", cc_errname(rc));
 	ck_assert_int_eq(cc_formation_prepare(&dry_ws, dry_cands, n, now, params), 0);
@@ -1014,6 +1017,154 @@ START_TEST(test_starts_without_database)
 }
 END_TEST
 
+/* ---- a head deeper than one read window --------------------------------------------------- */
+
+/*
+ * 70 tickets that can match nobody (each its own build) fill the whole
+ * 60-candidate window of a casual pass; six good tickets wait behind them.
+ * A pass that formed nothing from a full window reads the next page, so
+ * they still match. With the index, the head page comes from Redis and the
+ * pages behind it from PostgreSQL (a rebuild indexes only the head page).
+ */
+static void deep_unmatchable_head(bool with_redis)
+{
+	char build[32], redis_host[128], redis_port[64];
+	struct seeded good[6];
+	for (int i = 0; i < 70; i++) {
+		snprintf(build, sizeof build, "lonely-%d", i);
+		(void)seed("casual", build, 1, 1500, "{\"eu\": 20}", 600000 - i);
+	}
+	for (int i = 0; i < 6; i++)
+		good[i] = seed("casual", "1.0", 1, 1500, "{\"eu\": 20}", 1000 - i);
+	snprintf(redis_host, sizeof redis_host, "--redis-host=%s", cc_test_env("CC_TEST_REDIS_HOST"));
+	snprintf(redis_port, sizeof redis_port, "--redis-port=%s", cc_test_env("CC_TEST_REDIS_PORT"));
+	const char *redis_args[] = { "--playlist=casual", redis_host, redis_port, NULL };
+	const char *pg_args[] = { "--playlist=casual", NULL };
+	if (with_redis)
+		redis_flush();
+	struct proc *m = spawn_matcher(with_redis ? redis_args : pg_args);
+	WAIT_FOR(count_is("SELECT count(*) FROM tickets WHERE state = 'PROPOSED'", 6), 15000,
+		 "the six good tickets behind 70 unmatchable ones");
+	for (int i = 0; i < 6; i++)
+		expect_state(good[i].ticket, "PROPOSED");
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM tickets WHERE state = 'QUEUED' AND build LIKE 'lonely-%'", 0,
+				NULL),
+			 70);
+	if (with_redis)
+		WAIT_FOR(metric(m, "cosmic_clash_matcher_candidate_reads_total", "source=\"redis\"", NULL) >= 1, 5000,
+			 "a head page read from the index");
+	stop_matcher(m);
+	audit();
+}
+
+START_TEST(test_deep_unmatchable_head_postgres)
+{
+	deep_unmatchable_head(false);
+}
+END_TEST
+
+START_TEST(test_deep_unmatchable_head_redis)
+{
+	deep_unmatchable_head(true);
+}
+END_TEST
+
+/* ---- the pass lease ----------------------------------------------------------------------- */
+
+/* The lease key (matcher.h): another replica holding it means this one stands by. */
+static const char sql_hold_casual_lease[] = "SELECT pg_advisory_lock(hashtext('cc-matcher'), hashtext('casual'))";
+
+static double standby_passes(const struct proc *p)
+{
+	return metric(p, "cosmic_clash_matcher_passes_total", "result=\"standby\"", NULL);
+}
+
+/* While another session holds the casual lease, a matcher forms nothing; once it is free, it does. */
+START_TEST(test_pass_lease_standby)
+{
+	for (int i = 0; i < 6; i++)
+		(void)seed("casual", "1.0", 1, 1500, "{\"eu\": 20}", 1000 - i);
+	PGconn *holder = PQconnectdb(db_dsn);
+	ck_assert_int_eq(PQstatus(holder), CONNECTION_OK);
+	PGresult *h = PQexec(holder, sql_hold_casual_lease);
+	ck_assert_int_eq(PQresultStatus(h), PGRES_TUPLES_OK);
+	PQclear(h);
+
+	const char *args[] = { "--playlist=casual", NULL };
+	struct proc *m = spawn_matcher(args);
+	WAIT_FOR(standby_passes(m) >= 5, 10000, "five standby passes");
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM proposals", 0, NULL), 0);
+	ck_assert_double_eq(passes_ok(m), 0);
+	/* A standby is still ready: it reaches the database and takes over at once. */
+	ck_assert_int_eq(admin_get(m, "/readyz", NULL, 0), 200);
+
+	PQfinish(holder);
+	WAIT_FOR(count_is("SELECT count(*) FROM proposals", 1), 10000, "a proposal once the lease is free");
+	stop_matcher(m);
+	audit();
+}
+END_TEST
+
+/* Backends holding an advisory lock of this database. */
+static long long lease_holders(void)
+{
+	return sql_ll("SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database "
+		      "WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()",
+		      0, NULL);
+}
+
+/*
+ * A replica frozen mid-pass (SIGSTOP while it holds the lease) loses the
+ * lease after --lease-timeout-ms: PostgreSQL ends its idle session, and a
+ * second replica matches the rest of the queue while the first is still
+ * frozen. Thawed, the first carries on (it reconnects); the audit is clean.
+ */
+START_TEST(test_stalled_replica_loses_lease)
+{
+	sql_exec("WITH p AS (INSERT INTO players (id) SELECT gen_random_uuid() FROM generate_series(1, 3000) "
+		 "RETURNING id) "
+		 "INSERT INTO tickets (player_id, playlist, state, build, protocol_version, rating, deviation, "
+		 "  predicted_rtt, queued_at, expires_at) "
+		 "SELECT p.id, 'casual', 'QUEUED', 'bulk', 1, 1500, 120, '{\"eu\": 20}', now() - interval '1 minute', "
+		 "  now() + interval '1 hour' FROM p");
+	const char *a_args[] = { "--playlist=casual", "--matcher-id=frozen", "--lease-timeout-ms=1500", NULL };
+	struct proc *a = spawn_matcher(a_args);
+	WAIT_FOR(sql_ll("SELECT count(*) FROM proposals", 0, NULL) > 0, 10000, "the first replica at work");
+
+	/* Freeze it at a moment it holds the lease (it is busy: most moments). */
+	bool caught = false;
+	for (int attempt = 0; attempt < 200 && !caught; attempt++) {
+		kill(a->pid, SIGSTOP);
+		if (lease_holders() == 1) {
+			caught = true;
+		} else {
+			kill(a->pid, SIGCONT);
+			pause_ms(3);
+		}
+	}
+	ck_assert_msg(caught, "never caught the replica holding its lease in 200 tries");
+
+	const char *b_args[] = { "--playlist=casual", "--matcher-id=second", NULL };
+	struct proc *b = spawn_matcher(b_args);
+	/* Standing by proves the frozen one still held the lease; a COMMIT it had sent has landed by now. */
+	WAIT_FOR(standby_passes(b) >= 1, 5000, "the second replica standing by");
+	long long frozen_at = sql_ll("SELECT count(*) FROM proposals", 0, NULL);
+	ck_assert_msg(frozen_at < 500, "the queue drained (%lld proposals) before the freeze", frozen_at);
+	WAIT_FOR(count_is("SELECT count(*) FROM tickets WHERE state = 'QUEUED'", 0), 20000,
+		 "the second replica draining the queue while the first is frozen");
+	/* Nothing of the frozen one committed after the freeze (a claim in flight was rolled back). */
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM proposals WHERE matcher = 'frozen'", 0, NULL), frozen_at);
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM proposals", 0, NULL), 500);
+	kill(a->pid, SIGCONT);
+	double a_passes = metric(a, "cosmic_clash_matcher_passes_total", NULL, NULL);
+	WAIT_FOR(metric(a, "cosmic_clash_matcher_passes_total", NULL, NULL) > a_passes, 10000,
+		 "the thawed replica passing again");
+	stop_matcher(a);
+	stop_matcher(b);
+	audit();
+}
+END_TEST
+
 static Suite *matcher_suite(void)
 {
 	Suite *s = suite_create("matcher");
@@ -1029,6 +1180,10 @@ static Suite *matcher_suite(void)
 	tcase_add_test(tc, test_survives_empty_queue_and_blips);
 	tcase_add_test(tc, test_starts_without_database);
 	tcase_add_test(tc, test_two_matchers_audit);
+	tcase_add_test(tc, test_deep_unmatchable_head_postgres);
+	tcase_add_test(tc, test_deep_unmatchable_head_redis);
+	tcase_add_test(tc, test_pass_lease_standby);
+	tcase_add_test(tc, test_stalled_replica_loses_lease);
 	suite_add_tcase(s, tc);
 	return s;
 }
