@@ -2,11 +2,11 @@
  * steam.c - Steam ticket verification (see steam.h for the contract and
  * the errorcode table).
  *
- * Layout: steam_http_get() is the only code that talks to libcurl, so it
- * can be swapped for libcommon's shared HTTP client later; everything
- * about Steam's reply lives in steam_classify_reply(), which is pure.
+ * Layout: steam_http_get() builds the URL (libcurl's URL API escapes the
+ * query) and sends it with libcommon's HTTP client, which bounds the time
+ * and the reply; everything about Steam's reply lives in
+ * steam_classify_reply(), which is pure.
  */
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +15,7 @@
 
 #include <curl/curl.h>
 
+#include "http_client.h"
 #include "json.h"
 #include "log.h"
 #include "metrics.h"
@@ -213,43 +214,6 @@ out_decided:
 
 /* ---- HTTP (the part to swap for libcommon's client) ------------------------- */
 
-struct reply_buf {
-	char *data;	    /* malloc'd, NUL-terminated */
-	size_t len;
-	bool too_big;	    /* the body passed STEAM_MAX_REPLY_BYTES */
-	bool oom;
-};
-
-static size_t on_body(char *chunk, size_t size, size_t nmemb, void *ctx)
-{
-	struct reply_buf *b = ctx;
-	size_t n = size * nmemb;
-	char *grown;
-
-	if (n > STEAM_MAX_REPLY_BYTES - b->len) {
-		b->too_big = true;
-		return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
-	}
-	grown = realloc(b->data, b->len + n + 1);
-	if (!grown) {
-		b->oom = true;
-		return 0;
-	}
-	memcpy(grown + b->len, chunk, n);
-	b->len += n;
-	grown[b->len] = '\0';
-	b->data = grown;
-	return n;
-}
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc = CURLE_FAILED_INIT;
-
-static void curl_init_once(void)
-{
-	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 /* What steam_http_get learned; host/path are safe to log (no query, no userinfo). */
 struct http_result {
 	long status;		       /* 0 when no reply arrived */
@@ -270,7 +234,8 @@ static void url_part(CURLU *u, CURLUPart what, char *buf, size_t len)
 }
 
 /*
- * Builds base_url + path + the (name, value) query pairs into u, each
+ * Builds base_url + path + the (name, value) query pairs into u (a query
+ * or fragment in base_url is kept or dropped as libcurl's URL API does), each
  * value URL-escaped. Fills r->host and r->path for logging. Returns 0,
  * CC_EINVAL (base_url is not an absolute http(s) URL) or CC_ENOMEM.
  */
@@ -318,74 +283,63 @@ static int build_url(CURLU *u, const char *base_url, const char *path,
 
 /*
  * GETs base_url + path with the query pairs (NULL-terminated list of name,
- * value) under one deadline. On 0 a reply arrived: r->status is its status
- * and *body (malloc'd, NUL-terminated, caller frees) holds at most
- * STEAM_MAX_REPLY_BYTES. Otherwise returns CC_EUNAVAILABLE with r->reason
- * saying why, or CC_ENOMEM. Never follows redirects; never logs.
+ * value) under one deadline, through libcommon's HTTP client. On 0 a reply
+ * arrived: r->status is its status and *body (malloc'd, NUL-terminated,
+ * caller frees) holds at most STEAM_MAX_REPLY_BYTES. Otherwise returns
+ * CC_EUNAVAILABLE with r->reason saying why, or CC_ENOMEM. Never follows
+ * redirects; never logs the URL (it holds the publisher key).
  */
 static int steam_http_get(const char *base_url, const char *path, const char *const *query,
 			  long timeout_ms, struct http_result *r, char **body, size_t *body_len)
 {
-	struct reply_buf b = { 0 };
-	CURL *h = NULL;
-	CURLU *u = NULL;
-	CURLcode cc;
+	struct cc_http_client_response resp;
+	char *url = NULL;
+	CURLU *u = curl_url();
 	int rc;
 
-	pthread_once(&curl_once, curl_init_once);
-	if (curl_init_rc != CURLE_OK) {
-		r->reason = "curl_init";
-		return CC_EUNAVAILABLE;
-	}
-	u = curl_url();
-	h = curl_easy_init();
-	if (!u || !h) {
-		rc = CC_ENOMEM;
-		goto out;
-	}
+	if (!u)
+		return CC_ENOMEM;
 	rc = build_url(u, base_url, path, query, r);
+	if (rc == 0 && curl_url_get(u, CURLUPART_URL, &url, 0) != CURLUE_OK)
+		rc = CC_ENOMEM;
+	curl_url_cleanup(u);
 	if (rc != 0) {
 		r->reason = "bad_request_url"; /* base_url, or a value too long */
-		rc = rc == CC_ENOMEM ? CC_ENOMEM : CC_EUNAVAILABLE;
-		goto out;
+		return rc == CC_ENOMEM ? CC_ENOMEM : CC_EUNAVAILABLE;
 	}
-	if (curl_easy_setopt(h, CURLOPT_CURLU, u) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_USERAGENT, "cosmic-clash-api") != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b) != CURLE_OK) {
-		r->reason = "curl_setopt";
-		rc = CC_EUNAVAILABLE;
-		goto out;
+	const char *const headers[] = { "User-Agent: cosmic-clash-api", NULL };
+	struct cc_http_client_request req = {
+		.url = url,
+		.headers = headers,
+		.timeout_ms = timeout_ms,
+		.connect_timeout_ms = timeout_ms,
+		.max_response_bytes = STEAM_MAX_REPLY_BYTES,
+	};
+	rc = cc_http_client_do(&req, &resp);
+	explicit_bzero(url, strlen(url)); /* it held the publisher key */
+	curl_free(url);
+	switch (rc) {
+	case 0:
+		r->status = resp.status;
+		*body = resp.body; /* ownership moves to the caller */
+		*body_len = resp.body_len;
+		return 0;
+	case CC_ENOMEM:
+		return CC_ENOMEM;
+	case CC_ETOOBIG:
+		r->reason = "reply_too_large";
+		break;
+	case CC_ETIMEOUT:
+		r->reason = "timeout";
+		break;
+	case CC_EUNAVAILABLE:
+		r->reason = "connect_failed";
+		break;
+	default:
+		r->reason = "transport_error";
+		break;
 	}
-	cc = curl_easy_perform(h);
-	if (b.oom || cc == CURLE_OUT_OF_MEMORY) {
-		rc = CC_ENOMEM;
-		goto out;
-	}
-	if (cc != CURLE_OK) {
-		r->reason = b.too_big			     ? "reply_too_large"
-			    : cc == CURLE_OPERATION_TIMEDOUT ? "timeout"
-			    : cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST
-				    ? "connect_failed"
-				    : "transport_error";
-		rc = CC_EUNAVAILABLE;
-		goto out;
-	}
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
-	*body = b.data;
-	*body_len = b.len;
-	b.data = NULL;
-	rc = 0;
-out:
-	free(b.data);
-	curl_easy_cleanup(h);
-	curl_url_cleanup(u);
-	return rc;
+	return CC_EUNAVAILABLE;
 }
 
 /* ---- the call ---------------------------------------------------------------- */
