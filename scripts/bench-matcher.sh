@@ -48,14 +48,12 @@ replicas_run=${CC_BENCH_REPLICAS:-1}
 : "${CC_TEST_PG_BIN:?not set: run inside tests/harness/with-services.sh}"
 pgbench="$CC_TEST_PG_BIN/pgbench"
 
-matcher_pids=()
-stop_matchers() {
-	local pid
-	for pid in "${matcher_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-	for pid in "${matcher_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-	matcher_pids=()
-}
-trap stop_matchers EXIT
+LOGS=$CC_TEST_TMP/bench-matcher-logs
+mkdir -p "$LOGS"
+say() { echo "bench-matcher: $*" >&2; }
+# start_service, stop_services, dump_logs (the cc-matcher replicas of section 2).
+source "$top/scripts/lib/services.sh"
+trap stop_services EXIT
 
 q() { "$CC_TEST_PG_BIN/psql" -qAtX -v ON_ERROR_STOP=1 "$CC_TEST_PG_DSN" "$@"; }
 
@@ -146,28 +144,26 @@ if [[ $replicas_run == 1 ]]; then
 	# this shell, so the EXIT trap stops the cc-matchers whatever happens.
 	# replica_rate N: sets $rate_out and $split_out.
 	replica_rate() {
-		local before a b t0 t1 deadline i
+		local before a b t0 t1 deadline i pid
 		reseed_pair
 		deadline=$((SECONDS + 20))
 		before=$(q -c "SELECT count(*) FROM proposals")
 		for ((i = 1; i <= $1; i++)); do
-			COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" build/bin/cc-matcher --playlist=casual --admin-port=0 \
-				--matcher-id="replica-$i" --proposal-window-seconds=600 --log-level=warn \
-				>/dev/null 2>"$CC_TEST_TMP/cc-matcher-$i.log" &
-			matcher_pids+=($!)
+			COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_service "replica-$i" build/bin/cc-matcher \
+				--playlist=casual --admin-port=0 --matcher-id="replica-$i" --proposal-window-seconds=600 \
+				--log-level=warn
 		done
 		until [[ $(q -c "SELECT count(*) FROM proposals") -gt $before ]]; do
-			for i in "${!matcher_pids[@]}"; do
-				kill -0 "${matcher_pids[$i]}" 2>/dev/null ||
-					{ echo "bench-matcher: cc-matcher replica-$((i + 1)) exited:"; cat "$CC_TEST_TMP/cc-matcher-$((i + 1)).log"; exit 1; }
+			for pid in "${SERVICE_PIDS[@]}"; do
+				kill -0 "$pid" 2>/dev/null || { echo "bench-matcher: a cc-matcher replica exited:"; dump_logs 20; exit 1; }
 			done
-			((SECONDS < deadline)) || { echo "bench-matcher: cc-matcher formed nothing in 20 s"; exit 1; }
+			((SECONDS < deadline)) || { echo "bench-matcher: cc-matcher formed nothing in 20 s"; dump_logs 20; exit 1; }
 			sleep 0.1
 		done
 		a=$(q -c "SELECT count(*) FROM proposals"); t0=$(date +%s.%N)
 		sleep 3 # the measurement window itself, not a synchronisation
 		b=$(q -c "SELECT count(*) FROM proposals"); t1=$(date +%s.%N)
-		stop_matchers
+		stop_services
 		rate_out=$(awk -v a="$a" -v b="$b" -v t0="$t0" -v t1="$t1" 'BEGIN { printf "%.0f", (b - a) / (t1 - t0) }')
 		split_out=$(q -c "SELECT string_agg(matcher || ' ' || n, ', ' ORDER BY matcher) FROM
 			(SELECT matcher, count(*) AS n FROM proposals WHERE matcher LIKE 'replica-%' GROUP BY matcher) s")

@@ -45,32 +45,21 @@ TTL=3600 # ticket TTL on the server and in the pgbench script: nothing expires m
 PGBENCH=${CC_TEST_PG_BIN:+$CC_TEST_PG_BIN/}pgbench
 command -v "$PGBENCH" >/dev/null || PGBENCH=pgbench
 
-API_PID=""
+LOGS=$OUT
 
 say() { echo "bench: $*" >&2; }
 
 # free_port: below the kernel's ephemeral range.
 source "$top/scripts/lib/ports.sh"
-
-stop_api() {
-	[[ -n "$API_PID" ]] || return 0
-	kill "$API_PID" 2>/dev/null || true
-	for _ in $(seq 200); do kill -0 "$API_PID" 2>/dev/null || break; sleep 0.05; done
-	kill -9 "$API_PID" 2>/dev/null || true
-	wait "$API_PID" 2>/dev/null || true
-	API_PID=""
-}
+# start_service, wait_http, stop_services, dump_logs.
+source "$top/scripts/lib/services.sh"
 
 on_exit() {
 	local rc=$?
 	trap - EXIT
-	stop_api
+	stop_services
 	if [[ $rc -ne 0 ]]; then
-		for log in "$OUT"/*.log; do
-			[[ -f "$log" ]] || continue
-			echo "---- bench: $log (last 20 lines) ----" >&2
-			tail -n 20 "$log" >&2
-		done
+		dump_logs 20
 		say "FAILED (exit $rc); outputs in $OUT"
 	fi
 	exit "$rc"
@@ -81,19 +70,12 @@ trap 'exit 143' TERM
 
 # start_api POOL: cc-testkit-api with POOL database connections.
 start_api() {
-	local pool=$1 port admin deadline
+	local pool=$1 port admin
 	port=$(free_port)
 	admin=$(free_port)
-	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" "$BIN/cc-testkit-api" --port="$port" --admin-port="$admin" \
-		--regions=bench --db-pool-size="$pool" --ticket-ttl-seconds="$TTL" \
-		>>"$OUT/api-pool$pool.log" 2>&1 &
-	API_PID=$!
-	deadline=$((SECONDS + 30))
-	until [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$admin/readyz") == 200 ]]; do
-		kill -0 "$API_PID" 2>/dev/null || { say "cc-testkit-api exited at start"; return 1; }
-		((SECONDS < deadline)) || { say "cc-testkit-api not ready within 30 s"; return 1; }
-		sleep 0.05
-	done
+	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_service "api-pool$pool" "$BIN/cc-testkit-api" \
+		--port="$port" --admin-port="$admin" --regions=bench --db-pool-size="$pool" --ticket-ttl-seconds="$TTL"
+	wait_http cc-testkit-api "http://127.0.0.1:$admin/readyz" 30
 	API_URL="http://127.0.0.1:$port"
 }
 
@@ -164,7 +146,7 @@ main() {
 			player_run "api-c$c-r$r" "$c"
 			pgbench_run "pgbench-c$c-r$r" "$c" prepared
 		done
-		stop_api
+		stop_services
 		say "C=$c: pgbench -M extended (${SECONDS_PER_RUN}s), for context"
 		pgbench_run "extended-c$c" "$c" extended
 		local a p ratio
@@ -182,7 +164,7 @@ main() {
 	say "open loop: $RATE heartbeats/s on $OPEN_THREADS connections for ${SECONDS_PER_RUN}s"
 	start_api "$OPEN_THREADS"
 	player_run open "$OPEN_THREADS" --rate="$RATE"
-	stop_api
+	stop_services
 	local o="$OUT/open.out"
 	line=$(printf 'open loop %s req/s (achieved %.1f, %s late sends, %s errors): p50 %.2f ms p99 %.2f ms max %.2f ms (target p99 < 20 ms: %s)' \
 		"$RATE" "$(kv "$o" throughput_rps)" "$(kv "$o" late_sends)" "$(kv "$o" errors)" \

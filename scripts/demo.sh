@@ -11,7 +11,8 @@
 # on exit, success or not; on failure the logs' tails are printed first.
 #
 # To add a service (matcher, allocator, game servers): write a start_<name>
-# function that calls start_service and wait_http, and call it from main.
+# function that calls start_service and wait_http (scripts/lib/services.sh),
+# and call it from main.
 #
 # Environment: DEMO_PLAYERS (60: 36 casual = 6 matches of 6, 24 ranked =
 # 12 matches of 2), DEMO_THREADS (8), DEMO_REGIONS (eu-west,us-east),
@@ -34,73 +35,18 @@ DEADLINE_SECONDS=${DEMO_DEADLINE_SECONDS:-30}
 # The harness Redis: cc-api keeps the candidate index fresh, the matchers read it.
 REDIS_FLAGS=(--redis-host="${CC_TEST_REDIS_HOST:-127.0.0.1}" --redis-port="$CC_TEST_REDIS_PORT")
 
-SERVICE_NAMES=()
-SERVICE_PIDS=()
-
 say() { echo "demo: $*" >&2; }
 
 # free_port: below the kernel's ephemeral range.
 source "$top/scripts/lib/ports.sh"
-
-# start_service NAME CMD...: runs CMD in the background, output in
-# $LOGS/NAME.log, remembered for stop_services. Sets LAST_PID.
-start_service() {
-	local name=$1; shift
-	"$@" >"$LOGS/$name.log" 2>&1 &
-	LAST_PID=$!
-	SERVICE_NAMES+=("$name")
-	SERVICE_PIDS+=("$LAST_PID")
-	say "started $name (pid $LAST_PID, log $LOGS/$name.log)"
-}
-
-# wait_http NAME URL SECONDS: until URL answers 200. Fails at once when the
-# service exits (broken, not slow), or at the deadline (slow), saying which.
-wait_http() {
-	local name=$1 url=$2 deadline=$((SECONDS + $3)) pid
-	pid=${SERVICE_PIDS[${#SERVICE_PIDS[@]} - 1]}
-	while ((SECONDS < deadline)); do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			say "$name exited before $url answered"
-			return 1
-		fi
-		[[ $(curl -s -o /dev/null -w '%{http_code}' "$url" 2>/dev/null) == 200 ]] && return 0
-		sleep 0.05
-	done
-	say "$name: $url did not answer 200 within $3 s (still running)"
-	return 1
-}
-
-# Stops the services in reverse start order: SIGTERM, up to 10 s, then SIGKILL.
-stop_services() {
-	local i pid name
-	for ((i = ${#SERVICE_PIDS[@]} - 1; i >= 0; i--)); do
-		pid=${SERVICE_PIDS[$i]} name=${SERVICE_NAMES[$i]}
-		kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; continue; }
-		kill "$pid" 2>/dev/null || true
-		for _ in $(seq 200); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.05
-		done
-		if kill -0 "$pid" 2>/dev/null; then
-			say "$name (pid $pid) ignored SIGTERM for 10 s; killing it"
-			kill -9 "$pid" 2>/dev/null || true
-		fi
-		wait "$pid" 2>/dev/null || true
-	done
-	SERVICE_PIDS=()
-	SERVICE_NAMES=()
-}
+# start_service, wait_http, stop_services, dump_logs.
+source "$top/scripts/lib/services.sh"
 
 on_exit() {
 	local rc=$?
 	trap - EXIT
 	if [[ $rc -ne 0 ]]; then
-		local log
-		for log in "$LOGS"/*.log; do
-			[[ -f "$log" ]] || continue
-			echo "---- demo: $log (last 30 lines) ----" >&2
-			tail -n 30 "$log" >&2
-		done
+		dump_logs 30
 		say "FAILED (exit $rc); logs in $LOGS"
 	fi
 	stop_services
