@@ -2,7 +2,10 @@
 -- one statement inside its SERIALIZABLE transaction instead of about 19
 -- round trips (bench-matcher.sh measured the round trips, not the work, as
 -- what capped proposals per second). cc_outbox_append is the one place an
--- outbox row and its notification are written, from C and from here.
+-- outbox row and its notification are written, from C and from here; the
+-- outbox table's CHECKs and its own checks refuse a malformed envelope
+-- (SQLSTATE 22023 for what the table cannot check), so a SQL writer cannot
+-- skip what libcommon/outbox.c validates.
 
 CREATE FUNCTION cc_outbox_append(p_event text, p_resource_type text, p_resource_id uuid,
                                  p_revision bigint, p_player_ids uuid[], p_payload jsonb)
@@ -10,6 +13,11 @@ RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
     new_id bigint;
 BEGIN
+    IF p_player_ids IS NULL OR array_position(p_player_ids, NULL) IS NOT NULL
+       OR cardinality(p_player_ids) > 64 THEN
+        RAISE EXCEPTION 'cc_outbox_append: player_ids must be at most 64 ids, none of them null'
+            USING ERRCODE = '22023';
+    END IF;
     INSERT INTO outbox (event, resource_type, resource_id, revision, player_ids, payload)
     VALUES (p_event, p_resource_type, p_resource_id, p_revision, p_player_ids,
             coalesce(p_payload, '{}'::jsonb))
@@ -30,7 +38,9 @@ RETURNS boolean LANGUAGE sql STABLE AS $$
 $$;
 
 -- The claim: the caller runs it inside BEGIN ISOLATION LEVEL SERIALIZABLE
--- and commits or rolls back (libcommon/formation_claim.c).
+-- and commits or rolls back (libcommon/formation_claim.c). A malformed
+-- request (sizes, NULLs, teams other than 0/1, a negative arena pick) is
+-- refused with SQLSTATE 22023 before anything is locked.
 --
 -- The fence locks each ticket FOR UPDATE SKIP LOCKED in uuid order and stops
 -- at the first one that does not come back (held by another claim, or no
@@ -68,6 +78,15 @@ DECLARE
     moved_revisions bigint[];
     moved_players uuid[];
 BEGIN
+    IF p_team_size IS NULL OR p_team_size NOT BETWEEN 1 AND 8
+       OR p_ticket_ids IS NULL OR cardinality(p_ticket_ids) <> 2 * p_team_size
+       OR array_position(p_ticket_ids, NULL) IS NOT NULL
+       OR p_teams IS NULL OR cardinality(p_teams) <> cardinality(p_ticket_ids)
+       OR EXISTS (SELECT 1 FROM unnest(p_teams) AS t WHERE t IS NULL OR t NOT IN (0, 1))
+       OR p_arena_pick IS NULL OR p_arena_pick < 0 OR p_window_seconds IS NULL OR p_window_seconds < 1 THEN
+        RAISE EXCEPTION 'cc_claim_proposal: malformed request (team size, ticket or team arrays, arena pick or window)'
+            USING ERRCODE = '22023';
+    END IF;
     FOREACH ticket IN ARRAY (SELECT array_agg(x ORDER BY x) FROM unnest(p_ticket_ids) AS x) LOOP
         IF ticket = previous THEN
             missed := ticket;

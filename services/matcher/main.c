@@ -44,7 +44,7 @@ static const struct cc_config_option matcher_options[] = {
 	  .offset = OPT(min_pass_interval_ms) },
 	{ .name = "lease-timeout-ms", .type = CC_CFG_INT, .default_value = "10000", .min = 1000, .max = 600000,
 	  .help = "a replica stalled this long mid-pass loses the playlist's pass lease to another "
-		  "(at least twice the poll and min pass intervals)",
+		  "(at least twice the poll interval, min pass interval and Redis timeout)",
 	  .offset = OPT(lease_timeout_ms) },
 	/* Defaults chosen with tests/bench/queue_sim.c (scripts/queue-sim.sh): see README. */
 	{ .name = "tolerance-start", .type = CC_CFG_DOUBLE, .default_value = CC_FORMATION_DEFAULT_TOLERANCE_START, .min = 0, .max = 5000,
@@ -166,8 +166,7 @@ static void *matcher_loop(void *arg)
 		(void)matcher_pass(m); /* every failure is logged and counted inside */
 		if (atomic_load(&stopping))
 			break;
-		/* A pass that formed matches may have left more: the next one starts now. */
-		if (m->last_formed > 0)
+		if (m->run_again)
 			continue;
 		wait_for_work(m, m->cfg->poll_interval_ms);
 		int64_t since = monotonic_ms() - started;
@@ -205,11 +204,19 @@ static bool matcher_configure(struct matcher *m, const struct matcher_config *cf
 		.tolerance_cap = cfg->tolerance_cap,
 		.max_rtt_ms = CC_FORMATION_DEFAULT_MAX_RTT_MS,
 	};
-	/* The work connection idles up to a poll interval between passes; the lease timeout must not end it. */
-	int64_t idle = cfg->poll_interval_ms > cfg->min_pass_interval_ms ? cfg->poll_interval_ms : cfg->min_pass_interval_ms;
+	/*
+	 * The work connection sits idle between passes (a poll or min-pass
+	 * interval) and, mid-pass, while a Redis command runs: the lease
+	 * timeout must not end a healthy replica's session.
+	 */
+	int64_t idle = cfg->poll_interval_ms;
+	if (cfg->min_pass_interval_ms > idle)
+		idle = cfg->min_pass_interval_ms;
+	if (cfg->redis_timeout_ms > idle)
+		idle = cfg->redis_timeout_ms;
 	if (cfg->lease_timeout_ms < 2 * idle) {
-		fprintf(stderr, "cc-matcher: --lease-timeout-ms (%lld) must be at least twice --poll-interval-ms and "
-				"--min-pass-interval-ms (%lld)\n",
+		fprintf(stderr, "cc-matcher: --lease-timeout-ms (%lld) must be at least twice --poll-interval-ms, "
+				"--min-pass-interval-ms and --redis-timeout-ms (%lld)\n",
 			(long long)cfg->lease_timeout_ms, (long long)idle);
 		ok = false;
 	}
@@ -231,6 +238,7 @@ static bool matcher_configure(struct matcher *m, const struct matcher_config *cf
 
 	size_t match = (size_t)m->params.team_size * CC_FORMATION_TEAMS;
 	m->read_limit = match * MATCHER_READ_FACTOR < MATCHER_READ_CAP ? match * MATCHER_READ_FACTOR : MATCHER_READ_CAP;
+	m->deep_offset = m->read_limit;
 	snprintf(m->listen_channel, sizeof m->listen_channel, "tickets_%s", cfg->playlist);
 	if (cfg->matcher_id && *cfg->matcher_id) {
 		snprintf(m->id, sizeof m->id, "%s", cfg->matcher_id);

@@ -70,8 +70,10 @@ struct matcher {
 	char listen_channel[CC_PG_CHANNEL_MAX + 1]; /* "tickets_<playlist>" */
 	struct cc_formation_params params;       /* from the configuration */
 	size_t read_limit;                       /* candidates per pass */
-	size_t read_offset;                      /* the page of the queue the next pass reads */
-	size_t last_formed;                      /* proposals the last pass committed */
+	size_t read_offset;                      /* the page of the queue the next pass reads (0 = head) */
+	size_t deep_offset;                      /* the deeper page to visit after a head pass forms nothing */
+	bool deep_productive;                    /* the last deeper pass formed matches */
+	bool run_again;                          /* the next pass starts at once (see next_page in pass.c) */
 	struct cc_pg_options pg_opt;
 	struct cc_pg *pg;                        /* the work connection; NULL until first connected */
 	struct cc_pg *listener;                  /* LISTEN connection; NULL until first connected */
@@ -90,8 +92,8 @@ struct matcher {
  * Runs one pass: take the pass lease (without it: a standby pass that
  * does nothing), expiry hook, read candidates (Redis, else PostgreSQL),
  * form and claim until nothing more forms, give the lease back. Sets
- * last_formed. Returns 0, or the error that ended it (already logged and
- * counted); the caller just carries on.
+ * run_again and the page the next pass reads. Returns 0, or the error that
+ * ended it (already logged and counted); the caller just carries on.
  */
 int matcher_pass(struct matcher *m);
 

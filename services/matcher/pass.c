@@ -24,12 +24,19 @@ static const char sql_now[] = "SELECT (extract(epoch FROM now()) * 1000)::bigint
 
 /*
  * The pass lease: one session-level advisory lock per playlist, held for
- * one pass. Replicas of one playlist take turns instead of forming the same
- * matches from the same queue head and losing most of their claims to one
- * another (bench-matcher.sh measured 65-90% lost with 2-4 replicas). The
- * same statement bounds how long a stalled replica can keep it: PostgreSQL
- * ends a session idle (in or out of a transaction) for longer than the
- * lease timeout, and the lock goes with the session.
+ * one pass, so only one replica of a playlist passes at a time instead of
+ * all of them forming the same matches from the same queue head and losing
+ * most of their claims to one another (bench-matcher.sh measured 65-90%
+ * lost with 2-4 replicas). A busy replica takes it again as soon as it
+ * gives it back, so under load one replica does the work and the others
+ * stand by (active/standby, not a share-out: the claims are bounded by
+ * PostgreSQL, and one view of the queue head makes the fairest matches);
+ * a standby takes over within a poll interval when the active one stops.
+ * The same statement bounds how long a stalled replica can keep it:
+ * PostgreSQL ends a session idle (in or out of a transaction) for longer
+ * than the lease timeout, and the lock goes with the session. (A replica
+ * whose connection was re-opened mid-pass finishes that pass without the
+ * lease; the claim fence keeps that safe, the lease only saves work.)
  */
 static const char sql_lease[] =
 	"SELECT set_config('idle_session_timeout', $2, false), "
@@ -145,35 +152,65 @@ static int read_page(struct matcher *m, size_t offset, size_t *n, size_t *read, 
 }
 
 /*
- * Reads this pass's candidates: the page the matcher is on (see
- * next_page), or the head of the queue when that page is past the end.
+ * Reads this pass's candidates: the page chosen by next_page, or the head
+ * of the queue when that page lies past the end (then the deeper pages
+ * start over).
  */
 static int read_candidates(struct matcher *m, size_t *n, size_t *read, int64_t *now_ms, const char **source)
 {
 	int rc = read_page(m, m->read_offset, n, read, now_ms, source);
 	if (rc == 0 && *n == 0 && m->read_offset > 0) {
 		m->read_offset = 0;
+		m->deep_offset = m->read_limit;
+		m->deep_productive = false;
 		rc = read_page(m, 0, n, read, now_ms, source);
 	}
 	return rc;
 }
 
 /*
- * Chooses the page the next pass reads. A pass sees only read_limit
- * candidates (SPEC 6), so a head of that many tickets that cannot match
- * one another would hide every ticket behind it. A pass that formed
- * something stays on its page; one that formed nothing from a full page
- * moves on to the next; one that reached the end of the queue goes back to
- * the head. So the head is always where matching starts again.
+ * Chooses the page the next pass reads, and whether it starts at once.
+ *
+ * A pass sees only read_limit candidates (SPEC 6), so a head of that many
+ * tickets that cannot match one another would hide every ticket behind
+ * it. So a head pass that formed nothing from a full page sends the next
+ * pass one page deeper (deep_offset), and every deeper pass sends the next
+ * one back to the head: the oldest tickets are looked at between any two
+ * deeper pages, and match as soon as they can. A deeper page that formed
+ * nothing moves deep_offset on (or, at the end of the queue, back to the
+ * first deeper page).
+ *
+ * A pass that formed matches may have left more, so the next one starts at
+ * once; so does the deeper pass after a head pass while that deeper page
+ * is still forming matches, so a stuck head costs one cheap pass per
+ * deeper pass, not a poll interval. Looking further (a deeper page that
+ * formed nothing) waits for the next wake-up, which bounds the cost of a
+ * queue nobody can match. A pass that failed or ran out of claim attempts
+ * says nothing about its page: the next one reads the head, after a wait.
  */
-static void next_page(struct matcher *m, size_t read, size_t formed)
+static void next_page(struct matcher *m, size_t read, size_t formed, bool clean)
 {
-	if (formed > 0)
-		return;
-	if (read == m->read_limit && m->read_offset < MATCHER_OFFSET_MAX)
-		m->read_offset += read;
-	else
+	m->run_again = false;
+	if (!clean) {
 		m->read_offset = 0;
+		return;
+	}
+	if (m->read_offset == 0) {
+		if (formed > 0) {
+			m->run_again = true;
+		} else if (read == m->read_limit) {
+			m->read_offset = m->deep_offset;
+			m->run_again = m->deep_productive;
+		}
+		return;
+	}
+	m->deep_productive = formed > 0;
+	m->run_again = formed > 0;
+	if (formed == 0)
+		m->deep_offset = read == m->read_limit && m->deep_offset < MATCHER_OFFSET_MAX
+					 ? m->deep_offset + m->read_limit
+					 : m->read_limit;
+	m->read_offset = 0;
 }
 
 /* Drops tickets from the index after a claim (best effort: entries may be stale anyway). */
@@ -330,7 +367,7 @@ int matcher_pass(struct matcher *m)
 	int64_t now_ms = 0;
 	bool ran = false, leased = false;
 
-	m->last_formed = 0;
+	m->run_again = false;
 	int rc = ensure_connected(m);
 	if (rc == 0)
 		rc = take_lease(m, &leased);
@@ -367,8 +404,7 @@ int matcher_pass(struct matcher *m)
 		CC_BUG("formation parameters were validated at start-up");
 	rc = cc_formation_pass(&m->ws, claim, m, &st);
 	ran = true;
-	m->last_formed = st.formed;
-	next_page(m, read, st.formed);
+	next_page(m, read, st.formed, rc == 0 && !st.out_of_attempts);
 out:
 	if (rc != 0 && m->pg)
 		(void)cc_pg_rollback(m->pg); /* acknowledge a connection lost mid-transaction */

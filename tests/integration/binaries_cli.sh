@@ -77,3 +77,25 @@ for tok in "aZ09-._~+/=bcdef" "$long128"; do
 	kill "$EDGE_PID"; wait "$EDGE_PID" 2>/dev/null || true
 done
 pass "cc-api and cc-testkit-api refuse ${#bad_tokens[@]} bad operator tokens (env and file) with exit 2; 16 and 128 bytes work"
+
+# cc-matcher refuses settings that only make sense together: a tolerance cap
+# below its start, and a lease timeout that would end a healthy replica's
+# idle session (exit 2, naming the flags); the edge is accepted.
+matcher_refuses() { # WHAT PATTERN FLAGS...
+	local what=$1 pattern=$2 rc=0; shift 2
+	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" timeout 20 "$BIN/cc-matcher" --playlist=casual --admin-port=0 "$@" \
+		>"$T_DIR/out" 2>"$T_DIR/err" </dev/null || rc=$?
+	expect_eq "cc-matcher $what: exit status" 2 "$rc"
+	grep -q -- "$pattern" "$T_DIR/err" || fail "cc-matcher $what: stderr lacks '$pattern': $(cat "$T_DIR/err")"
+}
+matcher_refuses "tolerance cap below start" "--tolerance-cap (100) must be >= --tolerance-start (200)" \
+	--tolerance-start=200 --tolerance-cap=100
+matcher_refuses "lease timeout under 2 x poll interval" "--lease-timeout-ms (1999) must be at least twice" \
+	--lease-timeout-ms=1999 --poll-interval-ms=1000
+matcher_refuses "lease timeout under 2 x Redis timeout" "--lease-timeout-ms (10000) must be at least twice" \
+	--redis-timeout-ms=5001
+rc=0
+COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" timeout 3 "$BIN/cc-matcher" --playlist=casual --admin-port=0 \
+	--lease-timeout-ms=2000 --poll-interval-ms=1000 >"$T_DIR/out" 2>"$T_DIR/err" </dev/null || rc=$?
+expect_eq "cc-matcher at the lease edge (2000 = 2 x 1000): runs until stopped (timeout's 124)" 124 "$rc"
+pass "cc-matcher refuses a tolerance cap below its start and a lease timeout its own idle gaps would trip"

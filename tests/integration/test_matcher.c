@@ -5,9 +5,15 @@
  *
  *  - two matchers over 300 mixed casual tickets until nothing more can
  *    form (proved by a dry formation pass over the whole remaining queue),
- *    then tests/integration/audit.sql returns no violation
+ *    then tests/integration/audit.sql returns no violation (they take the
+ *    pass lease in turn, so their claims rarely race: the fence itself is
+ *    raced by the claim tests below)
  *  - racing claims: exactly one of two overlapping claims commits; the
- *    loser's other tickets stay QUEUED, untouched and unannounced
+ *    loser's other tickets stay QUEUED, untouched and unannounced; a claim
+ *    holds nothing beyond its first miss; the SQL functions refuse
+ *    malformed calls
+ *  - a failed pass leaves the matcher at the queue head, and outliers at
+ *    the head match as soon as they can while deeper pages are worked
  *  - unmatchable tickets at the head (more than any attempt budget, and
  *    more than one read window) do not stop the tickets behind them; a
  *    Redis that is down changes nothing
@@ -486,8 +492,8 @@ START_TEST(test_two_matchers_audit)
 					      .tolerance_cap = 400, .max_rtt_ms = 100 };
 	size_t queued = 0;
 	unsigned left = 0;
-	WAIT_FOR((left = formable("casual", &params, &queued)) == 0 &&
-			 (snprintf(seen, sizeof seen, "%u formations still possible among %zu queued", left, queued), 1),
+	WAIT_FOR((left = formable("casual", &params, &queued),
+		  snprintf(seen, sizeof seen, "%u formations still possible among %zu queued", left, queued), left == 0),
 		 60000, "matchers draining the queue");
 	snprintf(seen, sizeof seen, "%u formations still possible among %zu queued", left, queued);
 
@@ -634,6 +640,120 @@ START_TEST(test_racing_claims)
 	for (int i = 0; i < 2; i++)
 		cc_pg_free(r[i].pg);
 	audit();
+}
+END_TEST
+
+/* ---- the claim function itself ---------------------------------------------------------- */
+
+/* Runs sql on conn; returns its SQLSTATE ("" on success), the result in *out when wanted. */
+static void exec_on(PGconn *conn, const char *sql, int n, const char *const *params, char sqlstate[6],
+		    PGresult **out)
+{
+	PGresult *res = PQexecParams(conn, sql, n, NULL, params, NULL, NULL, 0);
+	const char *st = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+	snprintf(sqlstate, 6, "%s", st ? st : "");
+	if (out)
+		*out = res;
+	else
+		PQclear(res);
+}
+
+static const char sql_claim_two[] =
+	"SELECT outcome, lost::text, gone::text FROM cc_claim_proposal(gen_random_uuid(), 'casual', "
+	"ARRAY[$1, $2]::uuid[], '{0,1}', 'race', 1, 'eu', 100, 1, 'direct', 10, 0)";
+
+/*
+ * The fence stops at the first ticket it cannot lock and holds nothing
+ * beyond it: with the lower id held elsewhere, a claim of both misses it
+ * and leaves the higher one unlocked while its transaction is still open.
+ * (Skipping on and locking the rest is how two racing claims both lose.)
+ */
+START_TEST(test_claim_stops_at_first_miss)
+{
+	struct seeded a = seed("casual", "race", 1, 1500, "{\"eu\": 20}", 1000);
+	struct seeded b = seed("casual", "race", 1, 1500, "{\"eu\": 20}", 900);
+	const char *low = strcmp(a.ticket, b.ticket) < 0 ? a.ticket : b.ticket;
+	const char *high = low == a.ticket ? b.ticket : a.ticket;
+	char st[6];
+	PGconn *holder = PQconnectdb(db_dsn), *claimer = PQconnectdb(db_dsn), *probe = PQconnectdb(db_dsn);
+	ck_assert(PQstatus(holder) == CONNECTION_OK && PQstatus(claimer) == CONNECTION_OK &&
+		  PQstatus(probe) == CONNECTION_OK);
+
+	exec_on(holder, "BEGIN", 0, NULL, st, NULL);
+	const char *pl[] = { low };
+	exec_on(holder, "SELECT id FROM tickets WHERE id = $1 FOR UPDATE", 1, pl, st, NULL);
+	ck_assert_str_eq(st, "");
+
+	PGresult *res = NULL;
+	exec_on(claimer, "BEGIN ISOLATION LEVEL SERIALIZABLE", 0, NULL, st, NULL);
+	const char *pc[] = { a.ticket, b.ticket };
+	exec_on(claimer, sql_claim_two, 2, pc, st, &res);
+	ck_assert_msg(strcmp(st, "") == 0, "claim failed: %s", PQerrorMessage(claimer));
+	ck_assert_str_eq(PQgetvalue(res, 0, 0), "lost");
+	bool low_first = low == a.ticket;
+	ck_assert_str_eq(PQgetvalue(res, 0, 1), low_first ? "{t,f}" : "{f,t}");
+	ck_assert_str_eq(PQgetvalue(res, 0, 2), "{f,f}"); /* locked elsewhere, not gone */
+	PQclear(res);
+
+	/* The claim's transaction is still open: the higher ticket must be free. */
+	const char *ph[] = { high };
+	exec_on(probe, "BEGIN", 0, NULL, st, NULL);
+	exec_on(probe, "SELECT id FROM tickets WHERE id = $1 FOR UPDATE SKIP LOCKED", 1, ph, st, &res);
+	ck_assert_msg(PQntuples(res) == 1, "the failed claim still holds the ticket after its miss");
+	PQclear(res);
+	PQfinish(probe);
+	PQfinish(claimer);
+	PQfinish(holder);
+	expect_state(a.ticket, "QUEUED");
+	expect_state(b.ticket, "QUEUED");
+	audit();
+}
+END_TEST
+
+/* Malformed calls of the SQL functions are refused (22023) before anything is locked or written. */
+START_TEST(test_claim_function_refuses_malformed_input)
+{
+	struct seeded a = seed("casual", "race", 1, 1500, "{\"eu\": 20}", 1000);
+	struct seeded b = seed("casual", "race", 1, 1500, "{\"eu\": 20}", 900);
+	static const struct {
+		const char *what, *ids, *teams, *team_size, *pick;
+	} bad[] = {
+		{ "no tickets", "{}", "{}", "1", "0" },
+		{ "fewer tickets than two teams", "{A}", "{0}", "1", "0" },
+		{ "teams shorter than tickets", "{A,B}", "{0}", "1", "0" },
+		{ "a team other than 0 or 1", "{A,B}", "{0,2}", "1", "0" },
+		{ "a null team", "{A,B}", "{0,NULL}", "1", "0" },
+		{ "a null ticket", "{A,NULL}", "{0,1}", "1", "0" },
+		{ "team size 0", "{A,B}", "{0,1}", "0", "0" },
+		{ "a negative arena pick", "{A,B}", "{0,1}", "1", "-1" },
+	};
+	for (size_t i = 0; i < CC_ARRAY_LEN(bad); i++) {
+		char ids[128], st[6];
+		const char *x = bad[i].ids;
+		size_t used = 0;
+		for (; *x && used + 40 < sizeof ids; x++) /* A and B stand for the two seeded tickets */
+			used += (size_t)snprintf(ids + used, sizeof ids - used, "%s",
+						 *x == 'A' ? a.ticket : *x == 'B' ? b.ticket : (char[]){ *x, 0 });
+		const char *p[] = { ids, bad[i].teams, bad[i].team_size, bad[i].pick };
+		exec_on(db,
+			"SELECT outcome FROM cc_claim_proposal(gen_random_uuid(), 'casual', $1::uuid[], $2::smallint[], "
+			"'race', 1, 'eu', 100, $3::int, 'direct', 10, $4::bigint)",
+			4, p, st, NULL);
+		ck_assert_msg(strcmp(st, "22023") == 0, "%s: SQLSTATE '%s' (%s)", bad[i].what, st, PQerrorMessage(db));
+	}
+	char st[6];
+	const char *pn[] = { a.ticket };
+	exec_on(db, "SELECT cc_outbox_append('ticket.proposed', 'ticket', $1, 2, ARRAY[NULL]::uuid[], NULL)", 1, pn,
+		st, NULL);
+	ck_assert_msg(strcmp(st, "22023") == 0, "a null player id: SQLSTATE '%s'", st);
+	exec_on(db, "SELECT cc_outbox_append('ticket.proposed', 'ticket', $1, 2, "
+		    "array_fill(gen_random_uuid(), ARRAY[65]), NULL)",
+		1, pn, st, NULL);
+	ck_assert_msg(strcmp(st, "22023") == 0, "65 player ids: SQLSTATE '%s'", st);
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM proposals", 0, NULL), 0);
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM outbox", 0, NULL), 0);
+	expect_state(a.ticket, "QUEUED");
+	expect_state(b.ticket, "QUEUED");
 }
 END_TEST
 
@@ -1069,6 +1189,94 @@ START_TEST(test_deep_unmatchable_head_redis)
 }
 END_TEST
 
+/* ---- the oldest tickets first --------------------------------------------------------------- */
+
+/* Rank (0 = oldest) of every ticket of the first proposal opened, as "0,1,...". */
+static void first_proposal_ranks(char *out, size_t len)
+{
+	PGresult *res = sqlp("WITH ranked AS (SELECT id, row_number() OVER (ORDER BY queued_at, id) - 1 AS rank "
+			     "  FROM tickets), first AS (SELECT resource_id FROM outbox "
+			     "  WHERE event = 'proposal.opened' ORDER BY id LIMIT 1) "
+			     "SELECT string_agg(r.rank::text, ',' ORDER BY r.rank) FROM proposal_participants pp "
+			     "JOIN ranked r ON r.id = pp.ticket_id WHERE pp.proposal_id = (SELECT resource_id FROM first)",
+			     0, NULL);
+	snprintf(out, len, "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+}
+
+/*
+ * A pass that fails (here: its first claim, by an injected error) says
+ * nothing about its page, so the next pass still starts at the head: the
+ * oldest tickets get the first proposal.
+ */
+START_TEST(test_failed_pass_keeps_the_head)
+{
+	sql_exec("WITH p AS (INSERT INTO players (id) SELECT gen_random_uuid() FROM generate_series(1, 600) "
+		 "RETURNING id) "
+		 "INSERT INTO tickets (player_id, playlist, state, build, protocol_version, rating, deviation, "
+		 "  predicted_rtt, queued_at, expires_at) "
+		 "SELECT p.id, 'casual', 'QUEUED', 'bulk', 1, 1500, 120, '{\"eu\": 20}', "
+		 "  now() - make_interval(secs => 600 - row_number() OVER ()), now() + interval '1 hour' FROM p");
+	sql_exec("CREATE SEQUENCE claims_seen");
+	sql_exec("CREATE FUNCTION fail_first_claim() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+		 "IF nextval('claims_seen') = 1 THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$");
+	sql_exec("CREATE TRIGGER fail_first_claim BEFORE INSERT ON proposals FOR EACH ROW "
+		 "EXECUTE FUNCTION fail_first_claim()");
+	const char *args[] = { "--playlist=casual", NULL };
+	struct proc *m = spawn_matcher(args);
+	WAIT_FOR(sql_ll("SELECT count(*) FROM proposals", 0, NULL) >= 3, 15000, "proposals after the failed pass");
+	ck_assert_double_ge(metric(m, "cosmic_clash_matcher_passes_total", "result=\"error\"", NULL), 1);
+	char ranks[128];
+	first_proposal_ranks(ranks, sizeof ranks);
+	ck_assert_msg(strcmp(ranks, "0,1,2,3,4,5") == 0, "the first proposal holds queue ranks %s, not the oldest six",
+		      ranks);
+	stop_matcher(m);
+	audit();
+}
+END_TEST
+
+/*
+ * Ranked: 20 outliers fill the whole head page (ratings 150 apart, so
+ * none can match before its tolerance has grown for about a second) while
+ * 6000 tickets that match at once wait behind them. The backlog is matched
+ * from deeper pages, but between any two of those a pass looks at the head
+ * again, so the outliers match as soon as they can, not after the backlog.
+ */
+START_TEST(test_head_matches_between_deeper_pages)
+{
+	sql_exec("WITH p AS (INSERT INTO players (id) SELECT gen_random_uuid() FROM generate_series(1, 20) "
+		 "RETURNING id) "
+		 "INSERT INTO tickets (player_id, playlist, state, build, protocol_version, rating, deviation, "
+		 "  predicted_rtt, queued_at, expires_at) "
+		 "SELECT p.id, 'ranked', 'QUEUED', 'bulk', 1, 2000 + 150 * (row_number() OVER () - 1), 120, "
+		 "  '{\"eu\": 20}', now() - make_interval(secs => 0.01 * (21 - row_number() OVER ())) - interval '0.5 s', "
+		 "  now() + interval '1 hour' FROM p");
+	sql_exec("WITH p AS (INSERT INTO players (id) SELECT gen_random_uuid() FROM generate_series(1, 6000) "
+		 "RETURNING id) "
+		 "INSERT INTO tickets (player_id, playlist, state, build, protocol_version, rating, deviation, "
+		 "  predicted_rtt, queued_at, expires_at) "
+		 "SELECT p.id, 'ranked', 'QUEUED', 'bulk', 1, 1000, 120, '{\"eu\": 20}', now(), "
+		 "  now() + interval '1 hour' FROM p");
+	const char *args[] = { "--playlist=ranked", "--tolerance-start=0", "--tolerance-growth-per-second=150",
+			       "--tolerance-cap=1000", NULL };
+	struct proc *m = spawn_matcher(args);
+	WAIT_FOR(count_is("SELECT count(*) FROM tickets WHERE rating >= 2000 AND state = 'PROPOSED'", 20), 30000,
+		 "the 20 outliers matched");
+	long long backlog_left = sql_ll("SELECT count(*) FROM tickets WHERE rating = 1000 AND state = 'QUEUED'", 0,
+					NULL);
+	fprintf(stderr, "head outliers matched with %lld backlog tickets still queued\n", backlog_left);
+	ck_assert_msg(backlog_left > 0, "the outliers waited until the whole backlog was matched");
+	/* They met each other (150 apart), not the backlog (1000 below). */
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM proposal_participants pp JOIN tickets t ON t.id = pp.ticket_id "
+				"JOIN proposal_participants q ON q.proposal_id = pp.proposal_id "
+				"JOIN tickets u ON u.id = q.ticket_id WHERE t.rating >= 2000 AND u.rating = 1000",
+				0, NULL),
+			 0);
+	stop_matcher(m);
+	audit();
+}
+END_TEST
+
 /* ---- the pass lease ----------------------------------------------------------------------- */
 
 /* The lease key (matcher.h): another replica holding it means this one stands by. */
@@ -1105,21 +1313,26 @@ START_TEST(test_pass_lease_standby)
 }
 END_TEST
 
-/* Backends holding an advisory lock of this database. */
-static long long lease_holders(void)
+/* The state of the backend holding an advisory lock of this database ("" when none does). */
+static void lease_holder_state(char *out, size_t len)
 {
-	return sql_ll("SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database "
-		      "WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()",
-		      0, NULL);
+	PGresult *res = sqlp("SELECT a.state FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+			     "JOIN pg_database d ON d.oid = l.database "
+			     "WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()",
+			     0, NULL);
+	snprintf(out, len, "%s", PQntuples(res) == 1 ? PQgetvalue(res, 0, 0) : "");
+	PQclear(res);
 }
 
 /*
- * A replica frozen mid-pass (SIGSTOP while it holds the lease) loses the
- * lease after --lease-timeout-ms: PostgreSQL ends its idle session, and a
- * second replica matches the rest of the queue while the first is still
- * frozen. Thawed, the first carries on (it reconnects); the audit is clean.
+ * A replica frozen mid-pass (SIGSTOP while it holds the lease, its session
+ * in the given state) loses the lease after --lease-timeout-ms: PostgreSQL
+ * ends its idle session (idle_in_transaction_session_timeout inside a claim,
+ * idle_session_timeout between statements), and a second replica matches
+ * the rest of the queue while the first is still frozen. Thawed, the first
+ * carries on (it reconnects); the audit is clean.
  */
-START_TEST(test_stalled_replica_loses_lease)
+static void stalled_replica(const char *frozen_state)
 {
 	sql_exec("WITH p AS (INSERT INTO players (id) SELECT gen_random_uuid() FROM generate_series(1, 3000) "
 		 "RETURNING id) "
@@ -1131,18 +1344,21 @@ START_TEST(test_stalled_replica_loses_lease)
 	struct proc *a = spawn_matcher(a_args);
 	WAIT_FOR(sql_ll("SELECT count(*) FROM proposals", 0, NULL) > 0, 10000, "the first replica at work");
 
-	/* Freeze it at a moment it holds the lease (it is busy: most moments). */
+	/* Freeze it at a moment it holds the lease with its session in that state. */
 	bool caught = false;
-	for (int attempt = 0; attempt < 200 && !caught; attempt++) {
+	char state[64] = "";
+	for (int attempt = 0; attempt < 3000 && !caught; attempt++) {
 		kill(a->pid, SIGSTOP);
-		if (lease_holders() == 1) {
+		lease_holder_state(state, sizeof state);
+		if (strcmp(state, frozen_state) == 0) {
 			caught = true;
 		} else {
 			kill(a->pid, SIGCONT);
-			pause_ms(3);
+			pause_ms(1);
 		}
 	}
-	ck_assert_msg(caught, "never caught the replica holding its lease in 200 tries");
+	ck_assert_msg(caught, "never caught the replica holding its lease '%s' in 3000 tries (last: '%s')",
+		      frozen_state, state);
 
 	const char *b_args[] = { "--playlist=casual", "--matcher-id=second", NULL };
 	struct proc *b = spawn_matcher(b_args);
@@ -1162,6 +1378,17 @@ START_TEST(test_stalled_replica_loses_lease)
 	stop_matcher(a);
 	stop_matcher(b);
 	audit();
+}
+
+START_TEST(test_replica_frozen_in_a_claim_loses_lease)
+{
+	stalled_replica("idle in transaction");
+}
+END_TEST
+
+START_TEST(test_replica_frozen_between_statements_loses_lease)
+{
+	stalled_replica("idle");
 }
 END_TEST
 
@@ -1183,7 +1410,12 @@ static Suite *matcher_suite(void)
 	tcase_add_test(tc, test_deep_unmatchable_head_postgres);
 	tcase_add_test(tc, test_deep_unmatchable_head_redis);
 	tcase_add_test(tc, test_pass_lease_standby);
-	tcase_add_test(tc, test_stalled_replica_loses_lease);
+	tcase_add_test(tc, test_replica_frozen_in_a_claim_loses_lease);
+	tcase_add_test(tc, test_replica_frozen_between_statements_loses_lease);
+	tcase_add_test(tc, test_claim_stops_at_first_miss);
+	tcase_add_test(tc, test_claim_function_refuses_malformed_input);
+	tcase_add_test(tc, test_failed_pass_keeps_the_head);
+	tcase_add_test(tc, test_head_matches_between_deeper_pages);
 	suite_add_tcase(s, tc);
 	return s;
 }
