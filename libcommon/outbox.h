@@ -8,7 +8,9 @@
  * a writer that cannot build a valid one gets CC_EINVAL and must fail its
  * own transaction, so a change is never committed unannounced. occurred_at
  * is PostgreSQL's now() (the transaction's time), never a local clock.
- * Inserting also NOTIFYs channel "outbox" so dispatchers wake early.
+ * Inserting also NOTIFYs channel "outbox" with an empty payload so
+ * dispatchers wake early: one notification per committed transaction,
+ * however many rows it wrote (readers take the rows from the table).
  */
 #ifndef CC_OUTBOX_H
 #define CC_OUTBOX_H

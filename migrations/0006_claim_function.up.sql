@@ -22,7 +22,10 @@ BEGIN
     VALUES (p_event, p_resource_type, p_resource_id, p_revision, p_player_ids,
             coalesce(p_payload, '{}'::jsonb))
     RETURNING id INTO new_id;
-    PERFORM pg_notify('outbox', new_id::text);
+    -- A wake-up, not a message: readers take the pending rows from the table.
+    -- PostgreSQL folds a transaction's identical notifications into one, and
+    -- one per row (with its id) made a claim with 7 rows 3x slower (pgbench).
+    PERFORM pg_notify('outbox', '');
     RETURN new_id;
 END $$;
 

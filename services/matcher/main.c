@@ -6,8 +6,8 @@
  * starts the admin server (/metrics, /healthz, /readyz), runs the matching
  * loop on one worker thread and waits for SIGINT/SIGTERM.
  *
- * The loop: a pass, then wait for a NOTIFY ("outbox", which cc-api sends
- * on every outbox insert, or "tickets_<playlist>") or the poll interval,
+ * The loop: a pass, then wait for a NOTIFY ("outbox", sent once by every
+ * transaction that writes outbox rows, or "tickets_<playlist>") or the poll interval,
  * whichever comes first; passes are never closer than
  * --min-pass-interval-ms, so a storm of notifications costs at most one
  * pass per interval. Every per-pass error is logged and counted, and the
@@ -128,6 +128,21 @@ static bool listen_setup(struct matcher *m)
 }
 
 /*
+ * Reads every notification that has arrived, without waiting. A busy
+ * matcher runs pass after pass without waiting, and its listener must
+ * still keep up: unread notifications pile up in libpq and hold back
+ * PostgreSQL's notification queue for every session.
+ */
+static int drain_notifications(struct matcher *m)
+{
+	char channel[CC_PG_CHANNEL_MAX + 1], payload[64];
+	int rc = 0;
+	for (int drained = 0; rc == 0 && drained < 10000; drained++)
+		rc = cc_pg_wait_notify(m->listener, 0, channel, sizeof channel, payload, sizeof payload);
+	return rc;
+}
+
+/*
  * Waits until a notification arrives or timeout_ms passes, then drains the
  * rest, so one pass answers a whole burst. A lost listener connection means
  * notifications may have been missed: return at once so a pass rescans.
@@ -154,8 +169,8 @@ static void wait_for_work(struct matcher *m, int64_t timeout_ms)
 		nap(timeout_ms);
 		return;
 	}
-	for (int drained = 0; rc == 0 && drained < 10000; drained++)
-		rc = cc_pg_wait_notify(m->listener, 0, channel, sizeof channel, payload, sizeof payload);
+	if (rc == 0)
+		(void)drain_notifications(m);
 }
 
 static void *matcher_loop(void *arg)
@@ -166,8 +181,11 @@ static void *matcher_loop(void *arg)
 		(void)matcher_pass(m); /* every failure is logged and counted inside */
 		if (atomic_load(&stopping))
 			break;
-		if (m->run_again)
+		if (m->run_again) {
+			if (m->listening)
+				(void)drain_notifications(m); /* a lost listener is found by the next wait */
 			continue;
+		}
 		wait_for_work(m, m->cfg->poll_interval_ms);
 		int64_t since = monotonic_ms() - started;
 		if (since < m->cfg->min_pass_interval_ms)

@@ -51,6 +51,7 @@
 #include "http_fetch.h"
 #include "log.h"
 #include "migrate.h"
+#include "outbox.h"
 #include "pg.h"
 #include "redis.h"
 #include "support.h"
@@ -757,6 +758,44 @@ START_TEST(test_claim_function_refuses_malformed_input)
 }
 END_TEST
 
+/*
+ * The outbox wakes its readers once per committed transaction (the payload
+ * is empty: they read the rows), never before the commit, however many
+ * rows the transaction wrote from C or from SQL.
+ */
+START_TEST(test_outbox_wakes_once_per_transaction)
+{
+	struct cc_pg *listener = NULL, *writer = NULL;
+	char err[256], channel[64], payload[64], id[37];
+	ck_assert_int_eq(cc_pg_connect(db_dsn, NULL, &listener, err, sizeof err), 0);
+	ck_assert_int_eq(cc_pg_connect(db_dsn, NULL, &writer, err, sizeof err), 0);
+	ck_assert_int_eq(cc_pg_listen(listener, "outbox"), 0);
+	cc_random_uuid(id);
+	const char *players[] = { id };
+	struct cc_outbox_event ev = { .event = "ticket.test", .resource_type = "ticket", .resource_id = id,
+				      .revision = 1, .player_ids = players, .n_player_ids = 1 };
+	const char *p[] = { id };
+	ck_assert_int_eq(cc_pg_exec(writer, "BEGIN", 0, NULL, NULL), 0);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(cc_outbox_append(writer, &ev), 0);
+	ck_assert_int_eq(cc_pg_exec(writer, "SELECT cc_outbox_append('ticket.test', 'ticket', $1, 2, ARRAY[$1]::uuid[], "
+					    "NULL)",
+				    1, p, NULL),
+			 0);
+	ck_assert_int_eq(cc_pg_wait_notify(listener, 200, channel, sizeof channel, payload, sizeof payload),
+			 CC_ETIMEOUT); /* nothing before the commit */
+	ck_assert_int_eq(cc_pg_exec(writer, "COMMIT", 0, NULL, NULL), 0);
+	ck_assert_int_eq(cc_pg_wait_notify(listener, 5000, channel, sizeof channel, payload, sizeof payload), 0);
+	ck_assert_str_eq(channel, "outbox");
+	ck_assert_str_eq(payload, "");
+	ck_assert_int_eq(cc_pg_wait_notify(listener, 200, channel, sizeof channel, payload, sizeof payload),
+			 CC_ETIMEOUT); /* one, not four */
+	ck_assert_int_eq(sql_ll1("SELECT count(*) FROM outbox WHERE resource_id = $1", id), 4);
+	cc_pg_free(writer);
+	cc_pg_free(listener);
+}
+END_TEST
+
 /* A lost ticket that is gone (not merely locked) is reported gone, and a stale RTT loses too. */
 START_TEST(test_claim_rechecks_candidates)
 {
@@ -1091,8 +1130,15 @@ START_TEST(test_survives_empty_queue_and_blips)
 		 20000, "matching after the blips");
 	fprintf(stderr, "blips: %d backends terminated, %.0f passes failed, matcher still matching\n",
 		atomic_load(&kills), errors);
-	WAIT_FOR(passes_ok(m) > 0 && metric(m, "cosmic_clash_matcher_proposals_total", NULL, NULL) == 10, 5000,
-		 "metrics count ten proposals");
+	/*
+	 * The metric counts the commits the matcher saw. A blip that cuts the
+	 * connection during COMMIT leaves the outcome unknown to it (and fails
+	 * that pass), so it may count up to one fewer per failed pass.
+	 */
+	double counted = metric(m, "cosmic_clash_matcher_proposals_total", NULL, NULL);
+	double failed = metric(m, "cosmic_clash_matcher_passes_total", "result=\"error\"", NULL);
+	ck_assert_msg(counted <= 10 && counted >= 10 - failed, "proposals_total %g for 10 proposals and %g failed passes",
+		      counted, failed);
 	stop_matcher(m);
 	audit();
 }
@@ -1414,6 +1460,7 @@ static Suite *matcher_suite(void)
 	tcase_add_test(tc, test_replica_frozen_between_statements_loses_lease);
 	tcase_add_test(tc, test_claim_stops_at_first_miss);
 	tcase_add_test(tc, test_claim_function_refuses_malformed_input);
+	tcase_add_test(tc, test_outbox_wakes_once_per_transaction);
 	tcase_add_test(tc, test_failed_pass_keeps_the_head);
 	tcase_add_test(tc, test_head_matches_between_deeper_pages);
 	suite_add_tcase(s, tc);
