@@ -186,6 +186,13 @@ static void *matcher_loop(void *arg)
 				(void)drain_notifications(m); /* a lost listener is found by the next wait */
 			continue;
 		}
+		if (m->standby) {
+			/* The active replica's own claims would wake a standby hundreds of times a second. */
+			nap(m->cfg->poll_interval_ms);
+			if (m->listening)
+				(void)drain_notifications(m);
+			continue;
+		}
 		wait_for_work(m, m->cfg->poll_interval_ms);
 		int64_t since = monotonic_ms() - started;
 		if (since < m->cfg->min_pass_interval_ms)

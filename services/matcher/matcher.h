@@ -74,6 +74,7 @@ struct matcher {
 	size_t deep_offset;                      /* the deeper page to visit after a head pass forms nothing */
 	bool deep_productive;                    /* the last deeper pass formed matches */
 	bool run_again;                          /* the next pass starts at once (see next_page in pass.c) */
+	bool standby;                            /* the last pass found the lease taken */
 	struct cc_pg_options pg_opt;
 	struct cc_pg *pg;                        /* the work connection; NULL until first connected */
 	struct cc_pg *listener;                  /* LISTEN connection; NULL until first connected */

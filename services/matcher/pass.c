@@ -373,6 +373,7 @@ int matcher_pass(struct matcher *m)
 		rc = take_lease(m, &leased);
 	if (rc != 0)
 		goto out;
+	m->standby = !leased;
 	if (!leased) {
 		/* Another replica is passing: this one is a standby until its turn. */
 		matcher_set_db_state(m, 0);
