@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "crypto.h"
 #include "json.h"
 #include "banned.h"
 
@@ -13,7 +14,14 @@
 static const char sql_load[] =
 	"SELECT " CC_CANDIDATE_COLUMNS ", (extract(epoch FROM now()) * 1000)::bigint "
 	"FROM tickets t WHERE t.playlist = $1 AND t.state = 'QUEUED' AND t.expires_at > now() "
-	"ORDER BY t.queued_at, t.id LIMIT $2::int OFFSET $3::int";
+	"ORDER BY t.queued_at, t.id LIMIT $2::int";
+
+/* The page after ticket $3 in the same order (its row holds its place even once it left the queue). */
+static const char sql_load_after[] =
+	"SELECT " CC_CANDIDATE_COLUMNS ", (extract(epoch FROM now()) * 1000)::bigint "
+	"FROM tickets t WHERE t.playlist = $1 AND t.state = 'QUEUED' AND t.expires_at > now() "
+	"AND (t.queued_at, t.id) > (SELECT k.queued_at, k.id FROM tickets k WHERE k.id = $3::uuid) "
+	"ORDER BY t.queued_at, t.id LIMIT $2::int";
 
 static const char sql_load_one[] =
 	"SELECT " CC_CANDIDATE_COLUMNS " FROM tickets t "
@@ -65,15 +73,16 @@ void cc_candidate_from_row(const PGresult *res, int i, int col, struct cc_candid
 		c->n_rtt = 0; /* cannot happen: a CHECK keeps predicted_rtt an object */
 }
 
-int cc_candidates_load(struct cc_pg *pg, const char *playlist, size_t offset, size_t limit, struct cc_candidate *out,
-		       size_t *n, int64_t *now_ms)
+int cc_candidates_load(struct cc_pg *pg, const char *playlist, const char *after_ticket_id, size_t limit,
+		       struct cc_candidate *out, size_t *n, int64_t *now_ms)
 {
-	char lim[24], off[24];
+	char lim[24];
 	PGresult *res = NULL;
+	if (after_ticket_id && !cc_uuid_valid(after_ticket_id))
+		return CC_EINVAL;
 	snprintf(lim, sizeof lim, "%zu", limit);
-	snprintf(off, sizeof off, "%zu", offset);
-	const char *p[] = { playlist, lim, off };
-	int rc = cc_pg_exec(pg, sql_load, 3, p, &res);
+	const char *p[] = { playlist, lim, after_ticket_id };
+	int rc = after_ticket_id ? cc_pg_exec(pg, sql_load_after, 3, p, &res) : cc_pg_exec(pg, sql_load, 2, p, &res);
 	if (rc != 0)
 		return rc;
 	int rows = PQntuples(res);

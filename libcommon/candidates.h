@@ -55,12 +55,16 @@ void cc_candidate_from_row(const PGresult *res, int i, int col, struct cc_candid
 
 /*
  * Reads up to limit QUEUED, unexpired tickets of playlist, oldest first,
- * skipping the first offset of them (a further page of the queue), into
- * out (caller's array of limit entries); *n receives the count. Also
+ * into out (caller's array of limit entries); *n receives the count. With
+ * after_ticket_id (a UUID; NULL = from the head) it reads the page that
+ * follows that ticket in queue order (queued_at, id), whatever state the
+ * ticket is in now: keyset paging, as cheap at any depth (none when that
+ * ticket no longer exists). Also
  * returns PostgreSQL's now() in *now_ms when now_ms is not NULL. Returns 0 or
  * cc_pg_exec's error.
  */
-int cc_candidates_load(struct cc_pg *pg, const char *playlist, size_t offset, size_t limit, struct cc_candidate *out,
+int cc_candidates_load(struct cc_pg *pg, const char *playlist, const char *after_ticket_id, size_t limit,
+		       struct cc_candidate *out,
 		       size_t *n, int64_t *now_ms) CC_MUST_CHECK;
 
 /*

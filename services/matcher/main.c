@@ -8,9 +8,10 @@
  *
  * The loop: a pass, then wait for a NOTIFY ("outbox", sent once by every
  * transaction that writes outbox rows, or "tickets_<playlist>") or the poll interval,
- * whichever comes first; passes are never closer than
+ * whichever comes first; wake-ups never start passes closer than
  * --min-pass-interval-ms, so a storm of notifications costs at most one
- * pass per interval. Every per-pass error is logged and counted, and the
+ * pass per interval. A pass that formed matches is followed by the next
+ * at once (it may have left more); a standby sleeps a poll interval. Every per-pass error is logged and counted, and the
  * next pass runs as usual.
  */
 #include <libpq-fe.h>
@@ -40,7 +41,7 @@ static const struct cc_config_option matcher_options[] = {
 	{ .name = "poll-interval-ms", .type = CC_CFG_INT, .default_value = "500", .min = 10, .max = 60000,
 	  .help = "run a pass at least this often when no NOTIFY arrives", .offset = OPT(poll_interval_ms) },
 	{ .name = "min-pass-interval-ms", .type = CC_CFG_INT, .default_value = "50", .min = 0, .max = 60000,
-	  .help = "never start passes closer than this (bounds the cost of NOTIFY storms)",
+	  .help = "wake-ups never start passes closer than this (bounds the cost of NOTIFY storms; a pass that formed matches is followed at once)",
 	  .offset = OPT(min_pass_interval_ms) },
 	{ .name = "lease-timeout-ms", .type = CC_CFG_INT, .default_value = "10000", .min = 1000, .max = 600000,
 	  .help = "a replica stalled this long mid-pass loses the playlist's pass lease to another "
@@ -263,7 +264,6 @@ static bool matcher_configure(struct matcher *m, const struct matcher_config *cf
 
 	size_t match = (size_t)m->params.team_size * CC_FORMATION_TEAMS;
 	m->read_limit = match * MATCHER_READ_FACTOR < MATCHER_READ_CAP ? match * MATCHER_READ_FACTOR : MATCHER_READ_CAP;
-	m->deep_offset = m->read_limit;
 	snprintf(m->listen_channel, sizeof m->listen_channel, "tickets_%s", cfg->playlist);
 	if (cfg->matcher_id && *cfg->matcher_id) {
 		snprintf(m->id, sizeof m->id, "%s", cfg->matcher_id);

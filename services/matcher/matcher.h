@@ -24,7 +24,7 @@
 
 #define MATCHER_READ_CAP 200         /* SPEC 6: a pass reads up to 10x the match size, at most 200 */
 #define MATCHER_READ_FACTOR 10
-#define MATCHER_OFFSET_MAX 100000000 /* deeper than any queue: paging goes back to the head */
+#define MATCHER_PAGES_PER_PASS 16   /* pages a pass reads behind a head that forms nothing */
 #define MATCHER_ID_MAX 96
 
 /* cc-matcher's configuration, filled from the option table in main.c. */
@@ -70,10 +70,8 @@ struct matcher {
 	char listen_channel[CC_PG_CHANNEL_MAX + 1]; /* "tickets_<playlist>" */
 	struct cc_formation_params params;       /* from the configuration */
 	size_t read_limit;                       /* candidates per pass */
-	size_t read_offset;                      /* the page of the queue the next pass reads (0 = head) */
-	size_t deep_offset;                      /* the deeper page to visit after a head pass forms nothing */
-	bool deep_productive;                    /* the last deeper pass formed matches */
-	bool run_again;                          /* the next pass starts at once (see next_page in pass.c) */
+	char cursor[37];                         /* "" or where the next pass goes on past a deep wall */
+	bool run_again;                          /* the last pass formed matches: the next starts at once */
 	bool standby;                            /* the last pass found the lease taken */
 	struct cc_pg_options pg_opt;
 	struct cc_pg *pg;                        /* the work connection; NULL until first connected */
@@ -92,8 +90,9 @@ struct matcher {
 /*
  * Runs one pass: take the pass lease (without it: a standby pass that
  * does nothing), expiry hook, read candidates (Redis, else PostgreSQL),
- * form and claim until nothing more forms, give the lease back. Sets
- * run_again and the page the next pass reads. Returns 0, or the error that
+ * form and claim until nothing more forms (reading the pages behind a head
+ * that forms nothing), give the lease back. Sets run_again, standby and
+ * cursor. Returns 0, or the error that
  * ended it (already logged and counted); the caller just carries on.
  */
 int matcher_pass(struct matcher *m);

@@ -5,7 +5,8 @@
  * reads the oldest candidates (the Redis index when it answers with
  * entries; PostgreSQL when Redis is down or empty), prepares the formation
  * workspace with PostgreSQL's now(), and lets cc_formation_pass form and
- * claim until nothing more forms. Every per-pass failure (database blip,
+ * claim until nothing more forms; when that full head page formed nothing
+ * it goes on to the pages behind it (scan_deeper). Every per-pass failure (database blip,
  * lost claim, nothing to do) ends only this pass: it is logged and
  * counted, and the loop in main.c runs the next one.
  */
@@ -107,24 +108,19 @@ static size_t drop_expired(struct matcher *m, size_t n, int64_t now_ms)
 }
 
 /*
- * Reads one page of candidates (those after the first offset, oldest
- * first) into m->cands; *read is how many entries the source returned
- * before expired ones were dropped.
- *
- * The first page comes from the index when it answers; "down" (an error)
- * and "empty" (0 entries) both fall back to PostgreSQL, but only "empty"
+ * Reads the head of the queue (the oldest read_limit candidates) into
+ * m->cands; *read is how many entries the source returned before expired
+ * ones were dropped. The index is tried first; "down" (an error) and
+ * "empty" (0 entries) both fall back to PostgreSQL, but only "empty"
  * repopulates the index: rebuilding a Redis that is down would just fail
  * again, and must never stand between PostgreSQL and a match. An index
- * holding nothing but expired entries counts as empty. Further pages
- * always come from PostgreSQL: a rebuild puts only the first page into the
- * index (the rest arrive with their next heartbeat), so the index cannot
- * be trusted to hold what lies behind it.
+ * holding nothing but expired entries counts as empty.
  */
-static int read_page(struct matcher *m, size_t offset, size_t *n, size_t *read, int64_t *now_ms, const char **source)
+static int read_head(struct matcher *m, size_t *n, size_t *read, int64_t *now_ms, const char **source)
 {
 	const char *playlist = m->cfg->playlist;
 	int irc = CC_EUNAVAILABLE;
-	if (m->index && offset == 0) {
+	if (m->index) {
 		irc = cc_candidate_index_read(m->index, playlist, m->read_limit, m->cands, n);
 		if (irc == 0 && *n > 0) {
 			*read = *n;
@@ -142,75 +138,21 @@ static int read_page(struct matcher *m, size_t offset, size_t *n, size_t *read, 
 			cc_log_debug("candidate_index_unavailable", CC_LOG_STR("error", cc_errname(irc)));
 	}
 	*source = "postgres";
-	int rc = cc_candidates_load(m->pg, playlist, offset, m->read_limit, m->cands, n, now_ms);
+	int rc = cc_candidates_load(m->pg, playlist, NULL, m->read_limit, m->cands, n, now_ms);
 	*read = *n;
-	if (rc != 0 || irc != 0 || *n == 0 || offset > 0)
+	if (rc != 0 || irc != 0 || *n == 0)
 		return rc;
 	int brc = cc_candidate_index_rebuild(m->index, playlist, m->cands, *n);
 	cc_log_info("candidate_index_rebuilt", CC_LOG_INT("candidates", *n), CC_LOG_STR("result", cc_errname(brc)));
 	return rc;
 }
 
-/*
- * Reads this pass's candidates: the page chosen by next_page, or the head
- * of the queue when that page lies past the end (then the deeper pages
- * start over).
- */
-static int read_candidates(struct matcher *m, size_t *n, size_t *read, int64_t *now_ms, const char **source)
+/* Counts one page read. */
+static void count_read(struct matcher *m, const char *source, size_t n)
 {
-	int rc = read_page(m, m->read_offset, n, read, now_ms, source);
-	if (rc == 0 && *n == 0 && m->read_offset > 0) {
-		m->read_offset = 0;
-		m->deep_offset = m->read_limit;
-		m->deep_productive = false;
-		rc = read_page(m, 0, n, read, now_ms, source);
-	}
-	return rc;
-}
-
-/*
- * Chooses the page the next pass reads, and whether it starts at once.
- *
- * A pass sees only read_limit candidates (SPEC 6), so a head of that many
- * tickets that cannot match one another would hide every ticket behind
- * it. So a head pass that formed nothing from a full page sends the next
- * pass one page deeper (deep_offset), and every deeper pass sends the next
- * one back to the head: the oldest tickets are looked at between any two
- * deeper pages, and match as soon as they can. A deeper page that formed
- * nothing moves deep_offset on (or, at the end of the queue, back to the
- * first deeper page).
- *
- * A pass that formed matches may have left more, so the next one starts at
- * once; so does the deeper pass after a head pass while that deeper page
- * is still forming matches, so a stuck head costs one cheap pass per
- * deeper pass, not a poll interval. Looking further (a deeper page that
- * formed nothing) waits for the next wake-up, which bounds the cost of a
- * queue nobody can match. A pass that failed or ran out of claim attempts
- * says nothing about its page: the next one reads the head, after a wait.
- */
-static void next_page(struct matcher *m, size_t read, size_t formed, bool clean)
-{
-	m->run_again = false;
-	if (!clean) {
-		m->read_offset = 0;
-		return;
-	}
-	if (m->read_offset == 0) {
-		if (formed > 0) {
-			m->run_again = true;
-		} else if (read == m->read_limit) {
-			m->read_offset = m->deep_offset;
-			m->run_again = m->deep_productive;
-		}
-		return;
-	}
-	m->deep_productive = formed > 0;
-	m->run_again = formed > 0;
-	if (formed == 0)
-		m->deep_offset = read == m->read_limit && m->deep_offset < MATCHER_OFFSET_MAX
-					 ? m->deep_offset + m->read_limit
-					 : m->read_limit;
-	m->read_offset = 0;
+	const char *lv[] = { m->cfg->playlist, source };
+	cc_metric_add(m->metrics.reads, lv, 1);
+	cc_metric_add(m->metrics.candidates, lv, (double)n);
 }
 
 /* Drops tickets from the index after a claim (best effort: entries may be stale anyway). */
@@ -269,6 +211,73 @@ static int claim(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION
 	cc_log_warn("claim_failed", CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(rc)),
 		    CC_LOG_STR("sqlstate", cc_pg_sqlstate(m->pg)), CC_LOG_STR("detail", cc_pg_error_message(m->pg)));
 	return rc;
+}
+
+/* Forms and claims over the page in m->cands[0..n); adds its outcome to *total. */
+static int form_page(struct matcher *m, size_t n, int64_t now_ms, struct cc_formation_pass_stats *total)
+{
+	struct cc_formation_pass_stats st;
+	if (cc_formation_prepare(&m->ws, m->cands, n, now_ms, &m->params) != 0)
+		CC_BUG("formation parameters were validated at start-up");
+	int rc = cc_formation_pass(&m->ws, claim, m, &st);
+	total->formed += st.formed;
+	total->refused_not_enough += st.refused_not_enough;
+	total->refused_no_region += st.refused_no_region;
+	total->lost_claims += st.lost_claims;
+	total->out_of_attempts |= st.out_of_attempts;
+	return rc;
+}
+
+/*
+ * After a full head page that formed nothing: the pages behind it, from
+ * PostgreSQL by keyset (each page starts after the last ticket of the one
+ * before), until one forms matches, the queue ends, or
+ * MATCHER_PAGES_PER_PASS pages were read. A pass sees only read_limit
+ * candidates at once (SPEC 6), so without this a head of that many tickets
+ * that cannot match one another would hide everyone behind it.
+ *
+ * Every pass starts again at the head and scans in queue order, so the
+ * oldest tickets match first and as soon as they can. Only a wall deeper
+ * than one pass reaches leaves a cursor: the next pass goes on from there
+ * (after its head page), and comes straight back to a page past the wall
+ * while that page keeps forming matches; reaching the end clears it.
+ * A failed page (error, out of claim attempts) leaves the cursor alone.
+ * *n_read counts the candidates read.
+ */
+static int scan_deeper(struct matcher *m, const char *head_last, struct cc_formation_pass_stats *total,
+		       size_t *n_read)
+{
+	bool from_cursor = m->cursor[0] != '\0';
+	char after[37], start[37];
+	snprintf(after, sizeof after, "%s", from_cursor ? m->cursor : head_last);
+	for (int page = 0; page < MATCHER_PAGES_PER_PASS; page++) {
+		size_t n = 0, formed = total->formed;
+		int64_t now_ms = 0;
+		int rc = cc_candidates_load(m->pg, m->cfg->playlist, after, m->read_limit, m->cands, &n, &now_ms);
+		if (rc != 0)
+			return rc;
+		count_read(m, "postgres", n);
+		*n_read += n;
+		if (n == 0) {
+			m->cursor[0] = '\0'; /* past the end */
+			return 0;
+		}
+		snprintf(start, sizeof start, "%s", after);
+		snprintf(after, sizeof after, "%s", m->cands[n - 1].ticket_id);
+		if ((rc = form_page(m, n, now_ms, total)) != 0 || total->out_of_attempts)
+			return rc;
+		if (total->formed > formed) {
+			if (from_cursor)
+				snprintf(m->cursor, sizeof m->cursor, "%s", start);
+			return 0;
+		}
+		if (n < m->read_limit) {
+			m->cursor[0] = '\0'; /* the end of the queue */
+			return 0;
+		}
+	}
+	snprintf(m->cursor, sizeof m->cursor, "%s", after);
+	return 0;
 }
 
 /* Counts and logs a pass's outcome. */
@@ -361,7 +370,7 @@ static void give_lease(struct matcher *m)
 int matcher_pass(struct matcher *m)
 {
 	double t0 = monotonic_s();
-	struct cc_formation_pass_stats st;
+	struct cc_formation_pass_stats st = { 0 };
 	const char *source = "postgres";
 	size_t n = 0, read = 0;
 	int64_t now_ms = 0;
@@ -396,16 +405,19 @@ int matcher_pass(struct matcher *m)
 		cc_metric_add(m->metrics.expired, lv_exp, ex.n);
 	}
 
-	if ((rc = read_candidates(m, &n, &read, &now_ms, &source)) != 0)
+	if ((rc = read_head(m, &n, &read, &now_ms, &source)) != 0)
 		goto out;
-	const char *lv[] = { m->cfg->playlist, source };
-	cc_metric_add(m->metrics.reads, lv, 1);
-	cc_metric_add(m->metrics.candidates, lv, (double)n);
-	if ((rc = cc_formation_prepare(&m->ws, m->cands, n, now_ms, &m->params)) != 0)
-		CC_BUG("formation parameters were validated at start-up");
-	rc = cc_formation_pass(&m->ws, claim, m, &st);
+	count_read(m, source, n);
 	ran = true;
-	next_page(m, read, st.formed, rc == 0 && !st.out_of_attempts);
+	if (n > 0) {
+		char head_last[37];
+		snprintf(head_last, sizeof head_last, "%s", m->cands[n - 1].ticket_id);
+		rc = form_page(m, n, now_ms, &st);
+		if (rc == 0 && !st.out_of_attempts && st.formed == 0 && read == m->read_limit)
+			rc = scan_deeper(m, head_last, &st, &n);
+	}
+	/* A pass that formed matches may have left more: the next one starts at once. */
+	m->run_again = rc == 0 && st.formed > 0;
 out:
 	if (rc != 0 && m->pg)
 		(void)cc_pg_rollback(m->pg); /* acknowledge a connection lost mid-transaction */

@@ -291,7 +291,7 @@ static void measure_pass(struct cc_pg *pg, struct cc_candidate_index *idx, const
 
 	/* PostgreSQL path: the source of truth (the pass uses these). */
 	snap(&s, pg);
-	if ((rc = cc_candidates_load(pg, pl->name, 0, pl->read_limit, pg_cands, &n_pg, &now_ms)) != 0)
+	if ((rc = cc_candidates_load(pg, pl->name, NULL, pl->read_limit, pg_cands, &n_pg, &now_ms)) != 0)
 		die_db(pg, "cc_candidates_load", rc);
 	charge(&pc->phase[READ_PG], &s, pg);
 	if (n_pg != n_redis) {
@@ -367,7 +367,7 @@ static bool explain_read(struct cc_pg *pg, const struct playlist_bench *pl, bool
 	PQclear(sql(pg, "SET auto_explain.log_buffers = on", 0, NULL));
 	off_t from = stat(log_path, &sb) == 0 ? sb.st_size : 0;
 	PQclear(sql(pg, "SET auto_explain.log_min_duration = 0", 0, NULL));
-	int rc = cc_candidates_load(pg, pl->name, 0, pl->read_limit, pg_cands, &n, &now_ms);
+	int rc = cc_candidates_load(pg, pl->name, NULL, pl->read_limit, pg_cands, &n, &now_ms);
 	PQclear(sql(pg, "SET auto_explain.log_min_duration = -1", 0, NULL));
 	if (rc != 0)
 		die_db(pg, "cc_candidates_load (explained)", rc);
@@ -421,7 +421,7 @@ static void fill_index(struct cc_pg *pg, struct cc_candidate_index *idx, const c
 		fprintf(stderr, "bench/matcher: out of memory for %zu candidates\n", depth);
 		exit(1);
 	}
-	int rc = cc_candidates_load(pg, playlist, 0, depth, all, &n, NULL);
+	int rc = cc_candidates_load(pg, playlist, NULL, depth, all, &n, NULL);
 	if (rc != 0)
 		die_db(pg, "load every candidate", rc);
 	if (n != depth || (rc = cc_candidate_index_rebuild(idx, playlist, all, n)) != 0) {
@@ -649,7 +649,7 @@ static void *loop_main(void *arg)
 		int64_t now_ms = 0;
 		int rc = cc_pg_run_serializable(l->pg, expire_run, &ex);
 		if (rc == 0)
-			rc = cc_candidates_load(l->pg, "casual", 0, l->read_limit, l->cands, &n, &now_ms);
+			rc = cc_candidates_load(l->pg, "casual", NULL, l->read_limit, l->cands, &n, &now_ms);
 		if (rc == 0 && (rc = cc_formation_prepare(&l->ws, l->cands, n, now_ms, &l->params)) == 0)
 			rc = cc_formation_pass(&l->ws, loop_claim, l, &st);
 		/* As in pass.c, a failed pass (a serialization failure, say) ends only that pass. */

@@ -427,7 +427,7 @@ static unsigned formable(const char *playlist, const struct cc_formation_params 
 	int64_t now = 0;
 	struct cc_formation_pass_stats st;
 	ck_assert_int_eq(cc_pg_connect(db_dsn, NULL, &pg, err, sizeof err), 0);
-	int rc = cc_candidates_load(pg, playlist, 0, CC_FORMATION_MAX_CANDIDATES, dry_cands, &n, &now);
+	int rc = cc_candidates_load(pg, playlist, NULL, CC_FORMATION_MAX_CANDIDATES, dry_cands, &n, &now);
 	cc_pg_free(pg);
 	ck_assert_msg(rc == 0, "cc_candidates_load: %s", cc_errname(rc));
 	ck_assert_int_eq(cc_formation_prepare(&dry_ws, dry_cands, n, now, params), 0);
@@ -1188,7 +1188,7 @@ END_TEST
 /*
  * 70 tickets that can match nobody (each its own build) fill the whole
  * 60-candidate window of a casual pass; six good tickets wait behind them.
- * A pass that formed nothing from a full window reads the next page, so
+ * A pass whose full head page formed nothing reads the pages behind it, so
  * they still match. With the index, the head page comes from Redis and the
  * pages behind it from PostgreSQL (a rebuild indexes only the head page).
  */
@@ -1285,8 +1285,8 @@ END_TEST
  * Ranked: 20 outliers fill the whole head page (ratings 150 apart, so
  * none can match before its tolerance has grown for about a second) while
  * 6000 tickets that match at once wait behind them. The backlog is matched
- * from deeper pages, but between any two of those a pass looks at the head
- * again, so the outliers match as soon as they can, not after the backlog.
+ * from the pages behind the head, but every pass starts at the head, so
+ * the outliers match as soon as they can, not after the backlog.
  */
 START_TEST(test_head_matches_between_deeper_pages)
 {
@@ -1322,6 +1322,46 @@ START_TEST(test_head_matches_between_deeper_pages)
 	audit();
 }
 END_TEST
+
+/*
+ * A wall deeper than one pass reads (16 pages of 60: 1100 casual tickets
+ * that can match nobody) still hides nobody: a pass that spent its page
+ * budget leaves a cursor and the next one goes on from there. And a queue
+ * nobody can match costs one pass per wake-up, never a spin.
+ */
+START_TEST(test_deep_wall_and_no_spin)
+{
+	sql_exec("WITH p AS (INSERT INTO players (id) SELECT gen_random_uuid() FROM generate_series(1, 1100) "
+		 "RETURNING id) "
+		 "INSERT INTO tickets (player_id, playlist, state, build, protocol_version, rating, deviation, "
+		 "  predicted_rtt, queued_at, expires_at) "
+		 "SELECT p.id, 'casual', 'QUEUED', 'lonely-' || row_number() OVER (), 1, 1500, 120, '{\"eu\": 20}', "
+		 "  now() - interval '10 minutes' + make_interval(secs => 0.1 * row_number() OVER ()), "
+		 "  now() + interval '1 hour' FROM p");
+	const char *args[] = { "--playlist=casual", NULL }; /* polls every 100 ms (spawn_matcher) */
+	struct proc *m = spawn_matcher(args);
+	WAIT_FOR(passes_ok(m) >= 3, 10000, "three passes over the wall");
+	double before = metric(m, "cosmic_clash_matcher_passes_total", NULL, NULL);
+	int64_t t0 = now_ms();
+	pause_ms(2000); /* the observation window itself, not a synchronisation */
+	double passes = metric(m, "cosmic_clash_matcher_passes_total", NULL, NULL) - before;
+	double polls = (double)(now_ms() - t0) / 100.0;
+	ck_assert_msg(passes <= 2 * polls + 5, "%.0f passes in %.0f poll intervals over a queue nobody can match", passes,
+		      polls);
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM proposals", 0, NULL), 0);
+
+	struct seeded good[6];
+	for (int i = 0; i < 6; i++)
+		good[i] = seed("casual", "1.0", 1, 1500, "{\"eu\": 20}", 1000 - i);
+	WAIT_FOR(count_is("SELECT count(*) FROM tickets WHERE state = 'PROPOSED'", 6), 15000,
+		 "the six good tickets behind a wall of 1100");
+	for (int i = 0; i < 6; i++)
+		expect_state(good[i].ticket, "PROPOSED");
+	stop_matcher(m);
+	audit();
+}
+END_TEST
+
 
 /* ---- the pass lease ----------------------------------------------------------------------- */
 
@@ -1386,7 +1426,9 @@ static void stalled_replica(const char *frozen_state)
 		 "  predicted_rtt, queued_at, expires_at) "
 		 "SELECT p.id, 'casual', 'QUEUED', 'bulk', 1, 1500, 120, '{\"eu\": 20}', now() - interval '1 minute', "
 		 "  now() + interval '1 hour' FROM p");
-	const char *a_args[] = { "--playlist=casual", "--matcher-id=frozen", "--lease-timeout-ms=1500", NULL };
+	/* A long response window: no proposal of the frozen one expires while the test counts them. */
+	const char *a_args[] = { "--playlist=casual", "--matcher-id=frozen", "--lease-timeout-ms=1500",
+				 "--proposal-window-seconds=600", NULL };
 	struct proc *a = spawn_matcher(a_args);
 	WAIT_FOR(sql_ll("SELECT count(*) FROM proposals", 0, NULL) > 0, 10000, "the first replica at work");
 
@@ -1394,7 +1436,11 @@ static void stalled_replica(const char *frozen_state)
 	bool caught = false;
 	char state[64] = "";
 	for (int attempt = 0; attempt < 3000 && !caught; attempt++) {
+		int wst = 0;
 		kill(a->pid, SIGSTOP);
+		/* Stopped for sure before looking: it sends nothing more once this returns. */
+		ck_assert_int_eq(waitpid(a->pid, &wst, WUNTRACED), a->pid);
+		ck_assert_msg(WIFSTOPPED(wst), "cc-matcher pid %d did not stop (status %d)", (int)a->pid, wst);
 		lease_holder_state(state, sizeof state);
 		if (strcmp(state, frozen_state) == 0) {
 			caught = true;
@@ -1406,7 +1452,7 @@ static void stalled_replica(const char *frozen_state)
 	ck_assert_msg(caught, "never caught the replica holding its lease '%s' in 3000 tries (last: '%s')",
 		      frozen_state, state);
 
-	const char *b_args[] = { "--playlist=casual", "--matcher-id=second", NULL };
+	const char *b_args[] = { "--playlist=casual", "--matcher-id=second", "--proposal-window-seconds=600", NULL };
 	struct proc *b = spawn_matcher(b_args);
 	/* Standing by proves the frozen one still held the lease; a COMMIT it had sent has landed by now. */
 	WAIT_FOR(standby_passes(b) >= 1, 5000, "the second replica standing by");
@@ -1463,6 +1509,7 @@ static Suite *matcher_suite(void)
 	tcase_add_test(tc, test_outbox_wakes_once_per_transaction);
 	tcase_add_test(tc, test_failed_pass_keeps_the_head);
 	tcase_add_test(tc, test_head_matches_between_deeper_pages);
+	tcase_add_test(tc, test_deep_wall_and_no_spin);
 	suite_add_tcase(s, tc);
 	return s;
 }
