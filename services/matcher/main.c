@@ -7,7 +7,7 @@
  * loop on one worker thread and waits for SIGINT/SIGTERM.
  *
  * The loop: a pass, then wait for a NOTIFY ("outbox", sent once by every
- * transaction that writes outbox rows, or "tickets_<playlist>") or the poll interval,
+ * transaction that writes outbox rows: enqueues, requeues, declines) or the poll interval,
  * whichever comes first; wake-ups never start passes closer than
  * --min-pass-interval-ms, so a storm of notifications costs at most one
  * pass per interval. A pass that formed matches is followed by the next
@@ -119,8 +119,6 @@ static bool listen_setup(struct matcher *m)
 		rc = cc_pg_connect(m->cfg->database_url, &m->pg_opt, &m->listener, err, sizeof err);
 	if (rc == 0)
 		rc = cc_pg_listen(m->listener, "outbox");
-	if (rc == 0)
-		rc = cc_pg_listen(m->listener, m->listen_channel);
 	if (rc != 0)
 		cc_log_emit(m->failed_passes <= 1 ? CC_LOG_WARN : CC_LOG_DEBUG, "listen_failed",
 			    (struct cc_log_field[]){ CC_LOG_STR("error", cc_errname(rc)), CC_LOG_STR("reason", err) }, 2);
@@ -264,7 +262,6 @@ static bool matcher_configure(struct matcher *m, const struct matcher_config *cf
 
 	size_t match = (size_t)m->params.team_size * CC_FORMATION_TEAMS;
 	m->read_limit = match * MATCHER_READ_FACTOR < MATCHER_READ_CAP ? match * MATCHER_READ_FACTOR : MATCHER_READ_CAP;
-	snprintf(m->listen_channel, sizeof m->listen_channel, "tickets_%s", cfg->playlist);
 	if (cfg->matcher_id && *cfg->matcher_id) {
 		snprintf(m->id, sizeof m->id, "%s", cfg->matcher_id);
 	} else {

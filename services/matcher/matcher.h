@@ -67,7 +67,6 @@ struct matcher_metrics {
 struct matcher {
 	const struct matcher_config *cfg;
 	char id[MATCHER_ID_MAX];                 /* --matcher-id or hostname-pid */
-	char listen_channel[CC_PG_CHANNEL_MAX + 1]; /* "tickets_<playlist>" */
 	struct cc_formation_params params;       /* from the configuration */
 	size_t read_limit;                       /* candidates per pass */
 	char cursor[37];                         /* "" or where the next pass goes on past a deep wall */

@@ -335,7 +335,8 @@ static int started_port(const struct proc *p)
 
 /*
  * Starts build/bin/cc-matcher on the scratch database with test-friendly
- * timing plus the NULL-terminated extra flags; returns once it has logged
+ * timing (a 100 ms poll unless extra sets one) plus the NULL-terminated
+ * extra flags; returns once it has logged
  * "started". It dies with the test process (PR_SET_PDEATHSIG).
  */
 static struct proc *spawn_matcher(const char *const *extra)
@@ -348,8 +349,12 @@ static struct proc *spawn_matcher(const char *const *extra)
 	memset(p, 0, sizeof *p);
 	snprintf(p->log, sizeof p->log, "%s/matcher-%d-%d.log", cc_test_env("CC_TEST_TMP"), (int)getpid(), n_procs);
 	argv[argc++] = cc_test_bin("cc-matcher", bin, sizeof bin);
+	bool own_poll = false;
+	for (int i = 0; extra && extra[i]; i++)
+		own_poll |= strncmp(extra[i], "--poll-interval-ms=", 19) == 0;
 	argv[argc++] = "--admin-port=0";
-	argv[argc++] = "--poll-interval-ms=100";
+	if (!own_poll)
+		argv[argc++] = "--poll-interval-ms=100";
 	argv[argc++] = "--min-pass-interval-ms=5";
 	argv[argc++] = "--log-level=debug";
 	for (int i = 0; extra && extra[i]; i++)
@@ -1363,6 +1368,34 @@ START_TEST(test_deep_wall_and_no_spin)
 END_TEST
 
 
+/*
+ * An idle matcher wakes on the outbox NOTIFY, not on its poll: with a 30 s
+ * poll, tickets announced the way cc-api announces an enqueue are proposed
+ * within seconds.
+ */
+START_TEST(test_wakes_on_notify)
+{
+	const char *args[] = { "--playlist=casual", "--poll-interval-ms=30000", "--lease-timeout-ms=60000", NULL };
+	struct proc *m = spawn_matcher(args);
+	/* Once its first pass is counted it has nothing to do for 30 s but wait. */
+	WAIT_FOR(passes_ok(m) >= 1, 10000, "the first pass");
+	double passes = metric(m, "cosmic_clash_matcher_passes_total", NULL, NULL);
+	struct seeded t[6];
+	for (int i = 0; i < 6; i++)
+		t[i] = seed("casual", "1.0", 1, 1500, "{\"eu\": 20}", 1000 - i);
+	const char *p[] = { t[0].ticket, t[0].player };
+	sql_ll("SELECT cc_outbox_append('ticket.queued', 'ticket', $1, 1, ARRAY[$2]::uuid[], NULL)", 2, p);
+	int64_t t0 = now_ms();
+	WAIT_FOR(count_is("SELECT count(*) FROM tickets WHERE state = 'PROPOSED'", 6), 10000,
+		 "the six tickets proposed after the NOTIFY");
+	ck_assert_msg(metric(m, "cosmic_clash_matcher_passes_total", NULL, NULL) <= passes + 3,
+		      "proposed by a pass it did not wake for?");
+	fprintf(stderr, "woken by NOTIFY: proposed %lld ms after it\n", (long long)(now_ms() - t0));
+	stop_matcher(m);
+	audit();
+}
+END_TEST
+
 /* ---- the pass lease ----------------------------------------------------------------------- */
 
 /* The lease key (matcher.h): another replica holding it means this one stands by. */
@@ -1510,6 +1543,7 @@ static Suite *matcher_suite(void)
 	tcase_add_test(tc, test_failed_pass_keeps_the_head);
 	tcase_add_test(tc, test_head_matches_between_deeper_pages);
 	tcase_add_test(tc, test_deep_wall_and_no_spin);
+	tcase_add_test(tc, test_wakes_on_notify);
 	suite_add_tcase(s, tc);
 	return s;
 }
