@@ -13,21 +13,14 @@ static const char sql_lock_for_player[] =
 	"FROM proposals p JOIN proposal_participants pp ON pp.proposal_id = p.id AND pp.player_id = $2 "
 	"WHERE p.id = $1 FOR UPDATE OF p";
 
-static const char sql_expire[] =
-	"UPDATE proposals SET state = 'EXPIRED', revision = revision + 1, decided_at = now() "
-	"WHERE id = $1 AND state = 'OPEN' AND expires_at <= now() RETURNING revision, playlist";
+/* The one compare-and-set every decision goes through: OPEN -> $2 (EXPIRED only once due). */
+static const char sql_settle[] =
+	"UPDATE proposals SET state = $2, revision = revision + 1, decided_at = now() "
+	"WHERE id = $1 AND state = 'OPEN' AND ($2 <> 'EXPIRED' OR expires_at <= now()) RETURNING revision, playlist";
 
 static const char sql_overdue[] =
 	"SELECT id FROM proposals WHERE state = 'OPEN' AND expires_at <= now() "
 	"ORDER BY expires_at LIMIT $1::int FOR UPDATE SKIP LOCKED";
-
-static const char sql_decline[] =
-	"UPDATE proposals SET state = 'DECLINED', revision = revision + 1, decided_at = now() "
-	"WHERE id = $1 AND state = 'OPEN' RETURNING revision, playlist";
-
-static const char sql_accept_final[] =
-	"UPDATE proposals SET state = 'ACCEPTED', revision = revision + 1, decided_at = now() "
-	"WHERE id = $1 AND state = 'OPEN' RETURNING revision, playlist";
 
 static const char sql_participants[] =
 	"SELECT player_id, ticket_id, response IS NULL FROM proposal_participants WHERE proposal_id = $1 "
@@ -130,20 +123,35 @@ static int requeue_rest(struct cc_pg *pg, const char *proposal_id, int ttl, stru
 	return rc;
 }
 
+/*
+ * Settles proposal_id into state while it is still OPEN (EXPIRED: and due).
+ * 0 with *settled; when settled, revision (24 bytes) and changes->playlist
+ * are filled. Losing the race to another decision is *settled = false.
+ */
+static int settle(struct cc_pg *pg, const char *proposal_id, const char *state, bool *settled, char *revision,
+		  struct cc_proposal_changes *changes)
+{
+	PGresult *res = NULL;
+	const char *p[] = { proposal_id, state };
+	int rc = cc_pg_exec(pg, sql_settle, 2, p, &res);
+	*settled = rc == 0 && PQntuples(res) == 1;
+	if (*settled) {
+		snprintf(revision, 24, "%s", PQgetvalue(res, 0, 0));
+		if (changes)
+			snprintf(changes->playlist, sizeof changes->playlist, "%s", PQgetvalue(res, 0, 1));
+	}
+	PQclear(res);
+	return rc;
+}
+
 int cc_proposal_expire_if_due(struct cc_pg *pg, const char *proposal_id, int ticket_ttl_seconds, bool *expired,
 			      struct cc_proposal_changes *changes)
 {
-	PGresult *res = NULL, *who = NULL;
+	PGresult *who = NULL;
 	char revision[24];
-	const char *p[] = { proposal_id };
-	int rc = cc_pg_exec(pg, sql_expire, 1, p, &res);
-	*expired = false;
-	if (rc != 0 || PQntuples(res) == 0)
+	int rc = settle(pg, proposal_id, "EXPIRED", expired, revision, changes);
+	if (rc != 0 || !*expired)
 		goto out;
-	*expired = true;
-	snprintf(revision, sizeof revision, "%s", PQgetvalue(res, 0, 0));
-	if (changes)
-		snprintf(changes->playlist, sizeof changes->playlist, "%s", PQgetvalue(res, 0, 1));
 	/* Exactly one PROPOSAL_TIMEOUT per non-responder (unique in the database). */
 	if ((rc = participants(pg, proposal_id, &who)) != 0)
 		goto out;
@@ -156,7 +164,6 @@ int cc_proposal_expire_if_due(struct cc_pg *pg, const char *proposal_id, int tic
 		rc = requeue_rest(pg, proposal_id, ticket_ttl_seconds, changes);
 out:
 	PQclear(who);
-	PQclear(res);
 	return rc;
 }
 
@@ -183,19 +190,12 @@ static int decline(struct cc_pg *pg, const char *proposal_id, const char *player
 {
 	PGresult *res = NULL;
 	char revision[24];
-	const char *p[] = { proposal_id };
-	int rc = cc_pg_exec(pg, sql_decline, 1, p, &res);
-	if (rc != 0)
-		goto out;
-	if (PQntuples(res) == 0) {
-		rc = CC_ESTATE;
+	bool settled = false;
+	int rc = settle(pg, proposal_id, "DECLINED", &settled, revision, changes);
+	if (rc != 0 || !settled) {
+		rc = rc ? rc : CC_ESTATE;
 		goto out;
 	}
-	snprintf(revision, sizeof revision, "%s", PQgetvalue(res, 0, 0));
-	if (changes)
-		snprintf(changes->playlist, sizeof changes->playlist, "%s", PQgetvalue(res, 0, 1));
-	PQclear(res);
-	res = NULL;
 	const char *pd[] = { proposal_id, player_id };
 	if ((rc = cc_pg_exec(pg, sql_cancel_decliner, 2, pd, &res)) != 0)
 		goto out;
@@ -222,16 +222,12 @@ static int accept_all(struct cc_pg *pg, const char *proposal_id, struct cc_propo
 	PGresult *res = NULL;
 	char revision[24], match_id[37];
 	const char *p[] = { proposal_id };
-	int rc = cc_pg_exec(pg, sql_accept_final, 1, p, &res);
-	if (rc != 0 || PQntuples(res) == 0) {
+	bool settled = false;
+	int rc = settle(pg, proposal_id, "ACCEPTED", &settled, revision, changes);
+	if (rc != 0 || !settled) {
 		rc = rc ? rc : CC_ESTATE;
 		goto out;
 	}
-	snprintf(revision, sizeof revision, "%s", PQgetvalue(res, 0, 0));
-	if (changes)
-		snprintf(changes->playlist, sizeof changes->playlist, "%s", PQgetvalue(res, 0, 1));
-	PQclear(res);
-	res = NULL;
 	if ((rc = cc_pg_exec(pg, sql_create_match, 1, p, &res)) != 0)
 		goto out;
 	snprintf(match_id, sizeof match_id, "%s", PQgetvalue(res, 0, 0));
