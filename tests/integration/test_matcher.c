@@ -201,6 +201,24 @@ static struct seeded seed(const char *playlist, const char *build, int protocol,
 	return s;
 }
 
+/*
+ * Inserts n players and a QUEUED ticket each (RTT 20 ms to eu, expiring in
+ * an hour) in one statement. build, rating and queued_at are SQL
+ * expressions over k, the ticket's number from 1 to n (test literals).
+ */
+static void seed_many(const char *playlist, int n, const char *build, const char *rating, const char *queued_at)
+{
+	char sql[1024];
+	snprintf(sql, sizeof sql,
+		 "WITH p AS (INSERT INTO players (id) SELECT gen_random_uuid() FROM generate_series(1, %d) RETURNING id), "
+		 "q AS (SELECT id, row_number() OVER () AS k FROM p) "
+		 "INSERT INTO tickets (player_id, playlist, state, build, protocol_version, rating, deviation, "
+		 "  predicted_rtt, queued_at, expires_at) "
+		 "SELECT q.id, '%s', 'QUEUED', %s, 1, %s, 120, '{\"eu\": 20}', %s, now() + interval '1 hour' FROM q",
+		 n, playlist, build, rating, queued_at);
+	sql_exec(sql);
+}
+
 static void ticket_state(const char *ticket, char *out, size_t len)
 {
 	const char *p[] = { ticket };
@@ -1262,12 +1280,7 @@ static void first_proposal_ranks(char *out, size_t len)
  */
 START_TEST(test_failed_pass_keeps_the_head)
 {
-	sql_exec("WITH p AS (INSERT INTO players (id) SELECT gen_random_uuid() FROM generate_series(1, 600) "
-		 "RETURNING id) "
-		 "INSERT INTO tickets (player_id, playlist, state, build, protocol_version, rating, deviation, "
-		 "  predicted_rtt, queued_at, expires_at) "
-		 "SELECT p.id, 'casual', 'QUEUED', 'bulk', 1, 1500, 120, '{\"eu\": 20}', "
-		 "  now() - make_interval(secs => 600 - row_number() OVER ()), now() + interval '1 hour' FROM p");
+	seed_many("casual", 600, "'bulk'", "1500", "now() - make_interval(secs => 600 - k)");
 	sql_exec("CREATE SEQUENCE claims_seen");
 	sql_exec("CREATE FUNCTION fail_first_claim() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
 		 "IF nextval('claims_seen') = 1 THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$");
@@ -1295,19 +1308,9 @@ END_TEST
  */
 START_TEST(test_head_matches_between_deeper_pages)
 {
-	sql_exec("WITH p AS (INSERT INTO players (id) SELECT gen_random_uuid() FROM generate_series(1, 20) "
-		 "RETURNING id) "
-		 "INSERT INTO tickets (player_id, playlist, state, build, protocol_version, rating, deviation, "
-		 "  predicted_rtt, queued_at, expires_at) "
-		 "SELECT p.id, 'ranked', 'QUEUED', 'bulk', 1, 2000 + 150 * (row_number() OVER () - 1), 120, "
-		 "  '{\"eu\": 20}', now() - make_interval(secs => 0.01 * (21 - row_number() OVER ())) - interval '0.5 s', "
-		 "  now() + interval '1 hour' FROM p");
-	sql_exec("WITH p AS (INSERT INTO players (id) SELECT gen_random_uuid() FROM generate_series(1, 6000) "
-		 "RETURNING id) "
-		 "INSERT INTO tickets (player_id, playlist, state, build, protocol_version, rating, deviation, "
-		 "  predicted_rtt, queued_at, expires_at) "
-		 "SELECT p.id, 'ranked', 'QUEUED', 'bulk', 1, 1000, 120, '{\"eu\": 20}', now(), "
-		 "  now() + interval '1 hour' FROM p");
+	seed_many("ranked", 20, "'bulk'", "2000 + 150 * (k - 1)",
+		  "now() - make_interval(secs => 0.01 * (21 - k)) - interval '0.5 s'");
+	seed_many("ranked", 6000, "'bulk'", "1000", "now()");
 	const char *args[] = { "--playlist=ranked", "--tolerance-start=0", "--tolerance-growth-per-second=150",
 			       "--tolerance-cap=1000", NULL };
 	struct proc *m = spawn_matcher(args);
@@ -1336,13 +1339,7 @@ END_TEST
  */
 START_TEST(test_deep_wall_and_no_spin)
 {
-	sql_exec("WITH p AS (INSERT INTO players (id) SELECT gen_random_uuid() FROM generate_series(1, 1100) "
-		 "RETURNING id) "
-		 "INSERT INTO tickets (player_id, playlist, state, build, protocol_version, rating, deviation, "
-		 "  predicted_rtt, queued_at, expires_at) "
-		 "SELECT p.id, 'casual', 'QUEUED', 'lonely-' || row_number() OVER (), 1, 1500, 120, '{\"eu\": 20}', "
-		 "  now() - interval '10 minutes' + make_interval(secs => 0.1 * row_number() OVER ()), "
-		 "  now() + interval '1 hour' FROM p");
+	seed_many("casual", 1100, "'lonely-' || k", "1500", "now() - interval '10 minutes' + make_interval(secs => 0.1 * k)");
 	const char *args[] = { "--playlist=casual", NULL }; /* polls every 100 ms (spawn_matcher) */
 	struct proc *m = spawn_matcher(args);
 	WAIT_FOR(passes_ok(m) >= 3, 10000, "three passes over the wall");
@@ -1453,12 +1450,7 @@ static void lease_holder_state(char *out, size_t len)
  */
 static void stalled_replica(const char *frozen_state)
 {
-	sql_exec("WITH p AS (INSERT INTO players (id) SELECT gen_random_uuid() FROM generate_series(1, 3000) "
-		 "RETURNING id) "
-		 "INSERT INTO tickets (player_id, playlist, state, build, protocol_version, rating, deviation, "
-		 "  predicted_rtt, queued_at, expires_at) "
-		 "SELECT p.id, 'casual', 'QUEUED', 'bulk', 1, 1500, 120, '{\"eu\": 20}', now() - interval '1 minute', "
-		 "  now() + interval '1 hour' FROM p");
+	seed_many("casual", 3000, "'bulk'", "1500", "now() - interval '1 minute'");
 	/* A long response window: no proposal of the frozen one expires while the test counts them. */
 	const char *a_args[] = { "--playlist=casual", "--matcher-id=frozen", "--lease-timeout-ms=1500",
 				 "--proposal-window-seconds=600", NULL };
