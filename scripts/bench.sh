@@ -54,19 +54,7 @@ source "$top/scripts/lib/ports.sh"
 # start_service, wait_http, stop_services, dump_logs.
 source "$top/scripts/lib/services.sh"
 
-on_exit() {
-	local rc=$?
-	trap - EXIT
-	stop_services
-	if [[ $rc -ne 0 ]]; then
-		dump_logs 20
-		say "FAILED (exit $rc); outputs in $OUT"
-	fi
-	exit "$rc"
-}
-trap on_exit EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap_services_exit 20
 
 # start_api POOL: cc-testkit-api with POOL database connections.
 start_api() {

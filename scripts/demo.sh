@@ -42,19 +42,7 @@ source "$top/scripts/lib/ports.sh"
 # start_service, wait_http, stop_services, dump_logs.
 source "$top/scripts/lib/services.sh"
 
-on_exit() {
-	local rc=$?
-	trap - EXIT
-	if [[ $rc -ne 0 ]]; then
-		dump_logs 30
-		say "FAILED (exit $rc); logs in $LOGS"
-	fi
-	stop_services
-	exit "$rc"
-}
-trap on_exit EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap_services_exit 30
 
 # cc-testkit-api: the player API with the fake Steam login (any ticket).
 start_api() {

@@ -10,6 +10,8 @@
 # stop_services               stops every service, newest first: SIGTERM,
 #                             up to 10 s, then SIGKILL
 # dump_logs LINES             prints the last LINES lines of every log
+# trap_services_exit LINES    on any exit: stop every service and, when the
+#                             script failed, print LINES of each log first
 
 SERVICE_NAMES=()
 SERVICE_PIDS=()
@@ -65,4 +67,22 @@ dump_logs() {
 		echo "---- $log (last $1 lines) ----" >&2
 		tail -n "$1" "$log" >&2
 	done
+}
+
+trap_services_exit() {
+	SERVICES_LOG_LINES=$1
+	trap services_on_exit EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
+
+services_on_exit() {
+	local rc=$?
+	trap - EXIT
+	if [[ $rc -ne 0 ]]; then
+		dump_logs "$SERVICES_LOG_LINES"
+		say "FAILED (exit $rc); logs in $LOGS"
+	fi
+	stop_services
+	exit "$rc"
 }
