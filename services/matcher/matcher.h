@@ -72,6 +72,8 @@ struct matcher {
 	char cursor[37];                         /* "" or where the next pass goes on past a deep wall */
 	bool run_again;                          /* the last pass formed matches: the next starts at once */
 	bool standby;                            /* the last pass found the lease taken */
+	bool arenas_checked;                     /* the arenas table was found equal to the compiled list */
+	char arenas_why[96];                     /* "" or how it differs (then no pass runs) */
 	struct cc_pg_options pg_opt;
 	struct cc_pg *pg;                        /* the work connection; NULL until first connected */
 	struct cc_pg *listener;                  /* LISTEN connection; NULL until first connected */

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "arenas.h"
 #include "formation_claim.h"
 #include "log.h"
 #include "matcher.h"
@@ -52,15 +53,58 @@ static double monotonic_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-void matcher_set_db_state(struct matcher *m, int rc)
+static void set_ready(struct matcher *m, bool ready, const char *why)
 {
 	pthread_mutex_lock(&m->lock);
-	m->db_ready = rc == 0;
-	if (rc == 0)
-		m->db_why[0] = '\0';
-	else
-		snprintf(m->db_why, sizeof m->db_why, "database: %s", cc_strerror(rc));
+	m->db_ready = ready;
+	snprintf(m->db_why, sizeof m->db_why, "%s", ready ? "" : why);
 	pthread_mutex_unlock(&m->lock);
+}
+
+void matcher_set_db_state(struct matcher *m, int rc)
+{
+	char why[128];
+	if (rc != 0) {
+		snprintf(why, sizeof why, "database: %s", cc_strerror(rc));
+		set_ready(m, false, why);
+	} else {
+		set_ready(m, m->arenas_why[0] == '\0', m->arenas_why);
+	}
+}
+
+/*
+ * The arenas table must equal the compiled list the game server is built
+ * from (libcommon/arenas.c, SPEC 6): a claim picks its arena from the
+ * table, so a row the game server lacks would send players to a map it
+ * cannot load. Checked on every pass until it holds (a fixed table is
+ * picked up without a restart), then not again. Returns 0 with
+ * m->arenas_why empty (equal) or saying where they differ, or
+ * cc_pg_exec's error.
+ */
+static int check_arenas(struct matcher *m)
+{
+	static const char sql[] = "SELECT name, ranked_eligible FROM arenas ORDER BY name";
+	PGresult *res = NULL;
+	size_t n = 0;
+	(void)cc_arenas(&n);
+	int rc = cc_pg_exec(m->pg, sql, 0, NULL, &res);
+	if (rc != 0)
+		return rc;
+	m->arenas_why[0] = '\0';
+	int rows = PQntuples(res);
+	for (int i = 0; i < rows && !m->arenas_why[0]; i++) {
+		const char *name = PQgetvalue(res, i, 0); /* [a-z][a-z0-9_]{0,31}: a CHECK keeps it so */
+		const struct cc_arena *a = cc_arena_find(name);
+		if (!a || a->ranked_eligible != (strcmp(PQgetvalue(res, i, 1), "t") == 0))
+			snprintf(m->arenas_why, sizeof m->arenas_why, "arenas table differs from the compiled list at %s",
+				 name);
+	}
+	if (!m->arenas_why[0] && (size_t)rows != n)
+		snprintf(m->arenas_why, sizeof m->arenas_why, "arenas table holds %d arenas, the compiled list %zu", rows,
+			 n);
+	m->arenas_checked = m->arenas_why[0] == '\0';
+	PQclear(res);
+	return 0;
 }
 
 /* Opens the work connection the first time; later drops reconnect inside cc_pg. */
@@ -378,6 +422,12 @@ int matcher_pass(struct matcher *m)
 
 	m->run_again = false;
 	int rc = ensure_connected(m);
+	if (rc == 0 && !m->arenas_checked && (rc = check_arenas(m)) == 0 && m->arenas_why[0]) {
+		/* Static misconfiguration: not ready, and no pass, until the table is fixed. */
+		cc_log_emit(m->failed_passes % 120 == 0 ? CC_LOG_ERROR : CC_LOG_DEBUG, "arenas_mismatch",
+			    (struct cc_log_field[]){ CC_LOG_STR("reason", m->arenas_why) }, 1);
+		rc = CC_ESTATE;
+	}
 	if (rc == 0)
 		rc = take_lease(m, &leased);
 	if (rc != 0)

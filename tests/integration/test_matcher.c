@@ -1393,6 +1393,34 @@ START_TEST(test_wakes_on_notify)
 }
 END_TEST
 
+/*
+ * The arenas table must equal the compiled list the game server is built
+ * from: while one arena differs the matcher is not ready (saying where) and
+ * proposes nothing; once the table is fixed it matches, without a restart.
+ */
+START_TEST(test_arenas_drift_stops_matching)
+{
+	sql_exec("UPDATE arenas SET ranked_eligible = NOT ranked_eligible WHERE name = 'junkyard_drift'");
+	for (int i = 0; i < 6; i++)
+		(void)seed("casual", "1.0", 1, 1500, "{\"eu\": 20}", 1000 - i);
+	const char *args[] = { "--playlist=casual", NULL };
+	struct proc *m = spawn_matcher(args);
+	char body[512] = "";
+	WAIT_FOR(metric(m, "cosmic_clash_matcher_passes_total", "result=\"error\"", NULL) >= 3, 10000,
+		 "three refused passes");
+	long status = admin_get(m, "/readyz", body, sizeof body);
+	ck_assert_msg(status == 503 && strstr(body, "arenas") && strstr(body, "junkyard_drift"), "/readyz: %ld %s",
+		      status, body);
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM proposals", 0, NULL), 0);
+
+	sql_exec("UPDATE arenas SET ranked_eligible = NOT ranked_eligible WHERE name = 'junkyard_drift'");
+	WAIT_FOR(count_is("SELECT count(*) FROM proposals", 1), 10000, "a proposal once the table is fixed");
+	WAIT_FOR(admin_get(m, "/readyz", NULL, 0) == 200, 5000, "ready again");
+	stop_matcher(m);
+	audit();
+}
+END_TEST
+
 /* ---- the pass lease ----------------------------------------------------------------------- */
 
 /* The lease key (matcher.h): another replica holding it means this one stands by. */
@@ -1536,6 +1564,7 @@ static Suite *matcher_suite(void)
 	tcase_add_test(tc, test_head_matches_between_deeper_pages);
 	tcase_add_test(tc, test_deep_wall_and_no_spin);
 	tcase_add_test(tc, test_wakes_on_notify);
+	tcase_add_test(tc, test_arenas_drift_stops_matching);
 	suite_add_tcase(s, tc);
 	return s;
 }
