@@ -15,6 +15,13 @@ VERSION := 0.1.0
 PKGS      = libmicrohttpd libcurl libpq hiredis libcjson libsodium
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lm -lpthread
+# Each binary links only the packages it uses (SPEC 1): pkg_libs_for takes a
+# binary's name and reads PKGS_<name>, defaulting to all of PKGS.
+# tests/integration/link_lists.sh proves cc-migrate carries neither hiredis
+# nor libmicrohttpd.
+PKGS_cc-migrate := libpq libsodium libcjson
+PKGS_cc-matcher := libmicrohttpd libpq hiredis libcjson libsodium
+pkg_libs_for = $(shell pkg-config --libs $(or $(PKGS_$(1)),$(PKGS))) -lm -lpthread
 CHECK_LIBS = $(shell pkg-config --libs check)
 
 WARN := -Wall -Wextra -Werror -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \
@@ -24,7 +31,15 @@ REL_CFLAGS   = $(BASE_CFLAGS) -O2 -g
 ASAN_FLAGS  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 ASAN_CFLAGS  = $(BASE_CFLAGS) -O1 -g $(ASAN_FLAGS)
 
-LIB_SRCS := $(wildcard libcommon/*.c)
+# libcommon is three layers (SPEC 1), one archive each: sys (infrastructure,
+# no game words) < game (pure rules, no I/O) < store (all SQL on our
+# tables). A binary links the archives from the top down, so a layer can
+# use only those below it; scripts/check-layers.sh enforces the includes.
+LAYERS   := sys game store
+LIB_SRCS := $(foreach l,$(LAYERS),$(wildcard libcommon/$(l)/*.c))
+layer_srcs = $(wildcard libcommon/$(1)/*.c)
+REL_LIBS  := $(B)/rel/libcc-store.a $(B)/rel/libcc-game.a $(B)/rel/libcc-sys.a
+ASAN_LIBS := $(B)/asan/libcc-store.a $(B)/asan/libcc-game.a $(B)/asan/libcc-sys.a
 
 # Every services/<name>/main.c is a binary cc-<name>; gameserver/ is
 # cc-gameserver. Files named testkit_*.c belong only to test-only binaries.
@@ -61,27 +76,30 @@ $(B)/asan/%.o: %.c
 	$(Q)$(CC) $(ASAN_CFLAGS) -c -o $@ $<
 
 # Only cc.o carries the build id, so a new commit rebuilds one file.
-$(B)/rel/libcommon/cc.o $(B)/asan/libcommon/cc.o: \
+$(B)/rel/libcommon/sys/cc.o $(B)/asan/libcommon/sys/cc.o: \
 	EXTRA_CFLAGS = -DCC_BUILD_VERSION='"$(VERSION) (git $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown))"'
 
 # ... and is rebuilt when a commit moves HEAD.
-$(B)/rel/libcommon/cc.o $(B)/asan/libcommon/cc.o: $(wildcard .git/HEAD .git/refs/heads/*)
+$(B)/rel/libcommon/sys/cc.o $(B)/asan/libcommon/sys/cc.o: $(wildcard .git/HEAD .git/refs/heads/*)
 
-$(B)/rel/libcommon.a: $(patsubst %.c,$(B)/rel/%.o,$(LIB_SRCS))
-	$(Q)rm -f $@ && ar rcs $@ $^
-$(B)/asan/libcommon.a: $(patsubst %.c,$(B)/asan/%.o,$(LIB_SRCS))
-	$(Q)rm -f $@ && ar rcs $@ $^
+define layer_rule
+$(B)/rel/libcc-$(1).a: $(patsubst %.c,$(B)/rel/%.o,$(call layer_srcs,$(1)))
+	$$(Q)rm -f $$@ && ar rcs $$@ $$^
+$(B)/asan/libcc-$(1).a: $(patsubst %.c,$(B)/asan/%.o,$(call layer_srcs,$(1)))
+	$$(Q)rm -f $$@ && ar rcs $$@ $$^
+endef
+$(foreach l,$(LAYERS),$(eval $(call layer_rule,$(l))))
 
 # ---- binaries ------------------------------------------------------------
 define bin_rule
-$(B)/bin/$(call bin_name,$(1)): $(patsubst %.c,$(B)/rel/%.o,$(filter-out $(1)/testkit_%.c,$(wildcard $(1)/*.c))) $(B)/rel/libcommon.a
+$(B)/bin/$(call bin_name,$(1)): $(patsubst %.c,$(B)/rel/%.o,$(filter-out $(1)/testkit_%.c,$(wildcard $(1)/*.c))) $(REL_LIBS)
 	@mkdir -p $$(@D)
 	@$$(if $$(Q),echo "  LD      $$@")
-	$$(Q)$$(CC) -o $$@ $$^ $$(PKG_LIBS)
+	$$(Q)$$(CC) -o $$@ $$^ $$(call pkg_libs_for,$(call bin_name,$(1)))
 endef
 $(foreach d,$(SERVICE_DIRS),$(eval $(call bin_rule,$(d))))
 
-$(B)/bin/cc-testkit-api: $(patsubst %.c,$(B)/rel/%.o,$(wildcard services/api/*.c)) $(B)/rel/libcommon.a
+$(B)/bin/cc-testkit-api: $(patsubst %.c,$(B)/rel/%.o,$(wildcard services/api/*.c)) $(REL_LIBS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(PKG_LIBS)
@@ -96,7 +114,7 @@ TOOL_BINS   := $(if $(PLAYER_SRCS),$(B)/bin/cc-player)
 
 tools: $(TOOL_BINS)
 
-$(B)/bin/cc-player: $(patsubst %.c,$(B)/rel/%.o,$(PLAYER_SRCS)) $(B)/rel/libcommon.a
+$(B)/bin/cc-player: $(patsubst %.c,$(B)/rel/%.o,$(PLAYER_SRCS)) $(REL_LIBS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(PKG_LIBS)
@@ -106,7 +124,7 @@ $(B)/bin/cc-player: $(patsubst %.c,$(B)/rel/%.o,$(PLAYER_SRCS)) $(B)/rel/libcomm
 # test support code; services' sources are linked minus main.c where a test
 # names them in its TEST_LINK_<name> variable.
 SUPPORT_OBJS = $(patsubst %.c,$(B)/asan/%.o,$(SUPPORT_SRCS))
-$(B)/asan/tests/%: $(B)/asan/tests/%.o $(SUPPORT_OBJS) $(B)/asan/libcommon.a
+$(B)/asan/tests/%: $(B)/asan/tests/%.o $(SUPPORT_OBJS) $(ASAN_LIBS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD-ASAN $@")
 	$(Q)$(CC) $(ASAN_FLAGS) -o $@ $(filter-out %.a,$^) $(filter %.a,$^) $(CHECK_LIBS) $(PKG_LIBS)
@@ -116,13 +134,13 @@ $(B)/asan/tests/%: $(B)/asan/tests/%.o $(SUPPORT_OBJS) $(B)/asan/libcommon.a
 $(B)/asan/tests/integration/test_steam: $(B)/asan/services/api/steam.o
 $(B)/asan/tests/unit/test_player_latency: $(B)/asan/tests/player/latency.o
 
-$(B)/bench/%: tests/bench/%.c $(B)/rel/libcommon.a
+$(B)/bench/%: tests/bench/%.c $(REL_LIBS)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(REL_CFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # Fakes stand in for what cannot run here (Steam's Web API, Agones); tests
 # and the demo talk to them over real HTTP.
-$(B)/fakes/%: tests/fakes/%.c $(B)/rel/libcommon.a
+$(B)/fakes/%: tests/fakes/%.c $(REL_LIBS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(REL_CFLAGS) -o $@ $^ $(PKG_LIBS)

@@ -15,15 +15,16 @@
 
 #include <cjson/cJSON.h>
 
-#include "candidate_index.h"
-#include "candidates.h"
-#include "cc.h"
-#include "config.h"
-#include "http_server.h"
-#include "json.h"
-#include "metrics.h"
-#include "pg.h"
-#include "tiers.h"
+#include "store/candidate_index.h"
+#include "store/candidates.h"
+#include "sys/cc.h"
+#include "sys/config.h"
+#include "sys/http_server.h"
+#include "sys/json.h"
+#include "sys/metrics.h"
+#include "sys/pg.h"
+#include "game/playlist.h"
+#include "game/tiers.h"
 
 #define API_MAX_REGIONS 16
 #define API_REGION_MAX 32
@@ -191,7 +192,7 @@ int api_query_row(struct cc_pg *pg, const char *sql, int n, const char *const *p
 
 struct api_index_change {
 	bool put;              /* put c, else remove c.ticket_id */
-	char playlist[33];     /* the ticket's playlist */
+	char playlist[CC_PLAYLIST_BUF];    /* the ticket's playlist */
 	struct cc_candidate c; /* a removal sets only c.ticket_id */
 };
 
@@ -233,7 +234,7 @@ void api_index_sync(struct api *api, struct cc_pg *pg, const char *playlist, con
 /* ---- authentication (auth.c) -------------------------------------------- */
 
 struct api_player {
-	char id[37]; /* the authenticated player's uuid */
+	char id[CC_UUID_BUF]; /* the authenticated player's uuid */
 };
 
 /*

@@ -8,8 +8,8 @@
 #include <strings.h>
 
 #include "api.h"
-#include "crypto.h"
-#include "banned.h"
+#include "sys/crypto.h"
+#include "sys/banned.h"
 
 #define TOKEN_MAX API_BEARER_TOKEN_MAX
 

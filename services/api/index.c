@@ -9,9 +9,9 @@
 #include <time.h>
 
 #include "api.h"
-#include "log.h"
-#include "proposals.h"
-#include "banned.h"
+#include "sys/log.h"
+#include "store/proposals.h"
+#include "sys/banned.h"
 
 /* Rate limit of the error log, shared by every request thread. */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -120,7 +120,7 @@ void api_index_apply(struct api *api, const struct api_index_changes *ch)
 void api_index_sync(struct api *api, struct cc_pg *pg, const char *playlist, const char *ticket_id)
 {
 	struct api_index_changes ch = { 0 };
-	char found_playlist[33];
+	char found_playlist[CC_PLAYLIST_BUF];
 
 	if (!api->index)
 		return;

@@ -14,14 +14,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "admin.h"
+#include "sys/admin.h"
 #include "api.h"
-#include "config.h"
-#include "crypto.h"
-#include "http_server.h"
-#include "log.h"
-#include "pg.h"
-#include "banned.h"
+#include "sys/config.h"
+#include "sys/crypto.h"
+#include "sys/http_server.h"
+#include "sys/log.h"
+#include "sys/pg.h"
+#include "store/tier_bands.h"
+#include "sys/banned.h"
 
 #define OPT(field) offsetof(struct api_config, field)
 

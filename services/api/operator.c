@@ -13,12 +13,12 @@
 #include <string.h>
 
 #include "api.h"
-#include "crypto.h"
-#include "json.h"
-#include "log.h"
-#include "outbox.h"
-#include "proposals.h"
-#include "banned.h"
+#include "sys/crypto.h"
+#include "sys/json.h"
+#include "sys/log.h"
+#include "store/outbox.h"
+#include "store/proposals.h"
+#include "sys/banned.h"
 
 #define PLAYER_VIEW                                                                                 \
 	"json_build_object('player_id', p.id, 'steam_id', p.steam_id, "                             \

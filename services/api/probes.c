@@ -12,10 +12,10 @@
 #include <string.h>
 
 #include "api.h"
-#include "crypto.h"
-#include "json.h"
-#include "log.h"
-#include "banned.h"
+#include "sys/crypto.h"
+#include "sys/json.h"
+#include "sys/log.h"
+#include "sys/banned.h"
 
 #define NONCE_BYTES 24
 

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 
 #include "api.h"
-#include "tiers.h"
-#include "banned.h"
+#include "game/tiers.h"
+#include "sys/banned.h"
 
 static const char sql_profile[] =
 	"SELECT rating, deviation, games FROM ratings WHERE player_id = $1 AND playlist = 'ranked'";

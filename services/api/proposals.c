@@ -11,11 +11,11 @@
 #include <string.h>
 
 #include "api.h"
-#include "crypto.h"
-#include "json.h"
-#include "log.h"
-#include "proposals.h"
-#include "banned.h"
+#include "sys/crypto.h"
+#include "sys/json.h"
+#include "sys/log.h"
+#include "store/proposals.h"
+#include "sys/banned.h"
 
 static const char *proposal_param(const struct cc_http_request *req, struct cc_http_response *resp)
 {

@@ -27,12 +27,12 @@
 #include <string.h>
 
 #include "api.h"
-#include "crypto.h"
-#include "json.h"
-#include "log.h"
-#include "outbox.h"
-#include "proposals.h"
-#include "banned.h"
+#include "sys/crypto.h"
+#include "sys/json.h"
+#include "sys/log.h"
+#include "store/outbox.h"
+#include "store/proposals.h"
+#include "sys/banned.h"
 
 /* The ticket JSON is API_TICKET_JSON_OBJECT (api.h), rendered as text. */
 #define TICKET_JSON API_TICKET_JSON_OBJECT "::text"
@@ -592,7 +592,7 @@ static int cancel_run(struct cc_pg *pg, struct revision_tx *tx)
 {
 	PGresult *res = NULL;
 	int ttl = (int)tx->api->cfg->ticket_ttl_seconds;
-	char state[16], proposal_id[37];
+	char state[16], proposal_id[CC_UUID_BUF];
 	const char *p[] = { tx->ticket_id, tx->player_id };
 	int rc = cc_pg_exec(pg, sql_lock_ticket, 2, p, &res);
 	if (rc != 0)

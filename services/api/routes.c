@@ -4,7 +4,7 @@
  * routes that exist on the server but not in contracts/v1/openapi.json.
  */
 #include "api.h"
-#include "banned.h"
+#include "sys/banned.h"
 
 const struct cc_http_route api_routes[] = {
 	{ "POST", "/v1/session/steam", api_session_steam },

@@ -9,11 +9,11 @@
 #include <string.h>
 
 #include "api.h"
-#include "crypto.h"
-#include "json.h"
-#include "log.h"
+#include "sys/crypto.h"
+#include "sys/json.h"
+#include "sys/log.h"
 #include "steam.h"
-#include "banned.h"
+#include "sys/banned.h"
 
 #define SESSION_TOKEN_BYTES 32
 
@@ -53,7 +53,7 @@ static int login_tx_run(struct cc_pg *pg, void *arg)
 		rc = CC_EFORBIDDEN;
 		goto out;
 	}
-	char player_id[37];
+	char player_id[CC_UUID_BUF];
 	snprintf(player_id, sizeof player_id, "%s", PQgetvalue(res, 0, 0));
 	PQclear(res);
 	res = NULL;

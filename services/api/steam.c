@@ -15,12 +15,12 @@
 
 #include <curl/curl.h>
 
-#include "http_client.h"
-#include "json.h"
-#include "log.h"
-#include "metrics.h"
+#include "sys/http_client.h"
+#include "sys/json.h"
+#include "sys/log.h"
+#include "sys/metrics.h"
 #include "steam.h"
-#include "banned.h"
+#include "sys/banned.h"
 
 #define STEAM_JSON_MAX_DEPTH 8
 #define STEAM_LOG_HOST_MAX 256

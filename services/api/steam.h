@@ -84,7 +84,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cc.h"
+#include "sys/cc.h"
 
 #define STEAM_TICKET_MIN_LEN 2       /* hex characters */
 #define STEAM_TICKET_MAX_LEN 4096    /* hex characters */

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "api.h"
-#include "crypto.h"
-#include "banned.h"
+#include "sys/crypto.h"
+#include "sys/banned.h"
 
 int api_testkit_login(const struct api_config *cfg, const char *ticket, char steam_id[24],
 		      struct cc_http_response *resp)

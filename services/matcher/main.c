@@ -24,12 +24,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "admin.h"
-#include "config.h"
-#include "crypto.h"
-#include "log.h"
+#include "sys/admin.h"
+#include "sys/config.h"
+#include "sys/crypto.h"
+#include "sys/log.h"
 #include "matcher.h"
-#include "banned.h"
+#include "sys/banned.h"
 
 #define OPT(field) offsetof(struct matcher_config, field)
 

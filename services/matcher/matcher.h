@@ -15,12 +15,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "candidate_index.h"
-#include "candidates.h"
-#include "config.h"
-#include "formation.h"
-#include "metrics.h"
-#include "pg.h"
+#include "store/candidate_index.h"
+#include "store/candidates.h"
+#include "sys/config.h"
+#include "game/formation.h"
+#include "sys/metrics.h"
+#include "sys/pg.h"
 
 #define MATCHER_READ_CAP 200         /* SPEC 6: a pass reads up to 10x the match size, at most 200 */
 #define MATCHER_READ_FACTOR 10
@@ -69,7 +69,7 @@ struct matcher {
 	char id[MATCHER_ID_MAX];                 /* --matcher-id or hostname-pid */
 	struct cc_formation_params params;       /* from the configuration */
 	size_t read_limit;                       /* candidates per pass */
-	char cursor[37];                         /* "" or where the next pass goes on past a deep wall */
+	char cursor[CC_UUID_BUF];                         /* "" or where the next pass goes on past a deep wall */
 	bool run_again;                          /* the last pass formed matches: the next starts at once */
 	bool standby;                            /* the last pass found the lease taken */
 	bool arenas_checked;                     /* the arenas table was found equal to the compiled list */

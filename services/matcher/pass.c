@@ -15,12 +15,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "arenas.h"
-#include "formation_claim.h"
-#include "log.h"
+#include "game/arenas.h"
+#include "store/formation_claim.h"
+#include "sys/log.h"
 #include "matcher.h"
-#include "proposals.h"
-#include "banned.h"
+#include "store/proposals.h"
+#include "sys/banned.h"
 
 static const char sql_now[] = "SELECT (extract(epoch FROM now()) * 1000)::bigint";
 
@@ -292,7 +292,7 @@ static int scan_deeper(struct matcher *m, const char *head_last, struct cc_forma
 		       size_t *n_read)
 {
 	bool from_cursor = m->cursor[0] != '\0';
-	char after[37], start[37];
+	char after[CC_UUID_BUF], start[CC_UUID_BUF];
 	snprintf(after, sizeof after, "%s", from_cursor ? m->cursor : head_last);
 	for (int page = 0; page < MATCHER_PAGES_PER_PASS; page++) {
 		size_t n = 0, formed = total->formed;
@@ -460,7 +460,7 @@ int matcher_pass(struct matcher *m)
 	count_read(m, source, n);
 	ran = true;
 	if (n > 0) {
-		char head_last[37];
+		char head_last[CC_UUID_BUF];
 		snprintf(head_last, sizeof head_last, "%s", m->cands[n - 1].ticket_id);
 		rc = form_page(m, n, now_ms, &st);
 		if (rc == 0 && !st.out_of_attempts && st.formed == 0 && read == m->read_limit)

@@ -19,15 +19,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cc.h"
-#include "config.h"
-#include "log.h"
-#include "migrate.h"
+#include "sys/cc.h"
+#include "sys/config.h"
+#include "sys/log.h"
+#include "sys/migrate.h"
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "banned.h"
+#include "sys/banned.h"
 
 struct migrate_config {
 	char *database_url;      /* libpq URI or conninfo (secret) */

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "formation.h"
-#include "banned.h"
+#include "game/formation.h"
+#include "sys/banned.h"
 
 #define N 200
 #define ROUNDS 2000

@@ -43,15 +43,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "candidate_index.h"
-#include "candidates.h"
-#include "crypto.h"
-#include "formation.h"
-#include "formation_claim.h"
-#include "log.h"
-#include "pg.h"
-#include "proposals.h"
-#include "banned.h"
+#include "store/candidate_index.h"
+#include "store/candidates.h"
+#include "sys/crypto.h"
+#include "game/formation.h"
+#include "store/formation_claim.h"
+#include "sys/log.h"
+#include "sys/pg.h"
+#include "store/proposals.h"
+#include "sys/banned.h"
 
 #define REPS 9                 /* passes per (depth, playlist); the median is printed */
 #define READ_FACTOR 10         /* SPEC 6: a pass reads 10x the match size ... */
@@ -313,7 +313,7 @@ static void measure_pass(struct cc_pg *pg, struct cc_candidate_index *idx, const
 	pc->formed = st.formed;
 
 	/* Claims: one SERIALIZABLE transaction each; nobody races us, so all commit. */
-	char ids[CC_ARRAY_LEN(rec.f) * 37 + 3];
+	char ids[CC_ARRAY_LEN(rec.f) * CC_UUID_BUF + 3];
 	size_t used = 0;
 	ids[used++] = '{';
 	snap(&s, pg);

@@ -38,8 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "formation.h"
-#include "banned.h"
+#include "game/formation.h"
+#include "sys/banned.h"
 
 #define STEP_MS 500          /* one matcher pass per step */
 #define READ_FACTOR 10       /* SPEC 6: a pass reads 10x the match size ... */

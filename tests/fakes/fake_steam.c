@@ -46,11 +46,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "config.h"
-#include "crypto.h"
-#include "http_server.h"
-#include "log.h"
-#include "banned.h"
+#include "sys/config.h"
+#include "sys/crypto.h"
+#include "sys/http_server.h"
+#include "sys/log.h"
+#include "sys/banned.h"
 
 struct fake_config {
 	char *listen;

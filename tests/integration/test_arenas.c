@@ -4,9 +4,9 @@
 
 #include <libpq-fe.h>
 
-#include "arenas.h"
+#include "game/arenas.h"
 #include "support.h"
-#include "banned.h"
+#include "sys/banned.h"
 
 START_TEST(test_table_equals_compiled_list)
 {

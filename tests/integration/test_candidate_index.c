@@ -17,10 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "candidate_index.h"
-#include "redis.h"
+#include "store/candidate_index.h"
+#include "sys/redis.h"
 #include "support.h"
-#include "banned.h"
+#include "sys/banned.h"
 
 #define TIMEOUT_MS 200
 #define SLACK_MS 1500 /* scheduler and ASan headroom on top of a timeout */

@@ -45,17 +45,17 @@
 
 #include <libpq-fe.h>
 
-#include "crypto.h"
-#include "formation.h"
-#include "formation_claim.h"
+#include "sys/crypto.h"
+#include "game/formation.h"
+#include "store/formation_claim.h"
 #include "http_fetch.h"
-#include "log.h"
-#include "migrate.h"
-#include "outbox.h"
-#include "pg.h"
-#include "redis.h"
+#include "sys/log.h"
+#include "sys/migrate.h"
+#include "store/outbox.h"
+#include "sys/pg.h"
+#include "sys/redis.h"
 #include "support.h"
-#include "banned.h"
+#include "sys/banned.h"
 
 #define MAX_PROCS 4
 #define WAIT_STEP_MS 20
@@ -169,8 +169,8 @@ static long long sql_ll1(const char *sql, const char *p1)
 }
 
 struct seeded {
-	char ticket[37];
-	char player[37];
+	char ticket[CC_UUID_BUF];
+	char player[CC_UUID_BUF];
 };
 
 /*
@@ -789,7 +789,7 @@ END_TEST
 START_TEST(test_outbox_wakes_once_per_transaction)
 {
 	struct cc_pg *listener = NULL, *writer = NULL;
-	char err[256], channel[64], payload[64], id[37];
+	char err[256], channel[64], payload[64], id[CC_UUID_BUF];
 	ck_assert_int_eq(cc_pg_connect(db_dsn, NULL, &listener, err, sizeof err), 0);
 	ck_assert_int_eq(cc_pg_connect(db_dsn, NULL, &writer, err, sizeof err), 0);
 	ck_assert_int_eq(cc_pg_listen(listener, "outbox"), 0);

@@ -20,10 +20,10 @@
 #include <cjson/cJSON.h>
 #include <libpq-fe.h>
 
-#include "migrate.h"
+#include "sys/migrate.h"
 #include "support.h"
-#include "transitions.h"
-#include "banned.h"
+#include "game/transitions.h"
+#include "sys/banned.h"
 
 static char db_name[64];   /* this test's scratch database */
 static char db_dsn[1024];  /* its URI */

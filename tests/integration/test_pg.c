@@ -19,10 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pg.h"
+#include "sys/pg.h"
 #include "support.h"
 
-#include "banned.h"
+#include "sys/banned.h"
 
 /* ---- helpers --------------------------------------------------------------- */
 

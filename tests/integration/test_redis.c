@@ -14,9 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "redis.h"
+#include "sys/redis.h"
 #include "support.h"
-#include "banned.h"
+#include "sys/banned.h"
 
 #define SLACK_MS 1500 /* scheduler and ASan headroom on top of a timeout */
 

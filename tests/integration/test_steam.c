@@ -29,13 +29,13 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
-#include "crypto.h"
+#include "sys/crypto.h"
 #include "http_fetch.h"
-#include "log.h"
-#include "metrics.h"
+#include "sys/log.h"
+#include "sys/metrics.h"
 #include "../../services/api/steam.h"
 #include "support.h"
-#include "banned.h"
+#include "sys/banned.h"
 
 extern char **environ;
 

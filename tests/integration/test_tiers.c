@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pg.h"
+#include "sys/pg.h"
 #include "support.h"
-#include "tiers.h"
-#include "banned.h"
+#include "store/tier_bands.h"
+#include "sys/banned.h"
 
 static struct cc_pg *pg;
 

@@ -32,9 +32,9 @@
 
 #include "client.h"
 #include "latency.h"
-#include "log.h"
+#include "sys/log.h"
 #include "player.h"
-#include "banned.h"
+#include "sys/banned.h"
 
 #define NS_PER_S 1000000000ull
 #define LATE_NS 1000000ull /* an open-loop send more than 1 ms behind plan counts as late */

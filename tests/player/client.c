@@ -11,8 +11,8 @@
 #include <curl/curl.h>
 
 #include "client.h"
-#include "json.h"
-#include "banned.h"
+#include "sys/json.h"
+#include "sys/banned.h"
 
 #define JSON_MAX_DEPTH 8
 
@@ -309,7 +309,7 @@ static int copy_string(struct pc_client *c, const cJSON *obj, const char *field,
 }
 
 /* Copies a uuid field that may be null or absent ("" then). */
-static int copy_optional_id(struct pc_client *c, const cJSON *obj, const char *field, char dst[37])
+static int copy_optional_id(struct pc_client *c, const cJSON *obj, const char *field, char dst[CC_UUID_BUF])
 {
 	const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, field);
 	if (!item || cJSON_IsNull(item)) {
@@ -320,7 +320,7 @@ static int copy_optional_id(struct pc_client *c, const cJSON *obj, const char *f
 		set_problem(c, "answer: field '%s' must be null or a uuid", field);
 		return CC_EINVAL;
 	}
-	memcpy(dst, item->valuestring, 37);
+	memcpy(dst, item->valuestring, CC_UUID_BUF);
 	return 0;
 }
 

@@ -40,7 +40,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cc.h"
+#include "sys/cc.h"
+#include "game/playlist.h"
 #include "latency.h"
 
 #define PC_CLIENT_MAX_RESPONSE (64 * 1024) /* bytes of one response body */
@@ -65,12 +66,12 @@ struct pc_player {
 	int index;                     /* 0-based number within the run */
 	char login_ticket[64];         /* "<kind>-<seed>-<index>", fed to the testkit's fake Steam */
 	char token[PC_TOKEN_MAX + 1];  /* session bearer token ("" before login) */
-	char player_id[37];            /* uuid from the login answer */
-	char ticket_id[37];            /* uuid of the current queue ticket ("" when none) */
+	char player_id[CC_UUID_BUF];            /* uuid from the login answer */
+	char ticket_id[CC_UUID_BUF];            /* uuid of the current queue ticket ("" when none) */
 	int64_t revision;              /* the ticket's revision as last seen */
 	char state[16];                /* the ticket's state as last seen */
-	char proposal_id[37];          /* the ticket's proposal as last seen ("" when none) */
-	char match_id[37];             /* the ticket's match as last seen ("" when none) */
+	char proposal_id[CC_UUID_BUF];          /* the ticket's proposal as last seen ("" when none) */
+	char match_id[CC_UUID_BUF];             /* the ticket's match as last seen ("" when none) */
 	bool broken;                   /* an unexpected error left it unusable */
 };
 
@@ -144,11 +145,11 @@ int pc_get_ticket(struct pc_client *c, struct pc_player *p) CC_MUST_CHECK;
 
 /* A proposal as one of its participants sees it (SPEC 7). */
 struct pc_proposal {
-	char id[37];          /* uuid */
-	char playlist[16];    /* casual | ranked */
+	char id[CC_UUID_BUF];          /* uuid */
+	char playlist[CC_PLAYLIST_BUF];    /* casual | ranked */
 	char state[16];       /* OPEN, ACCEPTED, DECLINED, EXPIRED */
 	int64_t revision;     /* what a response must name */
-	char match_id[37];    /* set once ACCEPTED ("" before) */
+	char match_id[CC_UUID_BUF];    /* set once ACCEPTED ("" before) */
 	char my_response[16]; /* this player's answer: "accept", "decline" or "" (none yet) */
 	int participants;     /* players in it */
 };

@@ -43,9 +43,9 @@
 
 #include "client.h"
 #include "latency.h"
-#include "log.h"
+#include "sys/log.h"
 #include "player.h"
-#include "banned.h"
+#include "sys/banned.h"
 
 #define DEMO_ATTEMPTS 5        /* per call, for retryable 503s (SPEC 2), as a game client would */
 #define PROBE_TRIES 5          /* probes of one region until one measures under PROBE_GOOD_MS */
@@ -73,7 +73,7 @@ struct demo_counts {
 
 /* A matched player's match, for counting distinct matches per playlist. */
 struct demo_match {
-	char id[37];
+	char id[CC_UUID_BUF];
 	int playlist;
 };
 
@@ -87,7 +87,7 @@ struct demo_player {
 	int64_t next_beat_ms;    /* monotonic ms of the next heartbeat */
 	int heartbeats_sent;     /* ordinal for the heartbeat jitter */
 	int proposals;           /* proposals answered: the ordinal for the decline decision */
-	char answered[37];       /* the proposal this player accepted last ("" none) */
+	char answered[CC_UUID_BUF];       /* the proposal this player accepted last ("" none) */
 };
 
 /* Holds the workers until the main thread knows how many started. */
@@ -118,7 +118,7 @@ struct demo_worker {
 	struct demo_match *matches;  /* one per matched player of this thread */
 	size_t n_matches;
 	size_t cap_matches;
-	char (*seen)[37];            /* distinct proposal ids this thread read */
+	char (*seen)[CC_UUID_BUF];            /* distinct proposal ids this thread read */
 	size_t n_seen;
 	size_t cap_seen;
 };
@@ -260,7 +260,7 @@ static int note_seen(struct demo_worker *w, const char *proposal_id)
 			return 0;
 	if (w->n_seen == w->cap_seen)
 		return CC_ETOOBIG;
-	memcpy(w->seen[w->n_seen++], proposal_id, 37);
+	memcpy(w->seen[w->n_seen++], proposal_id, CC_UUID_BUF);
 	return 0;
 }
 
@@ -338,7 +338,7 @@ static bool declines(const struct player_config *cfg, const struct demo_player *
 static int answer_proposal(struct demo_worker *w, struct demo_player *d)
 {
 	struct pc_proposal pr;
-	char id[37];
+	char id[CC_UUID_BUF];
 	bool accept = !declines(w->cfg, d);
 	memcpy(id, d->p.proposal_id, sizeof id);
 	for (int t = 0; t < RESPOND_TRIES; t++) {
@@ -578,7 +578,7 @@ static long count_proposals(struct demo_worker *workers, int threads, long *erro
 	long distinct = 0;
 	for (int t = 0; t < threads; t++)
 		n += workers[t].n_seen;
-	char (*all)[37] = calloc(n ? n : 1, sizeof *all);
+	char (*all)[CC_UUID_BUF] = calloc(n ? n : 1, sizeof *all);
 	if (!all) {
 		(*errors)++;
 		return 0;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "latency.h"
-#include "banned.h"
+#include "sys/banned.h"
 
 #define FIRST_CAP 4096
 

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cc.h"
+#include "sys/cc.h"
 
 #define PC_LATENCY_MAX_SAMPLES (64u * 1024 * 1024) /* cap of any one recorder */
 

@@ -12,10 +12,10 @@
 
 #include <curl/curl.h>
 
-#include "config.h"
-#include "log.h"
+#include "sys/config.h"
+#include "sys/log.h"
 #include "player.h"
-#include "banned.h"
+#include "sys/banned.h"
 
 #define OPT(field) offsetof(struct player_config, field)
 

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cc.h"
+#include "sys/cc.h"
 
 #define PC_MAX_REGIONS 16
 #define PC_REGION_MAX 32

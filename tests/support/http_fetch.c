@@ -14,7 +14,7 @@
 
 #include <curl/curl.h>
 
-#include "banned.h"
+#include "sys/banned.h"
 
 struct sink {
 	char *data;

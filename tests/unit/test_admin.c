@@ -11,11 +11,11 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
-#include "admin.h"
+#include "sys/admin.h"
 #include "http_fetch.h"
-#include "metrics.h"
+#include "sys/metrics.h"
 #include "support.h"
-#include "banned.h"
+#include "sys/banned.h"
 
 static atomic_bool ready_flag;
 static atomic_int ready_calls;

@@ -1,7 +1,7 @@
 /* The result-code table: every code has a distinct name and description. */
 #include <string.h>
 
-#include "cc.h"
+#include "sys/cc.h"
 #include "support.h"
 
 START_TEST(test_names_are_distinct)

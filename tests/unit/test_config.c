@@ -20,10 +20,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "config.h"
-#include "log.h"
+#include "sys/config.h"
+#include "sys/log.h"
 #include "support.h"
-#include "banned.h"
+#include "sys/banned.h"
 
 #define CANARY "CANARY-7f3a9c"
 

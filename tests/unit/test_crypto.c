@@ -14,10 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "crypto.h"
+#include "sys/crypto.h"
 #include "support.h"
 
-#include "banned.h"
+#include "sys/banned.h"
 
 /* Decodes a hex string (test vectors) into out; returns the byte count. */
 static size_t unhex(const char *hex, uint8_t *out, size_t cap)

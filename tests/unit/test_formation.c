@@ -12,9 +12,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "formation.h"
+#include "game/formation.h"
 #include "support.h"
-#include "banned.h"
+#include "sys/banned.h"
 
 #define NOW_MS INT64_C(1700000000000)
 #define MAX_SPECS 40

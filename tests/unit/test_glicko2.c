@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "glicko2.h"
+#include "game/glicko2.h"
 #include "support.h"
-#include "banned.h"
+#include "sys/banned.h"
 
 #define TAU CC_GLICKO2_DEFAULT_TAU
 #define S CC_GLICKO2_SCALE

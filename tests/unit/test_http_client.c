@@ -19,9 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "http_client.h"
+#include "sys/http_client.h"
 #include "support.h"
-#include "banned.h"
+#include "sys/banned.h"
 
 #define SLACK_MS       1500  /* scheduler and ASan headroom on top of a timeout */
 #define HANGUP_WAIT_MS 10000 /* how long the server waits for a client to give up */

@@ -15,10 +15,10 @@
 #include <curl/curl.h>
 
 #include "http_fetch.h"
-#include "http_server.h"
-#include "metrics.h"
+#include "sys/http_server.h"
+#include "sys/metrics.h"
 #include "support.h"
-#include "banned.h"
+#include "sys/banned.h"
 
 #define TEST_MAX_BODY 1000
 

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "sys/json.h"
 #include "support.h"
 
-#include "banned.h"
+#include "sys/banned.h"
 
 /* A pointer value no parse ever returns: proves *out is untouched on failure. */
 static cJSON sentinel_node;

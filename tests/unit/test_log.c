@@ -15,11 +15,11 @@
 
 #include <cjson/cJSON.h>
 
-#include "log.h"
+#include "sys/log.h"
 #include "support.h"
-#include "utf8.h"
+#include "sys/utf8.h"
 
-#include "banned.h"
+#include "sys/banned.h"
 
 static FILE *capture; /* temporary file the log writes into */
 

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "metrics.h"
+#include "sys/metrics.h"
 #include "support.h"
-#include "banned.h"
+#include "sys/banned.h"
 
 /* Every render starts with the registry's own counter (no samples yet). */
 #define DROPPED_HEAD                                                                             \

@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "migrate.h"
+#include "sys/migrate.h"
 #include "support.h"
-#include "banned.h"
+#include "sys/banned.h"
 
 static char dir[4096]; /* a fresh directory per test */
 

@@ -5,10 +5,10 @@
  */
 #include <string.h>
 
-#include "pg.h"
+#include "sys/pg.h"
 #include "support.h"
 
-#include "banned.h"
+#include "sys/banned.h"
 
 START_TEST(test_classify_sqlstate)
 {

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "support.h"
-#include "tiers.h"
-#include "banned.h"
+#include "game/tiers.h"
+#include "sys/banned.h"
 
 #define MAX_CASE_BANDS 4
 

@@ -11,8 +11,8 @@
 #include <cjson/cJSON.h>
 
 #include "support.h"
-#include "transitions.h"
-#include "banned.h"
+#include "game/transitions.h"
+#include "sys/banned.h"
 
 #define CONTRACT_MAX (1024 * 1024)
 

@@ -1,11 +1,11 @@
 /* Strict UTF-8: every boundary RFC 3629 draws, in both directions. */
 #include <string.h>
 
-#include "cc.h"
+#include "sys/cc.h"
 #include "support.h"
-#include "utf8.h"
+#include "sys/utf8.h"
 
-#include "banned.h"
+#include "sys/banned.h"
 
 static const struct {
 	const char *bytes;

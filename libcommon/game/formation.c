@@ -1,0 +1,426 @@
+#include "game/formation.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sys/banned.h"
+
+bool cc_formation_params_valid(const struct cc_formation_params *p)
+{
+	return p && p->team_size >= 1 && p->team_size <= CC_FORMATION_MAX_TEAM_SIZE &&
+	       isfinite(p->tolerance_start) && p->tolerance_start >= 0 && isfinite(p->tolerance_growth_per_s) &&
+	       p->tolerance_growth_per_s >= 0 && isfinite(p->tolerance_cap) &&
+	       p->tolerance_cap >= p->tolerance_start && isfinite(p->max_rtt_ms) && p->max_rtt_ms > 0;
+}
+
+double cc_formation_tolerance(const struct cc_formation_params *p, int64_t wait_ms)
+{
+	double wait_s = wait_ms > 0 ? (double)wait_ms / 1000.0 : 0.0;
+	double t = p->tolerance_start + p->tolerance_growth_per_s * wait_s;
+	return t < p->tolerance_cap ? t : p->tolerance_cap;
+}
+
+const char *cc_formation_outcome_name(enum cc_formation_outcome o)
+{
+	switch (o) {
+	case CC_FORMATION_FORMED:
+		return "formed";
+	case CC_FORMATION_QUEUE_SHORT:
+		return "queue_short";
+	case CC_FORMATION_NOT_ENOUGH:
+		return "not_enough";
+	case CC_FORMATION_NO_COMMON_REGION:
+		return "no_common_region";
+	}
+	return "unknown";
+}
+
+/* Index of region name in ws's table, adding it while there is room; -1 when full. */
+static int region_intern(struct cc_formation_workspace *ws, const char *name)
+{
+	for (size_t r = 0; r < ws->n_regions; r++)
+		if (strcmp(ws->region_name[r], name) == 0)
+			return (int)r;
+	if (ws->n_regions == CC_FORMATION_MAX_REGIONS)
+		return -1;
+	snprintf(ws->region_name[ws->n_regions], sizeof ws->region_name[0], "%s", name);
+	return (int)ws->n_regions++;
+}
+
+#define PLAYER_SLOTS 512 /* open-addressing table: > 2 x CC_FORMATION_MAX_CANDIDATES */
+#define NO_SLOT UINT16_MAX
+
+static uint32_t fnv1a(const char *s)
+{
+	uint32_t h = 2166136261u;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+/*
+ * Interns build+protocol and player identity of candidate i: the class is
+ * the index of the first candidate with the same value. Groups are few, so
+ * they are compared through their representatives (reps, *n_reps); players
+ * are nearly all distinct, so they go through a hash table (slots), which
+ * keeps a pass linear in the number of candidates.
+ */
+static void intern_identity(struct cc_formation_workspace *ws, size_t i, uint16_t *reps, size_t *n_reps,
+			    uint16_t *slots)
+{
+	const struct cc_candidate *c = &ws->cands[i];
+	ws->group[i] = (uint16_t)i;
+	for (size_t g = 0; g < *n_reps; g++) {
+		const struct cc_candidate *o = &ws->cands[reps[g]];
+		if (o->protocol_version == c->protocol_version && strcmp(o->build, c->build) == 0) {
+			ws->group[i] = reps[g];
+			break;
+		}
+	}
+	if (ws->group[i] == i)
+		reps[(*n_reps)++] = (uint16_t)i;
+
+	for (uint32_t h = fnv1a(c->player_id);; h++) {
+		uint16_t *slot = &slots[h % PLAYER_SLOTS];
+		if (*slot == NO_SLOT) {
+			*slot = (uint16_t)i;
+			ws->player[i] = (uint16_t)i;
+			return;
+		}
+		if (strcmp(ws->cands[*slot].player_id, c->player_id) == 0) {
+			ws->player[i] = ws->player[*slot];
+			return;
+		}
+	}
+}
+
+int cc_formation_prepare(struct cc_formation_workspace *ws, const struct cc_candidate *cands, size_t n,
+			 int64_t now_ms, const struct cc_formation_params *p)
+{
+	if (!ws || (!cands && n > 0) || n > CC_FORMATION_MAX_CANDIDATES || !cc_formation_params_valid(p))
+		return CC_EINVAL;
+	uint16_t reps[CC_FORMATION_MAX_CANDIDATES], slots[PLAYER_SLOTS];
+	size_t n_reps = 0;
+	memset(slots, 0xff, sizeof slots); /* NO_SLOT */
+	ws->cands = cands;
+	ws->n = n;
+	ws->now_ms = now_ms;
+	ws->params = *p;
+	ws->n_regions = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct cc_candidate *c = &cands[i];
+		intern_identity(ws, i, reps, &n_reps, slots);
+		ws->reach[i] = 0;
+		for (size_t k = 0; k < c->n_rtt && k < CC_CANDIDATE_MAX_REGIONS; k++) {
+			if (!(c->rtt[k].rtt_ms >= 0 && c->rtt[k].rtt_ms <= p->max_rtt_ms))
+				continue; /* too far (or NaN): this region does not count */
+			int r = region_intern(ws, c->rtt[k].region);
+			if (r < 0)
+				continue;
+			ws->reach[i] |= UINT32_C(1) << r;
+			ws->rtt[i][r] = (float)c->rtt[k].rtt_ms;
+		}
+		/* Expired (a stale index entry) or reaching nowhere: never usable. */
+		ws->out[i] = c->expires_at_ms <= now_ms || ws->reach[i] == 0;
+	}
+	return 0;
+}
+
+void cc_formation_exclude(struct cc_formation_workspace *ws, size_t i)
+{
+	if (i < ws->n)
+		ws->out[i] = true;
+}
+
+size_t cc_formation_remaining(const struct cc_formation_workspace *ws)
+{
+	size_t left = 0;
+	for (size_t i = 0; i < ws->n; i++)
+		left += !ws->out[i];
+	return left;
+}
+
+/* True when player class p is among chosen[0..n). */
+static bool player_taken(const struct cc_formation_workspace *ws, const uint16_t *chosen, size_t n, uint16_t p)
+{
+	for (size_t k = 0; k < n; k++)
+		if (ws->player[chosen[k]] == p)
+			return true;
+	return false;
+}
+
+/*
+ * Picks want partners for anchor a reaching region r from the eligibles
+ * elig[0..n_elig) (queue order): casual the oldest ones, ranked the closest
+ * in rating among the oldest 2*want (ties: older first). Writes them to
+ * pick in queue order and returns how many were found (< want: region
+ * infeasible).
+ */
+static size_t pick_in_region(const struct cc_formation_workspace *ws, size_t a, int r, const uint16_t *elig,
+			     size_t n_elig, size_t want, uint16_t *pick)
+{
+	uint16_t window[2 * CC_FORMATION_MAX_PLAYERS];
+	size_t cap = ws->params.ranked ? 2 * want : want;
+	size_t n_win = 0;
+	for (size_t k = 0; k < n_elig && n_win < cap; k++) {
+		uint16_t i = elig[k];
+		if ((ws->reach[i] >> r & 1u) && !player_taken(ws, window, n_win, ws->player[i]))
+			window[n_win++] = i;
+	}
+	if (n_win < want)
+		return n_win;
+	if (!ws->params.ranked || n_win == want) {
+		memcpy(pick, window, want * sizeof *pick);
+		return want;
+	}
+	/* Ranked: keep the want closest ratings; a stable selection keeps older ones on ties. */
+	bool used[2 * CC_FORMATION_MAX_PLAYERS] = { false };
+	double anchor_rating = ws->cands[a].rating;
+	for (size_t got = 0; got < want; got++) {
+		size_t best = n_win;
+		double best_d = 0;
+		for (size_t k = 0; k < n_win; k++) {
+			double d = fabs(ws->cands[window[k]].rating - anchor_rating);
+			if (!used[k] && (best == n_win || d < best_d)) {
+				best = k;
+				best_d = d;
+			}
+		}
+		used[best] = true;
+	}
+	size_t got = 0;
+	for (size_t k = 0; k < n_win; k++)
+		if (used[k])
+			pick[got++] = window[k];
+	return got;
+}
+
+/* The worst RTT to region r over players[0..n) (all must reach r). */
+static double worst_rtt(const struct cc_formation_workspace *ws, const uint16_t *players, size_t n, int r)
+{
+	double worst = 0;
+	for (size_t k = 0; k < n; k++)
+		if (ws->rtt[players[k]][r] > worst)
+			worst = ws->rtt[players[k]][r];
+	return worst;
+}
+
+/*
+ * Splits f's players into two teams of team_size with the smallest
+ * difference of mean rating: player 0 stays in team 0 and every choice of
+ * team_size - 1 team mates among the rest is tried (the other half is the
+ * mirror image). The first best split wins.
+ */
+static void balance_teams(const struct cc_formation_workspace *ws, struct cc_formation *f)
+{
+	size_t n = f->n_players, k = n / 2 - 1;
+	double rating[CC_FORMATION_MAX_PLAYERS], total = 0;
+	size_t comb[CC_FORMATION_MAX_TEAM_SIZE];
+	uint32_t best_mask = 1;
+	double best = INFINITY;
+
+	for (size_t i = 0; i < n; i++) {
+		rating[i] = ws->cands[f->index[i]].rating;
+		total += rating[i];
+	}
+	for (size_t j = 0; j < k; j++)
+		comb[j] = j + 1; /* first combination: players 1..k */
+	for (;;) {
+		double team0 = rating[0];
+		uint32_t mask = 1;
+		for (size_t j = 0; j < k; j++) {
+			team0 += rating[comb[j]];
+			mask |= UINT32_C(1) << comb[j];
+		}
+		double diff = fabs(2 * team0 - total);
+		if (diff < best) {
+			best = diff;
+			best_mask = mask;
+		}
+		/* Next combination of k out of 1..n-1 in lexicographic order. */
+		size_t j = k;
+		while (j > 0 && comb[j - 1] == n - 1 - (k - j))
+			j--;
+		if (j == 0)
+			break;
+		comb[j - 1]++;
+		for (size_t m = j; m < k; m++)
+			comb[m] = comb[m - 1] + 1;
+	}
+	double sum[CC_FORMATION_TEAMS] = { 0, 0 };
+	for (size_t i = 0; i < n; i++) {
+		f->team[i] = (best_mask >> i & 1u) ? 0 : 1;
+		sum[f->team[i]] += rating[i];
+	}
+	f->team_mean[0] = sum[0] / (double)(n / 2);
+	f->team_mean[1] = sum[1] / (double)(n / 2);
+}
+
+/* Fills the refusal for anchor a: exclude the anchor, or its whole small group. */
+static void refuse(const struct cc_formation_workspace *ws, size_t a, enum cc_formation_outcome why,
+		   bool whole_group, struct cc_formation_result *out)
+{
+	out->outcome = why;
+	out->n_exclude = 0;
+	out->exclude[out->n_exclude++] = (uint16_t)a;
+	if (!whole_group)
+		return;
+	for (size_t i = a + 1; i < ws->n; i++)
+		if (!ws->out[i] && ws->group[i] == ws->group[a])
+			out->exclude[out->n_exclude++] = (uint16_t)i;
+}
+
+void cc_formation_form(const struct cc_formation_workspace *ws, struct cc_formation_result *out)
+{
+	const struct cc_formation_params *p = &ws->params;
+	size_t need = (size_t)p->team_size * CC_FORMATION_TEAMS, want = need - 1;
+	uint16_t elig[CC_FORMATION_MAX_CANDIDATES];
+	uint16_t group_seen[CC_FORMATION_MAX_PLAYERS], compat_seen[CC_FORMATION_MAX_PLAYERS];
+	size_t n_elig = 0, n_group = 0, n_compat = 0, a = ws->n;
+
+	out->n_exclude = 0;
+	if (cc_formation_remaining(ws) < need) {
+		out->outcome = CC_FORMATION_QUEUE_SHORT;
+		return;
+	}
+	for (size_t i = 0; i < ws->n && a == ws->n; i++)
+		if (!ws->out[i])
+			a = i;
+	const struct cc_candidate *anchor = &ws->cands[a];
+	double tol = p->ranked ? cc_formation_tolerance(p, ws->now_ms - anchor->queued_at_ms) : 0;
+
+	/* Everyone before a is out, so the rest of the working set follows it. */
+	for (size_t i = a + 1; i < ws->n; i++) {
+		if (ws->out[i] || ws->group[i] != ws->group[a] || ws->player[i] == ws->player[a])
+			continue;
+		/* Distinct players counted up to what one match needs. */
+		if (n_group < want && !player_taken(ws, group_seen, n_group, ws->player[i]))
+			group_seen[n_group++] = (uint16_t)i;
+		if (p->ranked && fabs(ws->cands[i].rating - anchor->rating) > tol)
+			continue;
+		if (n_compat < want && !player_taken(ws, compat_seen, n_compat, ws->player[i]))
+			compat_seen[n_compat++] = (uint16_t)i;
+		if (ws->reach[i] & ws->reach[a])
+			elig[n_elig++] = (uint16_t)i;
+	}
+	if (n_group < want) {
+		refuse(ws, a, CC_FORMATION_NOT_ENOUGH, true, out);
+		return;
+	}
+	if (n_compat < want) {
+		refuse(ws, a, CC_FORMATION_NOT_ENOUGH, false, out);
+		return;
+	}
+
+	/* Per region the anchor reaches: the fairest pick wins, then the lower worst RTT. */
+	uint16_t pick[CC_FORMATION_MAX_PLAYERS], best_pick[CC_FORMATION_MAX_PLAYERS];
+	size_t best_key = SIZE_MAX;
+	double best_worst = 0;
+	for (int r = 0; r < (int)ws->n_regions; r++) {
+		if (!(ws->reach[a] >> r & 1u))
+			continue;
+		if (pick_in_region(ws, a, r, elig, n_elig, want, pick) < want)
+			continue;
+		size_t key = 0;
+		for (size_t k = 0; k < want; k++)
+			key += pick[k];
+		double worst = worst_rtt(ws, pick, want, r);
+		if (key < best_key || (key == best_key && worst < best_worst)) {
+			best_key = key;
+			best_worst = worst;
+			memcpy(best_pick, pick, want * sizeof *pick);
+		}
+	}
+	if (best_key == SIZE_MAX) {
+		refuse(ws, a, CC_FORMATION_NO_COMMON_REGION, false, out);
+		return;
+	}
+
+	struct cc_formation *f = &out->match;
+	memset(f, 0, sizeof *f);
+	f->n_players = need;
+	f->index[0] = (uint16_t)a;
+	memcpy(f->index + 1, best_pick, want * sizeof *best_pick);
+	f->tolerance = tol;
+
+	/* The region common to all chosen with the lowest worst-case RTT (ties: name). */
+	uint32_t common = UINT32_MAX;
+	for (size_t k = 0; k < need; k++)
+		common &= ws->reach[f->index[k]];
+	int region = -1;
+	for (int r = 0; r < (int)ws->n_regions; r++) {
+		if (!(common >> r & 1u))
+			continue;
+		double worst = worst_rtt(ws, f->index, need, r);
+		if (region < 0 || worst < f->worst_rtt_ms ||
+		    (worst == f->worst_rtt_ms && strcmp(ws->region_name[r], ws->region_name[region]) < 0)) {
+			region = r;
+			f->worst_rtt_ms = worst;
+		}
+	}
+	if (region < 0)
+		CC_BUG("formation: chosen players share no region");
+	snprintf(f->region, sizeof f->region, "%s", ws->region_name[region]);
+
+	double lo = INFINITY, hi = -INFINITY;
+	for (size_t k = 0; k < need; k++) {
+		double r = ws->cands[f->index[k]].rating;
+		lo = r < lo ? r : lo;
+		hi = r > hi ? r : hi;
+	}
+	f->rating_spread = hi - lo;
+	balance_teams(ws, f);
+	out->outcome = CC_FORMATION_FORMED;
+}
+
+int cc_formation_pass(struct cc_formation_workspace *ws, cc_formation_claim_fn claim, void *ctx,
+		      struct cc_formation_pass_stats *stats)
+{
+	struct cc_formation_result res;
+	memset(stats, 0, sizeof *stats);
+	for (;;) {
+		cc_formation_form(ws, &res);
+		switch (res.outcome) {
+		case CC_FORMATION_QUEUE_SHORT:
+			return 0;
+		case CC_FORMATION_NOT_ENOUGH:
+		case CC_FORMATION_NO_COMMON_REGION:
+			if (res.outcome == CC_FORMATION_NOT_ENOUGH)
+				stats->refused_not_enough++;
+			else
+				stats->refused_no_region++;
+			for (size_t k = 0; k < res.n_exclude; k++)
+				cc_formation_exclude(ws, res.exclude[k]);
+			stats->excluded += (unsigned)res.n_exclude;
+			continue;
+		case CC_FORMATION_FORMED:
+			break;
+		}
+		bool lost[CC_FORMATION_MAX_PLAYERS] = { false };
+		int rc = claim(ctx, &res.match, lost);
+		if (rc == 0) {
+			stats->formed++;
+			for (size_t k = 0; k < res.match.n_players; k++)
+				cc_formation_exclude(ws, res.match.index[k]);
+			continue;
+		}
+		if (rc != CC_ECONFLICT)
+			return rc;
+		/* Lost race: drop the lost tickets (all, if none was named) and go on. */
+		stats->lost_claims++;
+		bool any = false;
+		for (size_t k = 0; k < res.match.n_players; k++)
+			any |= lost[k];
+		for (size_t k = 0; k < res.match.n_players; k++) {
+			if (lost[k] || !any) {
+				cc_formation_exclude(ws, res.match.index[k]);
+				stats->excluded++;
+			}
+		}
+		if (stats->lost_claims >= CC_FORMATION_MAX_FAILED_CLAIMS) {
+			stats->out_of_attempts = true;
+			return 0;
+		}
+	}
+}

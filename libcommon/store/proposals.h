@@ -1,0 +1,90 @@
+/*
+ * proposals.h - deciding proposals (SPEC 7), shared by cc-api (responses,
+ * reads, cancel cascade) and the workers that expire overdue proposals.
+ *
+ * Every function runs inside the caller's SERIALIZABLE transaction and only
+ * reads and writes through it, so it may be retried as a whole. Decisions
+ * are compare-and-set on proposals.state = 'OPEN', and penalties are
+ * exactly-once in the database (penalties.h), so any number of racing
+ * requests settle a proposal once:
+ *   all accept  -> ACCEPTED; tickets MATCHED; a match in ALLOCATING.
+ *   a decline   -> DECLINED; the decliner's ticket CANCELLED with a DECLINE
+ *                  penalty; every other participant requeued at once.
+ *   window over -> EXPIRED; every ticket still PROPOSED requeued; each
+ *                  non-responder gets exactly one PROPOSAL_TIMEOUT.
+ * Requeued tickets keep queued_at (their place in the queue) and get a
+ * fresh heartbeat deadline. Each change writes its outbox rows.
+ *
+ * The ids of tickets whose queue state changed are reported back in a
+ * struct cc_proposal_changes so the caller can refresh the candidate index
+ * after commit.
+ */
+#ifndef CC_PROPOSALS_H
+#define CC_PROPOSALS_H
+
+#include <stdbool.h>
+
+#include "sys/cc.h"
+#include "sys/pg.h"
+#include "game/playlist.h"
+
+#define CC_PROPOSAL_MAX_PARTICIPANTS 16
+
+/* Tickets whose queue membership changed in this transaction. */
+struct cc_proposal_changes {
+	int n_requeued;                                  /* back to QUEUED: put into the index */
+	char requeued[CC_PROPOSAL_MAX_PARTICIPANTS][CC_UUID_BUF];
+	int n_removed;                                   /* left the queue: remove from the index */
+	char removed[CC_PROPOSAL_MAX_PARTICIPANTS][CC_UUID_BUF];
+	char playlist[CC_PLAYLIST_BUF];                            /* of the proposal */
+	char match_id[CC_UUID_BUF];                               /* set when the proposal was ACCEPTED */
+};
+
+/*
+ * Expires proposal_id if it is OPEN and its window has passed (PostgreSQL's
+ * now()). *expired says whether this call did it. ticket_ttl_seconds is the
+ * requeued tickets' fresh heartbeat deadline.
+ */
+int cc_proposal_expire_if_due(struct cc_pg *pg, const char *proposal_id, int ticket_ttl_seconds,
+			      bool *expired, struct cc_proposal_changes *changes) CC_MUST_CHECK;
+
+/*
+ * Expires up to limit overdue OPEN proposals (FOR UPDATE SKIP LOCKED, so
+ * replicas share the work); *n receives how many were expired.
+ */
+int cc_proposals_expire_overdue(struct cc_pg *pg, int limit, int ticket_ttl_seconds, int *n) CC_MUST_CHECK;
+
+enum cc_proposal_verdict {
+	CC_PROPOSAL_OK,              /* the response was recorded (or repeated identically) */
+	CC_PROPOSAL_NOT_PARTICIPANT, /* no such proposal for this player: 404 */
+	CC_PROPOSAL_CLOSED,          /* not OPEN (decided or expired): 409 */
+	CC_PROPOSAL_REVISION,        /* revision mismatch: 409 */
+	CC_PROPOSAL_ALREADY,         /* a different response was given before: 409 */
+};
+
+/*
+ * Records player_id's accept (or decline) of proposal_id at revision,
+ * expiring the proposal first when its window has passed. On
+ * CC_PROPOSAL_CLOSED after a lazy expiry the transaction must still commit.
+ */
+int cc_proposal_respond(struct cc_pg *pg, const char *proposal_id, const char *player_id, bool accept,
+			int64_t revision, int ticket_ttl_seconds, enum cc_proposal_verdict *verdict,
+			struct cc_proposal_changes *changes) CC_MUST_CHECK;
+
+/*
+ * The cancel cascade: the ticket of player_id is PROPOSED in OPEN proposal
+ * proposal_id and its player cancels. Declines the proposal (the canceller
+ * counts as the decliner: DECLINE penalty, ticket CANCELLED) and requeues
+ * the others. Returns 0, or CC_ESTATE when the proposal is not OPEN.
+ */
+int cc_proposal_decline_by_cancel(struct cc_pg *pg, const char *proposal_id, const char *player_id,
+				  int ticket_ttl_seconds, struct cc_proposal_changes *changes) CC_MUST_CHECK;
+
+/*
+ * The proposal as its participant player_id sees it, as JSON text (malloc'd,
+ * caller frees) in *json; CC_ENOTFOUND when the player is not in it.
+ */
+int cc_proposal_view(struct cc_pg *pg, const char *proposal_id, const char *player_id,
+		     char **json) CC_MUST_CHECK;
+
+#endif

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# libcommon's layers (SPEC 1) hold in this tree, the check that guards them
+# can fail, and each binary links only what it uses.
+source "$(dirname "$0")/lib.sh"
+
+out=$("$TOP/scripts/check-layers.sh" "$TOP" 2>&1) || fail "scripts/check-layers.sh $TOP failed on this tree: $out"
+pass "$out"
+
+# plant FILE LINE EXPECTED: a copy of the tree with LINE added to FILE must
+# fail the check with a message containing EXPECTED.
+plant() {
+	local file=$1 line=$2 expected=$3 copy="$T_DIR/tree.$RANDOM" rc=0
+	mkdir -p "$copy"
+	cp -r "$TOP/libcommon" "$TOP/services" "$TOP/tests" "$copy/"
+	printf '%s\n' "$line" >>"$copy/$file"
+	out=$("$TOP/scripts/check-layers.sh" "$copy" 2>&1) || rc=$?
+	expect_eq "check-layers exit with '$line' planted in $file" 1 "$rc"
+	grep -qF -- "$expected" <<<"$out" || fail "check-layers with '$line' in $file said '$out', expected it to name '$expected'"
+	rm -rf "$copy"
+	pass "planted '$line' in $file: refused ($expected)"
+}
+plant libcommon/game/formation.c '#include "sys/pg.h"' 'game/ is pure rules and may not include sys/pg.h'
+plant libcommon/game/glicko2.h '#include <libpq-fe.h>' 'may not include libpq-fe.h'
+plant libcommon/game/tiers.c '#include <hiredis/hiredis.h>' 'may not include hiredis/hiredis.h'
+plant libcommon/game/arenas.c '#include "store/proposals.h"' 'game/ may not include store/proposals.h'
+plant libcommon/sys/log.c '#include "game/formation.h"' 'sys/ may not include game/formation.h'
+plant libcommon/store/outbox.c '#include "pg.h"' 'must name its layer ("sys/pg.h")'
+plant services/api/queue.c '#include "formation.h"' 'must name its layer ("game/formation.h")'
+
+# Each binary links only the packages it uses: cc-migrate needs PostgreSQL,
+# not Redis, not an HTTP server.
+libs=$(ldd "$BIN/cc-migrate") || fail "ldd $BIN/cc-migrate failed"
+grep -q 'libpq' <<<"$libs" || fail "cc-migrate does not link libpq; ldd says: $libs"
+for lib in hiredis microhttpd curl; do
+	if grep -q "$lib" <<<"$libs"; then fail "cc-migrate links $lib; ldd says: $libs"; fi
+done
+pass "cc-migrate links libpq and neither hiredis, libmicrohttpd nor libcurl"
+libs=$(ldd "$BIN/cc-matcher") || fail "ldd $BIN/cc-matcher failed"
+if grep -q curl <<<"$libs"; then fail "cc-matcher links libcurl; ldd says: $libs"; fi
+pass "cc-matcher does not link libcurl"
