@@ -200,6 +200,14 @@ static bool retryable(long status, const cJSON *obj)
 	return status == 503 && e && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "retryable"));
 }
 
+/* True when obj is an error answer whose error.code is code. */
+static bool answer_code_is(const cJSON *obj, const char *code)
+{
+	const cJSON *e = obj ? cJSON_GetObjectItemCaseSensitive(obj, "error") : NULL;
+	const cJSON *c = e ? cJSON_GetObjectItemCaseSensitive(e, "code") : NULL;
+	return cJSON_IsString(c) && strcmp(c->valuestring, code) == 0;
+}
+
 uint64_t pc_client_requests(const struct pc_client *c)
 {
 	return c->requests;
@@ -350,6 +358,9 @@ static int call_json(struct pc_client *c, const char *method, const char *path, 
 						   &err);
 			if (r.status == expect || !retryable(r.status, obj))
 				break;
+			/* Only a lost race is sure to have been rolled back; a database that went away
+			 * mid-commit may have committed what it could not confirm. */
+			c->unsure |= !answer_code_is(obj, "retry_exhausted");
 		} else if (c->overflow || !transport_retryable(c->last_curl, &sent)) {
 			return rc;
 		} else {

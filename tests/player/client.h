@@ -28,7 +28,10 @@
  * fails with the last failure and pc_client_gave_up() says so.
  *
  * A request whose connection failed after it was sent may have been applied
- * even though no answer came back; pc_client_unsure() tells the caller, who
+ * even though no answer came back, and so may one answered 503 for any other
+ * reason than a lost serialization race ("retry_exhausted": rolled back for
+ * sure), such as a database that went away during the commit;
+ * pc_client_unsure() tells the caller, who
  * must then read an answer such as 409 revision_conflict to its retry as
  * "maybe my own first attempt" (an idempotency key makes enqueue exact).
  *

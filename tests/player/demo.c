@@ -522,8 +522,8 @@ static void fail_player(struct demo_worker *w, struct demo_player *d, const char
 		    CC_LOG_STR("problem", w->client ? pc_client_problem(w->client) : "no client"));
 	w->counts.errors++;
 	d->p.broken = true;
-	if (w->client && pc_client_gave_up(w->client) && d->p.ticket_id[0])
-		abandon(w, d);
+	if (w->client && (pc_client_gave_up(w->client) || rc == CC_ETIMEOUT) && d->p.ticket_id[0])
+		abandon(w, d); /* out of retries, or of time (the hard stop): quitting */
 	/* Otherwise still counted as waiting: its ticket may yet be proposed, so the others must not give up early. */
 }
 
