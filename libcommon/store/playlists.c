@@ -62,9 +62,7 @@ static bool same_double(const char *cell, double compiled)
 /* Compares pl with row r of res; writes why and returns false at the first difference. */
 static bool row_equal(const PGresult *res, int r, const struct cc_playlist *pl, char *why, size_t whylen)
 {
-	static const char *const fields[] = { "team_size",     "ranked", "tolerance_start",
-					      "tolerance_growth_per_second", "tolerance_cap", "arenas", "profile" };
-	char compiled[7][32];
+	char compiled[7][32]; /* columns 1..7 of sql_rows, as the server prints them */
 	snprintf(compiled[0], sizeof compiled[0], "%d", pl->team_size);
 	snprintf(compiled[1], sizeof compiled[1], "%s", pl->ranked ? "t" : "f");
 	snprintf(compiled[2], sizeof compiled[2], "%g", pl->tolerance_start);
@@ -78,7 +76,7 @@ static bool row_equal(const PGresult *res, int r, const struct cc_playlist *pl, 
 		bool same = k >= 2 && k <= 4 ? same_double(cell, doubles[k - 2]) : cell && strcmp(cell, compiled[k]) == 0;
 		if (!same) {
 			snprintf(why, whylen, "playlists row '%s' differs from game/playlist.c: %s is %.32s there, %s here",
-				 pl->name, fields[k], cell ? cell : "NULL", compiled[k]);
+				 pl->name, PQfname(res, k + 1), cell ? cell : "NULL", compiled[k]);
 			return false;
 		}
 	}

@@ -46,8 +46,8 @@
  * CC_EINVAL when the compiled list itself is invalid, CC_ESTATE when a row
  * is missing or differs (a row of the same name, or a second profile
  * playlist, kept the insert out), or cc_pg_exec's error; why then says
- * which playlist and field ("playlists row 'ranked' differs from
- * game/playlist.c: team_size is 2 there, 1 here") or quotes the server.
+ * which playlist and field ("playlists row 'duo' differs from
+ * game/playlist.c: team_size is 3 there, 2 here") or quotes the server.
  */
 CC_MUST_CHECK int cc_playlists_sync(struct cc_pg *pg, size_t *inserted, char *why, size_t whylen);
 

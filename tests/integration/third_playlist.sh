@@ -104,6 +104,10 @@ TOKS=() TICKETS=()
 for i in 0 1 2 3; do
 	t=$(login "$A_URL" "third-duo-$i-$RANDOM")
 	probe "$A_URL" "$t" eu-west
+	# Each probe spans two curl start-ups, which a busy machine stretches past
+	# the matcher's 100 ms limit; playlists are what this test is about, so the
+	# (scratch) evidence is pulled under it before the ticket copies it.
+	sql "UPDATE region_rtts SET rtt_ms = 20 WHERE rtt_ms > 20" >/dev/null
 	http POST "$A_URL/v1/queue" "$t" '{"playlist":"duo","protocol_version":1,"build":"third"}' -H "Idempotency-Key: duo-$i"
 	expect_http "player $i queues for duo" 201
 	expect_eq "player $i's ticket playlist" duo "$(jq -r .playlist <<<"$BODY")"
