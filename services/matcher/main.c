@@ -229,7 +229,12 @@ static bool matcher_configure(struct matcher *m, const struct matcher_config *cf
 	if (!pl) {
 		char names[128];
 		(void)cc_playlist_names(names, sizeof names, "|");
-		fprintf(stderr, "cc-matcher: --playlist: '%.40s' is not one of %s\n", cfg->playlist, names);
+		/* Echo only a well-formed name: the value may hold anything. */
+		if (cc_playlist_name_valid(cfg->playlist))
+			fprintf(stderr, "cc-matcher: --playlist: '%s' is not one of %s\n", cfg->playlist, names);
+		else
+			fprintf(stderr, "cc-matcher: --playlist: not a playlist name ([a-z][a-z0-9_]{0,31}); one of %s\n",
+				names);
 		return false;
 	}
 	m->playlist = pl;

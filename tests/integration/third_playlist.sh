@@ -76,8 +76,23 @@ COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" timeout 20 "$BIN/cc-matcher" --playl
 expect_eq "exit status of the stock cc-matcher --playlist=duo" 2 "$rc"
 grep -q -- "--playlist: 'duo' is not one of casual|ranked" "$T_DIR/stock-matcher.out" ||
 	fail "stock cc-matcher --playlist=duo said: $(cat "$T_DIR/stock-matcher.out")"
+# stock_matcher_refuses WHAT PATTERN FLAGS...: exit 2 with PATTERN on stderr.
+stock_matcher_refuses() {
+	local what=$1 pattern=$2 rc=0; shift 2
+	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" timeout 20 "$BIN/cc-matcher" --admin-port=0 "$@" \
+		>"$T_DIR/out" 2>&1 </dev/null || rc=$?
+	expect_eq "cc-matcher $what: exit status" 2 "$rc"
+	grep -qF -- "$pattern" "$T_DIR/out" || fail "cc-matcher $what: output lacks '$pattern': $(cat "$T_DIR/out")"
+}
+stock_matcher_refuses "--playlist=arcade" "--playlist: 'arcade' is not one of casual|ranked" --playlist=arcade
+stock_matcher_refuses "--playlist=Ranked" "--playlist: not a playlist name ([a-z][a-z0-9_]{0,31}); one of casual|ranked" \
+	--playlist=Ranked
+stock_matcher_refuses "a control byte in --playlist" \
+	"--playlist: not a playlist name ([a-z][a-z0-9_]{0,31}); one of casual|ranked" --playlist=$'duo\x1b[2J'
+stock_matcher_refuses "a cap below ranked's own start" "--tolerance-cap (40) must be >= --tolerance-start (50)" \
+	--playlist=ranked --tolerance-cap=40
 expect_eq "playlists before any third-playlist service" "casual ranked" "$(sql "SELECT string_agg(name, ' ' ORDER BY name) FROM playlists")"
-pass "the stock cc-matcher refuses --playlist=duo, naming casual|ranked"
+pass "the stock cc-matcher refuses --playlist=duo (and arcade, Ranked, a control byte), naming casual|ranked; a flag's cap is checked against ranked's own start"
 
 # 2. The third-playlist cc-api inserts the row; the stock ones stay ready beside it.
 COSMIC_CLASH_OPERATOR_TOKEN="third-playlist-operator-token" API_BIN="$TB/cc-testkit-api" \
