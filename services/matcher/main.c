@@ -237,7 +237,6 @@ static bool matcher_configure(struct matcher *m, const struct matcher_config *cf
 				names);
 		return false;
 	}
-	m->playlist = pl;
 	/* The playlist's definition, then the flags that override it. */
 	cc_playlist_formation_params(pl, &m->params);
 	if (cfg->team_size)

@@ -68,7 +68,6 @@ struct matcher_metrics {
 struct matcher {
 	const struct matcher_config *cfg;
 	char id[MATCHER_ID_MAX];                 /* --matcher-id or hostname-pid */
-	const struct cc_playlist *playlist;      /* --playlist's definition */
 	struct cc_formation_params params;       /* the playlist's, overridden by the flags */
 	size_t read_limit;                       /* candidates per pass */
 	char cursor[CC_UUID_BUF];                         /* "" or where the next pass goes on past a deep wall */
