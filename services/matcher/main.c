@@ -376,8 +376,12 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	loop_started = true;
+	/* The effective formation settings: the playlist's, with the flags' overrides (-1 in the config line). */
 	cc_log_info("started", CC_LOG_STR("playlist", cfg.playlist), CC_LOG_STR("matcher_id", m->id),
-		    CC_LOG_INT("team_size", m->params.team_size), CC_LOG_INT("read_limit", m->read_limit),
+		    CC_LOG_INT("team_size", m->params.team_size), CC_LOG_BOOL("ranked", m->params.ranked),
+		    CC_LOG_DBL("tolerance_start", m->params.tolerance_start),
+		    CC_LOG_DBL("tolerance_growth_per_second", m->params.tolerance_growth_per_s),
+		    CC_LOG_DBL("tolerance_cap", m->params.tolerance_cap), CC_LOG_INT("read_limit", m->read_limit),
 		    CC_LOG_BOOL("redis", m->index != NULL), CC_LOG_INT("admin_port", cc_admin_port(admin)));
 
 	if (sigwait(&stop_signals, &sig) == 0)
