@@ -171,22 +171,21 @@ static void sleep_ns(uint64_t ns)
 /*
  * Whether a transport failure may come right on a retry (the server went
  * away, is restarting, or answered nothing) rather than never (a bad URL,
- * an answer over our cap). *sent says whether the request may have reached
- * the server: only a refused or unresolved connection proves it did not.
+ * an answer over our cap). Every such failure leaves the call unsure, even
+ * "could not connect": on a kept-alive connection that died under a sent
+ * request (the server killed after its commit), libcurl quietly retries on
+ * a new connection, and it is that retry's failure we are told about.
  */
-static bool transport_retryable(CURLcode cc, bool *sent)
+static bool transport_retryable(CURLcode cc)
 {
 	switch (cc) {
 	case CURLE_COULDNT_CONNECT:
 	case CURLE_COULDNT_RESOLVE_HOST:
-		*sent = false;
-		return true;
 	case CURLE_SEND_ERROR:
 	case CURLE_RECV_ERROR:
 	case CURLE_GOT_NOTHING:
 	case CURLE_OPERATION_TIMEDOUT:
 	case CURLE_PARTIAL_FILE:
-		*sent = true;
 		return true;
 	default:
 		return false;
@@ -351,7 +350,6 @@ static int call_json(struct pc_client *c, const char *method, const char *path, 
 	c->gave_up = false;
 	c->unsure = false;
 	for (int attempt = 1;; attempt++) {
-		bool sent = false;
 		int rc = pc_request(c, method, path, token, key, body, &r);
 		if (rc == 0) {
 			prc = cc_json_parse_object(r.body, r.body_len, PC_CLIENT_MAX_RESPONSE, JSON_MAX_DEPTH, &obj,
@@ -361,11 +359,11 @@ static int call_json(struct pc_client *c, const char *method, const char *path, 
 			/* Only a lost race is sure to have been rolled back; a database that went away
 			 * mid-commit may have committed what it could not confirm. */
 			c->unsure |= !answer_code_is(obj, "retry_exhausted");
-		} else if (c->overflow || !transport_retryable(c->last_curl, &sent)) {
+		} else if (c->overflow || !transport_retryable(c->last_curl)) {
 			return rc;
 		} else {
 			/* Gone, restarting, or silent: the next replica (if any) may answer. */
-			c->unsure |= sent;
+			c->unsure = true;
 			c->current = (c->current + 1) % c->n_urls;
 		}
 		uint64_t wait = backoff_ns(c, attempt);

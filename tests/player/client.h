@@ -27,8 +27,9 @@
  * is what a benchmark must measure. When the horizon runs out, the call
  * fails with the last failure and pc_client_gave_up() says so.
  *
- * A request whose connection failed after it was sent may have been applied
- * even though no answer came back, and so may one answered 503 for any other
+ * A request whose connection failed may have been applied even though no
+ * answer came back (libcurl may have sent it on a kept-alive connection that
+ * died, before the failure we see), and so may one answered 503 for any other
  * reason than a lost serialization race ("retry_exhausted": rolled back for
  * sure), such as a database that went away during the commit;
  * pc_client_unsure() tells the caller, who
@@ -116,8 +117,9 @@ uint64_t pc_client_retries(const struct pc_client *c);
  * retryable answer or a connection failure until the horizon was spent). */
 bool pc_client_gave_up(const struct pc_client *c);
 
-/* Whether an attempt of the last call lost its connection after sending:
- * the server may have applied it without our seeing the answer. */
+/* Whether an attempt of the last call failed in a way that may hide its
+ * effect (a connection failure, a 503 other than retry_exhausted): the
+ * server may have applied it without our seeing the answer. */
 bool pc_client_unsure(const struct pc_client *c);
 
 /* The base URL the client talks to now (after any failover). Never NULL. */
