@@ -107,22 +107,18 @@ login() {
 	jq -r .session_token <<<"$BODY"
 }
 
-# probe URL TOKEN REGION: answers probe challenges until one measures under
-# 50 ms (at most 20 tries), as a real client re-probes: each RTT spans two
-# curl process start-ups here, which a loaded machine can push past the
-# matcher's 100 ms limit.
+# probe URL TOKEN REGION: answers one probe challenge. The server measures
+# the RTT from issue to answer, which here spans two curl process start-ups
+# and jq: tens of ms on an idle machine, hundreds when both cores are busy.
+# So no test relies on it staying under SPEC 6's 100 ms: scripts whose
+# cc-matcher must pair probed players give it --max-rtt-ms=$TEST_MAX_RTT_MS.
+TEST_MAX_RTT_MS=10000
 probe() {
-	local nonce rtt
-	for _ in $(seq 20); do
-		http POST "$1/v1/probes/$3/challenge" "$2" ""
-		expect_http "probe challenge $3" 201
-		nonce=$(jq -r .nonce <<<"$BODY")
-		http POST "$1/v1/probes/$3/answer" "$2" "{\"nonce\":\"$nonce\"}"
-		expect_http "probe answer $3" 200
-		rtt=$(jq -r .rtt_ms <<<"$BODY")
-		if awk -v r="$rtt" 'BEGIN { exit !(r < 50) }'; then return 0; fi
-	done
-	echo "$T_NAME: note: probe RTT stayed at or above 50 ms (last $rtt ms)" >&2
+	http POST "$1/v1/probes/$3/challenge" "$2" ""
+	expect_http "probe challenge $3" 201
+	local nonce; nonce=$(jq -r .nonce <<<"$BODY")
+	http POST "$1/v1/probes/$3/answer" "$2" "{\"nonce\":\"$nonce\"}"
+	expect_http "probe answer $3" 200
 }
 
 # sql QUERY: one value from the test database.
