@@ -14,8 +14,7 @@ for _ in $(seq 200); do [[ $(redis-cli -p "$rport" ping 2>/dev/null) == PONG ]] 
 start_api A --regions=eu-west --redis-host=127.0.0.1 --redis-port="$rport"
 madmin=$(free_port)
 COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/matcher.log" "$BIN/cc-matcher" --playlist=casual \
-	--poll-interval-ms=100 --redis-host=127.0.0.1 --redis-port="$rport" --redis-timeout-ms=100 --admin-port="$madmin" \
-	--max-rtt-ms="$TEST_MAX_RTT_MS" # probe RTTs span curl processes (lib.sh)
+	--poll-interval-ms=100 --redis-host=127.0.0.1 --redis-port="$rport" --redis-timeout-ms=100 --admin-port="$madmin"
 matcher_pid=$LAST_PID
 wait_http "http://127.0.0.1:$madmin/healthz" "$matcher_pid" 20
 

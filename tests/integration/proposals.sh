@@ -16,8 +16,7 @@ source "$(dirname "$0")/lib.sh"
 start_api A --regions=eu-west
 start_api B --regions=eu-west
 COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/matcher.log" "$BIN/cc-matcher" \
-	--playlist=ranked --team-size=1 --poll-interval-ms=100 --proposal-window-seconds=3 --admin-port="$(free_port)" \
-	--max-rtt-ms="$TEST_MAX_RTT_MS" # probe RTTs span curl processes (lib.sh): never let load unpair players
+	--playlist=ranked --team-size=1 --poll-interval-ms=100 --proposal-window-seconds=3 --admin-port="$(free_port)"
 MATCHER_PID=$LAST_PID
 
 # pair NAME: two fresh players queue for ranked; sets TOK0 TOK1 TICKET0 TICKET1 PLAYER0 PLAYER1.
