@@ -546,6 +546,71 @@ START_TEST(test_pass_is_bounded)
 }
 END_TEST
 
+/* Claim callbacks that lose every claim, or fail. */
+static unsigned claims_seen;
+
+static int claim_lost(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION_MAX_PLAYERS])
+{
+	(void)ctx;
+	claims_seen++;
+	lost[f->n_players - 1] = true; /* the youngest was taken by another replica */
+	return CC_ECONFLICT;
+}
+
+static int claim_fails(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION_MAX_PLAYERS])
+{
+	(void)ctx;
+	(void)f;
+	(void)lost;
+	claims_seen++;
+	return CC_EDB;
+}
+
+static int read_fails(void *ctx, const char *after, size_t limit, struct cc_candidate *out,
+		      struct cc_queue_page *page)
+{
+	(void)ctx;
+	(void)limit;
+	(void)out;
+	(void)page;
+	return after ? CC_ETIMEOUT : CC_EUNAVAILABLE;
+}
+
+/*
+ * Lost claims: at most CC_FORMATION_MAX_FAILED_CLAIMS per pass, whatever
+ * the rounds (SPEC 6: at most 8 attempts a pass), and the cursor stays;
+ * a claim or read error ends the pass with that error.
+ */
+START_TEST(test_claim_budget_and_errors)
+{
+	struct cc_formation_params p = shape_params(RANDOM);
+	struct cc_queue_pass_config cfg;
+	struct cc_queue_pass_stats st;
+	rng = 5;
+	build_shape(RANDOM, &q_main);
+	cc_queue_pass_defaults(&p, &cfg);
+	cur = &q_main;
+	cur_params = p;
+	memset(claimed, 0, sizeof claimed);
+	cc_queue_pass_init(&qp);
+	snprintf(qp.cursor, sizeof qp.cursor, "t00100");
+	claims_seen = 0;
+	n_seen = 0;
+	ck_assert_int_eq(cc_queue_pass_run(&qp, &cfg, read_queue, claim_lost, NULL, &st), 0);
+	ck_assert_uint_eq(claims_seen, CC_FORMATION_MAX_FAILED_CLAIMS);
+	ck_assert_uint_eq(st.formation.lost_claims, CC_FORMATION_MAX_FAILED_CLAIMS);
+	ck_assert(st.formation.out_of_attempts);
+	ck_assert_str_eq(qp.cursor, "t00100");
+
+	claims_seen = 0;
+	ck_assert_int_eq(cc_queue_pass_run(&qp, &cfg, read_queue, claim_fails, NULL, &st), CC_EDB);
+	ck_assert_uint_eq(claims_seen, 1);
+	ck_assert_str_eq(qp.cursor, "t00100");
+	ck_assert_int_eq(cc_queue_pass_run(&qp, &cfg, read_fails, claim_all, NULL, &st), CC_EUNAVAILABLE);
+	ck_assert_str_eq(qp.cursor, "t00100");
+}
+END_TEST
+
 /* The same defaults for everyone: the head page is SPEC 6's 10x the match size, cap 200. */
 START_TEST(test_defaults)
 {
@@ -570,6 +635,7 @@ static Suite *queue_pass_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_no_match_left_behind, 0, 3 * N_SHAPES);
 	tcase_add_test(tc, test_pass_is_bounded);
+	tcase_add_test(tc, test_claim_budget_and_errors);
 	tcase_add_test(tc, test_defaults);
 	suite_add_tcase(s, tc);
 	return s;
