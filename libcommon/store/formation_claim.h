@@ -45,7 +45,7 @@
 
 /* What to claim; strings are borrowed for the call. */
 struct cc_claim_request {
-	const char *playlist;                          /* "casual" | "ranked" */
+	const char *playlist;                          /* a name from game/playlist.c */
 	const char *matcher;                           /* replica id, stored for diagnostics */
 	int window_seconds;                            /* proposal response window (SPEC 7: 10) */
 	int team_size;                                 /* 1..CC_FORMATION_MAX_TEAM_SIZE */

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "game/formation.h"
+#include "game/playlist.h"
 #include "game/queue_pass.h"
 #include "support.h"
 #include "sys/banned.h"
@@ -358,19 +359,15 @@ static const char *const shape_names[N_SHAPES] = { "random ranked 1v1", "disjoin
 						   "wall deeper than a working set casual 3v3",
 						   "one region per player casual 3v3", "the 21 tickets of issue 9" };
 
+/* The playlists' own rules (game/playlist.c): ranked 1v1, or casual 3v3. */
 static struct cc_formation_params shape_params(enum shape s)
 {
-	struct cc_formation_params p = {
-		.team_size = 1, .ranked = true,
-		.tolerance_start = atof(CC_FORMATION_DEFAULT_TOLERANCE_START),
-		.tolerance_growth_per_s = atof(CC_FORMATION_DEFAULT_TOLERANCE_GROWTH),
-		.tolerance_cap = atof(CC_FORMATION_DEFAULT_TOLERANCE_CAP),
-		.max_rtt_ms = CC_FORMATION_DEFAULT_MAX_RTT_MS,
-	};
-	if (s == DISJOINT || s == WALL || s == DEEP_WALL || s == ONE_REGION) {
-		p.team_size = 3;
-		p.ranked = false;
-	}
+	bool casual = s == DISJOINT || s == WALL || s == DEEP_WALL || s == ONE_REGION;
+	const struct cc_playlist *pl = cc_playlist_find(casual ? "casual" : "ranked");
+	struct cc_formation_params p;
+	ck_assert_ptr_nonnull(pl);
+	cc_playlist_formation_params(pl, &p);
+	ck_assert_int_eq(p.team_size, casual ? 3 : 1);
 	return p;
 }
 
