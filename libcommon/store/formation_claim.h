@@ -26,8 +26,9 @@
  * payload {"proposal_id": ...}).
  *
  * The arena is chosen deterministically from the proposal id: the FNV-1a
- * hash of the id modulo the number of eligible arenas (ranked: those with
- * ranked_eligible, casual: all), in name order, from the arenas table.
+ * hash of the id modulo the number of arenas the playlist's arena rule
+ * allows (the playlists table: all, or only those ranked_eligible), in name
+ * order, from the arenas table (SQL cc_playlist_arenas, migration 0007).
  */
 #ifndef CC_FORMATION_CLAIM_H
 #define CC_FORMATION_CLAIM_H

@@ -240,7 +240,6 @@ static bool matcher_configure(struct matcher *m, const struct matcher_config *cf
 				names);
 		return false;
 	}
-	m->playlist = pl;
 	/* The playlist's definition, then the flags that override it. */
 	cc_playlist_formation_params(pl, &m->params);
 	if (cfg->team_size)
@@ -383,8 +382,13 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	loop_started = true;
+	/* The effective formation settings: the playlist's, with the flags' overrides (-1 in the config line). */
 	cc_log_info("started", CC_LOG_STR("playlist", cfg.playlist), CC_LOG_STR("matcher_id", m->id),
-		    CC_LOG_INT("team_size", m->params.team_size), CC_LOG_INT("read_limit", m->pass_cfg.head_page),
+		    CC_LOG_INT("team_size", m->params.team_size), CC_LOG_BOOL("ranked", m->params.ranked),
+		    CC_LOG_DBL("tolerance_start", m->params.tolerance_start),
+		    CC_LOG_DBL("tolerance_growth_per_second", m->params.tolerance_growth_per_s),
+		    CC_LOG_DBL("tolerance_cap", m->params.tolerance_cap), CC_LOG_DBL("max_rtt_ms", m->params.max_rtt_ms),
+		    CC_LOG_INT("read_limit", m->pass_cfg.head_page),
 		    CC_LOG_BOOL("redis", m->index != NULL), CC_LOG_INT("admin_port", cc_admin_port(admin)));
 
 	if (sigwait(&stop_signals, &sig) == 0)

@@ -67,7 +67,6 @@ struct matcher_metrics {
 struct matcher {
 	const struct matcher_config *cfg;
 	char id[MATCHER_ID_MAX];                 /* --matcher-id or hostname-pid */
-	const struct cc_playlist *playlist;      /* --playlist's definition */
 	struct cc_formation_params params;       /* the playlist's, overridden by the flags */
 	struct cc_queue_pass_config pass_cfg;    /* pages and working set (cc_queue_pass_defaults) */
 	bool run_again;                          /* the last pass formed matches: the next starts at once */

@@ -113,8 +113,8 @@ pass "the third-playlist cc-api inserted duo ($DUO_ROW); the stock cc-api refuse
 
 # 3. Four players queue for duo; the third-playlist cc-matcher forms a 2v2.
 start_matcher DUO "$TB/cc-matcher" --playlist=duo --proposal-window-seconds=60
-grep -q '"event":"started".*"playlist":"duo".*"team_size":2' "$T_DIR/DUO.log" ||
-	fail "the duo matcher did not start with team_size 2: $(grep started "$T_DIR/DUO.log")"
+grep -q '"event":"started".*"playlist":"duo".*"team_size":2,"ranked":true,"tolerance_start":50,"tolerance_growth_per_second":5,"tolerance_cap":600,' "$T_DIR/DUO.log" ||
+	fail "the duo matcher did not start with duo's definition (2v2 ranked, 50 + 5/s, cap 600): $(grep '"started"' "$T_DIR/DUO.log")"
 TOKS=() TICKETS=()
 for i in 0 1 2 3; do
 	t=$(login "$A_URL" "third-duo-$i-$RANDOM")
