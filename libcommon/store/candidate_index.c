@@ -40,12 +40,12 @@
 
 #include <cjson/cJSON.h>
 
+#include "game/playlist.h"
 #include "sys/json.h"
 #include "sys/redis.h"
 #include "sys/banned.h"
 
 #define FORMAT_VERSION 1
-#define PLAYLIST_MAX 32
 #define KEY_MAX 160 /* "cc:cand:" + 32-byte playlist + ":rebuild:<tag>:h" fits */
 #define VALUE_MAX 4096		 /* bytes of one serialized candidate we accept back */
 #define REBUILD_BATCH 128	 /* candidates per HSET/ZADD pair of a rebuild */
@@ -192,8 +192,8 @@ static int index_result(int rc)
 
 static bool playlist_valid(const char *playlist)
 {
-	size_t n = playlist ? strnlen(playlist, PLAYLIST_MAX + 1) : 0;
-	if (n == 0 || n > PLAYLIST_MAX)
+	size_t n = playlist ? strnlen(playlist, CC_PLAYLIST_NAME_MAX + 1) : 0;
+	if (n == 0 || n > CC_PLAYLIST_NAME_MAX)
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		char c = playlist[i];
