@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sys/hash.h"
 #include "sys/banned.h"
 
 bool cc_formation_params_valid(const struct cc_formation_params *p)
@@ -51,14 +52,6 @@ static int region_intern(struct cc_formation_workspace *ws, const char *name)
 #define PLAYER_SLOTS 512 /* open-addressing table: > 2 x CC_FORMATION_MAX_CANDIDATES */
 #define NO_SLOT UINT16_MAX
 
-static uint32_t fnv1a(const char *s)
-{
-	uint32_t h = 2166136261u;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
 /*
  * Interns build+protocol and player identity of candidate i: the class is
  * the index of the first candidate with the same value. Groups are few, so
@@ -81,7 +74,7 @@ static void intern_identity(struct cc_formation_workspace *ws, size_t i, uint16_
 	if (ws->group[i] == i)
 		reps[(*n_reps)++] = (uint16_t)i;
 
-	for (uint32_t h = fnv1a(c->player_id);; h++) {
+	for (uint32_t h = cc_hash_fnv1a32(c->player_id, strlen(c->player_id));; h++) {
 		uint16_t *slot = &slots[h % PLAYER_SLOTS];
 		if (*slot == NO_SLOT) {
 			*slot = (uint16_t)i;

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "api.h"
+#include "sys/clock.h"
 #include "sys/log.h"
 #include "store/proposals.h"
 #include "sys/banned.h"
@@ -17,13 +18,6 @@
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static int64_t last_log_ms = -API_INDEX_LOG_INTERVAL_MS;
 static unsigned long suppressed; /* errors not logged since the last line */
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int api_index_open(struct api *api)
 {
@@ -88,7 +82,7 @@ static void index_failed(struct api *api, const char *op, const char *ticket_id,
 	bool log_now = false;
 
 	cc_metric_add(api->index_errors, labels, 1.0);
-	int64_t now = mono_ms();
+	int64_t now = cc_clock_ms();
 	pthread_mutex_lock(&log_lock);
 	if (now - last_log_ms >= API_INDEX_LOG_INTERVAL_MS) {
 		log_now = true;

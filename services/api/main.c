@@ -16,6 +16,7 @@
 
 #include "sys/admin.h"
 #include "api.h"
+#include "sys/charset.h"
 #include "sys/config.h"
 #include "sys/crypto.h"
 #include "sys/http_server.h"
@@ -110,11 +111,8 @@ static int parse_regions(struct api *api, const char *text)
 		size_t n = strcspn(p, ",");
 		if (n == 0 || n > API_REGION_MAX || api->n_regions == API_MAX_REGIONS)
 			return CC_EINVAL;
-		for (size_t i = 0; i < n; i++) {
-			char c = p[i];
-			if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
-				return CC_EINVAL;
-		}
+		if (!cc_charset_all(p, n, CC_CHARSET_LOWER | CC_CHARSET_DIGIT, "-"))
+			return CC_EINVAL;
 		memcpy(api->regions[api->n_regions], p, n);
 		api->regions[api->n_regions][n] = '\0';
 		for (size_t i = 0; i < api->n_regions; i++)

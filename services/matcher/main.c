@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "sys/admin.h"
+#include "sys/clock.h"
 #include "sys/config.h"
 #include "sys/crypto.h"
 #include "sys/log.h"
@@ -92,18 +93,11 @@ static const struct cc_config_spec matcher_config_spec = {
 
 static atomic_bool stopping;
 
-static int64_t monotonic_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Sleeps up to ms in short slices, returning early once stopping. */
 static void nap(int64_t ms)
 {
-	int64_t end = monotonic_ms() + ms;
-	for (int64_t left = ms; left > 0 && !atomic_load(&stopping); left = end - monotonic_ms()) {
+	int64_t end = cc_clock_ms() + ms;
+	for (int64_t left = ms; left > 0 && !atomic_load(&stopping); left = end - cc_clock_ms()) {
 		int64_t slice = left < 100 ? left : 100;
 		struct timespec ts = { .tv_sec = slice / 1000, .tv_nsec = (slice % 1000) * 1000000 };
 		nanosleep(&ts, NULL);
@@ -153,10 +147,10 @@ static void wait_for_work(struct matcher *m, int64_t timeout_ms)
 		nap(timeout_ms);
 		return;
 	}
-	int64_t end = monotonic_ms() + timeout_ms;
+	int64_t end = cc_clock_ms() + timeout_ms;
 	int rc = CC_ETIMEOUT;
 	/* Slices, so SIGTERM is noticed within 100 ms. */
-	for (int64_t left = timeout_ms; left > 0 && !atomic_load(&stopping); left = end - monotonic_ms()) {
+	for (int64_t left = timeout_ms; left > 0 && !atomic_load(&stopping); left = end - cc_clock_ms()) {
 		rc = cc_pg_wait_notify(m->listener, (int)(left < 100 ? left : 100), channel, sizeof channel, payload,
 				       sizeof payload);
 		if (rc != CC_ETIMEOUT)
@@ -176,7 +170,7 @@ static void *matcher_loop(void *arg)
 {
 	struct matcher *m = arg;
 	while (!atomic_load(&stopping)) {
-		int64_t started = monotonic_ms();
+		int64_t started = cc_clock_ms();
 		(void)matcher_pass(m); /* every failure is logged and counted inside */
 		if (atomic_load(&stopping))
 			break;
@@ -193,7 +187,7 @@ static void *matcher_loop(void *arg)
 			continue;
 		}
 		wait_for_work(m, m->cfg->poll_interval_ms);
-		int64_t since = monotonic_ms() - started;
+		int64_t since = cc_clock_ms() - started;
 		if (since < m->cfg->min_pass_interval_ms)
 			nap(m->cfg->min_pass_interval_ms - since);
 	}

@@ -17,6 +17,7 @@
 
 #include "game/arenas.h"
 #include "store/formation_claim.h"
+#include "sys/clock.h"
 #include "sys/log.h"
 #include "matcher.h"
 #include "store/proposals.h"
@@ -45,13 +46,6 @@ static const char sql_lease[] =
 	"set_config('idle_in_transaction_session_timeout', $2, false), "
 	"pg_try_advisory_lock(hashtext('cc-matcher'), hashtext($1))";
 static const char sql_unlease[] = "SELECT pg_advisory_unlock(hashtext('cc-matcher'), hashtext($1))";
-
-static double monotonic_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void set_ready(struct matcher *m, bool ready, const char *why)
 {
@@ -413,7 +407,7 @@ static void give_lease(struct matcher *m)
 
 int matcher_pass(struct matcher *m)
 {
-	double t0 = monotonic_s();
+	double t0 = cc_clock_seconds();
 	struct cc_formation_pass_stats st = { 0 };
 	const char *source = "postgres";
 	size_t n = 0, read = 0;
@@ -475,6 +469,6 @@ out:
 		give_lease(m);
 	/* Reaching PostgreSQL is what readiness means; a lost claim is not an outage. */
 	matcher_set_db_state(m, rc == CC_EUNAVAILABLE || rc == CC_ETIMEOUT || !m->pg ? rc : 0);
-	pass_report(m, rc, source, n, ran ? &st : NULL, monotonic_s() - t0);
+	pass_report(m, rc, source, n, ran ? &st : NULL, cc_clock_seconds() - t0);
 	return rc;
 }
