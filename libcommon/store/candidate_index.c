@@ -84,7 +84,6 @@ struct cc_candidate_index *cc_candidate_index_create(const char *host, int port,
 						     size_t pool_size)
 {
 	struct cc_candidate_index *idx = NULL;
-	pthread_condattr_t attr;
 
 	if (!host || !*host || timeout_ms <= 0 || pool_size == 0 || pool_size > POOL_MAX)
 		return NULL;
@@ -104,12 +103,7 @@ struct cc_candidate_index *cc_candidate_index_create(const char *host, int port,
 	idx->pool_size = idx->n_idle = pool_size;
 	idx->timeout_ms = timeout_ms;
 	/* The pool wait is a deadline on the monotonic clock, like everything else here. */
-	if (pthread_condattr_init(&attr) != 0)
-		goto out_free;
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	int rc = pthread_cond_init(&idx->returned, &attr);
-	pthread_condattr_destroy(&attr);
-	if (rc != 0)
+	if (cc_clock_cond_init(&idx->returned) != 0)
 		goto out_free;
 	if (pthread_mutex_init(&idx->lock, NULL) != 0) {
 		pthread_cond_destroy(&idx->returned);

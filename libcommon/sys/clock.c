@@ -1,6 +1,8 @@
 /* The monotonic clock (clock.h). */
 #include "sys/clock.h"
 
+#include "sys/cc.h"
+
 #include "sys/banned.h"
 
 #define NS_PER_S 1000000000LL
@@ -28,4 +30,16 @@ struct timespec cc_clock_timespec(int64_t ns)
 	if (ns < 0)
 		ns = 0;
 	return (struct timespec){ .tv_sec = (time_t)(ns / NS_PER_S), .tv_nsec = (long)(ns % NS_PER_S) };
+}
+
+int cc_clock_cond_init(pthread_cond_t *cond)
+{
+	pthread_condattr_t attr;
+	if (pthread_condattr_init(&attr) != 0)
+		return CC_ENOMEM;
+	int rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 && pthread_cond_init(cond, &attr) == 0
+			 ? 0
+			 : CC_ENOMEM;
+	pthread_condattr_destroy(&attr);
+	return rc;
 }

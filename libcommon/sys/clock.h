@@ -10,6 +10,7 @@
 #ifndef CC_CLOCK_H
 #define CC_CLOCK_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -30,5 +31,13 @@ double cc_clock_seconds(void);
  * pthread_condattr_setclock(CLOCK_MONOTONIC). A negative ns is clamped to 0.
  */
 struct timespec cc_clock_timespec(int64_t ns);
+
+/*
+ * Initialises *cond so that pthread_cond_timedwait() measures its absolute
+ * time on the monotonic clock (give it a cc_clock_timespec() deadline); a
+ * wall-clock step then cannot stretch or cut a wait. Returns 0 or
+ * CC_ENOMEM (*cond untouched); release with pthread_cond_destroy().
+ */
+int cc_clock_cond_init(pthread_cond_t *cond);
 
 #endif

@@ -1012,7 +1012,6 @@ int cc_pg_wait_notify(struct cc_pg *pg, int timeout_ms, char *channel_out, size_
 struct cc_pg_pool *cc_pg_pool_create(const char *dsn, size_t size, const struct cc_pg_options *opt)
 {
 	struct cc_pg_pool *pool;
-	pthread_condattr_t attr;
 
 	if (!dsn || size < 1 || size > POOL_SIZE_MAX ||
 	    (opt && (opt->connect_timeout_ms < 0 || opt->query_timeout_ms < 0)))
@@ -1033,13 +1032,8 @@ struct cc_pg_pool *cc_pg_pool_create(const char *dsn, size_t size, const struct 
 	if (pthread_mutex_init(&pool->lock, NULL) != 0)
 		goto out_free;
 	/* Monotonic waits: a wall-clock step must not stretch an acquire. */
-	if (pthread_condattr_init(&attr) != 0)
+	if (cc_clock_cond_init(&pool->returned) != 0)
 		goto out_mutex;
-	if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) != 0 || pthread_cond_init(&pool->returned, &attr) != 0) {
-		pthread_condattr_destroy(&attr);
-		goto out_mutex;
-	}
-	pthread_condattr_destroy(&attr);
 	return pool;
 out_mutex:
 	pthread_mutex_destroy(&pool->lock);

@@ -1,4 +1,6 @@
 /* The monotonic clock (sys/clock.h): units agree, it never goes back, timespecs convert exactly. */
+#include <errno.h>
+#include <pthread.h>
 #include <time.h>
 
 #include "support.h"
@@ -71,6 +73,31 @@ START_TEST(test_timespec_is_monotonic_time)
 }
 END_TEST
 
+/*
+ * A condition from cc_clock_cond_init times out at a cc_clock_timespec
+ * deadline, not before it: on CLOCK_REALTIME (the default) that deadline,
+ * counted from boot, lies decades in the past and the wait returns at once.
+ */
+START_TEST(test_cond_waits_on_the_monotonic_clock)
+{
+	pthread_cond_t cond;
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	ck_assert_int_eq(cc_clock_cond_init(&cond), 0);
+	int64_t deadline = cc_clock_ns() + 20000000;
+	struct timespec until = cc_clock_timespec(deadline);
+	pthread_mutex_lock(&lock);
+	int rc;
+	while ((rc = pthread_cond_timedwait(&cond, &lock, &until)) == 0) {
+	}
+	pthread_mutex_unlock(&lock);
+	ck_assert_int_eq(rc, ETIMEDOUT);
+	int64_t now = cc_clock_ns();
+	ck_assert_int_ge(now, deadline);
+	ck_assert_int_lt(now - deadline, 60LL * 1000000000); /* 20 ms, with a loaded machine's slack */
+	pthread_cond_destroy(&cond);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("clock");
@@ -79,6 +106,7 @@ int main(void)
 	tcase_add_test(tc, test_monotonic_and_moving);
 	tcase_add_loop_test(tc, test_timespec_table, 0, CC_ARRAY_LEN(spans));
 	tcase_add_test(tc, test_timespec_is_monotonic_time);
+	tcase_add_test(tc, test_cond_waits_on_the_monotonic_clock);
 	suite_add_tcase(s, tc);
 	return cc_test_run_suite(s);
 }
