@@ -27,16 +27,16 @@ int api_index_open(struct api *api)
 	api->index_errors = cc_counter("cosmic_clash_api_candidate_index_errors_total",
 				       "Candidate index refreshes that failed (Redis down or slow); requests still succeed",
 				       labels, 8);
-	if (!cfg->redis_host || !*cfg->redis_host) {
+	if (!cfg->svc.redis_host || !*cfg->svc.redis_host) {
 		cc_log_info("candidate_index_disabled", CC_LOG_STR("reason", "no --redis-host"));
 		return 0;
 	}
-	api->index = cc_candidate_index_create(cfg->redis_host, (int)cfg->redis_port, (int)cfg->redis_timeout_ms,
+	api->index = cc_candidate_index_create(cfg->svc.redis_host, (int)cfg->svc.redis_port, (int)cfg->svc.redis_timeout_ms,
 					       API_INDEX_POOL_SIZE);
 	if (!api->index)
 		return CC_EINVAL;
-	cc_log_info("candidate_index_enabled", CC_LOG_STR("host", cfg->redis_host),
-		    CC_LOG_INT("port", cfg->redis_port));
+	cc_log_info("candidate_index_enabled", CC_LOG_STR("host", cfg->svc.redis_host),
+		    CC_LOG_INT("port", cfg->svc.redis_port));
 	return 0;
 }
 

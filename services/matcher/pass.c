@@ -107,7 +107,7 @@ static int ensure_connected(struct matcher *m)
 	char err[256] = "";
 	if (m->pg)
 		return 0;
-	int rc = cc_pg_connect(m->cfg->database_url, &m->pg_opt, &m->pg, err, sizeof err);
+	int rc = cc_pg_connect(m->cfg->svc.database_url, &m->pg_opt, &m->pg, err, sizeof err);
 	if (rc != 0)
 		cc_log_emit(m->failed_passes == 0 ? CC_LOG_WARN : CC_LOG_DEBUG, "database_connect_failed",
 			    (struct cc_log_field[]){ CC_LOG_STR("error", cc_errname(rc)), CC_LOG_STR("reason", err) }, 2);
