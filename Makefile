@@ -104,6 +104,31 @@ $(B)/bin/cc-testkit-api: $(patsubst %.c,$(B)/rel/%.o,$(wildcard services/api/*.c
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(PKG_LIBS)
 
+# ---- a third playlist, for one test ------------------------------------------
+# tests/integration/third_playlist.sh proves that adding a playlist is one
+# entry in libcommon/game/playlist.c: it runs cc-matcher and cc-testkit-api
+# linked from the stock objects and archives plus that one file compiled
+# again with tests/integration/third_playlist.h (a 2v2 ranked "duo" in
+# CC_PLAYLISTS_TEST_ENTRIES). The object comes before the archives, so the
+# linker never takes the stock playlist.o from libcc-game.a.
+THIRD      := $(B)/third-playlist
+THIRD_BINS := $(THIRD)/bin/cc-matcher $(THIRD)/bin/cc-testkit-api
+
+$(THIRD)/playlist.o: libcommon/game/playlist.c tests/integration/third_playlist.h
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $< (+ third playlist)")
+	$(Q)$(CC) $(REL_CFLAGS) -include tests/integration/third_playlist.h -c -o $@ $<
+
+$(THIRD)/bin/cc-matcher: $(THIRD)/playlist.o $(patsubst %.c,$(B)/rel/%.o,$(wildcard services/matcher/*.c)) $(REL_LIBS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ $(call pkg_libs_for,cc-matcher)
+
+$(THIRD)/bin/cc-testkit-api: $(THIRD)/playlist.o $(patsubst %.c,$(B)/rel/%.o,$(wildcard services/api/*.c)) $(REL_LIBS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ $(PKG_LIBS)
+
 # ---- tools -----------------------------------------------------------------
 # cc-player, the simulated players and load generator (SPEC 1 puts it under
 # tests/). Test tooling like the fakes: `tools` builds it for tests-build,
@@ -145,7 +170,7 @@ $(B)/fakes/%: tests/fakes/%.c $(REL_LIBS)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(REL_CFLAGS) -o $@ $^ $(PKG_LIBS)
 
-tests-build: all tools $(UNIT_BINS) $(INTEG_BINS) $(FAKE_BINS) $(BENCH_BINS)
+tests-build: all tools $(UNIT_BINS) $(INTEG_BINS) $(FAKE_BINS) $(BENCH_BINS) $(THIRD_BINS)
 
 deps:
 	$(Q)scripts/ensure-deps.sh

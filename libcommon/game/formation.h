@@ -80,15 +80,6 @@
 #define CC_FORMATION_MAX_FAILED_CLAIMS 8    /* lost claims per pass before it gives up */
 #define CC_FORMATION_DEFAULT_MAX_RTT_MS 100.0
 
-/*
- * cc-matcher's ranked tolerance defaults (rating points, points per second
- * of the anchor's wait, cap), chosen with tests/bench/queue_sim.c, which
- * reports them as "the defaults". Text, for the option table's defaults.
- */
-#define CC_FORMATION_DEFAULT_TOLERANCE_START "50"
-#define CC_FORMATION_DEFAULT_TOLERANCE_GROWTH "5"
-#define CC_FORMATION_DEFAULT_TOLERANCE_CAP "600"
-
 struct cc_formation_params {
 	int team_size;                 /* players per team, 1..CC_FORMATION_MAX_TEAM_SIZE */
 	bool ranked;                   /* apply the rating tolerance */

@@ -40,6 +40,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "game/playlist.h"
 #include "sys/charset.h"
 #include "sys/clock.h"
 #include "sys/json.h"
@@ -47,7 +48,6 @@
 #include "sys/banned.h"
 
 #define FORMAT_VERSION 1
-#define PLAYLIST_MAX 32
 #define KEY_MAX 160 /* "cc:cand:" + 32-byte playlist + ":rebuild:<tag>:h" fits */
 #define VALUE_MAX 4096		 /* bytes of one serialized candidate we accept back */
 #define REBUILD_BATCH 128	 /* candidates per HSET/ZADD pair of a rebuild */
@@ -181,7 +181,7 @@ static int index_result(int rc)
 
 static bool playlist_valid(const char *playlist)
 {
-	return cc_charset_valid(playlist, PLAYLIST_MAX, CC_CHARSET_ALNUM, "_-");
+	return cc_charset_valid(playlist, CC_PLAYLIST_NAME_MAX, CC_CHARSET_ALNUM, "_-");
 }
 
 /* Writes "cc:cand:<playlist>:<suffix>" (playlist already validated). */

@@ -46,7 +46,7 @@ int cc_candidates_load(struct cc_pg *pg, const char *playlist, const char *after
 /*
  * Reads one ticket as a candidate: 0 and *out when it is QUEUED and
  * unexpired, CC_ENOTFOUND otherwise (absent, another state, expired), or
- * cc_pg_exec's error. *playlist_out (33 bytes) receives its playlist.
+ * cc_pg_exec's error. *playlist_out (CC_PLAYLIST_BUF bytes) receives its playlist.
  */
 int cc_candidate_load_one(struct cc_pg *pg, const char *ticket_id, struct cc_candidate *out,
 			  char playlist_out[CC_PLAYLIST_BUF]) CC_MUST_CHECK;

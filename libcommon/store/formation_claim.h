@@ -26,8 +26,9 @@
  * payload {"proposal_id": ...}).
  *
  * The arena is chosen deterministically from the proposal id: the FNV-1a
- * hash of the id modulo the number of eligible arenas (ranked: those with
- * ranked_eligible, casual: all), in name order, from the arenas table.
+ * hash of the id modulo the number of arenas the playlist's arena rule
+ * allows (the playlists table: all, or only those ranked_eligible), in name
+ * order, from the arenas table (SQL cc_playlist_arenas, migration 0007).
  */
 #ifndef CC_FORMATION_CLAIM_H
 #define CC_FORMATION_CLAIM_H
@@ -45,7 +46,7 @@
 
 /* What to claim; strings are borrowed for the call. */
 struct cc_claim_request {
-	const char *playlist;                          /* "casual" | "ranked" */
+	const char *playlist;                          /* a name from game/playlist.c */
 	const char *matcher;                           /* replica id, stored for diagnostics */
 	int window_seconds;                            /* proposal response window (SPEC 7: 10) */
 	int team_size;                                 /* 1..CC_FORMATION_MAX_TEAM_SIZE */

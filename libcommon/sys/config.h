@@ -66,7 +66,7 @@ enum cc_config_type {
 	CC_CFG_INT,    /* field: int64_t  (decimal, range [min, max]) */
 	CC_CFG_DOUBLE, /* field: double   (range [min, max]) */
 	CC_CFG_BOOL,   /* field: bool     (true/false/1/0/yes/no/on/off; a bare --flag is true) */
-	CC_CFG_ENUM,   /* field: char *   (one of choices, "casual|ranked") */
+	CC_CFG_ENUM,   /* field: char *   (one of choices, "debug|info|warn") */
 };
 
 struct cc_config_option {

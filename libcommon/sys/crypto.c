@@ -56,7 +56,7 @@ void cc_random_bytes(void *buf, size_t len)
 		randombytes_buf(buf, len);
 }
 
-void cc_random_uuid(char out[CC_UUID_STRLEN + 1])
+void cc_random_uuid(char out[CC_UUID_BUF])
 {
 	static const char hex[] = "0123456789abcdef";
 	uint8_t b[16];

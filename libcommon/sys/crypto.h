@@ -33,6 +33,7 @@
 #define CC_SHA256_LEN 32          /* bytes of a SHA-256 digest or HMAC-SHA256 tag */
 #define CC_SHA256_HEX_LEN 64      /* hex characters of a digest, without the NUL */
 #define CC_UUID_STRLEN 36         /* "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx" */
+_Static_assert(CC_UUID_BUF == CC_UUID_STRLEN + 1, "CC_UUID_BUF (sys/cc.h) holds a UUID and its NUL");
 #define CC_RANDOM_TOKEN_MAX 64    /* most random bytes one cc_random_token() encodes */
 #define CC_BASE64_MAX_INPUT (1u << 30) /* encoders refuse more input bytes (CC_ETOOBIG) */
 
@@ -64,7 +65,7 @@ void cc_random_bytes(void *buf, size_t len);
  * Writes a random RFC 4122 version 4 UUID, lowercase, NUL-terminated
  * ("1b4e28ba-2fa1-41d2-883f-0016d3cca427") into out.
  */
-void cc_random_uuid(char out[CC_UUID_STRLEN + 1]);
+void cc_random_uuid(char out[CC_UUID_BUF]);
 
 /*
  * Writes the unpadded base64url encoding of nbytes fresh random bytes, NUL

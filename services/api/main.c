@@ -24,6 +24,7 @@
 #include "sys/log.h"
 #include "sys/pg.h"
 #include "sys/service.h"
+#include "store/playlists.h"
 #include "store/tier_bands.h"
 #include "sys/banned.h"
 
@@ -117,17 +118,29 @@ static int parse_regions(struct api *api, const char *text)
 }
 
 /*
- * Loads the tier bands (SPEC 9) once: 0 when loaded, CC_EINVAL when the
- * table is malformed (which must stop the process), another code when the
- * database could not be asked.
+ * The start-up reads, once: the playlists table is brought in line with
+ * the compiled list (store/playlists.h: missing rows inserted, a differing
+ * row refused), then the tier bands (SPEC 9) are loaded. Returns 0 when
+ * both are done, CC_EINVAL when either table is wrong (which must stop the
+ * process), another code when the database could not be asked.
  */
-static int load_tier_bands_once(struct api *api)
+static int load_tables_once(struct api *api)
 {
 	char err[512] = "";
 	struct cc_pg *pg = NULL;
 	struct cc_tier_band *bands = NULL;
-	size_t n = 0;
+	size_t n = 0, added = 0;
 	int rc = cc_pg_pool_acquire(api->pool, 2000, &pg);
+	if (rc == 0 && (rc = cc_playlists_sync(pg, &added, err, sizeof err)) != 0) {
+		if (rc == CC_EINVAL || rc == CC_ESTATE || rc == CC_EDB) {
+			cc_log_error("playlists_mismatch", CC_LOG_STR("reason", err));
+			rc = CC_EINVAL;
+		}
+		cc_pg_pool_release(api->pool, pg);
+		return rc;
+	}
+	if (rc == 0 && added > 0)
+		cc_log_info("playlists_inserted", CC_LOG_INT("rows", added));
 	if (rc == 0)
 		rc = cc_tier_bands_load(pg, &bands, &n, err, sizeof err);
 	cc_pg_pool_release(api->pool, pg);
@@ -151,7 +164,7 @@ static void *tier_bands_loader(void *arg)
 	struct api *api = arg;
 	for (;;) {
 		sleep(1);
-		int rc = load_tier_bands_once(api);
+		int rc = load_tables_once(api);
 		if (rc == 0)
 			return NULL;
 		if (rc == CC_EINVAL) {
@@ -232,7 +245,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	int bands_rc = load_tier_bands_once(&api);
+	int bands_rc = load_tables_once(&api);
 	if (bands_rc == CC_EINVAL)
 		goto out;
 	if (bands_rc != 0) {

@@ -30,7 +30,7 @@
 	"   AND t.state IN ('QUEUED', 'PROPOSED', 'MATCHED', 'ASSIGNED')), "                       \
 	"'rating', (SELECT json_build_object('rating', r.rating, 'deviation', r.deviation, "        \
 	"   'ranked_games', r.games) FROM ratings r WHERE r.player_id = p.id "                      \
-	"   AND r.playlist = 'ranked'))::text"
+	"   AND r.playlist = (SELECT name FROM playlists WHERE profile)))::text"
 
 /* Its rating holds the stored numbers only; player_view_text() completes it. */
 static const char sql_view[] = "SELECT " PLAYER_VIEW " FROM players p WHERE p.id = $1";
@@ -60,7 +60,7 @@ static const char sql_queue_stats[] =
 	"  'oldest_age_seconds', s.oldest) ORDER BY s.playlist, s.region), '[]'::json))::text FROM ("
 	"  SELECT p.playlist, g.region, count(t.id) AS depth, "
 	"    coalesce(round(extract(epoch FROM now() - min(t.queued_at))::numeric, 3), 0)::float8 AS oldest "
-	"  FROM unnest(ARRAY['casual', 'ranked']) p(playlist) CROSS JOIN unnest($1::text[]) g(region) "
+	"  FROM (SELECT name AS playlist FROM playlists) p CROSS JOIN unnest($1::text[]) g(region) "
 	"  LEFT JOIN tickets t ON t.state = 'QUEUED' AND t.playlist = p.playlist "
 	"    AND t.predicted_rtt ? g.region "
 	"  GROUP BY p.playlist, g.region) s";

@@ -2,6 +2,7 @@
  * profile.c - GET /v1/profile/ranked: the player's ranked rating, tier and
  * provisional status; 404 until the player has a ranked rating row. The
  * same RankedProfile body is the rating of the operator's player view.
+ * "Ranked" is the rating of the playlist marked profile (game/playlist.c).
  */
 #include <stdio.h>
 #include <stdatomic.h>
@@ -12,7 +13,8 @@
 #include "sys/banned.h"
 
 static const char sql_profile[] =
-	"SELECT rating, deviation, games FROM ratings WHERE player_id = $1 AND playlist = 'ranked'";
+	"SELECT rating, deviation, games FROM ratings WHERE player_id = $1 "
+	"AND playlist = (SELECT name FROM playlists WHERE profile)";
 
 cJSON *api_ranked_profile(const struct api *api, double rating, double deviation, long ranked_games)
 {

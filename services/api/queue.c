@@ -422,7 +422,7 @@ int api_queue_create(const struct cc_http_request *req, struct cc_http_response 
 	body = api_body_object(req, resp, fields);
 	if (!body)
 		goto out;
-	if (cc_json_get_string(body, "playlist", true, 1, 32, &tx.playlist, &err) != 0 ||
+	if (cc_json_get_string(body, "playlist", true, 1, CC_PLAYLIST_NAME_MAX, &tx.playlist, &err) != 0 ||
 	    cc_json_get_int(body, "protocol_version", true, 1, INT32_MAX, &protocol_version, &err) != 0 ||
 	    cc_json_get_string(body, "build", true, 1, 64, &tx.build, &err) != 0) {
 		api_bad_field(resp, &err);
@@ -432,8 +432,11 @@ int api_queue_create(const struct cc_http_request *req, struct cc_http_response 
 		cc_http_error(resp, 400, "invalid_request", "field 'build' must be 1-64 characters [A-Za-z0-9._-]", false);
 		goto out;
 	}
-	if (strcmp(tx.playlist, "casual") != 0 && strcmp(tx.playlist, "ranked") != 0) {
-		cc_http_error(resp, 422, "unknown_playlist", "playlist must be casual or ranked", false);
+	if (!cc_playlist_find(tx.playlist)) {
+		char names[128], msg[160];
+		(void)cc_playlist_names(names, sizeof names, ", ");
+		snprintf(msg, sizeof msg, "playlist must be one of: %s", names);
+		cc_http_error(resp, 422, "unknown_playlist", msg, false);
 		goto out;
 	}
 	if (protocol_version < api->cfg->min_protocol_version) {

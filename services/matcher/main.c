@@ -35,10 +35,12 @@
 #define OPT(field) offsetof(struct matcher_config, field)
 
 static const struct cc_config_option matcher_options[] = {
-	{ .name = "playlist", .type = CC_CFG_ENUM, .choices = "casual|ranked", .required = true,
-	  .help = "the playlist this process matches (one process per playlist)", .offset = OPT(playlist) },
+	/* Checked against libcommon/game/playlist.c in matcher_configure, which names the choices. */
+	{ .name = "playlist", .type = CC_CFG_STRING, .required = true,
+	  .help = "the playlist this process matches, as defined in libcommon/game/playlist.c (one process per playlist)",
+	  .offset = OPT(playlist) },
 	{ .name = "team-size", .type = CC_CFG_INT, .default_value = "0", .min = 0, .max = CC_FORMATION_MAX_TEAM_SIZE,
-	  .help = "players per team; 0 = the playlist's default (casual 3, ranked 1)", .offset = OPT(team_size) },
+	  .help = "players per team; 0 = the playlist's own (libcommon/game/playlist.c)", .offset = OPT(team_size) },
 	{ .name = "poll-interval-ms", .type = CC_CFG_INT, .default_value = "500", .min = 10, .max = 60000,
 	  .help = "run a pass at least this often when no NOTIFY arrives", .offset = OPT(poll_interval_ms) },
 	{ .name = "min-pass-interval-ms", .type = CC_CFG_INT, .default_value = "50", .min = 0, .max = 60000,
@@ -48,15 +50,15 @@ static const struct cc_config_option matcher_options[] = {
 	  .help = "a replica stalled this long mid-pass loses the playlist's pass lease to another "
 		  "(at least twice the poll interval, min pass interval and Redis timeout)",
 	  .offset = OPT(lease_timeout_ms) },
-	/* Defaults chosen with tests/bench/queue_sim.c (scripts/queue-sim.sh): see README. */
-	{ .name = "tolerance-start", .type = CC_CFG_DOUBLE, .default_value = CC_FORMATION_DEFAULT_TOLERANCE_START, .min = 0, .max = 5000,
-	  .help = "ranked: rating difference allowed to a fresh anchor", .offset = OPT(tolerance_start) },
-	{ .name = "tolerance-growth-per-second", .type = CC_CFG_DOUBLE,
-	  .default_value = CC_FORMATION_DEFAULT_TOLERANCE_GROWTH, .min = 0, .max = 1000,
-	  .help = "ranked: rating points the tolerance widens per second the anchor waits",
+	/* -1: the playlist's own, chosen with tests/bench/queue_sim.c (scripts/queue-sim.sh): see README. */
+	{ .name = "tolerance-start", .type = CC_CFG_DOUBLE, .default_value = "-1", .min = -1, .max = 5000,
+	  .help = "ranked: rating difference allowed to a fresh anchor (-1 = the playlist's)",
+	  .offset = OPT(tolerance_start) },
+	{ .name = "tolerance-growth-per-second", .type = CC_CFG_DOUBLE, .default_value = "-1", .min = -1, .max = 1000,
+	  .help = "ranked: rating points the tolerance widens per second the anchor waits (-1 = the playlist's)",
 	  .offset = OPT(tolerance_growth_per_second) },
-	{ .name = "tolerance-cap", .type = CC_CFG_DOUBLE, .default_value = CC_FORMATION_DEFAULT_TOLERANCE_CAP, .min = 0, .max = 5000,
-	  .help = "ranked: the tolerance never exceeds this (must be >= --tolerance-start)",
+	{ .name = "tolerance-cap", .type = CC_CFG_DOUBLE, .default_value = "-1", .min = -1, .max = 5000,
+	  .help = "ranked: the tolerance never exceeds this (must be >= the start; -1 = the playlist's)",
 	  .offset = OPT(tolerance_cap) },
 	{ .name = "ticket-ttl-seconds", .type = CC_CFG_INT, .default_value = "30", .min = 5, .max = 3600,
 	  .help = "heartbeat deadline given to tickets requeued from an expired proposal (as cc-api's)",
@@ -193,19 +195,36 @@ static bool matcher_ready(void *ctx, char *why, size_t whylen)
 /* Checks what the table cannot and fills the derived fields; false (printed) on misconfiguration. */
 static bool matcher_configure(struct matcher *m, const struct matcher_config *cfg)
 {
-	bool ranked = strcmp(cfg->playlist, "ranked") == 0;
 	bool ok = true;
-	char *errmsg = NULL;
+	char *errmsg = NULL, why[160];
 
 	m->cfg = cfg;
-	m->params = (struct cc_formation_params){
-		.team_size = cfg->team_size ? (int)cfg->team_size : (ranked ? 1 : 3),
-		.ranked = ranked,
-		.tolerance_start = cfg->tolerance_start,
-		.tolerance_growth_per_s = cfg->tolerance_growth_per_second,
-		.tolerance_cap = cfg->tolerance_cap,
-		.max_rtt_ms = CC_FORMATION_DEFAULT_MAX_RTT_MS,
-	};
+	if (cc_playlists_check(why, sizeof why) != 0) {
+		fprintf(stderr, "cc-matcher: libcommon/game/playlist.c: %s\n", why); /* a build that must not ship */
+		return false;
+	}
+	const struct cc_playlist *pl = cc_playlist_find(cfg->playlist);
+	if (!pl) {
+		char names[128];
+		(void)cc_playlist_names(names, sizeof names, "|");
+		/* Echo only a well-formed name: the value may hold anything. */
+		if (cc_playlist_name_valid(cfg->playlist))
+			fprintf(stderr, "cc-matcher: --playlist: '%s' is not one of %s\n", cfg->playlist, names);
+		else
+			fprintf(stderr, "cc-matcher: --playlist: not a playlist name ([a-z][a-z0-9_]{0,31}); one of %s\n",
+				names);
+		return false;
+	}
+	/* The playlist's definition, then the flags that override it. */
+	cc_playlist_formation_params(pl, &m->params);
+	if (cfg->team_size)
+		m->params.team_size = (int)cfg->team_size;
+	if (cfg->tolerance_start >= 0)
+		m->params.tolerance_start = cfg->tolerance_start;
+	if (cfg->tolerance_growth_per_second >= 0)
+		m->params.tolerance_growth_per_s = cfg->tolerance_growth_per_second;
+	if (cfg->tolerance_cap >= 0)
+		m->params.tolerance_cap = cfg->tolerance_cap;
 	/*
 	 * The work connection sits idle between passes (a poll or min-pass
 	 * interval) and, mid-pass, while a Redis command runs: the lease
@@ -222,9 +241,9 @@ static bool matcher_configure(struct matcher *m, const struct matcher_config *cf
 			(long long)cfg->lease_timeout_ms, (long long)idle);
 		ok = false;
 	}
-	if (cfg->tolerance_cap < cfg->tolerance_start) {
+	if (m->params.tolerance_cap < m->params.tolerance_start) {
 		fprintf(stderr, "cc-matcher: --tolerance-cap (%g) must be >= --tolerance-start (%g)\n",
-			cfg->tolerance_cap, cfg->tolerance_start);
+			m->params.tolerance_cap, m->params.tolerance_start);
 		ok = false;
 	}
 	if (!cc_formation_params_valid(&m->params))
@@ -314,8 +333,12 @@ int main(int argc, char **argv)
 	admin = cc_admin_start_service(&service, matcher_ready, m);
 	if (!admin)
 		goto out;
+	/* The effective formation settings: the playlist's, with the flags' overrides (-1 in the config line). */
 	cc_log_info("started", CC_LOG_STR("playlist", cfg.playlist), CC_LOG_STR("matcher_id", m->id),
-		    CC_LOG_INT("team_size", m->params.team_size), CC_LOG_INT("read_limit", m->read_limit),
+		    CC_LOG_INT("team_size", m->params.team_size), CC_LOG_BOOL("ranked", m->params.ranked),
+		    CC_LOG_DBL("tolerance_start", m->params.tolerance_start),
+		    CC_LOG_DBL("tolerance_growth_per_second", m->params.tolerance_growth_per_s),
+		    CC_LOG_DBL("tolerance_cap", m->params.tolerance_cap), CC_LOG_INT("read_limit", m->read_limit),
 		    CC_LOG_BOOL("redis", m->index != NULL), CC_LOG_INT("admin_port", cc_admin_port(admin)));
 	status = cc_service_run(&service, matcher_loop, m);
 out:

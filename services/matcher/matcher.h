@@ -19,6 +19,7 @@
 #include "store/candidates.h"
 #include "sys/config.h"
 #include "game/formation.h"
+#include "game/playlist.h"
 #include "sys/metrics.h"
 #include "sys/pg.h"
 #include "sys/service.h"
@@ -30,14 +31,14 @@
 
 /* cc-matcher's configuration, filled from the option table in main.c. */
 struct matcher_config {
-	char *playlist;                     /* casual | ranked (required) */
-	int64_t team_size;                  /* 0 = the playlist's default (casual 3, ranked 1) */
+	char *playlist;                     /* a name from game/playlist.c (required) */
+	int64_t team_size;                  /* 0 = the playlist's own */
 	int64_t poll_interval_ms;           /* a pass at least this often without NOTIFY */
 	int64_t min_pass_interval_ms;       /* NOTIFY storms never run passes closer than this */
 	int64_t lease_timeout_ms;           /* a stalled replica loses the pass lease after this */
-	double tolerance_start;             /* ranked: rating points at zero wait */
-	double tolerance_growth_per_second; /* ranked: widening per second of the anchor's wait */
-	double tolerance_cap;               /* ranked: the widest tolerance */
+	double tolerance_start;             /* ranked: rating points at zero wait (-1 = the playlist's) */
+	double tolerance_growth_per_second; /* ranked: widening per second of the anchor's wait (-1 = the playlist's) */
+	double tolerance_cap;               /* ranked: the widest tolerance (-1 = the playlist's) */
 	int64_t ticket_ttl_seconds;         /* requeued tickets' fresh heartbeat deadline */
 	int64_t proposal_window_seconds;    /* players have this long to answer (SPEC 7: 10) */
 	char *matcher_id;                   /* recorded on proposals; unset = hostname-pid */
@@ -61,13 +62,13 @@ struct matcher_metrics {
 struct matcher {
 	const struct matcher_config *cfg;
 	char id[MATCHER_ID_MAX];                 /* --matcher-id or hostname-pid */
-	struct cc_formation_params params;       /* from the configuration */
+	struct cc_formation_params params;       /* the playlist's, overridden by the flags */
 	size_t read_limit;                       /* candidates per pass */
 	char cursor[CC_UUID_BUF];                         /* "" or where the next pass goes on past a deep wall */
 	bool run_again;                          /* the last pass formed matches: the next starts at once */
 	bool standby;                            /* the last pass found the lease taken */
-	bool arenas_checked;                     /* the arenas table was found equal to the compiled list */
-	char arenas_why[96];                     /* "" or how it differs (then no pass runs) */
+	bool tables_checked;                     /* the playlists and arenas tables were found equal to the compiled lists */
+	char tables_why[192];                    /* "" or how one differs (then no pass runs) */
 	struct cc_pg_options pg_opt;
 	struct cc_pg *pg;                        /* the work connection; NULL until first connected */
 	struct cc_pg *listener;                  /* LISTEN connection; NULL until first connected */
@@ -77,7 +78,7 @@ struct matcher {
 	unsigned long failed_passes;             /* consecutive failed passes (quiets repeated warnings) */
 	pthread_mutex_t lock;                    /* guards db_ready and db_why */
 	bool db_ready;                           /* the last pass reached PostgreSQL */
-	char db_why[128];                        /* why not, for /readyz */
+	char db_why[192];                        /* why not, for /readyz */
 	struct cc_candidate cands[MATCHER_READ_CAP];
 	struct cc_formation_workspace ws;
 };

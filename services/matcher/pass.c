@@ -20,6 +20,7 @@
 #include "sys/clock.h"
 #include "sys/log.h"
 #include "matcher.h"
+#include "store/playlists.h"
 #include "store/proposals.h"
 #include "sys/banned.h"
 
@@ -62,7 +63,7 @@ void matcher_set_db_state(struct matcher *m, int rc)
 		snprintf(why, sizeof why, "database: %s", cc_strerror(rc));
 		set_ready(m, false, why);
 	} else {
-		set_ready(m, m->arenas_why[0] == '\0', m->arenas_why);
+		set_ready(m, m->tables_why[0] == '\0', m->tables_why);
 	}
 }
 
@@ -72,7 +73,7 @@ void matcher_set_db_state(struct matcher *m, int rc)
  * table, so a row the game server lacks would send players to a map it
  * cannot load. Checked on every pass until it holds (a fixed table is
  * picked up without a restart), then not again. Returns 0 with
- * m->arenas_why empty (equal) or saying where they differ, or
+ * m->tables_why empty (equal) or saying where they differ, or
  * cc_pg_exec's error.
  */
 static int check_arenas(struct matcher *m)
@@ -84,21 +85,40 @@ static int check_arenas(struct matcher *m)
 	int rc = cc_pg_exec(m->pg, sql, 0, NULL, &res);
 	if (rc != 0)
 		return rc;
-	m->arenas_why[0] = '\0';
+	m->tables_why[0] = '\0';
 	int rows = PQntuples(res);
-	for (int i = 0; i < rows && !m->arenas_why[0]; i++) {
+	for (int i = 0; i < rows && !m->tables_why[0]; i++) {
 		const char *name = PQgetvalue(res, i, 0); /* [a-z][a-z0-9_]{0,31}: a CHECK keeps it so */
 		const struct cc_arena *a = cc_arena_find(name);
 		if (!a || a->ranked_eligible != (strcmp(PQgetvalue(res, i, 1), "t") == 0))
-			snprintf(m->arenas_why, sizeof m->arenas_why, "arenas table differs from the compiled list at %s",
+			snprintf(m->tables_why, sizeof m->tables_why, "arenas table differs from the compiled list at %s",
 				 name);
 	}
-	if (!m->arenas_why[0] && (size_t)rows != n)
-		snprintf(m->arenas_why, sizeof m->arenas_why, "arenas table holds %d arenas, the compiled list %zu", rows,
+	if (!m->tables_why[0] && (size_t)rows != n)
+		snprintf(m->tables_why, sizeof m->tables_why, "arenas table holds %d arenas, the compiled list %zu", rows,
 			 n);
-	m->arenas_checked = m->arenas_why[0] == '\0';
 	PQclear(res);
 	return 0;
+}
+
+/*
+ * The tables that mirror compiled lists: playlists (its missing rows
+ * inserted, store/playlists.h) and arenas. Checked on every pass until both
+ * hold, then not again, as check_arenas. Returns 0 with m->tables_why empty
+ * (equal) or saying what differs, or a database error.
+ */
+static int check_tables(struct matcher *m)
+{
+	size_t added = 0;
+	int rc = cc_playlists_sync(m->pg, &added, m->tables_why, sizeof m->tables_why);
+	if (rc == 0 && added > 0)
+		cc_log_info("playlists_inserted", CC_LOG_INT("rows", added));
+	if (rc == 0)
+		rc = check_arenas(m);
+	else if (rc == CC_ESTATE || rc == CC_EINVAL)
+		rc = 0; /* tables_why says how */
+	m->tables_checked = rc == 0 && m->tables_why[0] == '\0';
+	return rc;
 }
 
 /* Opens the work connection the first time; later drops reconnect inside cc_pg. */
@@ -416,10 +436,10 @@ int matcher_pass(struct matcher *m)
 
 	m->run_again = false;
 	int rc = ensure_connected(m);
-	if (rc == 0 && !m->arenas_checked && (rc = check_arenas(m)) == 0 && m->arenas_why[0]) {
+	if (rc == 0 && !m->tables_checked && (rc = check_tables(m)) == 0 && m->tables_why[0]) {
 		/* Static misconfiguration: not ready, and no pass, until the table is fixed. */
-		cc_log_emit(m->failed_passes % 120 == 0 ? CC_LOG_ERROR : CC_LOG_DEBUG, "arenas_mismatch",
-			    (struct cc_log_field[]){ CC_LOG_STR("reason", m->arenas_why) }, 1);
+		cc_log_emit(m->failed_passes % 120 == 0 ? CC_LOG_ERROR : CC_LOG_DEBUG, "tables_mismatch",
+			    (struct cc_log_field[]){ CC_LOG_STR("reason", m->tables_why) }, 1);
 		rc = CC_ESTATE;
 	}
 	if (rc == 0)

@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "game/formation.h"
+#include "game/playlist.h"
 #include "sys/banned.h"
 
 #define STEP_MS 500          /* one matcher pass per step */
@@ -564,11 +565,14 @@ static bool opt_number(const char *arg, const char *name, double lo, double hi, 
 
 int main(int argc, char **argv)
 {
+	const struct cc_playlist *defaults = cc_playlist_find("ranked"); /* cc-matcher's defaults */
+	if (!defaults)
+		return 2;
 	struct settings s = {
 		.playlist = "ranked", .team_size = 0, .rate = 0, .hours = 2,
-		.tol_start = atof(CC_FORMATION_DEFAULT_TOLERANCE_START), /* cc-matcher's defaults */
-		.tol_growth = atof(CC_FORMATION_DEFAULT_TOLERANCE_GROWTH),
-		.tol_cap = atof(CC_FORMATION_DEFAULT_TOLERANCE_CAP),
+		.tol_start = defaults->tolerance_start,
+		.tol_growth = defaults->tolerance_growth_per_s,
+		.tol_cap = defaults->tolerance_cap,
 		.patience_s = 300, .accept = 0.95, .response_s = 10, .seed = 1,
 	};
 	double low_rate = 0.2, high_rate = 5, seed = 1, team = 0;

@@ -77,7 +77,7 @@ END_TEST
 START_TEST(test_random_uuid_is_v4_and_distinct)
 {
 	enum { N = 256 };
-	static char ids[N][CC_UUID_STRLEN + 1];
+	static char ids[N][CC_UUID_BUF];
 
 	for (int i = 0; i < N; i++) {
 		cc_random_uuid(ids[i]);
