@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # queue-sim.sh [OPTIONS]: builds tests/bench/queue_sim and runs it (no
-# database needed). Without options it prints the default settings' wait,
-# rating spread, worst RTT and abandonment for ranked and casual at a low
-# and a high arrival rate, the ranked tolerance sweep, and the recommended
-# defaults; `--once --rate=2 ...` runs one setting. Deterministic for a
+# database needed). It drives cc-matcher's own pass (game/queue_pass.h) and
+# loop. Without options it prints the default settings' wait, rating
+# spread, worst RTT, abandonment and stranded players for ranked and casual
+# at 0.2, 1, 5 and 20 arrivals/s, the ranked tolerance sweep, and the
+# recommended defaults; `--once --rate=2 ...` runs one setting. Deterministic for a
 # given --seed. See the top of tests/bench/queue_sim.c for the model.
 set -Eeuo pipefail
 

@@ -49,33 +49,38 @@ static int region_intern(struct cc_formation_workspace *ws, const char *name)
 	return (int)ws->n_regions++;
 }
 
-#define PLAYER_SLOTS 512 /* open-addressing table: > 2 x CC_FORMATION_MAX_CANDIDATES */
+#define SLOTS 2048 /* open-addressing tables: > 2 x CC_FORMATION_MAX_CANDIDATES */
 #define NO_SLOT UINT16_MAX
+
+static bool same_group(const struct cc_candidate *a, const struct cc_candidate *b)
+{
+	return a->protocol_version == b->protocol_version && strcmp(a->build, b->build) == 0;
+}
 
 /*
  * Interns build+protocol and player identity of candidate i: the class is
- * the index of the first candidate with the same value. Groups are few, so
- * they are compared through their representatives (reps, *n_reps); players
- * are nearly all distinct, so they go through a hash table (slots), which
- * keeps a pass linear in the number of candidates.
+ * the index of the first candidate with the same value. Both go through a
+ * hash table (groups, players), which keeps a pass linear in the number
+ * of candidates even when a wall of tickets has a build each.
  */
-static void intern_identity(struct cc_formation_workspace *ws, size_t i, uint16_t *reps, size_t *n_reps,
-			    uint16_t *slots)
+static void intern_identity(struct cc_formation_workspace *ws, size_t i, uint16_t *groups, uint16_t *players)
 {
 	const struct cc_candidate *c = &ws->cands[i];
-	ws->group[i] = (uint16_t)i;
-	for (size_t g = 0; g < *n_reps; g++) {
-		const struct cc_candidate *o = &ws->cands[reps[g]];
-		if (o->protocol_version == c->protocol_version && strcmp(o->build, c->build) == 0) {
-			ws->group[i] = reps[g];
+	uint32_t h = cc_hash_fnv1a32(c->build, strlen(c->build)) ^ (uint32_t)c->protocol_version * 2654435761u;
+	for (;; h++) {
+		uint16_t *slot = &groups[h % SLOTS];
+		if (*slot == NO_SLOT) {
+			*slot = (uint16_t)i;
+			ws->group[i] = (uint16_t)i;
+			break;
+		}
+		if (same_group(&ws->cands[*slot], c)) {
+			ws->group[i] = ws->group[*slot];
 			break;
 		}
 	}
-	if (ws->group[i] == i)
-		reps[(*n_reps)++] = (uint16_t)i;
-
-	for (uint32_t h = cc_hash_fnv1a32(c->player_id, strlen(c->player_id));; h++) {
-		uint16_t *slot = &slots[h % PLAYER_SLOTS];
+	for (h = cc_hash_fnv1a32(c->player_id, strlen(c->player_id));; h++) {
+		uint16_t *slot = &players[h % SLOTS];
 		if (*slot == NO_SLOT) {
 			*slot = (uint16_t)i;
 			ws->player[i] = (uint16_t)i;
@@ -93,17 +98,18 @@ int cc_formation_prepare(struct cc_formation_workspace *ws, const struct cc_cand
 {
 	if (!ws || (!cands && n > 0) || n > CC_FORMATION_MAX_CANDIDATES || !cc_formation_params_valid(p))
 		return CC_EINVAL;
-	uint16_t reps[CC_FORMATION_MAX_CANDIDATES], slots[PLAYER_SLOTS];
-	size_t n_reps = 0;
-	memset(slots, 0xff, sizeof slots); /* NO_SLOT */
+	uint16_t groups[SLOTS], players[SLOTS];
+	memset(groups, 0xff, sizeof groups); /* NO_SLOT */
+	memset(players, 0xff, sizeof players);
 	ws->cands = cands;
 	ws->n = n;
 	ws->now_ms = now_ms;
 	ws->params = *p;
 	ws->n_regions = 0;
+	ws->claim_budget = CC_FORMATION_MAX_FAILED_CLAIMS;
 	for (size_t i = 0; i < n; i++) {
 		const struct cc_candidate *c = &cands[i];
-		intern_identity(ws, i, reps, &n_reps, slots);
+		intern_identity(ws, i, groups, players);
 		ws->reach[i] = 0;
 		for (size_t k = 0; k < c->n_rtt && k < CC_CANDIDATE_MAX_REGIONS; k++) {
 			if (!(c->rtt[k].rtt_ms >= 0 && c->rtt[k].rtt_ms <= p->max_rtt_ms))
@@ -411,7 +417,7 @@ int cc_formation_pass(struct cc_formation_workspace *ws, cc_formation_claim_fn c
 				stats->excluded++;
 			}
 		}
-		if (stats->lost_claims >= CC_FORMATION_MAX_FAILED_CLAIMS) {
+		if (stats->lost_claims >= ws->claim_budget) {
 			stats->out_of_attempts = true;
 			return 0;
 		}

@@ -55,12 +55,15 @@
  * nine 2400-rated ranked players at night) block everyone behind them for
  * as long as they keep heartbeating.
  *
- * Cost: cc_formation_prepare interns builds, players (through a hash table)
- * and regions into small integers once per pass, so forming is integer
- * work and nothing allocates. A pass over 200 mixed candidates costs tens of
- * microseconds for 1v1 and 3v3, a few hundred for 8v8 (the exact team
- * search); tests/bench/formation.c measures it. The workspace is large
- * (about 40 KiB): keep one per matcher, or static, not on a small stack.
+ * Cost: cc_formation_prepare interns builds and players (through hash
+ * tables) and regions into small integers once per pass, so forming is
+ * integer work and nothing allocates. A pass over 200 mixed candidates
+ * costs tens of microseconds for 1v1 and 3v3, a few hundred for 8v8 (the
+ * exact team search); tests/bench/formation.c measures it. Each refused
+ * anchor scans the working set behind it, so a working set of n tickets
+ * none of which can match costs O(n^2) integer steps (about a millisecond
+ * at 1024). The workspace is large (about 160 KiB): keep one per matcher,
+ * or static, not on a small stack.
  */
 #ifndef CC_FORMATION_H
 #define CC_FORMATION_H
@@ -75,7 +78,7 @@
 #define CC_FORMATION_TEAMS 2                /* every playlist is two teams */
 #define CC_FORMATION_MAX_TEAM_SIZE 8
 #define CC_FORMATION_MAX_PLAYERS (CC_FORMATION_TEAMS * CC_FORMATION_MAX_TEAM_SIZE)
-#define CC_FORMATION_MAX_CANDIDATES 256     /* per pass (SPEC 6 reads at most 200) */
+#define CC_FORMATION_MAX_CANDIDATES 1024    /* per workspace: a pass's whole working set (game/queue_pass.h) */
 #define CC_FORMATION_MAX_REGIONS 32         /* distinct regions per pass; more are ignored */
 #define CC_FORMATION_MAX_FAILED_CLAIMS 8    /* lost claims per pass before it gives up */
 #define CC_FORMATION_DEFAULT_MAX_RTT_MS 100.0
@@ -126,6 +129,7 @@ struct cc_formation_workspace {
 	struct cc_formation_params params;
 	size_t n_regions;                             /* entries used in region_name */
 	char region_name[CC_FORMATION_MAX_REGIONS][CC_CANDIDATE_REGION_MAX + 1];
+	unsigned claim_budget;                        /* lost claims cc_formation_pass may take (prepare: MAX_FAILED_CLAIMS) */
 	bool out[CC_FORMATION_MAX_CANDIDATES];        /* claimed, excluded or unusable */
 	uint16_t group[CC_FORMATION_MAX_CANDIDATES];  /* build + protocol class */
 	uint16_t player[CC_FORMATION_MAX_CANDIDATES]; /* player identity class */
@@ -142,7 +146,9 @@ double cc_formation_tolerance(const struct cc_formation_params *p, int64_t wait_
 /*
  * Prepares ws over cands[0..n) (oldest first) at now_ms. Candidates that
  * are expired or reach no region within max_rtt_ms start out of the
- * working set. cands must outlive ws. Returns 0, or CC_EINVAL for invalid
+ * working set. ws->claim_budget starts at CC_FORMATION_MAX_FAILED_CLAIMS; a
+ * caller that spreads one pass over several workspaces lowers it to what
+ * is left of the pass's budget. cands must outlive ws. Returns 0, or CC_EINVAL for invalid
  * params or n > CC_FORMATION_MAX_CANDIDATES (ws untouched).
  */
 int cc_formation_prepare(struct cc_formation_workspace *ws, const struct cc_candidate *cands, size_t n,
@@ -186,7 +192,7 @@ struct cc_formation_pass_stats {
 /*
  * One pass over a prepared workspace: form, claim, remove, repeat until the
  * queue is short, every remaining anchor was refused, or the failed-claim
- * budget is spent. *stats (zeroed here) says what happened, also on error.
+ * budget (ws->claim_budget) is spent. *stats (zeroed here) says what happened, also on error.
  * Returns 0, or the claim callback's error (the pass stops at once; what
  * was claimed before stays claimed).
  */

@@ -60,6 +60,9 @@ static const struct cc_config_option matcher_options[] = {
 	{ .name = "tolerance-cap", .type = CC_CFG_DOUBLE, .default_value = "-1", .min = -1, .max = 5000,
 	  .help = "ranked: the tolerance never exceeds this (must be >= the start; -1 = the playlist's)",
 	  .offset = OPT(tolerance_cap) },
+	{ .name = "max-rtt-ms", .type = CC_CFG_DOUBLE, .default_value = "100", .min = 1, .max = 10000,
+	  .help = "a region counts for a player whose probed RTT to it is at most this (SPEC 6: 100)",
+	  .offset = OPT(max_rtt_ms) },
 	{ .name = "ticket-ttl-seconds", .type = CC_CFG_INT, .default_value = "30", .min = 5, .max = 3600,
 	  .help = "heartbeat deadline given to tickets requeued from an expired proposal (as cc-api's)",
 	  .offset = OPT(ticket_ttl_seconds) },
@@ -225,6 +228,7 @@ static bool matcher_configure(struct matcher *m, const struct matcher_config *cf
 		m->params.tolerance_growth_per_s = cfg->tolerance_growth_per_second;
 	if (cfg->tolerance_cap >= 0)
 		m->params.tolerance_cap = cfg->tolerance_cap;
+	m->params.max_rtt_ms = cfg->max_rtt_ms;
 	/*
 	 * The work connection sits idle between passes (a poll or min-pass
 	 * interval) and, mid-pass, while a Redis command runs: the lease
@@ -257,8 +261,10 @@ static bool matcher_configure(struct matcher *m, const struct matcher_config *cf
 	PQconninfoFree(opts);
 	PQfreemem(errmsg);
 
-	size_t match = (size_t)m->params.team_size * CC_FORMATION_TEAMS;
-	m->read_limit = match * MATCHER_READ_FACTOR < MATCHER_READ_CAP ? match * MATCHER_READ_FACTOR : MATCHER_READ_CAP;
+	if (ok) {
+		cc_queue_pass_defaults(&m->params, &m->pass_cfg);
+		cc_queue_pass_init(&m->qp);
+	}
 	if (cfg->matcher_id && *cfg->matcher_id) {
 		snprintf(m->id, sizeof m->id, "%s", cfg->matcher_id);
 	} else {
@@ -338,7 +344,8 @@ int main(int argc, char **argv)
 		    CC_LOG_INT("team_size", m->params.team_size), CC_LOG_BOOL("ranked", m->params.ranked),
 		    CC_LOG_DBL("tolerance_start", m->params.tolerance_start),
 		    CC_LOG_DBL("tolerance_growth_per_second", m->params.tolerance_growth_per_s),
-		    CC_LOG_DBL("tolerance_cap", m->params.tolerance_cap), CC_LOG_INT("read_limit", m->read_limit),
+		    CC_LOG_DBL("tolerance_cap", m->params.tolerance_cap), CC_LOG_DBL("max_rtt_ms", m->params.max_rtt_ms),
+		    CC_LOG_INT("read_limit", m->pass_cfg.head_page),
 		    CC_LOG_BOOL("redis", m->index != NULL), CC_LOG_INT("admin_port", cc_admin_port(admin)));
 	status = cc_service_run(&service, matcher_loop, m);
 out:

@@ -20,13 +20,11 @@
 #include "sys/config.h"
 #include "game/formation.h"
 #include "game/playlist.h"
+#include "game/queue_pass.h"
 #include "sys/metrics.h"
 #include "sys/pg.h"
 #include "sys/service.h"
 
-#define MATCHER_READ_CAP 200         /* SPEC 6: a pass reads up to 10x the match size, at most 200 */
-#define MATCHER_READ_FACTOR 10
-#define MATCHER_PAGES_PER_PASS 16   /* pages a pass reads behind a head that forms nothing */
 #define MATCHER_ID_MAX 96
 
 /* cc-matcher's configuration, filled from the option table in main.c. */
@@ -39,6 +37,7 @@ struct matcher_config {
 	double tolerance_start;             /* ranked: rating points at zero wait (-1 = the playlist's) */
 	double tolerance_growth_per_second; /* ranked: widening per second of the anchor's wait (-1 = the playlist's) */
 	double tolerance_cap;               /* ranked: the widest tolerance (-1 = the playlist's) */
+	double max_rtt_ms;                  /* a region counts for a player within this RTT (SPEC 6: 100) */
 	int64_t ticket_ttl_seconds;         /* requeued tickets' fresh heartbeat deadline */
 	int64_t proposal_window_seconds;    /* players have this long to answer (SPEC 7: 10) */
 	char *matcher_id;                   /* recorded on proposals; unset = hostname-pid */
@@ -63,8 +62,7 @@ struct matcher {
 	const struct matcher_config *cfg;
 	char id[MATCHER_ID_MAX];                 /* --matcher-id or hostname-pid */
 	struct cc_formation_params params;       /* the playlist's, overridden by the flags */
-	size_t read_limit;                       /* candidates per pass */
-	char cursor[CC_UUID_BUF];                         /* "" or where the next pass goes on past a deep wall */
+	struct cc_queue_pass_config pass_cfg;    /* pages and working set (cc_queue_pass_defaults) */
 	bool run_again;                          /* the last pass formed matches: the next starts at once */
 	bool standby;                            /* the last pass found the lease taken */
 	bool tables_checked;                     /* the playlists and arenas tables were found equal to the compiled lists */
@@ -79,16 +77,15 @@ struct matcher {
 	pthread_mutex_t lock;                    /* guards db_ready and db_why */
 	bool db_ready;                           /* the last pass reached PostgreSQL */
 	char db_why[192];                        /* why not, for /readyz */
-	struct cc_candidate cands[MATCHER_READ_CAP];
-	struct cc_formation_workspace ws;
+	struct cc_queue_pass qp;                 /* the working set and the cursor past a deep wall */
 };
 
 /*
  * Runs one pass: take the pass lease (without it: a standby pass that
- * does nothing), expiry hook, read candidates (Redis, else PostgreSQL),
- * form and claim until nothing more forms (reading the pages behind a head
- * that forms nothing), give the lease back. Sets run_again, standby and
- * cursor. Returns 0, or the error that
+ * does nothing), expiry hook, then cc_queue_pass_run (game/queue_pass.h)
+ * over pages read here (the head from Redis, else PostgreSQL; later pages
+ * from PostgreSQL) with claims made here, give the lease back. Sets
+ * run_again and standby; m->qp keeps the cursor. Returns 0, or the error that
  * ended it (already logged and counted); the caller just carries on.
  */
 int matcher_pass(struct matcher *m);

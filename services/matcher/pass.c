@@ -2,11 +2,11 @@
  * pass.c - one matching pass (SPEC 6).
  *
  * A pass runs only while its replica holds the playlist's pass lease. It
- * reads the oldest candidates (the Redis index when it answers with
- * entries; PostgreSQL when Redis is down or empty), prepares the formation
- * workspace with PostgreSQL's now(), and lets cc_formation_pass form and
- * claim until nothing more forms; when that full head page formed nothing
- * it goes on to the pages behind it (scan_deeper). Every per-pass failure (database blip,
+ * hands cc_queue_pass_run (game/queue_pass.h: the working set across
+ * pages, formation, the cursor) its two kinds of I/O: reading a page (the
+ * head from the Redis index when it answers with entries, PostgreSQL when
+ * Redis is down or empty; the pages behind it from PostgreSQL by keyset)
+ * and claiming a formation (one transaction). Every per-pass failure (database blip,
  * lost claim, nothing to do) ends only this pass: it is logged and
  * counted, and the loop in main.c runs the next one.
  */
@@ -147,62 +147,22 @@ static int read_now(struct matcher *m, int64_t *now_ms)
 /*
  * Drops index entries whose heartbeat deadline has passed (they sort first,
  * as the oldest, and would otherwise fill every read window) and compacts
- * the rest. Returns how many usable candidates remain.
+ * the rest of out[0..n). Returns how many usable candidates remain.
  */
-static size_t drop_expired(struct matcher *m, size_t n, int64_t now_ms)
+static size_t drop_expired(struct matcher *m, struct cc_candidate *out, size_t n, int64_t now_ms)
 {
 	size_t kept = 0;
 	bool index_up = true;
 	for (size_t i = 0; i < n; i++) {
-		if (m->cands[i].expires_at_ms > now_ms) {
+		if (out[i].expires_at_ms > now_ms) {
 			if (kept != i)
-				m->cands[kept] = m->cands[i];
+				out[kept] = out[i];
 			kept++;
 		} else if (index_up) {
-			index_up = cc_candidate_index_remove(m->index, m->cfg->playlist, m->cands[i].ticket_id) == 0;
+			index_up = cc_candidate_index_remove(m->index, m->cfg->playlist, out[i].ticket_id) == 0;
 		}
 	}
 	return kept;
-}
-
-/*
- * Reads the head of the queue (the oldest read_limit candidates) into
- * m->cands; *read is how many entries the source returned before expired
- * ones were dropped. The index is tried first; "down" (an error) and
- * "empty" (0 entries) both fall back to PostgreSQL, but only "empty"
- * repopulates the index: rebuilding a Redis that is down would just fail
- * again, and must never stand between PostgreSQL and a match. An index
- * holding nothing but expired entries counts as empty.
- */
-static int read_head(struct matcher *m, size_t *n, size_t *read, int64_t *now_ms, const char **source)
-{
-	const char *playlist = m->cfg->playlist;
-	int irc = CC_EUNAVAILABLE;
-	if (m->index) {
-		irc = cc_candidate_index_read(m->index, playlist, m->read_limit, m->cands, n);
-		if (irc == 0 && *n > 0) {
-			*read = *n;
-			int rc = read_now(m, now_ms);
-			if (rc != 0)
-				return rc;
-			if ((*n = drop_expired(m, *n, *now_ms)) > 0) {
-				*source = "redis";
-				return 0;
-			}
-		}
-		const char *lv[] = { playlist, irc == 0 ? "empty" : "down" };
-		cc_metric_add(m->metrics.redis_fallbacks, lv, 1);
-		if (irc != 0)
-			cc_log_debug("candidate_index_unavailable", CC_LOG_STR("error", cc_errname(irc)));
-	}
-	*source = "postgres";
-	int rc = cc_candidates_load(m->pg, playlist, NULL, m->read_limit, m->cands, n, now_ms);
-	*read = *n;
-	if (rc != 0 || irc != 0 || *n == 0)
-		return rc;
-	int brc = cc_candidate_index_rebuild(m->index, playlist, m->cands, *n);
-	cc_log_info("candidate_index_rebuilt", CC_LOG_INT("candidates", *n), CC_LOG_STR("result", cc_errname(brc)));
-	return rc;
 }
 
 /* Counts one page read. */
@@ -211,6 +171,86 @@ static void count_read(struct matcher *m, const char *source, size_t n)
 	const char *lv[] = { m->cfg->playlist, source };
 	cc_metric_add(m->metrics.reads, lv, 1);
 	cc_metric_add(m->metrics.candidates, lv, (double)n);
+}
+
+/* What a pass's reads found, for its report. */
+struct pass_reads {
+	struct matcher *m;
+	const char *source; /* of the head page: "redis" or "postgres" */
+};
+
+/*
+ * Reads the head of the queue (the oldest limit candidates) into out. The
+ * index is tried first; "down" (an error) and "empty" (0 entries) both
+ * fall back to PostgreSQL, but only "empty" repopulates the index:
+ * rebuilding a Redis that is down would just fail again, and must never
+ * stand between PostgreSQL and a match. An index holding nothing but
+ * expired entries counts as empty.
+ */
+static int read_head(struct pass_reads *pr, size_t limit, struct cc_candidate *out, struct cc_queue_page *page)
+{
+	struct matcher *m = pr->m;
+	const char *playlist = m->cfg->playlist;
+	size_t n = 0;
+	int irc = CC_EUNAVAILABLE;
+	if (m->index) {
+		irc = cc_candidate_index_read(m->index, playlist, limit, out, &n);
+		if (irc == 0 && n > 0) {
+			page->more = n == limit;
+			snprintf(page->last, sizeof page->last, "%s", out[n - 1].ticket_id);
+			int rc = read_now(m, &page->now_ms);
+			if (rc != 0)
+				return rc;
+			if ((page->n = drop_expired(m, out, n, page->now_ms)) > 0) {
+				pr->source = "redis";
+				return 0;
+			}
+		}
+		const char *lv[] = { playlist, irc == 0 ? "empty" : "down" };
+		cc_metric_add(m->metrics.redis_fallbacks, lv, 1);
+		if (irc != 0)
+			cc_log_debug("candidate_index_unavailable", CC_LOG_STR("error", cc_errname(irc)));
+	}
+	pr->source = "postgres";
+	int rc = cc_candidates_load(m->pg, playlist, NULL, limit, out, &n, &page->now_ms);
+	if (rc != 0)
+		return rc;
+	page->n = n;
+	page->more = n == limit;
+	snprintf(page->last, sizeof page->last, "%s", n ? out[n - 1].ticket_id : "");
+	if (irc != 0 || n == 0)
+		return 0;
+	int brc = cc_candidate_index_rebuild(m->index, playlist, out, n);
+	cc_log_info("candidate_index_rebuilt", CC_LOG_INT("candidates", n), CC_LOG_STR("result", cc_errname(brc)));
+	return 0;
+}
+
+/*
+ * The read callback of cc_queue_pass_run: the head page (read_head), or
+ * the page after a ticket from PostgreSQL by keyset (a rebuild indexes
+ * only the head, so deeper pages are never the index's).
+ */
+static int read_page(void *ctx, const char *after, size_t limit, struct cc_candidate *out,
+		     struct cc_queue_page *page)
+{
+	struct pass_reads *pr = ctx;
+	struct matcher *m = pr->m;
+	int rc;
+	if (!after) {
+		rc = read_head(pr, limit, out, page);
+		if (rc == 0)
+			count_read(m, pr->source, page->n);
+		return rc;
+	}
+	size_t n = 0;
+	rc = cc_candidates_load(m->pg, m->cfg->playlist, after, limit, out, &n, &page->now_ms);
+	if (rc != 0)
+		return rc;
+	page->n = n;
+	page->more = n == limit;
+	snprintf(page->last, sizeof page->last, "%s", n ? out[n - 1].ticket_id : "");
+	count_read(m, "postgres", n);
+	return 0;
 }
 
 /* Drops tickets from the index after a claim (best effort: entries may be stale anyway). */
@@ -229,15 +269,15 @@ static void index_forget(struct matcher *m, const struct cc_claim_request *req, 
 	}
 }
 
-/* The claim callback of cc_formation_pass: one transaction per formation. */
+/* The claim callback of cc_queue_pass_run: one transaction per formation over m->qp's working set. */
 static int claim(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION_MAX_PLAYERS])
 {
-	struct matcher *m = ctx;
+	struct matcher *m = ((struct pass_reads *)ctx)->m;
 	const char *playlist = m->cfg->playlist;
 	struct cc_claim_request req;
 	struct cc_claim_result res;
 
-	cc_claim_request_from(&req, f, m->cands, playlist, m->id, (int)m->cfg->proposal_window_seconds,
+	cc_claim_request_from(&req, f, m->qp.cands, playlist, m->id, (int)m->cfg->proposal_window_seconds,
 			      m->params.max_rtt_ms);
 	int rc = cc_formation_claim(m->pg, &req, &res);
 	if (rc == 0) {
@@ -271,77 +311,11 @@ static int claim(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION
 	return rc;
 }
 
-/* Forms and claims over the page in m->cands[0..n); adds its outcome to *total. */
-static int form_page(struct matcher *m, size_t n, int64_t now_ms, struct cc_formation_pass_stats *total)
-{
-	struct cc_formation_pass_stats st;
-	if (cc_formation_prepare(&m->ws, m->cands, n, now_ms, &m->params) != 0)
-		CC_BUG("formation parameters were validated at start-up");
-	int rc = cc_formation_pass(&m->ws, claim, m, &st);
-	total->formed += st.formed;
-	total->refused_not_enough += st.refused_not_enough;
-	total->refused_no_region += st.refused_no_region;
-	total->lost_claims += st.lost_claims;
-	total->out_of_attempts |= st.out_of_attempts;
-	return rc;
-}
-
-/*
- * After a full head page that formed nothing: the pages behind it, from
- * PostgreSQL by keyset (each page starts after the last ticket of the one
- * before), until one forms matches, the queue ends, or
- * MATCHER_PAGES_PER_PASS pages were read. A pass sees only read_limit
- * candidates at once (SPEC 6), so without this a head of that many tickets
- * that cannot match one another would hide everyone behind it.
- *
- * Every pass starts again at the head and scans in queue order, so the
- * oldest tickets match first and as soon as they can. Only a wall deeper
- * than one pass reaches leaves a cursor: the next pass goes on from there
- * (after its head page), and comes straight back to a page past the wall
- * while that page keeps forming matches; reaching the end clears it.
- * A failed page (error, out of claim attempts) leaves the cursor alone.
- * *n_read counts the candidates read.
- */
-static int scan_deeper(struct matcher *m, const char *head_last, struct cc_formation_pass_stats *total,
-		       size_t *n_read)
-{
-	bool from_cursor = m->cursor[0] != '\0';
-	char after[CC_UUID_BUF], start[CC_UUID_BUF];
-	snprintf(after, sizeof after, "%s", from_cursor ? m->cursor : head_last);
-	for (int page = 0; page < MATCHER_PAGES_PER_PASS; page++) {
-		size_t n = 0, formed = total->formed;
-		int64_t now_ms = 0;
-		int rc = cc_candidates_load(m->pg, m->cfg->playlist, after, m->read_limit, m->cands, &n, &now_ms);
-		if (rc != 0)
-			return rc;
-		count_read(m, "postgres", n);
-		*n_read += n;
-		if (n == 0) {
-			m->cursor[0] = '\0'; /* past the end */
-			return 0;
-		}
-		snprintf(start, sizeof start, "%s", after);
-		snprintf(after, sizeof after, "%s", m->cands[n - 1].ticket_id);
-		if ((rc = form_page(m, n, now_ms, total)) != 0 || total->out_of_attempts)
-			return rc;
-		if (total->formed > formed) {
-			if (from_cursor)
-				snprintf(m->cursor, sizeof m->cursor, "%s", start);
-			return 0;
-		}
-		if (n < m->read_limit) {
-			m->cursor[0] = '\0'; /* the end of the queue */
-			return 0;
-		}
-	}
-	snprintf(m->cursor, sizeof m->cursor, "%s", after);
-	return 0;
-}
-
 /* Counts and logs a pass's outcome. */
-static void pass_report(struct matcher *m, int rc, const char *source, size_t n,
-			const struct cc_formation_pass_stats *st, double seconds)
+static void pass_report(struct matcher *m, int rc, const char *source, const struct cc_queue_pass_stats *qst,
+			double seconds)
 {
+	const struct cc_formation_pass_stats *st = qst ? &qst->formation : NULL;
 	const char *playlist = m->cfg->playlist;
 	const char *lv_result[] = { playlist, rc == 0 ? "ok" : "error" };
 	const char *lv[] = { playlist };
@@ -373,7 +347,10 @@ static void pass_report(struct matcher *m, int rc, const char *source, size_t n,
 	struct cc_log_field fields[] = {
 		CC_LOG_STR("playlist", playlist),
 		CC_LOG_STR("source", source),
-		CC_LOG_INT("candidates", n),
+		CC_LOG_INT("candidates", qst ? qst->read : 0),
+		CC_LOG_INT("pages", qst ? qst->pages : 0),
+		CC_LOG_INT("working_set", qst ? qst->working : 0),
+		CC_LOG_BOOL("cursor", m->qp.cursor[0] != '\0'),
 		CC_LOG_INT("formed", st ? st->formed : 0),
 		CC_LOG_INT("refused_not_enough", st ? st->refused_not_enough : 0),
 		CC_LOG_INT("refused_no_region", st ? st->refused_no_region : 0),
@@ -428,11 +405,11 @@ static void give_lease(struct matcher *m)
 int matcher_pass(struct matcher *m)
 {
 	double t0 = cc_clock_seconds();
-	struct cc_formation_pass_stats st = { 0 };
-	const char *source = "postgres";
-	size_t n = 0, read = 0;
-	int64_t now_ms = 0;
+	struct cc_queue_pass_stats qst;
+	struct pass_reads pr = { .m = m, .source = "postgres" };
 	bool ran = false, leased = false;
+
+	memset(&qst, 0, sizeof qst);
 
 	m->run_again = false;
 	int rc = ensure_connected(m);
@@ -469,19 +446,10 @@ int matcher_pass(struct matcher *m)
 		cc_metric_add(m->metrics.expired, lv_exp, ex.n);
 	}
 
-	if ((rc = read_head(m, &n, &read, &now_ms, &source)) != 0)
-		goto out;
-	count_read(m, source, n);
 	ran = true;
-	if (n > 0) {
-		char head_last[CC_UUID_BUF];
-		snprintf(head_last, sizeof head_last, "%s", m->cands[n - 1].ticket_id);
-		rc = form_page(m, n, now_ms, &st);
-		if (rc == 0 && !st.out_of_attempts && st.formed == 0 && read == m->read_limit)
-			rc = scan_deeper(m, head_last, &st, &n);
-	}
+	rc = cc_queue_pass_run(&m->qp, &m->pass_cfg, read_page, claim, &pr, &qst);
 	/* A pass that formed matches may have left more: the next one starts at once. */
-	m->run_again = rc == 0 && st.formed > 0;
+	m->run_again = rc == 0 && qst.formation.formed > 0;
 out:
 	if (rc != 0 && m->pg)
 		(void)cc_pg_rollback(m->pg); /* acknowledge a connection lost mid-transaction */
@@ -489,6 +457,6 @@ out:
 		give_lease(m);
 	/* Reaching PostgreSQL is what readiness means; a lost claim is not an outage. */
 	matcher_set_db_state(m, rc == CC_EUNAVAILABLE || rc == CC_ETIMEOUT || !m->pg ? rc : 0);
-	pass_report(m, rc, source, n, ran ? &st : NULL, cc_clock_seconds() - t0);
+	pass_report(m, rc, pr.source, ran ? &qst : NULL, cc_clock_seconds() - t0);
 	return rc;
 }

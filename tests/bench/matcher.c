@@ -47,6 +47,7 @@
 #include "store/candidates.h"
 #include "sys/crypto.h"
 #include "game/formation.h"
+#include "game/queue_pass.h"
 #include "store/formation_claim.h"
 #include "sys/log.h"
 #include "sys/pg.h"
@@ -226,21 +227,64 @@ struct pass_cost {
 	struct cost phase[N_PHASES];
 	size_t candidates;
 	unsigned formed;
+	unsigned pages;         /* reads the pass made (1: the head page formed) */
 };
 
-/* The formations of a pass, recorded by the pure pass and claimed afterwards. */
+/*
+ * The formations of a pass, recorded by the pure pass (game/queue_pass.h,
+ * cc-matcher's own) and claimed afterwards: each with a copy of its
+ * players, as the working set is compacted between rounds.
+ */
 struct recorded {
 	size_t n;
-	struct cc_formation f[CC_FORMATION_MAX_CANDIDATES / 2];
+	struct cc_formation f[256];
+	struct cc_candidate players[256][CC_FORMATION_MAX_PLAYERS];
 };
+
+static struct cc_queue_pass bench_qp;
 
 static int record(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION_MAX_PLAYERS])
 {
-	struct recorded *r = ctx;
+	struct recorded *r = *(struct recorded **)ctx;
 	(void)lost;
 	if (r->n == CC_ARRAY_LEN(r->f))
 		return CC_ETOOBIG;
-	r->f[r->n++] = *f;
+	r->f[r->n] = *f;
+	for (size_t k = 0; k < f->n_players; k++) {
+		r->players[r->n][k] = bench_qp.cands[f->index[k]];
+		r->f[r->n].index[k] = (uint16_t)k;
+	}
+	r->n++;
+	return 0;
+}
+
+/* What the pass's reads come from: the head page already read from PostgreSQL, deeper pages read now. */
+struct bench_reads {
+	struct recorded *rec; /* first: record() takes it from here */
+	struct cc_pg *pg;
+	const char *playlist;
+	const struct cc_candidate *head;
+	size_t n_head;
+	int64_t now_ms;
+};
+
+static int bench_read(void *ctx, const char *after, size_t limit, struct cc_candidate *out,
+		      struct cc_queue_page *page)
+{
+	struct bench_reads *br = ctx;
+	size_t n = 0;
+	if (!after) {
+		n = br->n_head < limit ? br->n_head : limit;
+		memcpy(out, br->head, n * sizeof *out);
+		page->now_ms = br->now_ms;
+	} else {
+		int rc = cc_candidates_load(br->pg, br->playlist, after, limit, out, &n, &page->now_ms);
+		if (rc != 0)
+			die_db(br->pg, "cc_candidates_load (a deeper page)", rc);
+	}
+	page->n = n;
+	page->more = n == limit;
+	snprintf(page->last, sizeof page->last, "%s", n ? out[n - 1].ticket_id : "");
 	return 0;
 }
 
@@ -251,7 +295,6 @@ struct playlist_bench {
 };
 
 static struct cc_candidate pg_cands[READ_CAP], redis_cands[READ_CAP];
-static struct cc_formation_workspace ws;
 static struct recorded rec;
 
 /*
@@ -300,17 +343,25 @@ static void measure_pass(struct cc_pg *pg, struct cc_candidate_index *idx, const
 	}
 	pc->candidates = n_pg;
 
-	/* Formation: pure CPU, every formation recorded to be claimed next. */
-	struct cc_formation_pass_stats st;
+	/*
+	 * Formation: cc-matcher's pass (pages -> working set -> formations) over
+	 * the head page just read (and any deeper page it asks for, charged
+	 * here too), every formation recorded to be claimed next.
+	 */
+	struct cc_queue_pass_stats st;
+	struct cc_queue_pass_config cfg;
+	struct bench_reads br = { &rec, pg, pl->name, pg_cands, n_pg, now_ms };
+	cc_queue_pass_defaults(&pl->params, &cfg);
 	rec.n = 0;
+	cc_queue_pass_init(&bench_qp);
 	snap(&s, pg);
-	if (cc_formation_prepare(&ws, pg_cands, n_pg, now_ms, &pl->params) != 0 ||
-	    cc_formation_pass(&ws, record, &rec, &st) != 0) {
-		fprintf(stderr, "bench/matcher: formation failed\n");
+	if (cc_queue_pass_run(&bench_qp, &cfg, bench_read, record, &br, &st) != 0) {
+		fprintf(stderr, "bench/matcher: the pass failed\n");
 		exit(1);
 	}
 	charge(&pc->phase[FORM], &s, pg);
-	pc->formed = st.formed;
+	pc->formed = st.formation.formed;
+	pc->pages = st.pages;
 
 	/* Claims: one SERIALIZABLE transaction each; nobody races us, so all commit. */
 	char ids[CC_ARRAY_LEN(rec.f) * CC_UUID_BUF + 3];
@@ -320,7 +371,7 @@ static void measure_pass(struct cc_pg *pg, struct cc_candidate_index *idx, const
 	for (size_t k = 0; k < rec.n; k++) {
 		struct cc_claim_request req;
 		struct cc_claim_result out;
-		cc_claim_request_from(&req, &rec.f[k], pg_cands, pl->name, "bench", WINDOW_S, pl->params.max_rtt_ms);
+		cc_claim_request_from(&req, &rec.f[k], rec.players[k], pl->name, "bench", WINDOW_S, pl->params.max_rtt_ms);
 		if ((rc = cc_formation_claim(pg, &req, &out)) != 0)
 			die_db(pg, "cc_formation_claim", rc);
 		used += (size_t)snprintf(ids + used, sizeof ids - used, "%s%s", k ? "," : "", out.proposal_id);
@@ -332,7 +383,7 @@ static void measure_pass(struct cc_pg *pg, struct cc_candidate_index *idx, const
 	snap(&s, pg);
 	for (size_t k = 0; k < rec.n; k++)
 		for (size_t j = 0; j < rec.f[k].n_players; j++)
-			if (cc_candidate_index_remove(idx, pl->name, pg_cands[rec.f[k].index[j]].ticket_id) != 0)
+			if (cc_candidate_index_remove(idx, pl->name, rec.players[k][j].ticket_id) != 0)
 				exit(1);
 	charge(&pc->phase[FORGET], &s, pg);
 
@@ -343,7 +394,7 @@ static void measure_pass(struct cc_pg *pg, struct cc_candidate_index *idx, const
 	PQclear(sql(pg, sql_unclaim_proposals, 1, p));
 	for (size_t k = 0; k < rec.n; k++)
 		for (size_t j = 0; j < rec.f[k].n_players; j++)
-			if (cc_candidate_index_put(idx, pl->name, &pg_cands[rec.f[k].index[j]]) != 0)
+			if (cc_candidate_index_put(idx, pl->name, &rec.players[k][j]) != 0)
 				exit(1);
 }
 
@@ -496,9 +547,9 @@ static void report(long long depth, const struct playlist_bench *pl, const struc
 	double worst = cpu_pg > cpu_redis ? cpu_pg : cpu_redis;
 
 	printf("formation pass depth=%lld %s: read %.2f ms (pg) / %.2f ms (redis), form %.3f ms, claim %.1f ms "
-	       "(%u proposals), cpu %.1f ms (pg path) / %.1f ms (redis path) (target < 100 ms: %s)\n",
+	       "(%u proposals, %u page%s), cpu %.1f ms (pg path) / %.1f ms (redis path) (target < 100 ms: %s)\n",
 	       depth, pl->name, med(runs, READ_PG, 0), med(runs, READ_REDIS, 0), med(runs, FORM, 1),
-	       med(runs, CLAIM, 0), runs[0].formed, cpu_pg, cpu_redis, worst < 100 ? "met" : "MISSED");
+	       med(runs, CLAIM, 0), runs[0].formed, runs[0].pages, runs[0].pages == 1 ? "" : "s", cpu_pg, cpu_redis, worst < 100 ? "met" : "MISSED");
 	printf("    cpu split (median of %d, ms, matcher+postgres+redis): expire %.2f+%.2f, read pg %.2f+%.2f, "
 	       "read redis %.2f+%.2f+%.2f, form %.3f, claims %.2f+%.2f, index removes %.2f+%.2f; "
 	       "matcher-only cpu %.2f / %.2f ms; pass wall %.1f ms; %zu candidates; read plan uses "

@@ -1,11 +1,18 @@
 /*
  * bench/queue_sim: a discrete-time queue simulation of one playlist,
- * driving the real formation code (libcommon/formation.h) the way
- * cc-matcher does, without a database, to choose the tolerance defaults
- * (issue 4). Deterministic for a given --seed.
+ * driving the very pass cc-matcher runs (game/queue_pass.h: the head page,
+ * the pages behind it in one working set, the cursor, cc_queue_pass_defaults)
+ * without a database, to choose the tolerance defaults (issue 4) and to
+ * measure what the pass leaves behind (issue 9). Deterministic for a given
+ * --seed.
  *
- * The model, in 0.5 s steps (one matcher pass per step, as the default
- * --poll-interval-ms=500):
+ * The model, in 50 ms steps (cc-matcher's default --min-pass-interval-ms):
+ *  - the matcher's loop at its defaults: a pass when something happened
+ *    since the last one (an arrival, a requeue, a settled proposal: each
+ *    sends the NOTIFY cc-matcher listens for) but not closer than 50 ms to
+ *    it, else at least every 500 ms (--poll-interval-ms); a pass that
+ *    formed matches is followed by the next at once, until one forms
+ *    nothing; quiet stretches are skipped;
  *  - players arrive as a Poisson process (--rate per second), rating
  *    N(1500, 300) clamped to [100, 2900], one build;
  *  - each has a home region (eu-west 40 %, us-east 30 %, us-west 15 %,
@@ -13,9 +20,10 @@
  *    neighbours 60-120, far 120-250 (the bands of tests/bench/matcher_seed.sql);
  *  - a queued player heartbeats (never expires) and leaves once he has
  *    waited --patience seconds since he queued (abandonment);
- *  - a pass reads the oldest 10 x match size (cap 200) QUEUED tickets, as
- *    the matcher does, and runs cc_formation_prepare + cc_formation_pass;
- *    every formation is claimed (one matcher, no races);
+ *  - a pass is cc_queue_pass_run with the matcher's defaults, its reads
+ *    answered from the simulated queue as PostgreSQL would (QUEUED only,
+ *    oldest first, keyset after a ticket); every formation is claimed (one
+ *    matcher, no races);
  *  - a proposal resolves --response-delay seconds later: each player
  *    accepted with probability --accept; if all did, the match is played
  *    and measured; otherwise the decliners leave (cooldown) and the others
@@ -23,7 +31,11 @@
  * Measured over players who arrived after a warm-up and early enough to
  * have an outcome: wait (queue to the formation of the proposal that was
  * accepted) p50/p95, per match the rating spread (max - min), the team
- * mean difference and the worst RTT p50/p95, the abandonment rate.
+ * mean difference and the worst RTT p50/p95, the abandonment rate, and
+ * the stranded rate: players who abandoned while the queue held a valid
+ * match for them (SPEC 6's rules, searched exhaustively over anchors and
+ * regions when they leave), which a pass that leaves no formable match
+ * behind keeps at zero.
  *
  *   queue_sim                 the default report, the ranked sweep, the recommendation
  *   queue_sim --once [opts]   one run with the given settings
@@ -40,11 +52,11 @@
 
 #include "game/formation.h"
 #include "game/playlist.h"
+#include "game/queue_pass.h"
 #include "sys/banned.h"
 
-#define STEP_MS 500          /* one matcher pass per step */
-#define READ_FACTOR 10       /* SPEC 6: a pass reads 10x the match size ... */
-#define READ_CAP 200         /* ... at most 200 */
+#define STEP_MS 50           /* cc-matcher's default --min-pass-interval-ms */
+#define POLL_MS 500          /* cc-matcher's default --poll-interval-ms */
 #define N_REGIONS 4
 #define MAX_QUEUE 100000     /* tickets queued at once; a run that needs more stops with an error */
 #define WARMUP_MS (600 * 1000) /* the first 10 simulated minutes are not measured */
@@ -76,6 +88,7 @@ struct settings {
 struct outcome {
 	size_t arrivals, matched, abandoned, declined, unresolved; /* players in the measured window */
 	size_t outliers, outliers_abandoned;
+	size_t stranded;                 /* abandoned while a valid match for them was in the queue */
 	size_t matches;                  /* accepted proposals among them */
 	double wait_p50, wait_p95;       /* seconds, matched players */
 	double spread_p50, spread_p95;   /* rating max - min per match */
@@ -83,6 +96,8 @@ struct outcome {
 	double rtt_p50, rtt_p95;         /* worst RTT to the match region per match */
 	double abandon_rate;             /* abandoned / resolved */
 	double outlier_abandon_rate;     /* the same among ratings more than OUTLIER from 1500 */
+	double stranded_rate;            /* stranded / resolved */
+	size_t passes;                   /* matcher passes run */
 	size_t max_queue;                /* deepest queue seen */
 };
 
@@ -124,6 +139,7 @@ struct player {
 	int64_t arrived_ms;              /* enqueue time; kept across requeues (SPEC 4) */
 	int64_t matched_ms;              /* formation time of the accepted proposal */
 	enum player_state state;
+	bool stranded;                   /* abandoned while a valid match for him was queued */
 	struct cc_candidate cand;        /* what the matcher reads */
 };
 
@@ -149,12 +165,14 @@ static struct {
 	size_t n_props, cap_props;
 	struct match_rec *matches;       /* accepted proposals formed after the warm-up */
 	size_t n_matches, cap_matches;
-	struct cc_candidate cands[READ_CAP];
-	size_t cand_player[READ_CAP];    /* cands[i] is players[cand_player[i]] */
-	struct cc_formation_workspace ws;
 	int64_t now_ms;
 	bool overflow;
+	bool woken;                      /* something happened since the last pass (a NOTIFY) */
+	size_t passes;
+	const struct cc_formation_params *params;
 } sim;
+
+static struct cc_queue_pass qp; /* the matcher's pass state: 1.2 MiB, static */
 
 static void *grow(void *p, size_t *cap, size_t need, size_t size)
 {
@@ -208,6 +226,7 @@ static void new_player(int64_t at_ms)
 		return;
 	}
 	sim.queue[sim.n_queue++] = sim.n_players++;
+	sim.woken = true;
 }
 
 /* Puts player i back in the queue at his enqueue-time position. */
@@ -218,24 +237,77 @@ static void requeue(size_t i)
 		sim.overflow = true;
 		return;
 	}
-	while (k > 0 && sim.players[sim.queue[k - 1]].arrived_ms > sim.players[i].arrived_ms) {
+	while (k > 0 && (sim.players[sim.queue[k - 1]].arrived_ms > sim.players[i].arrived_ms ||
+			 (sim.players[sim.queue[k - 1]].arrived_ms == sim.players[i].arrived_ms && sim.queue[k - 1] > i))) {
 		sim.queue[k] = sim.queue[k - 1];
 		k--;
 	}
 	sim.queue[k] = i;
 	sim.n_queue++;
 	sim.players[i].state = QUEUED;
+	sim.woken = true;
 }
 
-/* Drops from the queue everyone no longer QUEUED and everyone out of patience. */
+/* The anchor's tolerance (ranked), from SPEC 6's rule. */
+static double tolerance_of(const struct cc_candidate *a)
+{
+	const struct cc_formation_params *p = sim.params;
+	double wait_s = (double)(sim.now_ms - a->queued_at_ms) / 1000.0;
+	double t = p->tolerance_start + p->tolerance_growth_per_s * (wait_s > 0 ? wait_s : 0);
+	return t < p->tolerance_cap ? t : p->tolerance_cap;
+}
+
+/* b may join a match anchored at a in region r (every simulated player lists every region). */
+static bool compatible(const struct cc_candidate *a, const struct cc_candidate *b, int r)
+{
+	return strcmp(a->build, b->build) == 0 && a->protocol_version == b->protocol_version &&
+	       b->rtt[r].rtt_ms <= sim.params->max_rtt_ms &&
+	       (!sim.params->ranked || fabs(a->rating - b->rating) <= tolerance_of(a));
+}
+
+/*
+ * True when queued player x is in some valid match among the QUEUED
+ * players: an anchor (x or an older player compatible with him) and a
+ * region both reach, with enough other compatible players younger than
+ * the anchor. Players are all distinct here.
+ */
+static bool could_match(size_t x)
+{
+	const struct cc_candidate *cx = &sim.players[x].cand;
+	size_t want = (size_t)sim.params->team_size * CC_FORMATION_TEAMS - 1;
+	for (size_t ai = 0; ai < sim.n_queue; ai++) {
+		size_t a = sim.queue[ai];
+		const struct cc_candidate *ca = &sim.players[a].cand;
+		if (sim.players[a].state != QUEUED)
+			continue;
+		for (int r = 0; r < N_REGIONS; r++) {
+			if (ca->rtt[r].rtt_ms > sim.params->max_rtt_ms || (a != x && !compatible(ca, cx, r)))
+				continue;
+			size_t got = a != x;
+			for (size_t bi = ai + 1; bi < sim.n_queue && got < want; bi++) {
+				size_t b = sim.queue[bi];
+				got += b != x && sim.players[b].state == QUEUED && compatible(ca, &sim.players[b].cand, r);
+			}
+			if (got >= want)
+				return true;
+		}
+		if (a == x)
+			break; /* anchors are x or older than x */
+	}
+	return false;
+}
+
+/* Drops from the queue everyone no longer QUEUED and everyone out of patience (noting who was stranded). */
 static void compact_queue(const struct settings *s)
 {
 	size_t kept = 0;
 	int64_t patience_ms = (int64_t)(s->patience_s * 1000);
 	for (size_t k = 0; k < sim.n_queue; k++) {
 		struct player *p = &sim.players[sim.queue[k]];
-		if (p->state == QUEUED && sim.now_ms - p->arrived_ms >= patience_ms)
+		if (p->state == QUEUED && sim.now_ms - p->arrived_ms >= patience_ms) {
+			p->stranded = could_match(sim.queue[k]);
 			p->state = ABANDONED;
+		}
 		if (p->state == QUEUED)
 			sim.queue[kept++] = sim.queue[k];
 	}
@@ -252,7 +324,7 @@ static int claim(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION
 	pr->resolve_ms = sim.now_ms + (int64_t)(s->response_s * 1000);
 	pr->n = f->n_players;
 	for (size_t k = 0; k < f->n_players; k++) {
-		pr->player[k] = sim.cand_player[f->index[k]];
+		pr->player[k] = (size_t)strtoull(qp.cands[f->index[k]].ticket_id + 1, NULL, 10);
 		sim.players[pr->player[k]].state = PROPOSED;
 	}
 	pr->spread = f->rating_spread;
@@ -261,22 +333,58 @@ static int claim(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION
 	return 0;
 }
 
-/* One matcher pass over the oldest read_limit queued tickets. */
-static void pass(const struct settings *s, const struct cc_formation_params *params, size_t read_limit)
+/* True when queued player i sorts after player j in queue order (enqueue time, then number). */
+static bool after_player(size_t i, size_t j)
 {
-	size_t n = sim.n_queue < read_limit ? sim.n_queue : read_limit;
-	for (size_t k = 0; k < n; k++) {
-		sim.cand_player[k] = sim.queue[k];
-		sim.cands[k] = sim.players[sim.queue[k]].cand;
-		sim.cands[k].expires_at_ms = sim.now_ms + TTL_MS;
+	int64_t ti = sim.players[i].arrived_ms, tj = sim.players[j].arrived_ms;
+	return ti > tj || (ti == tj && i > j);
+}
+
+/* The read callback: what cc_candidates_load would return from this queue. */
+static int read_queue(void *ctx, const char *after, size_t limit, struct cc_candidate *out,
+		      struct cc_queue_page *page)
+{
+	(void)ctx;
+	size_t k = 0, n = 0;
+	if (after) {
+		/* Keyset: the first queued player after that ticket, whatever state it is in now. */
+		size_t j = (size_t)strtoull(after + 1, NULL, 10), lo = 0, hi = sim.n_queue;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (after_player(sim.queue[mid], j))
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		k = lo;
 	}
-	struct cc_formation_pass_stats st;
-	if (cc_formation_prepare(&sim.ws, sim.cands, n, sim.now_ms, params) != 0 ||
-	    cc_formation_pass(&sim.ws, claim, (void *)s, &st) != 0) {
-		fprintf(stderr, "queue_sim: formation failed\n");
-		exit(1);
+	for (; k < sim.n_queue && n < limit; k++) {
+		const struct player *p = &sim.players[sim.queue[k]];
+		if (p->state != QUEUED)
+			continue; /* proposed earlier in this pass */
+		out[n] = p->cand;
+		out[n].expires_at_ms = sim.now_ms + TTL_MS;
+		n++;
 	}
-	compact_queue(s);
+	page->n = n;
+	page->more = n == limit;
+	page->now_ms = sim.now_ms;
+	snprintf(page->last, sizeof page->last, "%s", n ? out[n - 1].ticket_id : "");
+	return 0;
+}
+
+/* The matcher woken: passes until one forms nothing (cc-matcher's run_again), then the leavers leave. */
+static void wake(const struct settings *s, const struct cc_queue_pass_config *cfg)
+{
+	struct cc_queue_pass_stats st;
+	do {
+		if (cc_queue_pass_run(&qp, cfg, read_queue, claim, (void *)s, &st) != 0) {
+			fprintf(stderr, "queue_sim: the pass failed\n");
+			exit(1);
+		}
+		sim.passes++;
+	} while (st.formation.formed > 0);
+	sim.woken = false;
 }
 
 /* Settles the proposals due by now: a played match, or decliners out and the rest requeued. */
@@ -289,6 +397,7 @@ static void resolve(const struct settings *s)
 			sim.props[kept++] = pr;
 			continue;
 		}
+		sim.woken = true; /* the settlement's outbox NOTIFY */
 		bool accepted[CC_FORMATION_MAX_PLAYERS], all = true;
 		for (size_t k = 0; k < pr.n; k++) {
 			accepted[k] = uniform(ANSWERS) < s->accept;
@@ -349,8 +458,7 @@ static bool run(const struct settings *s, struct outcome *out)
 		.tolerance_cap = s->tol_cap,
 		.max_rtt_ms = CC_FORMATION_DEFAULT_MAX_RTT_MS,
 	};
-	size_t match = (size_t)s->team_size * CC_FORMATION_TEAMS;
-	size_t read_limit = match * READ_FACTOR < READ_CAP ? match * READ_FACTOR : READ_CAP;
+	struct cc_queue_pass_config cfg;
 	/* Long enough for MIN_ARRIVALS at a low rate, so its percentiles are not noise. */
 	double hours = s->hours > MIN_ARRIVALS / s->rate / 3600 ? s->hours : MIN_ARRIVALS / s->rate / 3600;
 	int64_t end_ms = (int64_t)(hours * 3600 * 1000);
@@ -362,19 +470,35 @@ static bool run(const struct settings *s, struct outcome *out)
 		fprintf(stderr, "queue_sim: invalid settings (tolerance cap < start, run too short, or rate <= 0)\n");
 		exit(2);
 	}
+	cc_queue_pass_defaults(&params, &cfg); /* cc-matcher's pages and working set */
 	sim_reset();
+	sim.params = &params;
+	cc_queue_pass_init(&qp);
 	rng_state[PLAYERS] = s->seed * 0x9E3779B97F4A7C15ull + 1;
 	rng_state[ANSWERS] = s->seed * 0xD1B54A32D192ED03ull + 2;
 	double next_arrival_ms = -log(1.0 - uniform(PLAYERS)) / s->rate * 1000;
 	memset(out, 0, sizeof *out);
-	for (sim.now_ms = 0; sim.now_ms <= end_ms && !sim.overflow; sim.now_ms += STEP_MS) {
+	int64_t last_pass = -POLL_MS;
+	for (sim.now_ms = 0; sim.now_ms <= end_ms && !sim.overflow;) {
 		while (next_arrival_ms <= (double)sim.now_ms) {
 			new_player((int64_t)next_arrival_ms);
 			next_arrival_ms += -log(1.0 - uniform(PLAYERS)) / s->rate * 1000;
 		}
 		resolve(s);
-		pass(s, &params, read_limit);
+		if (sim.woken || sim.now_ms - last_pass >= POLL_MS) {
+			wake(s, &cfg);
+			last_pass = sim.now_ms;
+			compact_queue(s);
+		}
 		out->max_queue = sim.n_queue > out->max_queue ? sim.n_queue : out->max_queue;
+		/* The next step where anything happens: an arrival, a settlement, the poll. */
+		int64_t next = last_pass + POLL_MS;
+		if (next_arrival_ms < (double)next)
+			next = (int64_t)ceil(next_arrival_ms);
+		for (size_t i = 0; i < sim.n_props; i++)
+			next = sim.props[i].resolve_ms < next ? sim.props[i].resolve_ms : next;
+		next = (next + STEP_MS - 1) / STEP_MS * STEP_MS;
+		sim.now_ms = next > sim.now_ms ? next : sim.now_ms + STEP_MS;
 	}
 	if (sim.overflow)
 		return false;
@@ -400,6 +524,7 @@ static bool run(const struct settings *s, struct outcome *out)
 			break;
 		case ABANDONED:
 			out->abandoned++;
+			out->stranded += p->stranded;
 			break;
 		case DECLINED:
 			out->declined++;
@@ -430,6 +555,8 @@ static bool run(const struct settings *s, struct outcome *out)
 	size_t resolved = out->matched + out->abandoned + out->declined;
 	out->abandon_rate = resolved ? (double)out->abandoned / (double)resolved : 0;
 	out->outlier_abandon_rate = out->outliers ? (double)out->outliers_abandoned / (double)out->outliers : 0;
+	out->stranded_rate = resolved ? (double)out->stranded / (double)resolved : 0;
+	out->passes = sim.passes;
 	return true;
 }
 
@@ -438,9 +565,11 @@ static bool run(const struct settings *s, struct outcome *out)
 static void print_outcome(const char *label, const struct outcome *o)
 {
 	printf("  %-14s wait p50 %5.1f s p95 %6.1f s | spread p50 %4.0f p95 %4.0f | team diff p50 %4.0f p95 %4.0f | "
-	       "worst rtt p50 %3.0f p95 %3.0f ms | abandoned %5.2f%% (rating beyond +-%d: %5.2f%%) | %zu matches, max queue %zu\n",
+	       "worst rtt p50 %3.0f p95 %3.0f ms | abandoned %5.2f%% (rating beyond +-%d: %5.2f%%), stranded %5.2f%% | "
+	       "%zu matches, %zu passes, max queue %zu\n",
 	       label, o->wait_p50, o->wait_p95, o->spread_p50, o->spread_p95, o->team_p50, o->team_p95, o->rtt_p50,
-	       o->rtt_p95, 100 * o->abandon_rate, OUTLIER, 100 * o->outlier_abandon_rate, o->matches, o->max_queue);
+	       o->rtt_p95, 100 * o->abandon_rate, OUTLIER, 100 * o->outlier_abandon_rate, 100 * o->stranded_rate,
+	       o->matches, o->passes, o->max_queue);
 }
 
 static void run_or_die(const struct settings *s, struct outcome *o)
@@ -606,8 +735,9 @@ int main(int argc, char **argv)
 	s.team_size = team > 0 ? (int)team : ranked ? 1 : 3;
 
 	printf("queue simulation: seed %llu, runs of %.0f simulated hours or %d arrivals if longer (first 10 min not "
-	       "measured), a pass every %.1f s, patience %.0f s, accept %.2f, response %.0f s\n",
-	       (unsigned long long)s.seed, s.hours, MIN_ARRIVALS, STEP_MS / 1000.0, s.patience_s, s.accept,
+	       "measured), cc-matcher's pass and loop (wake-ups >= %d ms apart, a poll every %d ms), patience %.0f s, "
+	       "accept %.2f, response %.0f s\n",
+	       (unsigned long long)s.seed, s.hours, MIN_ARRIVALS, STEP_MS, POLL_MS, s.patience_s, s.accept,
 	       s.response_s);
 	struct outcome o;
 	char label[64];
@@ -628,19 +758,18 @@ int main(int argc, char **argv)
 	r.team_size = team > 0 ? (int)team : 1;
 	c.playlist = "casual";
 	c.team_size = team > 0 ? (int)team : 3;
+	static const double rates[] = { 0.2, 1, 5, 20 };
 	printf("defaults, ranked %dv%d (tolerance %.0f + %.0f/s, cap %.0f):\n", r.team_size, r.team_size, r.tol_start,
 	       r.tol_growth, r.tol_cap);
-	const double rates[2] = { low_rate, high_rate };
-	for (int i = 0; i < 2; i++) {
+	for (size_t i = 0; i < CC_ARRAY_LEN(rates); i++) {
 		r.rate = rates[i];
 		run_or_die(&r, &o);
 		snprintf(label, sizeof label, "%.2f/s", r.rate);
 		print_outcome(label, &o);
 	}
 	printf("defaults, casual %dv%d (no rating tolerance):\n", c.team_size, c.team_size);
-	const double casual_rates[2] = { 2.5 * low_rate, 2 * high_rate };
-	for (int i = 0; i < 2; i++) {
-		c.rate = casual_rates[i];
+	for (size_t i = 0; i < CC_ARRAY_LEN(rates); i++) {
+		c.rate = rates[i];
 		run_or_die(&c, &o);
 		snprintf(label, sizeof label, "%.2f/s", c.rate);
 		print_outcome(label, &o);

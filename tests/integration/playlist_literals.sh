@@ -20,7 +20,9 @@ literals() {
 	done
 	grep -rnE "[\"'](${names})[\"']" "$root/services" "$root/libcommon" "${later[@]}" \
 		--include='*.c' --include='*.h' --include='*.sql' |
-		grep -v "^$root/libcommon/game/playlist\.c:" || true
+		grep -v "^$root/libcommon/game/playlist\.c:" |
+		# A log field named after the playlist attribute (the `ranked` column), not a playlist.
+		grep -vE 'CC_LOG_BOOL\("ranked", m->params\.ranked\)' || true
 }
 
 found=$(literals "$TOP")

@@ -14,6 +14,8 @@
  *    malformed calls
  *  - a failed pass leaves the matcher at the queue head, and outliers at
  *    the head match as soon as they can while deeper pages are worked
+ *  - the 21 tickets of issue 9: ticket 1's only partner is on the second
+ *    page, and the first pass pairs them (one working set across pages)
  *  - unmatchable tickets at the head (more than any attempt budget, and
  *    more than one read window) do not stop the tickets behind them; a
  *    Redis that is down changes nothing
@@ -1415,6 +1417,66 @@ START_TEST(test_arenas_drift_stops_matching)
 }
 END_TEST
 
+/* ---- no ticket stranded behind a page (issue 9) ------------------------------------------- */
+
+/* The first line of p's log holding "event":"pass" (a debug log has one per pass), or "". */
+static void first_pass_line(const struct proc *p, char *out, size_t len)
+{
+	static char text[256 * 1024];
+	out[0] = '\0';
+	FILE *f = fopen(p->log, "rb");
+	if (!f)
+		return;
+	size_t n = fread(text, 1, sizeof text - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	const char *line = strstr(text, "\"event\":\"pass\"");
+	if (!line)
+		return;
+	while (line > text && line[-1] != '\n')
+		line--;
+	const char *end = strchr(line, '\n');
+	snprintf(out, len, "%.*s", (int)(end ? end - line : (long)strlen(line)), line);
+}
+
+/*
+ * The reproduction of issue 9, ranked with a head page of 20: 20 tickets
+ * that cannot match one another (single-region players over 2 builds x 4
+ * regions, ratings 800 apart, all at the tolerance cap), and ticket 21
+ * (1.4.2, eu-west, 2320), the only partner of ticket 1 (1.4.2, eu-west,
+ * 2300). Each page formed on its own never pairs them; the working set
+ * pairs them in the matcher's very first pass.
+ */
+START_TEST(test_pair_across_pages)
+{
+	static const char *const regions[] = { "eu-west", "us-east", "us-west", "ap-southeast" };
+	struct seeded t[21];
+	char rtt[64];
+	for (int i = 0; i < 21; i++) {
+		const char *build = i == 20 || i % 2 == 0 ? "1.4.2" : "1.4.1";
+		double rating = i == 0 ? 2300 : i == 20 ? 2320 : 2300 + 800.0 * i;
+		snprintf(rtt, sizeof rtt, "{\"%s\": 30}", i == 20 ? "eu-west" : regions[(i / 2) % 4]);
+		t[i] = seed("ranked", build, 1, rating, rtt, 600000 - i);
+	}
+	/* A long poll: after its first pass and the rerun it waits, so the proposal is the first pass's. */
+	const char *args[] = { "--playlist=ranked", "--poll-interval-ms=30000", "--lease-timeout-ms=60000", NULL };
+	struct proc *m = spawn_matcher(args);
+	WAIT_FOR(count_is("SELECT count(*) FROM proposals", 1), 10000, "the pair of tickets 1 and 21");
+	const char *pair[] = { t[0].ticket, t[20].ticket };
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM proposal_participants WHERE ticket_id IN ($1::uuid, $2::uuid)", 2,
+				pair),
+			 2);
+	for (int i = 1; i < 20; i++)
+		expect_state(t[i].ticket, "QUEUED");
+	char line[1024];
+	WAIT_FOR((first_pass_line(m, line, sizeof line), line[0] != '\0'), 5000, "the first pass's log line");
+	ck_assert_msg(strstr(line, "\"formed\":1") && strstr(line, "\"pages\":2"),
+		      "the first pass did not form the pair from its two pages: %s", line);
+	stop_matcher(m);
+	audit();
+}
+END_TEST
+
 /* ---- the pass lease ----------------------------------------------------------------------- */
 
 /* The lease key (matcher.h): another replica holding it means this one stands by. */
@@ -1501,8 +1563,13 @@ static void stalled_replica(const char *frozen_state)
 
 	const char *b_args[] = { "--playlist=casual", "--matcher-id=second", "--proposal-window-seconds=600", NULL };
 	struct proc *b = spawn_matcher(b_args);
-	/* Standing by proves the frozen one still held the lease; a COMMIT it had sent has landed by now. */
-	WAIT_FOR(standby_passes(b) >= 1, 5000, "the second replica standing by");
+	/*
+	 * Standing by proves the frozen one still held the lease; a pass of its
+	 * own, that the lease timeout already ended the frozen session (a busy
+	 * machine can take longer than --lease-timeout-ms to start b). Either
+	 * way a COMMIT the frozen one had sent has landed by now.
+	 */
+	WAIT_FOR(standby_passes(b) >= 1 || passes_ok(b) >= 1, 10000, "the second replica standing by or passing");
 	long long frozen_at = sql_ll("SELECT count(*) FROM proposals", 0, NULL);
 	ck_assert_msg(frozen_at < 500, "the queue drained (%lld proposals) before the freeze", frozen_at);
 	WAIT_FOR(count_is("SELECT count(*) FROM tickets WHERE state = 'QUEUED'", 0), 20000,
@@ -1559,6 +1626,7 @@ static Suite *matcher_suite(void)
 	tcase_add_test(tc, test_deep_wall_and_no_spin);
 	tcase_add_test(tc, test_wakes_on_notify);
 	tcase_add_test(tc, test_arenas_drift_stops_matching);
+	tcase_add_test(tc, test_pair_across_pages);
 	suite_add_tcase(s, tc);
 	return s;
 }
