@@ -24,6 +24,7 @@
 #include "sys/json.h"
 #include "sys/metrics.h"
 #include "sys/pg.h"
+#include "sys/service.h"
 #include "game/playlist.h"
 #include "game/tiers.h"
 
@@ -34,13 +35,6 @@
 struct api_config {
 	char *listen;                   /* player API bind address */
 	int64_t port;                   /* player API port (0 = ephemeral) */
-	char *admin_listen;             /* admin (metrics/health) bind address */
-	int64_t admin_port;             /* admin port (0 = ephemeral) */
-	char *database_url;             /* secret: PostgreSQL DSN */
-	int64_t db_pool_size;           /* connections in the pool */
-	int64_t db_timeout_ms;          /* per statement deadline */
-	bool db_prepared_statements;    /* prepare each statement text once per connection */
-	char *log_level;                /* debug|info|warn|error */
 	int64_t max_body_bytes;         /* request body cap (413 beyond) */
 	int64_t max_connections;        /* concurrent HTTP connections */
 	char *operator_token;           /* secret: bearer of the /v1/admin routes; unset = 503 */
@@ -56,9 +50,7 @@ struct api_config {
 	int64_t steam_timeout_ms;       /* whole Steam request deadline */
 	bool steam_reject_vac_banned;   /* 403 for VAC-banned accounts */
 	bool steam_reject_publisher_banned; /* 403 for publisher-banned accounts */
-	char *redis_host;               /* candidate index Redis; unset/"" = no index */
-	int64_t redis_port;             /* its port */
-	int64_t redis_timeout_ms;       /* connect and command deadline of one index call */
+	struct cc_service_options svc;  /* database (+pool), Redis (candidate index), admin port, log level */
 };
 
 /*
@@ -76,7 +68,6 @@ struct api {
 	api_login_fn login;                       /* Steam, or the testkit's fake */
 	struct cc_tier_band *_Atomic tier_bands;  /* from tier_bands; NULL until loaded */
 	size_t n_tier_bands;                      /* written before tier_bands is published */
-	_Atomic bool fatal;                       /* a background check found a fatal problem */
 	struct cc_candidate_index *index;         /* thread-safe; NULL = no index */
 	struct cc_metric *index_errors;           /* failed index refreshes, by op */
 	size_t n_regions;                         /* parsed from cfg->regions */
@@ -84,7 +75,7 @@ struct api {
 	char regions_pg_array[API_MAX_REGIONS * (API_REGION_MAX + 3) + 3]; /* "{a,b}" for SQL */
 };
 
-extern const struct cc_config_spec api_config_spec;
+extern const struct cc_service_spec api_service_spec;
 
 /* The player and operator route table (routes.c). */
 extern const struct cc_http_route api_routes[];

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "api.h"
+#include "sys/clock.h"
 #include "sys/log.h"
 #include "sys/banned.h"
 
@@ -16,13 +17,6 @@
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static int64_t last_log_ms = -API_INDEX_LOG_INTERVAL_MS;
 static unsigned long suppressed; /* errors not logged since the last line */
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int api_index_open(struct api *api)
 {
@@ -32,16 +26,16 @@ int api_index_open(struct api *api)
 	api->index_errors = cc_counter("cosmic_clash_api_candidate_index_errors_total",
 				       "Candidate index refreshes that failed (Redis down or slow); requests still succeed",
 				       labels, 8);
-	if (!cfg->redis_host || !*cfg->redis_host) {
+	if (!cfg->svc.redis_host || !*cfg->svc.redis_host) {
 		cc_log_info("candidate_index_disabled", CC_LOG_STR("reason", "no --redis-host"));
 		return 0;
 	}
-	api->index = cc_candidate_index_create(cfg->redis_host, (int)cfg->redis_port, (int)cfg->redis_timeout_ms,
+	api->index = cc_candidate_index_create(cfg->svc.redis_host, (int)cfg->svc.redis_port, (int)cfg->svc.redis_timeout_ms,
 					       API_INDEX_POOL_SIZE);
 	if (!api->index)
 		return CC_EINVAL;
-	cc_log_info("candidate_index_enabled", CC_LOG_STR("host", cfg->redis_host),
-		    CC_LOG_INT("port", cfg->redis_port));
+	cc_log_info("candidate_index_enabled", CC_LOG_STR("host", cfg->svc.redis_host),
+		    CC_LOG_INT("port", cfg->svc.redis_port));
 	return 0;
 }
 
@@ -53,7 +47,7 @@ static void index_failed(struct api *api, const char *op, const char *ticket_id,
 	bool log_now = false;
 
 	cc_metric_add(api->index_errors, labels, 1.0);
-	int64_t now = mono_ms();
+	int64_t now = cc_clock_ms();
 	pthread_mutex_lock(&log_lock);
 	if (now - last_log_ms >= API_INDEX_LOG_INTERVAL_MS) {
 		log_now = true;

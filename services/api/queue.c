@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "sys/charset.h"
 #include "sys/crypto.h"
 #include "sys/json.h"
 #include "sys/log.h"
@@ -208,28 +209,12 @@ out:
 /* An Idempotency-Key is 1-128 bytes of [A-Za-z0-9_-]. */
 static bool idempotency_key_valid(const char *key)
 {
-	size_t n = key ? strlen(key) : 0;
-	if (n == 0 || n > 128)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = key[i];
-		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-		      c == '-'))
-			return false;
-	}
-	return true;
+	return cc_charset_valid(key, 128, CC_CHARSET_ALNUM, "_-");
 }
 
 static bool build_valid(const char *build)
 {
-	size_t n = strlen(build);
-	for (size_t i = 0; i < n; i++) {
-		char c = build[i];
-		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-		      c == '_' || c == '-'))
-			return false;
-	}
-	return n >= 1 && n <= 64;
+	return cc_charset_valid(build, 64, CC_CHARSET_ALNUM, "._-");
 }
 
 int api_queue_create(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)

@@ -11,6 +11,7 @@
 #include <curl/curl.h>
 
 #include "client.h"
+#include "sys/clock.h"
 #include "sys/json.h"
 #include "sys/banned.h"
 
@@ -32,13 +33,6 @@ struct pc_client {
 	char problem[512];              /* the last failed call, for the caller's log */
 	char error_code[64];            /* cc-api's error.code of the last failed call, or "" */
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* libcurl's write callback: keeps up to the cap, then aborts the transfer. */
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
@@ -71,7 +65,7 @@ struct pc_client *pc_client_new(const char *base_url, long timeout_ms)
 		return NULL;
 	}
 	c->attempts = 1;
-	c->jitter = (mono_ns() ^ (uint64_t)(uintptr_t)c) | 1; /* xorshift must not start at 0 */
+	c->jitter = ((uint64_t)cc_clock_ns() ^ (uint64_t)(uintptr_t)c) | 1; /* xorshift must not start at 0 */
 	while (n > 0 && base_url[n - 1] == '/')
 		n--; /* "http://x/" + "/v1/..." would double the slash */
 	memcpy(c->base_url, base_url, n);
@@ -212,9 +206,9 @@ int pc_request(struct pc_client *c, const char *method, const char *path, const 
 	c->overflow = false;
 	c->curl_error[0] = '\0';
 
-	uint64_t start = mono_ns();
+	uint64_t start = (uint64_t)cc_clock_ns();
 	CURLcode cc = curl_easy_perform(c->curl);
-	uint64_t elapsed = mono_ns() - start;
+	uint64_t elapsed = (uint64_t)cc_clock_ns() - start;
 	c->requests++;
 	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
 	curl_slist_free_all(headers);
