@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sys/hash.h"
 #include "sys/banned.h"
 
 bool cc_formation_params_valid(const struct cc_formation_params *p)
@@ -51,13 +52,6 @@ static int region_intern(struct cc_formation_workspace *ws, const char *name)
 #define SLOTS 2048 /* open-addressing tables: > 2 x CC_FORMATION_MAX_CANDIDATES */
 #define NO_SLOT UINT16_MAX
 
-static uint32_t fnv1a(uint32_t h, const char *s)
-{
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
 static bool same_group(const struct cc_candidate *a, const struct cc_candidate *b)
 {
 	return a->protocol_version == b->protocol_version && strcmp(a->build, b->build) == 0;
@@ -72,7 +66,7 @@ static bool same_group(const struct cc_candidate *a, const struct cc_candidate *
 static void intern_identity(struct cc_formation_workspace *ws, size_t i, uint16_t *groups, uint16_t *players)
 {
 	const struct cc_candidate *c = &ws->cands[i];
-	uint32_t h = fnv1a(2166136261u, c->build) ^ (uint32_t)c->protocol_version * 2654435761u;
+	uint32_t h = cc_hash_fnv1a32(c->build, strlen(c->build)) ^ (uint32_t)c->protocol_version * 2654435761u;
 	for (;; h++) {
 		uint16_t *slot = &groups[h % SLOTS];
 		if (*slot == NO_SLOT) {
@@ -85,7 +79,7 @@ static void intern_identity(struct cc_formation_workspace *ws, size_t i, uint16_
 			break;
 		}
 	}
-	for (h = fnv1a(2166136261u, c->player_id);; h++) {
+	for (h = cc_hash_fnv1a32(c->player_id, strlen(c->player_id));; h++) {
 		uint16_t *slot = &players[h % SLOTS];
 		if (*slot == NO_SLOT) {
 			*slot = (uint16_t)i;

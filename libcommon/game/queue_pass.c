@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sys/hash.h"
 #include "sys/banned.h"
 
 void cc_queue_pass_defaults(const struct cc_formation_params *params, struct cc_queue_pass_config *out)
@@ -55,10 +56,7 @@ static int claim_and_mark(void *ctx, const struct cc_formation *f, bool lost[CC_
 
 static uint32_t id_hash(const char *s)
 {
-	uint32_t h = 2166136261u;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
+	return cc_hash_fnv1a32(s, strlen(s));
 }
 
 /*

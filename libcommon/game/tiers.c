@@ -14,6 +14,7 @@
 
 #include "game/tiers.h"
 
+#include "sys/charset.h"
 #include "sys/banned.h"
 
 /* Seeded into tier_bands by migrations/0004_tier_bands.up.sql: keep both equal
@@ -92,10 +93,7 @@ static const char *quote(const char *name, size_t max, char out[QUOTED_MAX])
 
 static bool name_chars_valid(const char *name)
 {
-	for (; *name; name++)
-		if (!((*name >= 'A' && *name <= 'Z') || (*name >= '0' && *name <= '9') || *name == '_'))
-			return false;
-	return true;
+	return cc_charset_all(name, strlen(name), CC_CHARSET_UPPER | CC_CHARSET_DIGIT, "_");
 }
 
 /* Records every problem of band i, including clashes with bands before it. */

@@ -41,6 +41,8 @@
 #include <cjson/cJSON.h>
 
 #include "game/playlist.h"
+#include "sys/charset.h"
+#include "sys/clock.h"
 #include "sys/json.h"
 #include "sys/redis.h"
 #include "sys/banned.h"
@@ -76,20 +78,12 @@ static const char cleanup_script[] =
 	"end "
 	"return n";
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---- pool ---------------------------------------------------------------- */
 
 struct cc_candidate_index *cc_candidate_index_create(const char *host, int port, int timeout_ms,
 						     size_t pool_size)
 {
 	struct cc_candidate_index *idx = NULL;
-	pthread_condattr_t attr;
 
 	if (!host || !*host || timeout_ms <= 0 || pool_size == 0 || pool_size > POOL_MAX)
 		return NULL;
@@ -109,12 +103,7 @@ struct cc_candidate_index *cc_candidate_index_create(const char *host, int port,
 	idx->pool_size = idx->n_idle = pool_size;
 	idx->timeout_ms = timeout_ms;
 	/* The pool wait is a deadline on the monotonic clock, like everything else here. */
-	if (pthread_condattr_init(&attr) != 0)
-		goto out_free;
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	int rc = pthread_cond_init(&idx->returned, &attr);
-	pthread_condattr_destroy(&attr);
-	if (rc != 0)
+	if (cc_clock_cond_init(&idx->returned) != 0)
 		goto out_free;
 	if (pthread_mutex_init(&idx->lock, NULL) != 0) {
 		pthread_cond_destroy(&idx->returned);
@@ -149,12 +138,12 @@ void cc_candidate_index_free(struct cc_candidate_index *idx)
  */
 static int acquire(struct cc_candidate_index *idx, struct cc_redis **out)
 {
-	int64_t deadline = mono_ms() + idx->timeout_ms;
-	struct timespec ts = { .tv_sec = deadline / 1000, .tv_nsec = (long)(deadline % 1000) * 1000000 };
+	int64_t deadline = cc_clock_ms() + idx->timeout_ms;
+	struct timespec ts = cc_clock_timespec(deadline * 1000000);
 	int rc = CC_EUNAVAILABLE;
 
 	pthread_mutex_lock(&idx->lock);
-	if (mono_ms() < idx->down_until_ms)
+	if (cc_clock_ms() < idx->down_until_ms)
 		goto out;
 	while (idx->n_idle == 0)
 		if (pthread_cond_timedwait(&idx->returned, &idx->lock, &ts) != 0)
@@ -176,7 +165,7 @@ static void release(struct cc_candidate_index *idx, struct cc_redis *r, int resu
 {
 	pthread_mutex_lock(&idx->lock);
 	if (result != 0 && !cc_redis_is_connected(r))
-		idx->down_until_ms = mono_ms() + CC_REDIS_RETRY_INTERVAL_MS;
+		idx->down_until_ms = cc_clock_ms() + CC_REDIS_RETRY_INTERVAL_MS;
 	idx->idle[idx->n_idle++] = r;
 	pthread_cond_signal(&idx->returned);
 	pthread_mutex_unlock(&idx->lock);
@@ -192,16 +181,7 @@ static int index_result(int rc)
 
 static bool playlist_valid(const char *playlist)
 {
-	size_t n = playlist ? strnlen(playlist, CC_PLAYLIST_NAME_MAX + 1) : 0;
-	if (n == 0 || n > CC_PLAYLIST_NAME_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = playlist[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-		      c == '-'))
-			return false;
-	}
-	return true;
+	return cc_charset_valid(playlist, CC_PLAYLIST_NAME_MAX, CC_CHARSET_ALNUM, "_-");
 }
 
 /* Writes "cc:cand:<playlist>:<suffix>" (playlist already validated). */
@@ -617,7 +597,7 @@ static int rebuild_on(struct cc_candidate_index *idx, struct cc_redis *r, const 
 	 */
 	uint64_t salt = 0;
 	if (getrandom(&salt, sizeof salt, GRND_NONBLOCK) != (ssize_t)sizeof salt)
-		salt = (uint64_t)mono_ms();
+		salt = (uint64_t)cc_clock_ms();
 	snprintf(tag, sizeof tag, "rebuild:%016llx-%ld-%lu", (unsigned long long)salt, (long)getpid(), seq);
 	snprintf(th, sizeof th, "cc:cand:%s:%s:h", playlist, tag);
 	snprintf(tz, sizeof tz, "cc:cand:%s:%s:z", playlist, tag);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sys/crypto.h"
+#include "sys/hash.h"
 #include "sys/banned.h"
 
 /* The whole claim is one function (migrations/0006_claim_function.up.sql). */
@@ -26,10 +27,7 @@ struct claim_tx {
 /* FNV-1a of the id; the database takes it modulo the number of eligible arenas. */
 static uint32_t arena_hash(const char *proposal_id)
 {
-	uint32_t h = 2166136261u;
-	for (const unsigned char *p = (const unsigned char *)proposal_id; *p; p++)
-		h = (h ^ *p) * 16777619u;
-	return h;
+	return cc_hash_fnv1a32(proposal_id, strlen(proposal_id));
 }
 
 size_t cc_claim_arena_index(const char *proposal_id, size_t n)

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sys/charset.h"
 #include "sys/crypto.h"
 #include "sys/log.h"
 #include "sys/banned.h"
@@ -13,15 +14,8 @@ static const char sql_append[] = "SELECT cc_outbox_append($1, $2, $3::uuid, $4::
 /* name matches first-char class [a-z] then up to max-1 of [a-z0-9_] (+ '.' when dots). */
 static bool name_valid(const char *s, size_t max, bool dots)
 {
-	size_t n = s ? strlen(s) : 0;
-	if (n == 0 || n > max || s[0] < 'a' || s[0] > 'z')
-		return false;
-	for (size_t i = 1; i < n; i++) {
-		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || (dots && c == '.')))
-			return false;
-	}
-	return true;
+	return cc_charset_valid(s, max, CC_CHARSET_LOWER | CC_CHARSET_DIGIT, dots ? "_." : "_") &&
+	       cc_charset_has(s[0], CC_CHARSET_LOWER, NULL);
 }
 
 bool cc_outbox_event_valid(const struct cc_outbox_event *ev)

@@ -8,6 +8,7 @@
 
 #include "sys/http_server.h"
 #include "sys/metrics.h"
+#include "sys/service.h"
 #include "sys/banned.h"
 
 struct cc_admin {
@@ -99,6 +100,15 @@ struct cc_admin *cc_admin_start(const char *bind, int port, cc_admin_ready_fn re
 		return NULL;
 	}
 	return a;
+}
+
+struct cc_admin *cc_admin_start_service(struct cc_service *svc, cc_admin_ready_fn ready, void *ctx)
+{
+	if (!cc_service_has(svc, CC_SERVICE_ADMIN))
+		CC_BUG("cc_admin_start_service: the service declares no CC_SERVICE_ADMIN rows");
+	const struct cc_service_options *opt = cc_service_options(svc);
+	cc_service_set_ready(svc, ready, ctx);
+	return cc_admin_start(opt->admin_listen, (int)opt->admin_port, cc_service_ready, svc);
 }
 
 int cc_admin_port(const struct cc_admin *a)

@@ -41,6 +41,19 @@ typedef bool (*cc_admin_ready_fn)(void *ctx, char *why, size_t whylen);
  */
 struct cc_admin *cc_admin_start(const char *bind, int port, cc_admin_ready_fn ready, void *ctx);
 
+struct cc_service;
+
+/*
+ * Starts the admin server of a service (sys/service.h, which must declare
+ * CC_SERVICE_ADMIN) on its --admin-listen and --admin-port, with readiness
+ * wired through the service: /readyz says "stopping" once the service is
+ * stopping, else asks ready(ctx) (NULL = ready). Here rather than in
+ * service.c so that a binary without an admin port does not link the HTTP
+ * server. The caller owns the result and stops it with cc_admin_stop()
+ * before freeing what ready() reads. NULL (logged) when it cannot start.
+ */
+struct cc_admin *cc_admin_start_service(struct cc_service *svc, cc_admin_ready_fn ready, void *ctx);
+
 /* Returns the port actually bound, or -1 for NULL. */
 int cc_admin_port(const struct cc_admin *a);
 

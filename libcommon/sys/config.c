@@ -9,11 +9,11 @@
  * struct source per option and the config file text, which values point
  * into until they are parsed.
  */
+#include "sys/charset.h"
 #include "sys/config.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -23,6 +23,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "sys/file.h"
 #include "sys/log.h"
 #include "sys/banned.h"
 
@@ -322,48 +323,17 @@ static void free_wiped(char *buf, size_t len)
 }
 
 /*
- * Reads the file at path into a malloc'd, NUL-terminated buffer (*out, *len;
- * the caller wipes and frees it). Returns 0; CC_EIO with *err = errno;
- * CC_ETOOBIG when it holds more than FILE_CAP bytes; CC_ENOMEM.
+ * Reads the file at path (a config file or a secret file: wiped on every
+ * path) into a malloc'd, NUL-terminated buffer (*out, *len; the caller
+ * wipes and frees it). Not limited to regular files: a secret may come from
+ * a pipe (--NAME-file=<(...)). Returns 0 or cc_file_read()'s code, with
+ * *err = errno for CC_EIO.
  */
 static int read_capped_file(const char *path, char **out, size_t *out_len, int *err)
 {
-	int rc = 0;
-	size_t len = 0, size = FILE_CAP + 2; /* one byte past the cap proves "too big" */
-	char *buf = malloc(size);
-	if (!buf)
-		return CC_ENOMEM;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		*err = errno;
-		rc = CC_EIO;
-		goto out_free;
-	}
-	while (len <= FILE_CAP) {
-		ssize_t n = read(fd, buf + len, size - 1 - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			*err = errno;
-			rc = CC_EIO;
-			goto out_close;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	if (len > FILE_CAP) {
-		rc = CC_ETOOBIG;
-		goto out_close;
-	}
-	buf[len] = '\0';
-	*out = buf;
-	*out_len = len;
-	buf = NULL;
-out_close:
-	close(fd);
-out_free:
-	free_wiped(buf, size);
+	struct cc_file_error fe;
+	int rc = cc_file_read(path, FILE_CAP, CC_FILE_SECRET, out, out_len, &fe);
+	*err = fe.errnum;
 	return rc;
 }
 
@@ -681,13 +651,7 @@ static void resolve_option(struct parse *ps, size_t i, void *out)
 /* True when name is 1..NAME_MAX_LEN of [a-z0-9-], starting with a letter or digit. */
 static bool valid_name(const char *name)
 {
-	size_t n = name ? strlen(name) : 0;
-	if (n == 0 || n > NAME_MAX_LEN || name[0] == '-')
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!islower((unsigned char)name[i]) && !isdigit((unsigned char)name[i]) && name[i] != '-')
-			return false;
-	return true;
+	return cc_charset_valid(name, NAME_MAX_LEN, CC_CHARSET_LOWER | CC_CHARSET_DIGIT, "-") && name[0] != '-';
 }
 
 /* Reports mistakes in the table itself (programming errors); false if any. */

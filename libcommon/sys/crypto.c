@@ -5,21 +5,21 @@
  * bits; this file adds the exact-length checks around it so a short buffer
  * is CC_ETOOBIG, never a libsodium misuse abort.
  */
+#include "sys/charset.h"
 #include "sys/crypto.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 #include <sodium.h>
 
+#include "sys/file.h"
 #include "sys/banned.h"
 
 /* ---- initialisation ------------------------------------------------------ */
@@ -88,11 +88,6 @@ int cc_random_token(char *out, size_t outlen, size_t nbytes)
 	return rc;
 }
 
-static bool is_lower_hex(char c)
-{
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-}
-
 bool cc_uuid_valid(const char *s)
 {
 	if (!s)
@@ -100,7 +95,7 @@ bool cc_uuid_valid(const char *s)
 	/* Checking position by position stops at the NUL of a short string. */
 	for (size_t i = 0; i < CC_UUID_STRLEN; i++) {
 		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-		if (dash ? s[i] != '-' : !is_lower_hex(s[i]))
+		if (dash ? s[i] != '-' : !cc_charset_has(s[i], CC_CHARSET_DIGIT, "abcdef"))
 			return false;
 	}
 	return s[CC_UUID_STRLEN] == '\0';
@@ -287,20 +282,10 @@ static void CC_PRINTF(2, 3) parse_error(struct parse_ctx *p, const char *fmt, ..
 	va_end(ap);
 }
 
-static bool id_char_ok(char c)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-	       c == '.' || c == '_' || c == '-';
-}
-
 /* Returns the offset of the first character outside the id charset, or len. */
 static size_t id_bad_offset(const char *id, size_t len)
 {
-	size_t i = 0;
-
-	while (i < len && id_char_ok(id[i]))
-		i++;
-	return i;
+	return cc_charset_span(id, len, CC_CHARSET_ALNUM, "._-");
 }
 
 /* True when an id may appear in a message (see ID_ECHO_MAX). */
@@ -628,66 +613,42 @@ int cc_keyset_parse(const char *source, const char *text, size_t len, struct cc_
 int cc_keyset_load_file(const char *path, struct cc_keyset **out, char *err, size_t errlen)
 {
 	struct parse_ctx p = {.source = path, .err = err, .errlen = errlen};
+	struct cc_file_error fe;
 	char ebuf[128];
 	char *buf = NULL;
 	size_t got = 0;
-	struct stat st;
-	int fd, rc;
+	int rc;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		parse_error(&p, "cannot open key file: %s", strerror_r(errno, ebuf, sizeof(ebuf)));
-		return CC_EIO;
-	}
-	if (fstat(fd, &st) != 0) {
-		rc = CC_EIO;
-		parse_error(&p, "cannot stat key file: %s", strerror_r(errno, ebuf, sizeof(ebuf)));
-		goto out_close;
-	}
-	/* A FIFO or device could block or never end. */
-	if (!S_ISREG(st.st_mode)) {
-		rc = CC_EIO;
+	/* Regular files only: a FIFO or device could block or never end. */
+	rc = cc_file_read(path, CC_KEYSET_MAX_FILE, CC_FILE_REGULAR_ONLY | CC_FILE_SECRET, &buf, &got, &fe);
+	switch (fe.failure) {
+	case CC_FILE_OK:
+		break;
+	case CC_FILE_OPEN:
+		parse_error(&p, "cannot open key file: %s", strerror_r(fe.errnum, ebuf, sizeof(ebuf)));
+		return rc;
+	case CC_FILE_STAT:
+		parse_error(&p, "cannot stat key file: %s", strerror_r(fe.errnum, ebuf, sizeof(ebuf)));
+		return rc;
+	case CC_FILE_NOT_REGULAR:
 		parse_error(&p, "key file is not a regular file");
-		goto out_close;
-	}
-	if (st.st_size > CC_KEYSET_MAX_FILE) {
-		rc = CC_ETOOBIG;
-		parse_error(&p, "key file is %lld bytes; at most %d are allowed",
-			    (long long)st.st_size, CC_KEYSET_MAX_FILE);
-		goto out_close;
-	}
-	/* One byte over the cap detects a file that grew since fstat. */
-	buf = malloc(CC_KEYSET_MAX_FILE + 1);
-	if (!buf) {
-		rc = CC_ENOMEM;
+		return rc;
+	case CC_FILE_TOO_BIG:
+		if (fe.size >= 0)
+			parse_error(&p, "key file is %lld bytes; at most %d are allowed", fe.size, CC_KEYSET_MAX_FILE);
+		else /* it grew while read */
+			parse_error(&p, "key file is more than %d bytes", CC_KEYSET_MAX_FILE);
+		return rc;
+	case CC_FILE_READ:
+		parse_error(&p, "cannot read key file: %s", strerror_r(fe.errnum, ebuf, sizeof(ebuf)));
+		return rc;
+	case CC_FILE_NO_MEMORY:
 		parse_error(&p, "out of memory");
-		goto out_close;
-	}
-	while (got < CC_KEYSET_MAX_FILE + 1) {
-		ssize_t r = read(fd, buf + got, CC_KEYSET_MAX_FILE + 1 - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			rc = CC_EIO;
-			parse_error(&p, "cannot read key file: %s",
-				    strerror_r(errno, ebuf, sizeof(ebuf)));
-			goto out_free;
-		}
-		if (r == 0)
-			break;
-		got += (size_t)r;
-	}
-	if (got > CC_KEYSET_MAX_FILE) {
-		rc = CC_ETOOBIG;
-		parse_error(&p, "key file is more than %d bytes", CC_KEYSET_MAX_FILE);
-		goto out_free;
+		return rc;
 	}
 	rc = cc_keyset_parse(path, buf, got, out, err, errlen);
-out_free:
 	sodium_memzero(buf, got);
 	free(buf);
-out_close:
-	close(fd);
 	return rc;
 }
 

@@ -12,6 +12,7 @@
  *   access() last     body complete: run the handler, queue the answer;
  *   completed()       log one line, count metrics, free the state.
  */
+#include "sys/charset.h"
 #include "sys/http_server.h"
 
 #include <arpa/inet.h>
@@ -29,6 +30,7 @@
 #include <microhttpd.h>
 #include <sodium.h>
 
+#include "sys/clock.h"
 #include "sys/log.h"
 #include "sys/metrics.h"
 #include "sys/banned.h"
@@ -60,7 +62,7 @@ struct cc_http_server {
 /* Everything about one request; lives from uri_logged() to completed(). */
 struct request_state {
 	struct cc_http_server *server;
-	struct timespec start;		/* CLOCK_MONOTONIC at the request line */
+	int64_t start_ns;		/* cc_clock_ns() at the request line */
 	char *raw_uri;			/* as sent, owned */
 	bool started;			/* access() saw the headers */
 	bool too_big;			/* body went over the cap: discarding */
@@ -420,9 +422,8 @@ static const char *compile_route(const struct cc_http_route *in, struct compiled
 			r->is_param[i] = true;
 			if (!*s || ++n_params > CC_HTTP_MAX_PARAMS)
 				return "route has an empty capture name or too many captures";
-			for (const char *p = s; *p; p++)
-				if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
-					return "capture names are [a-z0-9_]";
+			if (!cc_charset_all(s, strlen(s), CC_CHARSET_LOWER | CC_CHARSET_DIGIT, "_"))
+				return "capture names are [a-z0-9_]";
 			for (size_t j = 0; j < i; j++)
 				if (r->is_param[j] && strcmp(r->segs[j], s) == 0)
 					return "duplicate capture name";
@@ -451,16 +452,7 @@ static void routes_free(struct compiled_route *routes, size_t n)
 
 static bool valid_request_id(const char *id)
 {
-	size_t len = id ? strlen(id) : 0;
-	if (len == 0 || len > CC_HTTP_REQUEST_ID_MAX)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		char c = id[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '.' || c == '_' || c == '-'))
-			return false;
-	}
-	return true;
+	return cc_charset_valid(id, CC_HTTP_REQUEST_ID_MAX, CC_CHARSET_ALNUM, "._-");
 }
 
 static void set_request_id(struct request_state *st, struct MHD_Connection *conn)
@@ -504,10 +496,7 @@ static const char *method_label(const char *method)
 /* Seconds since the request line arrived. */
 static double elapsed(const struct request_state *st)
 {
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - st->start.tv_sec) +
-	       (double)(now.tv_nsec - st->start.tv_nsec) / 1e9;
+	return (double)(cc_clock_ns() - st->start_ns) / 1e9;
 }
 
 /*
@@ -836,7 +825,7 @@ static void *uri_logged(void *cls, const char *uri, struct MHD_Connection *conn)
 	if (!st)
 		return NULL;
 	st->server = cls;
-	clock_gettime(CLOCK_MONOTONIC, &st->start);
+	st->start_ns = cc_clock_ns();
 	st->raw_uri = strdup(uri ? uri : "");
 	if (!st->raw_uri) {
 		free(st);

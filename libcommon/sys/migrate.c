@@ -1,17 +1,17 @@
+#include "sys/charset.h"
 #include "sys/migrate.h"
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <libpq-fe.h>
 #include <sodium.h>
 
+#include "sys/file.h"
 #include "sys/log.h"
 #include "sys/banned.h"
 
@@ -106,11 +106,8 @@ static bool parse_filename(const char *fname, int *version, char name[CC_MIGRATE
 	size_t name_len = len - 5 - suffix;
 	if (name_len == 0 || name_len > CC_MIGRATE_NAME_MAX)
 		return false;
-	for (size_t i = 5; i < 5 + name_len; i++) {
-		char c = fname[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
-			return false;
-	}
+	if (!cc_charset_all(fname + 5, name_len, CC_CHARSET_LOWER | CC_CHARSET_DIGIT, "_"))
+		return false;
 	*version = (fname[0] - '0') * 1000 + (fname[1] - '0') * 100 + (fname[2] - '0') * 10 +
 		   (fname[3] - '0');
 	memcpy(name, fname + 5, name_len);
@@ -129,78 +126,56 @@ static int read_sql_file(const char *dir, const char *fname, char **out, size_t 
 {
 	char path[4096];
 	char *text = NULL;
-	int fd = -1;
-	int rc;
-	struct stat st;
 	size_t got = 0;
+	struct cc_file_error fe;
+	int rc;
 
 	if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, fname) >= sizeof path) {
 		err_set(err, "migration path %s/%s is too long", dir, fname);
 		return CC_EINVAL;
 	}
-	/* O_NONBLOCK: a FIFO planted in the directory must not hang us; it is
-	 * then refused as not a regular file. */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		err_set(err, "cannot open migration %s: %s", fname, strerror(errno));
-		return CC_EIO;
-	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+	/* Regular files only: a FIFO planted in the directory must not hang us. */
+	rc = cc_file_read(path, CC_MIGRATE_FILE_MAX, CC_FILE_REGULAR_ONLY, &text, &got, &fe);
+	switch (fe.failure) {
+	case CC_FILE_OK:
+		break;
+	case CC_FILE_OPEN:
+		err_set(err, "cannot open migration %s: %s", fname, strerror(fe.errnum));
+		return rc;
+	case CC_FILE_STAT:
+	case CC_FILE_NOT_REGULAR:
 		err_set(err, "migration %s is not a regular file", fname);
-		rc = CC_EINVAL;
-		goto out_close;
+		return CC_EINVAL;
+	case CC_FILE_TOO_BIG:
+		if (fe.size >= 0)
+			err_set(err, "migration %s is %lld bytes, over the %d-byte limit", fname, fe.size,
+				CC_MIGRATE_FILE_MAX);
+		else
+			err_set(err, "migration %s changed size while being read", fname);
+		return rc;
+	case CC_FILE_READ:
+		err_set(err, "cannot read migration %s: %s", fname, strerror(fe.errnum));
+		return rc;
+	case CC_FILE_NO_MEMORY:
+		err_set(err, "out of memory reading %s", fname);
+		return rc;
 	}
-	if (st.st_size > CC_MIGRATE_FILE_MAX) {
-		err_set(err, "migration %s is %lld bytes, over the %d-byte limit", fname,
-			(long long)st.st_size, CC_MIGRATE_FILE_MAX);
-		rc = CC_ETOOBIG;
-		goto out_close;
-	}
-	if (*total + (size_t)st.st_size > CC_MIGRATE_TOTAL_MAX) {
+	if (*total + got > CC_MIGRATE_TOTAL_MAX) {
 		err_set(err, "migrations exceed %d bytes in total at %s", CC_MIGRATE_TOTAL_MAX, fname);
 		rc = CC_ETOOBIG;
-		goto out_close;
-	}
-	/* One spare byte: a file that grew since fstat is caught, not truncated. */
-	size_t cap = (size_t)st.st_size + 1;
-	text = malloc(cap + 1);
-	if (!text) {
-		rc = CC_ENOMEM;
-		err_set(err, "out of memory reading %s", fname);
-		goto out_close;
-	}
-	for (;;) {
-		ssize_t n = read(fd, text + got, cap - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			err_set(err, "cannot read migration %s: %s", fname, strerror(errno));
-			rc = CC_EIO;
-			goto out_free;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-		if (got == cap) {
-			err_set(err, "migration %s changed size while being read", fname);
-			rc = CC_EIO;
-			goto out_free;
-		}
+		goto out_free;
 	}
 	if (memchr(text, '\0', got)) {
 		err_set(err, "migration %s contains a NUL byte", fname);
 		rc = CC_EINVAL;
 		goto out_free;
 	}
-	text[got] = '\0';
 	*total += got;
 	*out = text;
 	text = NULL;
 	rc = 0;
 out_free:
 	free(text);
-out_close:
-	close(fd);
 	return rc;
 }
 

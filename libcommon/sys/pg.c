@@ -6,6 +6,7 @@
  * the PGconn and remembers whether a transaction died with it; ensure_conn()
  * reopens it at the start of the next call when that is safe.
  */
+#include "sys/charset.h"
 #include "sys/pg.h"
 
 #include <errno.h>
@@ -19,6 +20,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "sys/clock.h"
+#include "sys/hash.h"
 #include "sys/log.h"
 #include "sys/metrics.h"
 
@@ -123,13 +126,6 @@ void cc_pg_stats_get(struct cc_pg_stats *out)
 
 /* ---- small helpers -------------------------------------------------------- */
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Copies src into dst (capacity len), cutting at the first newline and
  * trimming trailing blanks, so libpq's multi-line messages become one line. */
 static void copy_line(char *dst, size_t len, const char *src)
@@ -210,7 +206,7 @@ static int wait_socket(PGconn *conn, bool want_read, bool want_write, int64_t de
 	if (want_write)
 		p.events |= POLLOUT;
 	for (;;) {
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - cc_clock_ms();
 		int n = poll(&p, 1, left > 0 ? (int)(left > INT32_MAX ? INT32_MAX : left) : 0);
 		if (n > 0)
 			return 0; /* ready, or POLLERR/POLLHUP: libpq reads the error */
@@ -243,7 +239,7 @@ static int open_conn(const char *dsn, const char *app_name, int timeout_ms, PGco
 	static const char *const keys[] = { "keepalives", "keepalives_idle", "keepalives_interval",
 					    "keepalives_count", "dbname", "application_name", NULL };
 	const char *values[] = { "1", "30", "10", "3", dsn, app_name, NULL };
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = cc_clock_ms() + timeout_ms;
 	char server[128];
 	char *perr = NULL;
 	PQconninfoOption *parsed;
@@ -651,14 +647,6 @@ out_clear:
 	return rc;
 }
 
-static uint64_t fnv1a(const char *text)
-{
-	uint64_t h = 14695981039346656037ull;
-	for (; *text; text++)
-		h = (h ^ (unsigned char)*text) * 1099511628211ull;
-	return h;
-}
-
 /*
  * Finds sql among the statements prepared on this connection, preparing it
  * first when there is room (pg.h says why and what to watch for). Returns 0 with *slot the entry, or -1 when the cache is full (the caller
@@ -668,7 +656,7 @@ static uint64_t fnv1a(const char *text)
 static int find_prepared(struct cc_pg *pg, const char *sql, int nparams, int64_t deadline, bool in_tx,
 			 int *slot)
 {
-	uint64_t hash = fnv1a(sql);
+	uint64_t hash = cc_hash_fnv1a64(sql, strlen(sql));
 	char name[24];
 	int rc;
 
@@ -706,7 +694,7 @@ static int find_prepared(struct cc_pg *pg, const char *sql, int nparams, int64_t
 static int run_query(struct cc_pg *pg, const char *sql, int nparams, const char *const *params, PGresult **out,
 		     bool prepare)
 {
-	int64_t deadline = now_ms() + pg->query_timeout_ms;
+	int64_t deadline = cc_clock_ms() + pg->query_timeout_ms;
 	bool in_tx = PQtransactionStatus(pg->conn) != PQTRANS_IDLE;
 	char name[24];
 	int slot = -1, rc, sent;
@@ -807,9 +795,7 @@ static uint64_t jitter_random(void)
 {
 	static _Thread_local uint64_t state;
 	if (!state) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		state = ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^ (uint64_t)(uintptr_t)&state;
+		state = (uint64_t)cc_clock_ns() ^ (uint64_t)(uintptr_t)&state;
 		state |= 1;
 	}
 	state ^= state >> 12;
@@ -822,11 +808,7 @@ static uint64_t jitter_random(void)
 static void backoff_sleep(int attempt)
 {
 	uint64_t us = jitter_random() % ((uint64_t)cc_pg_backoff_cap_ms(attempt) * 1000 + 1);
-	struct timespec until;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_nsec += (long)(us % 1000000) * 1000;
-	until.tv_sec += (time_t)(us / 1000000) + until.tv_nsec / 1000000000;
-	until.tv_nsec %= 1000000000;
+	struct timespec until = cc_clock_timespec(cc_clock_ns() + (int64_t)us * 1000);
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR) {
 	}
 }
@@ -927,15 +909,9 @@ int cc_pg_tx_attempts(const struct cc_pg *pg)
 
 bool cc_pg_channel_valid(const char *channel)
 {
-	size_t n;
-	if (!channel || !((channel[0] >= 'a' && channel[0] <= 'z') || channel[0] == '_'))
-		return false;
-	for (n = 1; channel[n]; n++) {
-		char c = channel[n];
-		if (n >= CC_PG_CHANNEL_MAX || !((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
-			return false;
-	}
-	return true;
+	/* An unquoted identifier: a digit may not lead. */
+	return cc_charset_valid(channel, CC_PG_CHANNEL_MAX, CC_CHARSET_LOWER | CC_CHARSET_DIGIT, "_") &&
+	       !cc_charset_has(channel[0], CC_CHARSET_DIGIT, NULL);
 }
 
 int cc_pg_listen(struct cc_pg *pg, const char *channel)
@@ -999,7 +975,7 @@ out_free:
 int cc_pg_wait_notify(struct cc_pg *pg, int timeout_ms, char *channel_out, size_t channel_len, char *payload_out,
 		      size_t payload_len)
 {
-	int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	int64_t deadline = cc_clock_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	int rc;
 
 	if (!pg)
@@ -1036,7 +1012,6 @@ int cc_pg_wait_notify(struct cc_pg *pg, int timeout_ms, char *channel_out, size_
 struct cc_pg_pool *cc_pg_pool_create(const char *dsn, size_t size, const struct cc_pg_options *opt)
 {
 	struct cc_pg_pool *pool;
-	pthread_condattr_t attr;
 
 	if (!dsn || size < 1 || size > POOL_SIZE_MAX ||
 	    (opt && (opt->connect_timeout_ms < 0 || opt->query_timeout_ms < 0)))
@@ -1057,13 +1032,8 @@ struct cc_pg_pool *cc_pg_pool_create(const char *dsn, size_t size, const struct 
 	if (pthread_mutex_init(&pool->lock, NULL) != 0)
 		goto out_free;
 	/* Monotonic waits: a wall-clock step must not stretch an acquire. */
-	if (pthread_condattr_init(&attr) != 0)
+	if (cc_clock_cond_init(&pool->returned) != 0)
 		goto out_mutex;
-	if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) != 0 || pthread_cond_init(&pool->returned, &attr) != 0) {
-		pthread_condattr_destroy(&attr);
-		goto out_mutex;
-	}
-	pthread_condattr_destroy(&attr);
 	return pool;
 out_mutex:
 	pthread_mutex_destroy(&pool->lock);
@@ -1083,11 +1053,7 @@ int cc_pg_pool_acquire(struct cc_pg_pool *pool, int timeout_ms, struct cc_pg **o
 
 	if (!pool || !out || timeout_ms < 0)
 		return CC_EINVAL;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += timeout_ms / 1000;
-	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	until.tv_sec += until.tv_nsec / 1000000000;
-	until.tv_nsec %= 1000000000;
+	until = cc_clock_timespec(cc_clock_ns() + (int64_t)timeout_ms * 1000000);
 
 	pthread_mutex_lock(&pool->lock);
 	for (;;) {

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sys/clock.h"
 #include "sys/log.h"
 #include "sys/banned.h"
 
@@ -34,18 +35,10 @@ struct cc_redis {
 	char last_error[CC_REDIS_ERROR_MAX]; /* text of the last failure, "" if none */
 };
 
-/* Milliseconds on the monotonic clock; never goes backwards. */
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Milliseconds left until deadline, clamped to 0..INT_MAX-ish for poll(). */
 static int remaining_ms(int64_t deadline)
 {
-	int64_t left = deadline - now_ms();
+	int64_t left = deadline - cc_clock_ms();
 	if (left <= 0)
 		return 0;
 	return left > 1000000 ? 1000000 : (int)left;
@@ -67,7 +60,7 @@ static void drop_connection(struct cc_redis *r)
 	r->fd = -1;
 	redisReaderFree(r->reader);
 	r->reader = NULL;
-	r->next_connect_ms = now_ms() + CC_REDIS_RETRY_INTERVAL_MS;
+	r->next_connect_ms = cc_clock_ms() + CC_REDIS_RETRY_INTERVAL_MS;
 	/* Log the transition only: a down Redis must not flood the log. */
 	if (!r->down)
 		cc_log_warn("redis_unavailable", CC_LOG_STR("host", r->host), CC_LOG_INT("port", r->port),
@@ -113,7 +106,7 @@ static int open_socket(struct cc_redis *r)
 	int fd = -1, err = 0;
 
 	snprintf(port, sizeof(port), "%d", r->port);
-	int64_t deadline = now_ms() + r->connect_timeout_ms;
+	int64_t deadline = cc_clock_ms() + r->connect_timeout_ms;
 	int gai = getaddrinfo(r->host, port, &hints, &res);
 	if (gai != 0) {
 		set_error(r, "cannot resolve %s: %s", r->host, gai_strerror(gai));
@@ -156,7 +149,7 @@ static int ensure_connected(struct cc_redis *r)
 {
 	if (r->fd >= 0)
 		return 0;
-	if (now_ms() < r->next_connect_ms) {
+	if (cc_clock_ms() < r->next_connect_ms) {
 		/* last_error still names the failure that put us here. */
 		return CC_EUNAVAILABLE;
 	}
@@ -188,7 +181,7 @@ out_fail:
  */
 static int exchange(struct cc_redis *r, const char *req, size_t req_len, size_t n, redisReply **slots)
 {
-	int64_t deadline = now_ms() + r->command_timeout_ms;
+	int64_t deadline = cc_clock_ms() + r->command_timeout_ms;
 	size_t sent = 0, got = 0, received = 0;
 	char buf[16384];
 	int rc = CC_EUNAVAILABLE;

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "api.h"
+#include "sys/charset.h"
 #include "sys/crypto.h"
 #include "sys/banned.h"
 
@@ -21,16 +22,8 @@ static const char sql_session[] =
 
 bool api_bearer_token_syntax_ok(const char *token, size_t len)
 {
-	if (!token || len == 0 || len > TOKEN_MAX)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		char c = token[i];
-		bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-			  c == '-' || c == '_' || c == '.' || c == '~' || c == '+' || c == '/' || c == '=';
-		if (!ok)
-			return false;
-	}
-	return true;
+	/* RFC 6750's b64token. */
+	return token && len > 0 && len <= TOKEN_MAX && cc_charset_all(token, len, CC_CHARSET_ALNUM, "-._~+/=");
 }
 
 /*

@@ -1,13 +1,14 @@
 /*
  * cc-api: the player-facing REST API and the operator routes.
  *
- * main() reads the configuration, opens the database pool, starts the
- * player API server and the admin server (/metrics, /healthz, /readyz),
- * then waits for SIGINT/SIGTERM and shuts down in reverse order.
+ * main() reads the configuration (its own rows plus the service skeleton's
+ * database, pool, Redis, admin and log rows: sys/service.h), opens the
+ * database pool, starts the admin server (/metrics, /healthz, /readyz) and
+ * the player API server, then lets the skeleton wait for SIGINT/SIGTERM
+ * and shuts down in reverse order.
  */
 #include <pthread.h>
 #include <stdatomic.h>
-#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,11 +17,13 @@
 
 #include "sys/admin.h"
 #include "api.h"
+#include "sys/charset.h"
 #include "sys/config.h"
 #include "sys/crypto.h"
 #include "sys/http_server.h"
 #include "sys/log.h"
 #include "sys/pg.h"
+#include "sys/service.h"
 #include "store/playlists.h"
 #include "store/tier_bands.h"
 #include "sys/banned.h"
@@ -32,21 +35,6 @@ static const struct cc_config_option api_options[] = {
 	  .help = "address the player API binds (\"::\" for all)", .offset = OPT(listen) },
 	{ .name = "port", .type = CC_CFG_INT, .default_value = "8080", .min = 0, .max = 65535,
 	  .help = "player API port (0 = ephemeral, logged at start)", .offset = OPT(port) },
-	{ .name = "admin-listen", .type = CC_CFG_STRING, .default_value = "127.0.0.1",
-	  .help = "address of the admin server (/metrics, /healthz, /readyz)", .offset = OPT(admin_listen) },
-	{ .name = "admin-port", .type = CC_CFG_INT, .default_value = "9180", .min = 0, .max = 65535,
-	  .help = "admin port (0 = ephemeral)", .offset = OPT(admin_port) },
-	{ .name = "database-url", .type = CC_CFG_STRING, .secret = true, .required = true,
-	  .help = "PostgreSQL connection string", .offset = OPT(database_url) },
-	{ .name = "db-pool-size", .type = CC_CFG_INT, .default_value = "16", .min = 1, .max = 256,
-	  .help = "database connections in the pool", .offset = OPT(db_pool_size) },
-	{ .name = "db-timeout-ms", .type = CC_CFG_INT, .default_value = "5000", .min = 50, .max = 600000,
-	  .help = "deadline of one database statement", .offset = OPT(db_timeout_ms) },
-	{ .name = "db-prepared-statements", .type = CC_CFG_BOOL, .default_value = "true",
-	  .help = "prepare each statement once per connection (off behind a transaction-pooling proxy)",
-	  .offset = OPT(db_prepared_statements) },
-	{ .name = "log-level", .type = CC_CFG_ENUM, .default_value = "info", .choices = "debug|info|warn|error",
-	  .help = "lowest level logged", .offset = OPT(log_level) },
 	{ .name = "max-body-bytes", .type = CC_CFG_INT, .default_value = "65536", .min = 1024, .max = 1048576,
 	  .help = "largest request body accepted (413 beyond)", .offset = OPT(max_body_bytes) },
 	{ .name = "max-connections", .type = CC_CFG_INT, .default_value = "512", .min = 1, .max = 10000,
@@ -79,23 +67,22 @@ static const struct cc_config_option api_options[] = {
 	  .help = "refuse VAC-banned accounts with 403", .offset = OPT(steam_reject_vac_banned) },
 	{ .name = "steam-reject-publisher-banned", .type = CC_CFG_BOOL, .default_value = "true",
 	  .help = "refuse publisher-banned accounts with 403", .offset = OPT(steam_reject_publisher_banned) },
-	{ .name = "redis-host", .type = CC_CFG_STRING,
-	  .help = "Redis of the matcher's candidate index, kept fresh after each commit (unset: no index; "
-		  "an IP address avoids resolver stalls)",
-	  .offset = OPT(redis_host) },
-	{ .name = "redis-port", .type = CC_CFG_INT, .default_value = "6379", .min = 1, .max = 65535,
-	  .help = "port of --redis-host", .offset = OPT(redis_port) },
-	{ .name = "redis-timeout-ms", .type = CC_CFG_INT, .default_value = "200", .min = 10, .max = 10000,
-	  .help = "deadline of one candidate-index call (a slower Redis is skipped, never waited for)",
-	  .offset = OPT(redis_timeout_ms) },
 };
 
-const struct cc_config_spec api_config_spec = {
+/* cc-api's own rows plus the shared ones it names (sys/service.h). */
+const struct cc_service_spec api_service_spec = {
 	.program = "cc-api",
 	.summary = "Cosmic Clash player REST API and operator routes.",
 	.options = api_options,
 	.n_options = CC_ARRAY_LEN(api_options),
+	.shared = CC_SERVICE_DATABASE | CC_SERVICE_DB_TIMEOUT | CC_SERVICE_DB_POOL | CC_SERVICE_REDIS | CC_SERVICE_ADMIN |
+		  CC_SERVICE_LOG,
+	.shared_offset = offsetof(struct api_config, svc),
+	.admin_port = "9180",
 };
+
+/* The skeleton: options, signals, stop (the tier-band loader may fail it). */
+static struct cc_service service;
 
 /*
  * Parses --regions into api->regions and the PostgreSQL array literal used
@@ -111,11 +98,8 @@ static int parse_regions(struct api *api, const char *text)
 		size_t n = strcspn(p, ",");
 		if (n == 0 || n > API_REGION_MAX || api->n_regions == API_MAX_REGIONS)
 			return CC_EINVAL;
-		for (size_t i = 0; i < n; i++) {
-			char c = p[i];
-			if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
-				return CC_EINVAL;
-		}
+		if (!cc_charset_all(p, n, CC_CHARSET_LOWER | CC_CHARSET_DIGIT, "-"))
+			return CC_EINVAL;
 		memcpy(api->regions[api->n_regions], p, n);
 		api->regions[api->n_regions][n] = '\0';
 		for (size_t i = 0; i < api->n_regions; i++)
@@ -184,8 +168,7 @@ static void *tier_bands_loader(void *arg)
 		if (rc == 0)
 			return NULL;
 		if (rc == CC_EINVAL) {
-			api->fatal = true;
-			kill(getpid(), SIGTERM);
+			cc_service_fail(&service, "tier_bands_invalid");
 			return NULL;
 		}
 	}
@@ -215,17 +198,13 @@ int main(int argc, char **argv)
 	struct api api = { .cfg = &cfg };
 	struct cc_http_server *server = NULL;
 	struct cc_admin *admin = NULL;
-	char *const *positional;
-	enum cc_log_level level = CC_LOG_INFO;
 	int status = 1;
-	sigset_t stop_signals;
-	int sig;
 
 	/* One table, two binaries: the testkit says who it is in --help, --version and logs. */
-	struct cc_config_spec spec = api_config_spec;
+	struct cc_service_spec spec = api_service_spec;
 	if (api_testkit_login)
 		spec.program = "cc-testkit-api";
-	cc_config_load_or_exit(&spec, argc, argv, &cfg, &positional);
+	cc_service_load_or_exit(&service, &spec, argc, argv, &cfg, NULL);
 	/*
 	 * The bearer parser (auth.c) would refuse a token outside its syntax at
 	 * every request, and a short one is guessable: refuse it now instead.
@@ -238,22 +217,13 @@ int main(int argc, char **argv)
 		status = 2;
 		goto out;
 	}
-	(void)cc_log_level_parse(cfg.log_level, &level);
-	cc_log_init(spec.program, level);
-	cc_config_log(&spec, &cfg);
-
-	/* Block the stop signals before any thread starts, so only sigwait sees them. */
-	sigemptyset(&stop_signals);
-	sigaddset(&stop_signals, SIGINT);
-	sigaddset(&stop_signals, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
 	if (parse_regions(&api, cfg.regions) != 0) {
 		fprintf(stderr, "cc-api: --regions: expected 1-16 distinct comma-separated names of [a-z0-9-]{1,32}\n");
 		status = 2;
 		goto out;
 	}
+	cc_service_start(&service);
+
 	/* Only cc-testkit-api links the fake login; cc-api always verifies with Steam. */
 	api.login = api_testkit_login ? api_testkit_login : api_steam_login;
 	if (api_testkit_login)
@@ -263,9 +233,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	/* Prepared: parse+plan was most of the database's work per request (pg.h). */
-	struct cc_pg_options pg_opt = { .query_timeout_ms = (int)cfg.db_timeout_ms, .application_name = "cc-api",
-					.prepare_statements = cfg.db_prepared_statements };
-	api.pool = cc_pg_pool_create(cfg.database_url, (size_t)cfg.db_pool_size, &pg_opt);
+	struct cc_pg_options pg_opt = { .query_timeout_ms = (int)cfg.svc.db_timeout_ms, .application_name = "cc-api",
+					.prepare_statements = cfg.svc.db_prepared_statements };
+	api.pool = cc_pg_pool_create(cfg.svc.database_url, (size_t)cfg.svc.db_pool_size, &pg_opt);
 	if (!api.pool) {
 		cc_log_error("start_failed", CC_LOG_STR("reason", "database pool"));
 		goto out;
@@ -284,7 +254,7 @@ int main(int argc, char **argv)
 		if (pthread_create(&loader, NULL, tier_bands_loader, &api) != 0 || pthread_detach(loader) != 0)
 			goto out;
 	}
-	admin = cc_admin_start(cfg.admin_listen, (int)cfg.admin_port, api_ready, &api);
+	admin = cc_admin_start_service(&service, api_ready, &api);
 	if (!admin)
 		goto out;
 	struct cc_http_server_options http_opt = {
@@ -303,15 +273,14 @@ int main(int argc, char **argv)
 	cc_log_info("started", CC_LOG_INT("port", cc_http_server_port(server)),
 		    CC_LOG_INT("admin_port", cc_admin_port(admin)));
 
-	if (sigwait(&stop_signals, &sig) == 0)
-		cc_log_info("stopping", CC_LOG_INT("signal", sig));
-	status = api.fatal ? 1 : 0;
+	/* No loop of its own: the HTTP servers' threads serve until a stop. */
+	status = cc_service_run(&service, NULL, NULL);
 out:
 	cc_http_server_stop(server);
 	cc_admin_stop(admin);
 	cc_candidate_index_free(api.index);
 	cc_pg_pool_free(api.pool);
 	free(atomic_load(&api.tier_bands));
-	cc_config_release(&spec, &cfg);
+	cc_service_release(&service);
 	return status;
 }

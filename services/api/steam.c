@@ -15,6 +15,8 @@
 
 #include <curl/curl.h>
 
+#include "sys/charset.h"
+#include "sys/clock.h"
 #include "sys/http_client.h"
 #include "sys/json.h"
 #include "sys/log.h"
@@ -56,11 +58,6 @@ bool steam_configured(const struct steam_config *cfg)
 	       cfg->app_id <= (int64_t)UINT32_MAX && cfg->publisher_key && *cfg->publisher_key;
 }
 
-static bool is_hex(char c)
-{
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-
 bool steam_ticket_well_formed(const char *ticket)
 {
 	size_t n = 0;
@@ -69,7 +66,7 @@ bool steam_ticket_well_formed(const char *ticket)
 		return false;
 	/* Stop one past the cap so a huge input costs no more than the cap. */
 	for (; ticket[n] && n <= STEAM_TICKET_MAX_LEN; n++)
-		if (!is_hex(ticket[n]))
+		if (!cc_charset_has(ticket[n], CC_CHARSET_DIGIT, "abcdefABCDEF"))
 			return false;
 	return n >= STEAM_TICKET_MIN_LEN && n <= STEAM_TICKET_MAX_LEN && n % 2 == 0;
 }
@@ -344,13 +341,6 @@ static int steam_http_get(const char *base_url, const char *path, const char *co
 
 /* ---- the call ---------------------------------------------------------------- */
 
-static double now_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Declared on each use (a lookup), so a metrics reset in tests never leaves a stale handle. */
 static void record(enum steam_outcome o, double seconds)
 {
@@ -401,10 +391,10 @@ int steam_authenticate(const struct steam_config *cfg, const char *ticket,
 	{
 		const char *const query[] = { "key", cfg->publisher_key, "appid", appid,
 					      "ticket", ticket, NULL };
-		start = now_seconds();
+		start = cc_clock_seconds();
 		rc = steam_http_get(cfg->base_url, STEAM_AUTH_PATH, query, timeout_ms, &r, &body,
 				    &body_len);
-		seconds = now_seconds() - start;
+		seconds = cc_clock_seconds() - start;
 	}
 	if (rc == CC_ENOMEM)
 		return CC_ENOMEM;

@@ -79,7 +79,7 @@ void api_respond(struct cc_http_response *resp, int rc, struct api_answer *a)
 struct cc_pg *api_db(struct api *api, struct cc_http_response *resp)
 {
 	struct cc_pg *pg = NULL;
-	int rc = cc_pg_pool_acquire(api->pool, (int)api->cfg->db_timeout_ms, &pg);
+	int rc = cc_pg_pool_acquire(api->pool, (int)api->cfg->svc.db_timeout_ms, &pg);
 	if (rc != 0) {
 		cc_log_warn("db_acquire_failed", CC_LOG_STR("error", cc_errname(rc)));
 		cc_http_error_unavailable(resp, "unavailable", "the database is unavailable; retry shortly");

@@ -1,10 +1,12 @@
 /*
  * cc-matcher: forms matches for one playlist (SPEC 6).
  *
- * main() reads the configuration (only static misconfiguration stops
- * start-up: a database or Redis that is down is waited out, pass by pass),
- * starts the admin server (/metrics, /healthz, /readyz), runs the matching
- * loop on one worker thread and waits for SIGINT/SIGTERM.
+ * main() reads the configuration (its own rows plus the service skeleton's
+ * database, Redis, admin and log rows: sys/service.h; only static
+ * misconfiguration stops start-up: a database or Redis that is down is
+ * waited out, pass by pass), starts the admin server (/metrics, /healthz,
+ * /readyz) and lets the skeleton run the matching loop on its own thread
+ * until SIGINT/SIGTERM.
  *
  * The loop: a pass, then wait for a NOTIFY ("outbox", sent once by every
  * transaction that writes outbox rows: enqueues, requeues, declines) or the poll interval,
@@ -15,19 +17,18 @@
  * next pass runs as usual.
  */
 #include <libpq-fe.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "sys/admin.h"
+#include "sys/clock.h"
 #include "sys/config.h"
 #include "sys/crypto.h"
 #include "sys/log.h"
+#include "sys/service.h"
 #include "matcher.h"
 #include "sys/banned.h"
 
@@ -69,52 +70,29 @@ static const struct cc_config_option matcher_options[] = {
 	  .offset = OPT(ticket_ttl_seconds) },
 	{ .name = "proposal-window-seconds", .type = CC_CFG_INT, .default_value = "10", .min = 1, .max = 600,
 	  .help = "how long players have to answer a proposal", .offset = OPT(proposal_window_seconds) },
-	{ .name = "redis-host", .type = CC_CFG_STRING,
-	  .help = "Redis of the candidate index (unset: read PostgreSQL only)", .offset = OPT(redis_host) },
-	{ .name = "redis-port", .type = CC_CFG_INT, .default_value = "6379", .min = 1, .max = 65535,
-	  .help = "Redis port", .offset = OPT(redis_port) },
-	{ .name = "redis-timeout-ms", .type = CC_CFG_INT, .default_value = "200", .min = 10, .max = 60000,
-	  .help = "deadline of one Redis command (then PostgreSQL is read instead)", .offset = OPT(redis_timeout_ms) },
-	{ .name = "database-url", .type = CC_CFG_STRING, .secret = true, .required = true,
-	  .help = "PostgreSQL connection string", .offset = OPT(database_url) },
-	{ .name = "db-timeout-ms", .type = CC_CFG_INT, .default_value = "5000", .min = 50, .max = 600000,
-	  .help = "deadline of one database statement", .offset = OPT(db_timeout_ms) },
-	{ .name = "admin-listen", .type = CC_CFG_STRING, .default_value = "127.0.0.1",
-	  .help = "address of the admin server (/metrics, /healthz, /readyz)", .offset = OPT(admin_listen) },
-	{ .name = "admin-port", .type = CC_CFG_INT, .default_value = "9181", .min = 0, .max = 65535,
-	  .help = "admin port (0 = ephemeral)", .offset = OPT(admin_port) },
 	{ .name = "matcher-id", .type = CC_CFG_STRING,
 	  .help = "name recorded on the proposals this replica forms (default hostname-pid)",
 	  .offset = OPT(matcher_id) },
-	{ .name = "log-level", .type = CC_CFG_ENUM, .default_value = "info", .choices = "debug|info|warn|error",
-	  .help = "lowest level logged", .offset = OPT(log_level) },
 };
 
-static const struct cc_config_spec matcher_config_spec = {
+/* The matcher's own rows plus the shared ones it names (sys/service.h). */
+static const struct cc_service_spec matcher_spec = {
 	.program = "cc-matcher",
 	.summary = "Cosmic Clash matcher: forms balanced matches for one playlist and opens proposals.",
 	.options = matcher_options,
 	.n_options = CC_ARRAY_LEN(matcher_options),
+	.shared = CC_SERVICE_DATABASE | CC_SERVICE_DB_TIMEOUT | CC_SERVICE_REDIS | CC_SERVICE_ADMIN | CC_SERVICE_LOG,
+	.shared_offset = offsetof(struct matcher_config, svc),
+	.admin_port = "9181",
 };
 
-static atomic_bool stopping;
+/* The skeleton: options, signals, the stop the loop watches. */
+static struct cc_service service;
 
-static int64_t monotonic_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Sleeps up to ms in short slices, returning early once stopping. */
+/* Sleeps up to ms, returning early once stopping. */
 static void nap(int64_t ms)
 {
-	int64_t end = monotonic_ms() + ms;
-	for (int64_t left = ms; left > 0 && !atomic_load(&stopping); left = end - monotonic_ms()) {
-		int64_t slice = left < 100 ? left : 100;
-		struct timespec ts = { .tv_sec = slice / 1000, .tv_nsec = (slice % 1000) * 1000000 };
-		nanosleep(&ts, NULL);
-	}
+	(void)cc_service_nap(&service, ms);
 }
 
 /* Opens the LISTEN connection and subscribes; false (logged) when the database is down. */
@@ -123,7 +101,7 @@ static bool listen_setup(struct matcher *m)
 	char err[256] = "";
 	int rc = 0;
 	if (!m->listener)
-		rc = cc_pg_connect(m->cfg->database_url, &m->pg_opt, &m->listener, err, sizeof err);
+		rc = cc_pg_connect(m->cfg->svc.database_url, &m->pg_opt, &m->listener, err, sizeof err);
 	if (rc == 0)
 		rc = cc_pg_listen(m->listener, "outbox");
 	if (rc != 0)
@@ -160,10 +138,10 @@ static void wait_for_work(struct matcher *m, int64_t timeout_ms)
 		nap(timeout_ms);
 		return;
 	}
-	int64_t end = monotonic_ms() + timeout_ms;
+	int64_t end = cc_clock_ms() + timeout_ms;
 	int rc = CC_ETIMEOUT;
 	/* Slices, so SIGTERM is noticed within 100 ms. */
-	for (int64_t left = timeout_ms; left > 0 && !atomic_load(&stopping); left = end - monotonic_ms()) {
+	for (int64_t left = timeout_ms; left > 0 && !cc_service_stopping(&service); left = end - cc_clock_ms()) {
 		rc = cc_pg_wait_notify(m->listener, (int)(left < 100 ? left : 100), channel, sizeof channel, payload,
 				       sizeof payload);
 		if (rc != CC_ETIMEOUT)
@@ -182,10 +160,10 @@ static void wait_for_work(struct matcher *m, int64_t timeout_ms)
 static void *matcher_loop(void *arg)
 {
 	struct matcher *m = arg;
-	while (!atomic_load(&stopping)) {
-		int64_t started = monotonic_ms();
+	while (!cc_service_stopping(&service)) {
+		int64_t started = cc_clock_ms();
 		(void)matcher_pass(m); /* every failure is logged and counted inside */
-		if (atomic_load(&stopping))
+		if (cc_service_stopping(&service))
 			break;
 		if (m->run_again) {
 			if (m->listening)
@@ -200,7 +178,7 @@ static void *matcher_loop(void *arg)
 			continue;
 		}
 		wait_for_work(m, m->cfg->poll_interval_ms);
-		int64_t since = monotonic_ms() - started;
+		int64_t since = cc_clock_ms() - started;
 		if (since < m->cfg->min_pass_interval_ms)
 			nap(m->cfg->min_pass_interval_ms - since);
 	}
@@ -261,8 +239,8 @@ static bool matcher_configure(struct matcher *m, const struct matcher_config *cf
 	int64_t idle = cfg->poll_interval_ms;
 	if (cfg->min_pass_interval_ms > idle)
 		idle = cfg->min_pass_interval_ms;
-	if (cfg->redis_timeout_ms > idle)
-		idle = cfg->redis_timeout_ms;
+	if (cfg->svc.redis_timeout_ms > idle)
+		idle = cfg->svc.redis_timeout_ms;
 	if (cfg->lease_timeout_ms < 2 * idle) {
 		fprintf(stderr, "cc-matcher: --lease-timeout-ms (%lld) must be at least twice --poll-interval-ms, "
 				"--min-pass-interval-ms and --redis-timeout-ms (%lld)\n",
@@ -277,7 +255,7 @@ static bool matcher_configure(struct matcher *m, const struct matcher_config *cf
 	if (!cc_formation_params_valid(&m->params))
 		ok = false;
 	/* A DSN that cannot even be parsed never works: say so now (without echoing it). */
-	PQconninfoOption *opts = PQconninfoParse(cfg->database_url, &errmsg);
+	PQconninfoOption *opts = PQconninfoParse(cfg->svc.database_url, &errmsg);
 	if (!opts) {
 		fprintf(stderr, "cc-matcher: --database-url: not a valid PostgreSQL connection string\n");
 		ok = false;
@@ -300,7 +278,7 @@ static bool matcher_configure(struct matcher *m, const struct matcher_config *cf
 	}
 	/* Prepared statements: a claim is ~19 statements and planning them again on
 	 * every claim was the largest share of PostgreSQL's CPU (bench-matcher.sh). */
-	m->pg_opt = (struct cc_pg_options){ .query_timeout_ms = (int)cfg->db_timeout_ms,
+	m->pg_opt = (struct cc_pg_options){ .query_timeout_ms = (int)cfg->svc.db_timeout_ms,
 					    .application_name = "cc-matcher",
 					    .prepare_statements = true };
 	return ok;
@@ -337,25 +315,9 @@ int main(int argc, char **argv)
 	struct matcher_config cfg = { 0 };
 	struct matcher *m = NULL;
 	struct cc_admin *admin = NULL;
-	char *const *positional;
-	enum cc_log_level level = CC_LOG_INFO;
 	int status = 1;
-	bool loop_started = false;
-	pthread_t loop;
-	sigset_t stop_signals;
-	int sig;
 
-	cc_config_load_or_exit(&matcher_config_spec, argc, argv, &cfg, &positional);
-	(void)cc_log_level_parse(cfg.log_level, &level);
-	cc_log_init("cc-matcher", level);
-
-	/* Block the stop signals before any thread starts, so only sigwait sees them. */
-	sigemptyset(&stop_signals);
-	sigaddset(&stop_signals, SIGINT);
-	sigaddset(&stop_signals, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
+	cc_service_load_or_exit(&service, &matcher_spec, argc, argv, &cfg, NULL);
 	m = calloc(1, sizeof *m);
 	if (!m) {
 		cc_log_error("start_failed", CC_LOG_STR("reason", "out of memory"));
@@ -368,22 +330,17 @@ int main(int argc, char **argv)
 		status = 2;
 		goto out;
 	}
-	cc_config_log(&matcher_config_spec, &cfg);
+	cc_service_start(&service);
 	if (cc_crypto_init() != 0) {
 		cc_log_error("start_failed", CC_LOG_STR("reason", "libsodium init"));
 		goto out;
 	}
 	declare_metrics(&m->metrics);
 	/* Lazy connections: a Redis that is down now is only a slower pass. */
-	m->index = cc_candidate_index_create(cfg.redis_host, (int)cfg.redis_port, (int)cfg.redis_timeout_ms, 1);
-	admin = cc_admin_start(cfg.admin_listen, (int)cfg.admin_port, matcher_ready, m);
+	m->index = cc_candidate_index_create(cfg.svc.redis_host, (int)cfg.svc.redis_port, (int)cfg.svc.redis_timeout_ms, 1);
+	admin = cc_admin_start_service(&service, matcher_ready, m);
 	if (!admin)
 		goto out;
-	if (pthread_create(&loop, NULL, matcher_loop, m) != 0) {
-		cc_log_error("start_failed", CC_LOG_STR("reason", "thread"));
-		goto out;
-	}
-	loop_started = true;
 	/* The effective formation settings: the playlist's, with the flags' overrides (-1 in the config line). */
 	cc_log_info("started", CC_LOG_STR("playlist", cfg.playlist), CC_LOG_STR("matcher_id", m->id),
 		    CC_LOG_INT("team_size", m->params.team_size), CC_LOG_BOOL("ranked", m->params.ranked),
@@ -392,14 +349,8 @@ int main(int argc, char **argv)
 		    CC_LOG_DBL("tolerance_cap", m->params.tolerance_cap), CC_LOG_DBL("max_rtt_ms", m->params.max_rtt_ms),
 		    CC_LOG_INT("read_limit", m->pass_cfg.head_page),
 		    CC_LOG_BOOL("redis", m->index != NULL), CC_LOG_INT("admin_port", cc_admin_port(admin)));
-
-	if (sigwait(&stop_signals, &sig) == 0)
-		cc_log_info("stopping", CC_LOG_INT("signal", sig));
-	status = 0;
+	status = cc_service_run(&service, matcher_loop, m);
 out:
-	atomic_store(&stopping, true);
-	if (loop_started)
-		pthread_join(loop, NULL);
 	cc_admin_stop(admin);
 	if (m) {
 		cc_candidate_index_free(m->index);
@@ -408,6 +359,6 @@ out:
 		pthread_mutex_destroy(&m->lock);
 		free(m);
 	}
-	cc_config_release(&matcher_config_spec, &cfg);
+	cc_service_release(&service);
 	return status;
 }

@@ -23,6 +23,7 @@
 #include "game/queue_pass.h"
 #include "sys/metrics.h"
 #include "sys/pg.h"
+#include "sys/service.h"
 
 #define MATCHER_ID_MAX 96
 
@@ -39,15 +40,8 @@ struct matcher_config {
 	double max_rtt_ms;                  /* a region counts for a player within this RTT (SPEC 6: 100) */
 	int64_t ticket_ttl_seconds;         /* requeued tickets' fresh heartbeat deadline */
 	int64_t proposal_window_seconds;    /* players have this long to answer (SPEC 7: 10) */
-	char *redis_host;                   /* candidate index; unset = PostgreSQL only */
-	int64_t redis_port;
-	int64_t redis_timeout_ms;           /* one Redis command's deadline */
-	char *database_url;                 /* secret: PostgreSQL DSN */
-	int64_t db_timeout_ms;              /* one statement's deadline */
-	char *admin_listen;                 /* admin (metrics/health) bind address */
-	int64_t admin_port;                 /* admin port (0 = ephemeral) */
 	char *matcher_id;                   /* recorded on proposals; unset = hostname-pid */
-	char *log_level;                    /* debug|info|warn|error */
+	struct cc_service_options svc;      /* database, Redis, admin port, log level (sys/service.h) */
 };
 
 /* Metric handles (declared once in main.c). */

@@ -17,6 +17,7 @@
 
 #include "game/arenas.h"
 #include "store/formation_claim.h"
+#include "sys/clock.h"
 #include "sys/log.h"
 #include "matcher.h"
 #include "store/playlists.h"
@@ -46,13 +47,6 @@ static const char sql_lease[] =
 	"set_config('idle_in_transaction_session_timeout', $2, false), "
 	"pg_try_advisory_lock(hashtext('cc-matcher'), hashtext($1))";
 static const char sql_unlease[] = "SELECT pg_advisory_unlock(hashtext('cc-matcher'), hashtext($1))";
-
-static double monotonic_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void set_ready(struct matcher *m, bool ready, const char *why)
 {
@@ -133,7 +127,7 @@ static int ensure_connected(struct matcher *m)
 	char err[256] = "";
 	if (m->pg)
 		return 0;
-	int rc = cc_pg_connect(m->cfg->database_url, &m->pg_opt, &m->pg, err, sizeof err);
+	int rc = cc_pg_connect(m->cfg->svc.database_url, &m->pg_opt, &m->pg, err, sizeof err);
 	if (rc != 0)
 		cc_log_emit(m->failed_passes == 0 ? CC_LOG_WARN : CC_LOG_DEBUG, "database_connect_failed",
 			    (struct cc_log_field[]){ CC_LOG_STR("error", cc_errname(rc)), CC_LOG_STR("reason", err) }, 2);
@@ -410,7 +404,7 @@ static void give_lease(struct matcher *m)
 
 int matcher_pass(struct matcher *m)
 {
-	double t0 = monotonic_s();
+	double t0 = cc_clock_seconds();
 	struct cc_queue_pass_stats qst;
 	struct pass_reads pr = { .m = m, .source = "postgres" };
 	bool ran = false, leased = false;
@@ -463,6 +457,6 @@ out:
 		give_lease(m);
 	/* Reaching PostgreSQL is what readiness means; a lost claim is not an outage. */
 	matcher_set_db_state(m, rc == CC_EUNAVAILABLE || rc == CC_ETIMEOUT || !m->pg ? rc : 0);
-	pass_report(m, rc, pr.source, ran ? &qst : NULL, monotonic_s() - t0);
+	pass_report(m, rc, pr.source, ran ? &qst : NULL, cc_clock_seconds() - t0);
 	return rc;
 }

@@ -1,6 +1,7 @@
 /*
  * cc-migrate: applies, rolls back and reports schema migrations
- * (libcommon/migrate.h does the work).
+ * (sys/migrate.h does the work; sys/service.h gives it the shared
+ * --database-url and --log-level rows).
  *
  *   cc-migrate up          apply every pending migration
  *   cc-migrate down N|all  roll back the newest N (or every) applied migration
@@ -23,6 +24,7 @@
 #include "sys/config.h"
 #include "sys/log.h"
 #include "sys/migrate.h"
+#include "sys/service.h"
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -30,19 +32,12 @@
 #include "sys/banned.h"
 
 struct migrate_config {
-	char *database_url;      /* libpq URI or conninfo (secret) */
-	char *migrations_dir;    /* where NNNN_name.{up,down}.sql live */
-	int64_t lock_timeout_ms; /* how long to wait for a concurrent cc-migrate */
-	char *log_level;         /* debug|info|warn|error */
+	char *migrations_dir;          /* where NNNN_name.{up,down}.sql live */
+	int64_t lock_timeout_ms;       /* how long to wait for a concurrent cc-migrate */
+	struct cc_service_options svc; /* --database-url (secret) and --log-level (sys/service.h) */
 };
 
 static const struct cc_config_option options[] = {
-	{ .name = "database-url",
-	  .type = CC_CFG_STRING,
-	  .help = "PostgreSQL URI or conninfo to migrate (may hold a password: env or file only)",
-	  .secret = true,
-	  .required = true,
-	  .offset = offsetof(struct migrate_config, database_url) },
 	{ .name = "migrations-dir",
 	  .type = CC_CFG_STRING,
 	  .help = "directory holding NNNN_name.up.sql / NNNN_name.down.sql (default: <bin>/../share/cosmic-clash/migrations "
@@ -55,20 +50,21 @@ static const struct cc_config_option options[] = {
 	  .max = 3600000,
 	  .help = "give up when another cc-migrate holds the migration lock this long",
 	  .offset = offsetof(struct migrate_config, lock_timeout_ms) },
-	{ .name = "log-level",
-	  .type = CC_CFG_ENUM,
-	  .default_value = "info",
-	  .choices = "debug|info|warn|error",
-	  .help = "minimum level of the JSON log lines on stderr",
-	  .offset = offsetof(struct migrate_config, log_level) },
 };
 
-static const struct cc_config_spec spec = {
+/*
+ * A one-shot tool, not a service: it takes only the shared database and
+ * log rows from the skeleton, not its signals (Ctrl-C must still end it at
+ * once) nor an admin port.
+ */
+static const struct cc_service_spec spec = {
 	.program = "cc-migrate",
 	.summary = "Apply, roll back or list the database schema migrations.",
 	.positional = "up | down N|all | status",
 	.options = options,
 	.n_options = CC_ARRAY_LEN(options),
+	.shared = CC_SERVICE_DATABASE | CC_SERVICE_LOG,
+	.shared_offset = offsetof(struct migrate_config, svc),
 };
 
 enum command { CMD_UP, CMD_DOWN, CMD_STATUS };
@@ -159,23 +155,20 @@ static const char *default_migrations_dir(char *buf, size_t len)
 int main(int argc, char *argv[])
 {
 	struct migrate_config cfg = { 0 };
+	struct cc_service svc;
 	char *const *positional = NULL;
-	int n_pos = cc_config_load_or_exit(&spec, argc, argv, &cfg, &positional);
-	enum cc_log_level level = CC_LOG_INFO;
+	int n_pos = cc_service_load_or_exit(&svc, &spec, argc, argv, &cfg, &positional);
 	enum command cmd = CMD_UP;
 	int count = 0;
 	int status = 1;
 
-	const char *database_url = cfg.database_url;
+	const char *database_url = cfg.svc.database_url;
 	char installed_dir[PATH_MAX];
 	const char *migrations_dir = cfg.migrations_dir ? cfg.migrations_dir
 							: default_migrations_dir(installed_dir, sizeof installed_dir);
 	int64_t lock_timeout_ms = cfg.lock_timeout_ms;
 
-	if (cfg.log_level && !cc_log_level_parse(cfg.log_level, &level))
-		level = CC_LOG_INFO;
-	cc_log_init("cc-migrate", level);
-	cc_config_log(&spec, &cfg); /* secrets appear only by name, as set or unset */
+	cc_service_log_config(&svc); /* secrets appear only by name, as set or unset */
 	status = parse_command(n_pos, positional, &cmd, &count);
 	if (status != 0)
 		goto out;
@@ -217,6 +210,6 @@ int main(int argc, char *argv[])
 	}
 out:
 	fflush(stdout);
-	cc_config_release(&spec, &cfg);
+	cc_service_release(&svc);
 	return status;
 }

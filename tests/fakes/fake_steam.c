@@ -46,8 +46,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "sys/charset.h"
 #include "sys/config.h"
 #include "sys/crypto.h"
+#include "sys/hash.h"
 #include "sys/http_server.h"
 #include "sys/log.h"
 #include "sys/banned.h"
@@ -102,10 +104,10 @@ static void steam_error(struct cc_http_response *resp, int code, const char *des
 
 static uint64_t derive_steamid(const char *ticket)
 {
-	uint64_t h = 1469598103934665603ULL; /* FNV-1a 64 */
+	uint64_t h = CC_HASH_FNV64_BASIS;
 	for (const char *p = ticket; *p; p++) {
 		char c = *p >= 'A' && *p <= 'F' ? (char)(*p - 'A' + 'a') : *p;
-		h = (h ^ (unsigned char)c) * 1099511628211ULL;
+		h = cc_hash_fnv1a64_add(h, &c, 1);
 	}
 	return 76561197960265728ULL + h % (1ULL << 31);
 }
@@ -135,7 +137,7 @@ static void steam_ok(struct cc_http_response *resp, const char *ticket, const ch
 static bool hex_ticket(const char *t)
 {
 	size_t n = strlen(t);
-	return n >= 2 && n % 2 == 0 && strspn(t, "0123456789abcdefABCDEF") == n;
+	return n >= 2 && n % 2 == 0 && cc_charset_all(t, n, CC_CHARSET_DIGIT, "abcdefABCDEF");
 }
 
 /* 128 KiB of valid JSON: {"response":{},"pad":"xxxx..."} */

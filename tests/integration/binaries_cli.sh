@@ -13,6 +13,18 @@ src_dir() { # the directory whose option table a binary is built from
 	esac
 }
 
+# The shared option rows, "GROUP NAME" per line, as sys/service.c declares
+# them ("{ CC_SERVICE_LOG, { .name = "log-level"").
+mapfile -t all_shared < <(grep -ohE '^\s*\{ CC_SERVICE_[A-Z_]+, \{ \.name = "[a-z0-9-]+"' "$TOP/libcommon/sys/service.c" |
+	sed -E 's/.*(CC_SERVICE_[A-Z_]+), \{ \.name = "([a-z0-9-]+)".*/\1 \2/')
+[[ ${#all_shared[@]} -ge 6 ]] || fail "found only ${#all_shared[@]} shared option rows in libcommon/sys/service.c: ${all_shared[*]}"
+shared_rows() { # DIR: the names of the shared rows whose group a source file in DIR names
+	local row
+	for row in "${all_shared[@]}"; do
+		if grep -qw -- "${row% *}" "$1"/*.c; then echo "${row#* }"; fi
+	done
+}
+
 count=0
 for bin in "$BIN"/cc-*; do
 	name=$(basename "$bin")
@@ -22,8 +34,14 @@ for bin in "$BIN"/cc-*; do
 	grep -q -- '--no-such-flag' "$T_DIR/err" || fail "$name did not name --no-such-flag; stderr: $(cat "$T_DIR/err")"
 	grep -q -- '--port' "$T_DIR/err" || fail "$name did not name --port; stderr: $(cat "$T_DIR/err")"
 
-	# The option names as declared in the binary's table.
-	mapfile -t options < <(grep -ohE '\{ \.name = "[a-z0-9-]+"' "$(src_dir "$name")"/*.c | sed -E 's/.*"(.*)"/\1/' | sort -u)
+	# The option names as declared in the binary's own table, plus the
+	# shared rows (libcommon/sys/service.c) of every group its sources name.
+	mapfile -t options < <(
+		{
+			grep -ohE '\{ \.name = "[a-z0-9-]+"' "$(src_dir "$name")"/*.c | sed -E 's/.*"(.*)"/\1/'
+			shared_rows "$(src_dir "$name")"
+		} | sort -u
+	)
 	[[ ${#options[@]} -gt 0 ]] || fail "$name: no option table found under $(src_dir "$name")"
 	"$bin" --help >"$T_DIR/help" 2>&1 || fail "$name --help exited non-zero: $(cat "$T_DIR/help")"
 	for opt in "${options[@]}"; do

@@ -38,3 +38,15 @@ pass "cc-migrate links libpq and neither hiredis, libmicrohttpd nor libcurl"
 libs=$(ldd "$BIN/cc-matcher") || fail "ldd $BIN/cc-matcher failed"
 if grep -q curl <<<"$libs"; then fail "cc-matcher links libcurl; ldd says: $libs"; fi
 pass "cc-matcher does not link libcurl"
+
+# The service skeleton forces no library on a binary that does not declare
+# it (cc-gameserver will link sys without pg, redis and the HTTP server):
+# service.o calls no PostgreSQL, Redis, HTTP or admin code.
+obj="$TOP/build/rel/libcommon/sys/service.o"
+[[ -f $obj ]] || fail "$obj is missing (make builds it)"
+undefined=$(nm -u "$obj") || fail "nm -u $obj failed"
+grep -q 'cc_config_load_or_exit' <<<"$undefined" || fail "nm -u $obj lists no cc_config_load_or_exit, so this check reads the wrong file: $undefined"
+if bad=$(grep -E ' (cc_pg_|PQ|cc_redis|redis|cc_http_|MHD_|cc_admin_|curl_)' <<<"$undefined"); then
+	fail "sys/service.o needs $(tr '\n' ' ' <<<"$bad")- a binary using the skeleton would have to link them"
+fi
+pass "sys/service.o calls no pg, redis, HTTP or admin code ($(wc -l <<<"$undefined") undefined symbols, all libc/sys)"

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "store/candidate_index.h"
+#include "sys/clock.h"
 #include "sys/redis.h"
 #include "support.h"
 #include "sys/banned.h"
@@ -26,13 +27,6 @@
 #define SLACK_MS 1500 /* scheduler and ASan headroom on top of a timeout */
 
 static char casual[40], ranked[40], longest[40]; /* longest: a 32-byte name, the maximum */
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int harness_port(void)
 {
@@ -394,12 +388,12 @@ static void assert_down(struct cc_candidate_index *idx, int64_t budget_ms)
 	struct cc_candidate c = make(1, 10), got[4];
 	size_t n = 42;
 	for (int round = 0; round < 3; round++) {
-		int64_t t0 = now_ms();
+		int64_t t0 = cc_clock_ms();
 		ck_assert_int_eq(cc_candidate_index_read(idx, casual, 4, got, &n), CC_EUNAVAILABLE);
 		ck_assert_int_eq(cc_candidate_index_put(idx, casual, &c), CC_EUNAVAILABLE);
 		ck_assert_int_eq(cc_candidate_index_remove(idx, casual, c.ticket_id), CC_EUNAVAILABLE);
 		ck_assert_int_eq(cc_candidate_index_rebuild(idx, casual, &c, 1), CC_EUNAVAILABLE);
-		int64_t took = now_ms() - t0;
+		int64_t took = cc_clock_ms() - t0;
 		ck_assert_msg(took < budget_ms, "round %d of four calls took %lld ms (budget %lld)", round,
 			      (long long)took, (long long)budget_ms);
 	}

@@ -47,6 +47,7 @@
 
 #include <libpq-fe.h>
 
+#include "sys/clock.h"
 #include "sys/crypto.h"
 #include "game/formation.h"
 #include "store/formation_claim.h"
@@ -77,13 +78,6 @@ static int n_procs;
 static const char *spawn_dsn; /* the DSN spawned matchers get; NULL = the scratch database */
 
 /* ---- time, waiting -------------------------------------------------------- */
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void pause_ms(int ms)
 {
@@ -120,11 +114,11 @@ static void all_alive(const char *during)
 static char seen[512];
 #define WAIT_FOR(cond, timeout_ms, what)                                                               \
 	do {                                                                                           \
-		int64_t wait_end_ = now_ms() + (timeout_ms);                                           \
+		int64_t wait_end_ = cc_clock_ms() + (timeout_ms);                                           \
 		seen[0] = '\0';                                                                        \
 		while (!(cond)) {                                                              \
 			all_alive(what);                                                               \
-			ck_assert_msg(now_ms() < wait_end_, "%s: not within %d ms; last seen: %s", what, \
+			ck_assert_msg(cc_clock_ms() < wait_end_, "%s: not within %d ms; last seen: %s", what, \
 				      (int)(timeout_ms), seen);                                        \
 			pause_ms(WAIT_STEP_MS);                                                        \
 		}                                                                                      \
@@ -301,9 +295,9 @@ static void stop_matcher(struct proc *p)
 	if (p->reaped)
 		return;
 	kill(p->pid, SIGTERM);
-	int64_t end = now_ms() + 10000;
+	int64_t end = cc_clock_ms() + 10000;
 	pid_t r;
-	while ((r = waitpid(p->pid, &st, WNOHANG)) == 0 && now_ms() < end)
+	while ((r = waitpid(p->pid, &st, WNOHANG)) == 0 && cc_clock_ms() < end)
 		pause_ms(WAIT_STEP_MS);
 	if (r == 0) {
 		kill(p->pid, SIGKILL);
@@ -910,9 +904,9 @@ START_TEST(test_claim_skips_locked)
 	PQclear(h);
 
 	claim_request(&req, s, 2, "solo");
-	int64_t t0 = now_ms();
+	int64_t t0 = cc_clock_ms();
 	int rc = cc_formation_claim(pg, &req, &res);
-	int64_t took = now_ms() - t0;
+	int64_t took = cc_clock_ms() - t0;
 	ck_assert_msg(rc == CC_ECONFLICT, "claim over a locked ticket: %s after %lld ms", cc_errname(rc), (long long)took);
 	ck_assert_msg(took < 1500, "the claim waited %lld ms for the lock", (long long)took);
 	size_t k1 = strcmp(req.ticket_id[0], t[1].ticket) == 0 ? 0 : 1;
@@ -1346,10 +1340,10 @@ START_TEST(test_deep_wall_and_no_spin)
 	struct proc *m = spawn_matcher(args);
 	WAIT_FOR(passes_ok(m) >= 3, 10000, "three passes over the wall");
 	double before = metric(m, "cosmic_clash_matcher_passes_total", NULL, NULL);
-	int64_t t0 = now_ms();
+	int64_t t0 = cc_clock_ms();
 	pause_ms(2000); /* the observation window itself, not a synchronisation */
 	double passes = metric(m, "cosmic_clash_matcher_passes_total", NULL, NULL) - before;
-	double polls = (double)(now_ms() - t0) / 100.0;
+	double polls = (double)(cc_clock_ms() - t0) / 100.0;
 	ck_assert_msg(passes <= 2 * polls + 5, "%.0f passes in %.0f poll intervals over a queue nobody can match", passes,
 		      polls);
 	ck_assert_int_eq(sql_ll("SELECT count(*) FROM proposals", 0, NULL), 0);
@@ -1384,12 +1378,12 @@ START_TEST(test_wakes_on_notify)
 		t[i] = seed("casual", "1.0", 1, 1500, "{\"eu\": 20}", 1000 - i);
 	const char *p[] = { t[0].ticket, t[0].player };
 	sql_ll("SELECT cc_outbox_append('ticket.queued', 'ticket', $1, 1, ARRAY[$2]::uuid[], NULL)", 2, p);
-	int64_t t0 = now_ms();
+	int64_t t0 = cc_clock_ms();
 	WAIT_FOR(count_is("SELECT count(*) FROM tickets WHERE state = 'PROPOSED'", 6), 10000,
 		 "the six tickets proposed after the NOTIFY");
 	ck_assert_msg(metric(m, "cosmic_clash_matcher_passes_total", NULL, NULL) <= passes + 3,
 		      "proposed by a pass it did not wake for?");
-	fprintf(stderr, "woken by NOTIFY: proposed %lld ms after it\n", (long long)(now_ms() - t0));
+	fprintf(stderr, "woken by NOTIFY: proposed %lld ms after it\n", (long long)(cc_clock_ms() - t0));
 	stop_matcher(m);
 	audit();
 }

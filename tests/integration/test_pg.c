@@ -19,19 +19,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sys/clock.h"
 #include "sys/pg.h"
 #include "support.h"
 
 #include "sys/banned.h"
 
 /* ---- helpers --------------------------------------------------------------- */
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static struct cc_pg *open_pg(const struct cc_pg_options *opt)
 {
@@ -406,9 +400,9 @@ START_TEST(test_serializable_exhausts_on_real_conflicts)
 	exec_ok(pg, sqlf(sql, sizeof(sql), "CREATE TABLE %s (id int PRIMARY KEY, v int NOT NULL)", t), 0, NULL);
 	exec_ok(pg, sqlf(sql, sizeof(sql), "INSERT INTO %s VALUES (1, 0)", t), 0, NULL);
 
-	int64_t start = now_ms();
+	int64_t start = cc_clock_ms();
 	int rc = cc_pg_run_serializable(pg, lose_to_concurrent_update, &fc);
-	int64_t took = now_ms() - start;
+	int64_t took = cc_clock_ms() - start;
 	after = stats_now();
 	ck_assert_msg(rc == CC_ERETRY_EXHAUSTED, "got %s [%s] %s", cc_errname(rc), cc_pg_sqlstate(pg),
 		      cc_pg_error_message(pg));
@@ -599,9 +593,9 @@ START_TEST(test_connect_refused_is_unavailable)
 	int port, fd = loopback_socket(false, &port); /* bound, not listening: refused */
 
 	snprintf(dsn, sizeof(dsn), "host=127.0.0.1 port=%d dbname=x user=cc password=hunter2", port);
-	int64_t start = now_ms();
+	int64_t start = cc_clock_ms();
 	int rc = cc_pg_connect(dsn, &opt, &pg, err, sizeof(err));
-	int64_t took = now_ms() - start;
+	int64_t took = cc_clock_ms() - start;
 	ck_assert_msg(rc == CC_EUNAVAILABLE, "got %s: %s", cc_errname(rc), err);
 	ck_assert_ptr_null(pg);
 	ck_assert_msg(took < 1000, "refusal took %lld ms", (long long)took);
@@ -619,9 +613,9 @@ START_TEST(test_connect_to_silent_listener_times_out)
 	int port, fd = loopback_socket(true, &port); /* the kernel accepts; nobody answers */
 
 	snprintf(dsn, sizeof(dsn), "host=127.0.0.1 port=%d dbname=x user=cc", port);
-	int64_t start = now_ms();
+	int64_t start = cc_clock_ms();
 	int rc = cc_pg_connect(dsn, &opt, &pg, err, sizeof(err));
-	int64_t took = now_ms() - start;
+	int64_t took = cc_clock_ms() - start;
 	ck_assert_msg(rc == CC_ETIMEOUT, "got %s: %s", cc_errname(rc), err);
 	ck_assert_msg(took >= 290 && took < 300 + 1000, "timed out after %lld ms, deadline 300", (long long)took);
 	ck_assert_msg(strstr(err, "timed out"), "err: %s", err);
@@ -641,14 +635,14 @@ static void *kill_when_active(void *arg)
 	struct cc_pg *admin = NULL;
 	char err[256], pidtext[16];
 	const char *params[] = { pidtext };
-	int64_t deadline = now_ms() + 10000;
+	int64_t deadline = cc_clock_ms() + 10000;
 
 	if (cc_pg_connect(getenv("CC_TEST_PG_DSN"), NULL, &admin, err, sizeof(err)) != 0) {
 		snprintf(k->seen, sizeof(k->seen), "admin connect: %s", err);
 		return NULL;
 	}
 	snprintf(pidtext, sizeof(pidtext), "%d", k->pid);
-	while (!k->killed && now_ms() < deadline) {
+	while (!k->killed && cc_clock_ms() < deadline) {
 		PGresult *res = NULL;
 		if (cc_pg_exec(admin,
 			       "SELECT state, query FROM pg_stat_activity WHERE pid = $1::int AND state = 'active' "
@@ -674,9 +668,9 @@ START_TEST(test_backend_killed_mid_statement)
 
 	ck_assert_int_ne(k.pid, 0);
 	ck_assert_int_eq(pthread_create(&thread, NULL, kill_when_active, &k), 0);
-	int64_t start = now_ms();
+	int64_t start = cc_clock_ms();
 	int rc = cc_pg_exec(pg, "SELECT pg_sleep(30)", 0, NULL, NULL);
-	int64_t took = now_ms() - start;
+	int64_t took = cc_clock_ms() - start;
 	pthread_join(thread, NULL);
 	ck_assert_msg(k.killed, "the backend was never seen running pg_sleep (last seen: %s)", k.seen);
 	ck_assert_msg(rc == CC_EUNAVAILABLE, "got %s [%s] %s", cc_errname(rc), cc_pg_sqlstate(pg), cc_pg_error_message(pg));
@@ -739,9 +733,9 @@ START_TEST(test_query_timeout_cancels_and_recovers)
 	const char *params[] = { pidtext };
 	int64_t left = -1;
 
-	int64_t start = now_ms();
+	int64_t start = cc_clock_ms();
 	int rc = cc_pg_exec(pg, "SELECT pg_sleep(30)", 0, NULL, NULL);
-	int64_t took = now_ms() - start;
+	int64_t took = cc_clock_ms() - start;
 	ck_assert_msg(rc == CC_ETIMEOUT, "got %s: %s", cc_errname(rc), cc_pg_error_message(pg));
 	ck_assert_msg(took >= 290 && took < 300 + 1000, "returned after %lld ms, deadline 300", (long long)took);
 	ck_assert(stats_now().query_timeouts == before.query_timeouts + 1);
@@ -750,7 +744,7 @@ START_TEST(test_query_timeout_cancels_and_recovers)
 	/* The server stopped the old statement long before its 30 s ran out:
 	 * it was cancelled, not merely abandoned. */
 	snprintf(pidtext, sizeof(pidtext), "%d", pid);
-	for (int64_t deadline = now_ms() + 5000; now_ms() < deadline;) {
+	for (int64_t deadline = cc_clock_ms() + 5000; cc_clock_ms() < deadline;) {
 		left = query_int(admin, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1::int", 1, params);
 		if (left == 0)
 			break;
@@ -788,9 +782,9 @@ START_TEST(test_listen_notify)
 		ck_assert_int_eq(cc_pg_notify(sender, bad[i], "x"), CC_EINVAL);
 	}
 	/* Nothing pending: a clean timeout after roughly the asked time. */
-	int64_t start = now_ms();
+	int64_t start = cc_clock_ms();
 	ck_assert_int_eq(cc_pg_wait_notify(listener, 100, chan, sizeof(chan), payload, sizeof(payload)), CC_ETIMEOUT);
-	ck_assert_int_ge(now_ms() - start, 95);
+	ck_assert_int_ge(cc_clock_ms() - start, 95);
 	ck_assert_int_eq(cc_pg_wait_notify(listener, 0, chan, sizeof(chan), payload, sizeof(payload)), CC_ETIMEOUT);
 
 	ck_assert_int_eq(cc_pg_notify(sender, wake, "ticket 42 'quoted'"), 0);
@@ -837,10 +831,10 @@ START_TEST(test_listener_survives_lost_connection)
 	ck_assert_int_eq(cc_pg_listen(listener, ca), 0);
 	ck_assert_int_eq(cc_pg_listen(listener, cb), 0);
 	terminate_backend(pid);
-	int64_t start = now_ms();
+	int64_t start = cc_clock_ms();
 	int rc = cc_pg_wait_notify(listener, 10000, chan, sizeof(chan), payload, sizeof(payload));
 	ck_assert_msg(rc == CC_EUNAVAILABLE, "got %s: %s", cc_errname(rc), cc_pg_error_message(listener));
-	ck_assert_msg(now_ms() - start < 5000, "loss noticed after %lld ms", (long long)(now_ms() - start));
+	ck_assert_msg(cc_clock_ms() - start < 5000, "loss noticed after %lld ms", (long long)(cc_clock_ms() - start));
 	/* The next wait reconnects and LISTENs on both channels again. */
 	ck_assert_int_eq(cc_pg_wait_notify(listener, 0, chan, sizeof(chan), payload, sizeof(payload)), CC_ETIMEOUT);
 	ck_assert_int_ne(cc_pg_backend_pid(listener), pid);
@@ -879,9 +873,9 @@ START_TEST(test_pool_limits_and_waits)
 	ck_assert_int_eq(cc_pg_pool_acquire(pool, 1000, &a), 0);
 	ck_assert_int_eq(cc_pg_pool_acquire(pool, 1000, &b), 0);
 	ck_assert_ptr_ne(a, b);
-	int64_t start = now_ms();
+	int64_t start = cc_clock_ms();
 	ck_assert_int_eq(cc_pg_pool_acquire(pool, 150, &c), CC_ETIMEOUT);
-	ck_assert_int_ge(now_ms() - start, 140);
+	ck_assert_int_ge(cc_clock_ms() - start, 140);
 	ck_assert_ptr_null(c);
 	int pid_a = cc_pg_backend_pid(a);
 	cc_pg_pool_release(pool, a);

@@ -14,18 +14,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sys/clock.h"
 #include "sys/redis.h"
 #include "support.h"
 #include "sys/banned.h"
 
 #define SLACK_MS 1500 /* scheduler and ASan headroom on top of a timeout */
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* A handle on the harness Redis. */
 static struct cc_redis *harness_redis(int connect_timeout_ms, int command_timeout_ms)
@@ -69,7 +63,7 @@ static int ping_until_ok(struct cc_redis *r, int64_t deadline_ms, int *calls)
 	for (;;) {
 		rc = cc_redis_command(r, NULL, "PING", (char *)NULL);
 		(*calls)++;
-		if (rc == 0 || now_ms() >= deadline_ms)
+		if (rc == 0 || cc_clock_ms() >= deadline_ms)
 			return rc;
 		poll(NULL, 0, 10);
 	}
@@ -134,31 +128,31 @@ START_TEST(test_refused_fast_and_paced)
 	struct cc_redis *r = cc_redis_create("127.0.0.1", dead_port(), 3000, 1000);
 	ck_assert_ptr_nonnull(r);
 
-	int64_t t0 = now_ms();
+	int64_t t0 = cc_clock_ms();
 	ck_assert_int_eq(cc_redis_command(r, NULL, "PING", (char *)NULL), CC_EUNAVAILABLE);
-	int64_t took = now_ms() - t0;
+	int64_t took = cc_clock_ms() - t0;
 	ck_assert_msg(took < 1000, "refused connect took %lld ms (connect timeout is 3000)", (long long)took);
 	ck_assert_msg(strstr(cc_redis_last_error(r), "refused"), "last error: %s", cc_redis_last_error(r));
 	ck_assert_uint_eq(cc_redis_connect_attempts(r), 1);
 
 	/* Within the retry interval calls fail without connecting. */
-	int64_t t1 = now_ms();
+	int64_t t1 = cc_clock_ms();
 	for (int i = 0; i < 1000; i++)
 		ck_assert_int_eq(cc_redis_command(r, NULL, "PING", (char *)NULL), CC_EUNAVAILABLE);
-	if (now_ms() - t0 < CC_REDIS_RETRY_INTERVAL_MS)
+	if (cc_clock_ms() - t0 < CC_REDIS_RETRY_INTERVAL_MS)
 		ck_assert_uint_eq(cc_redis_connect_attempts(r), 1);
-	ck_assert_msg(now_ms() - t1 < 250, "1000 calls on a down Redis took %lld ms",
-		      (long long)(now_ms() - t1));
+	ck_assert_msg(cc_clock_ms() - t1 < 250, "1000 calls on a down Redis took %lld ms",
+		      (long long)(cc_clock_ms() - t1));
 
 	/* Eventually it tries again, but not before the interval. */
 	int64_t deadline = t0 + CC_REDIS_RETRY_INTERVAL_MS + 3000;
-	while (cc_redis_connect_attempts(r) < 2 && now_ms() < deadline) {
+	while (cc_redis_connect_attempts(r) < 2 && cc_clock_ms() < deadline) {
 		ck_assert_int_eq(cc_redis_command(r, NULL, "PING", (char *)NULL), CC_EUNAVAILABLE);
 		poll(NULL, 0, 5);
 	}
 	ck_assert_msg(cc_redis_connect_attempts(r) == 2, "attempts %lu after %lld ms",
-		      cc_redis_connect_attempts(r), (long long)(now_ms() - t0));
-	ck_assert_int_ge(now_ms() - t0, CC_REDIS_RETRY_INTERVAL_MS);
+		      cc_redis_connect_attempts(r), (long long)(cc_clock_ms() - t0));
+	ck_assert_int_ge(cc_clock_ms() - t0, CC_REDIS_RETRY_INTERVAL_MS);
 	cc_redis_free(r);
 }
 END_TEST
@@ -172,9 +166,9 @@ START_TEST(test_connect_timeout)
 	struct cc_redis *r = cc_redis_create("127.0.0.1", port, 300, 1000);
 	ck_assert_ptr_nonnull(r);
 
-	int64_t t0 = now_ms();
+	int64_t t0 = cc_clock_ms();
 	ck_assert_int_eq(cc_redis_command(r, NULL, "PING", (char *)NULL), CC_EUNAVAILABLE);
-	int64_t took = now_ms() - t0;
+	int64_t took = cc_clock_ms() - t0;
 	ck_assert_msg(took >= 290 && took < 300 + SLACK_MS, "connect gave up after %lld ms", (long long)took);
 	ck_assert_msg(strstr(cc_redis_last_error(r), "timed out"), "last error: %s", cc_redis_last_error(r));
 	cc_redis_free(r);
@@ -191,9 +185,9 @@ START_TEST(test_silent_server_times_out)
 	struct cc_redis *r = cc_redis_create("127.0.0.1", port, 1000, 300);
 	ck_assert_ptr_nonnull(r);
 
-	int64_t t0 = now_ms();
+	int64_t t0 = cc_clock_ms();
 	ck_assert_int_eq(cc_redis_command(r, NULL, "PING", (char *)NULL), CC_EUNAVAILABLE);
-	int64_t took = now_ms() - t0;
+	int64_t took = cc_clock_ms() - t0;
 	ck_assert_msg(took >= 290 && took < 300 + SLACK_MS, "command gave up after %lld ms", (long long)took);
 	ck_assert_msg(strstr(cc_redis_last_error(r), "timed out"), "last error: %s", cc_redis_last_error(r));
 	ck_assert(!cc_redis_is_connected(r));
@@ -206,9 +200,9 @@ START_TEST(test_silent_server_times_out)
 	const char **argvs[] = { ping, ping };
 	const int argcs[] = { 1, 1 };
 	redisReply *replies[2] = { (redisReply *)&t0, (redisReply *)&t0 };
-	t0 = now_ms();
+	t0 = cc_clock_ms();
 	ck_assert_int_eq(cc_redis_pipeline(r, 2, argcs, argvs, NULL, replies), CC_EUNAVAILABLE);
-	took = now_ms() - t0;
+	took = cc_clock_ms() - t0;
 	ck_assert_msg(took >= 290 && took < 300 + SLACK_MS, "pipeline gave up after %lld ms",
 		      (long long)took);
 	ck_assert_ptr_eq(replies[0], (redisReply *)&t0);
@@ -235,15 +229,15 @@ START_TEST(test_client_kill_then_reconnect)
 	ck_assert_int_eq(reply->integer, 1);
 	freeReplyObject(reply);
 
-	int64_t t0 = now_ms();
+	int64_t t0 = cc_clock_ms();
 	ck_assert_int_eq(cc_redis_command(r, NULL, "PING", (char *)NULL), CC_EUNAVAILABLE);
 	ck_assert(!cc_redis_is_connected(r));
 
 	int calls;
 	int rc = ping_until_ok(r, t0 + CC_REDIS_RETRY_INTERVAL_MS + 5000, &calls);
-	ck_assert_msg(rc == 0, "no reconnect after %lld ms and %d calls: %s (%s)", (long long)(now_ms() - t0),
+	ck_assert_msg(rc == 0, "no reconnect after %lld ms and %d calls: %s (%s)", (long long)(cc_clock_ms() - t0),
 		      calls, cc_errname(rc), cc_redis_last_error(r));
-	ck_assert_int_ge(now_ms() - t0, CC_REDIS_RETRY_INTERVAL_MS);
+	ck_assert_int_ge(cc_clock_ms() - t0, CC_REDIS_RETRY_INTERVAL_MS);
 	ck_assert_uint_eq(cc_redis_connect_attempts(r), 2); /* one reconnect, not one per call */
 
 	ck_assert_int_eq(cc_redis_command(r, &reply, "CLIENT", "ID", (char *)NULL), 0);
@@ -261,10 +255,10 @@ START_TEST(test_blocking_command_times_out)
 	redisReply *reply = NULL;
 
 	ck_assert_int_eq(cc_redis_command(r, NULL, "DEL", "cc:test:empty", (char *)NULL), 0);
-	int64_t t0 = now_ms();
+	int64_t t0 = cc_clock_ms();
 	ck_assert_int_eq(cc_redis_command(r, &reply, "BLPOP", "cc:test:empty", "5", (char *)NULL),
 			 CC_EUNAVAILABLE);
-	int64_t took = now_ms() - t0;
+	int64_t took = cc_clock_ms() - t0;
 	ck_assert_msg(took >= 290 && took < 300 + SLACK_MS, "BLPOP returned after %lld ms", (long long)took);
 	ck_assert_ptr_null(reply);
 

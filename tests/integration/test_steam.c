@@ -29,6 +29,7 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
+#include "sys/clock.h"
 #include "sys/crypto.h"
 #include "http_fetch.h"
 #include "sys/log.h"
@@ -44,23 +45,16 @@ static int fake_port;
 static char key_path[512];
 static char canary_key[80]; /* the fake's publisher key; must never be logged */
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Reads the fake's first line ("listening <port>") within 10 s; aborts saying what it saw. */
 static int read_port(int fd)
 {
 	char line[128] = "";
 	size_t n = 0;
-	int64_t deadline = now_ms() + 10000;
+	int64_t deadline = cc_clock_ms() + 10000;
 
 	while (n < sizeof(line) - 1 && !memchr(line, '\n', n)) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - cc_clock_ms();
 		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
 			break;
 		ssize_t got = read(fd, line + n, sizeof(line) - 1 - n);
@@ -112,12 +106,12 @@ static void fake_start(void)
 static void fake_stop(void)
 {
 	int status;
-	int64_t deadline = now_ms() + 10000;
+	int64_t deadline = cc_clock_ms() + 10000;
 
 	if (fake_pid > 0) {
 		kill(fake_pid, SIGTERM);
 		while (waitpid(fake_pid, &status, WNOHANG) == 0) {
-			if (now_ms() > deadline) {
+			if (cc_clock_ms() > deadline) {
 				kill(fake_pid, SIGKILL);
 				waitpid(fake_pid, &status, 0);
 				break;
@@ -245,9 +239,9 @@ START_TEST(test_slow_steam_costs_only_the_timeout)
 	struct steam_identity id;
 
 	cfg.timeout_ms = 500;
-	int64_t start = now_ms();
+	int64_t start = cc_clock_ms();
 	ck_assert_int_eq(auth(&cfg, "5d0102", &id), STEAM_UNAVAILABLE);
-	int64_t took = now_ms() - start;
+	int64_t took = cc_clock_ms() - start;
 	ck_assert_msg(took < 2500, "a 500 ms timeout took %lld ms", (long long)took);
 }
 END_TEST

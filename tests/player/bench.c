@@ -32,6 +32,7 @@
 
 #include "client.h"
 #include "latency.h"
+#include "sys/clock.h"
 #include "sys/log.h"
 #include "player.h"
 #include "sys/banned.h"
@@ -64,17 +65,10 @@ struct bench_worker {
 	uint64_t late;             /* open loop: sends more than LATE_NS behind plan */
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
-}
-
 /* Pacing, not synchronisation: waits for the planned send time. */
 static void sleep_until(uint64_t when)
 {
-	struct timespec ts = { .tv_sec = (time_t)(when / NS_PER_S), .tv_nsec = (long)(when % NS_PER_S) };
+	struct timespec ts = cc_clock_timespec((int64_t)when);
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
 }
@@ -145,9 +139,9 @@ static void run_closed(struct bench_worker *w, uint64_t warm_end, uint64_t end)
 	int64_t cursor = w->index;
 	struct pc_player *p;
 	uint64_t start;
-	while ((start = mono_ns()) < end && (p = next_player(w, &cursor))) {
+	while ((start = (uint64_t)cc_clock_ns()) < end && (p = next_player(w, &cursor))) {
 		int rc = pc_heartbeat(w->client, p);
-		uint64_t done = mono_ns();
+		uint64_t done = (uint64_t)cc_clock_ns();
 		if (start >= warm_end) {
 			(void)pc_latency_add(&w->latency, done - start);
 			w->requests++;
@@ -167,9 +161,9 @@ static void run_open(struct bench_worker *w, uint64_t t0, uint64_t warm_end, uin
 	struct pc_player *p;
 	for (; planned < end && (p = next_player(w, &cursor)); planned += interval) {
 		sleep_until(planned);
-		uint64_t start = mono_ns();
+		uint64_t start = (uint64_t)cc_clock_ns();
 		int rc = pc_heartbeat(w->client, p);
-		uint64_t done = mono_ns();
+		uint64_t done = (uint64_t)cc_clock_ns();
 		if (planned >= warm_end) {
 			(void)pc_latency_add(&w->latency, done - planned);
 			w->requests++;
@@ -270,14 +264,14 @@ int pc_bench_run(const struct player_config *cfg)
 		}
 	}
 
-	uint64_t setup_start = mono_ns();
+	uint64_t setup_start = (uint64_t)cc_clock_ns();
 	for (; started < threads; started++)
 		if (pthread_create(&tids[started], NULL, bench_worker_main, &workers[started]) != 0)
 			break;
 	pthread_mutex_lock(&sync.lock);
 	while (sync.ready < started)
 		pthread_cond_wait(&sync.cond, &sync.lock);
-	sync.t0 = mono_ns();
+	sync.t0 = (uint64_t)cc_clock_ns();
 	sync.go = true;
 	pthread_cond_broadcast(&sync.cond);
 	pthread_mutex_unlock(&sync.lock);

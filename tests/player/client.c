@@ -11,6 +11,7 @@
 #include <curl/curl.h>
 
 #include "client.h"
+#include "sys/clock.h"
 #include "sys/json.h"
 #include "sys/log.h"
 #include "sys/banned.h"
@@ -38,13 +39,6 @@ struct pc_client {
 	char problem[512];              /* the last failed call, for the caller's log */
 	char error_code[64];            /* cc-api's error.code of the last failed call, or "" */
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* libcurl's write callback: keeps up to the cap, then aborts the transfer. */
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
@@ -95,7 +89,7 @@ struct pc_client *pc_client_new(const char *base_urls, long timeout_ms, int firs
 		return NULL;
 	}
 	c->current = (first < 0 ? -first : first) % c->n_urls;
-	c->jitter = (mono_ns() ^ (uint64_t)(uintptr_t)c) | 1; /* xorshift must not start at 0 */
+	c->jitter = ((uint64_t)cc_clock_ns() ^ (uint64_t)(uintptr_t)c) | 1; /* xorshift must not start at 0 */
 	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM for timeouts */
 	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
@@ -294,9 +288,9 @@ int pc_request(struct pc_client *c, const char *method, const char *path, const 
 	c->overflow = false;
 	c->curl_error[0] = '\0';
 
-	uint64_t start = mono_ns();
+	uint64_t start = (uint64_t)cc_clock_ns();
 	CURLcode cc = curl_easy_perform(c->curl);
-	uint64_t elapsed = mono_ns() - start;
+	uint64_t elapsed = (uint64_t)cc_clock_ns() - start;
 	c->requests++;
 	c->last_curl = cc;
 	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
@@ -346,7 +340,7 @@ static int call_json(struct pc_client *c, const char *method, const char *path, 
 	struct cc_json_error err = { 0 };
 	cJSON *obj = NULL;
 	int prc = 0, gave_up_after = 0;
-	uint64_t first = mono_ns(), horizon_ns = (uint64_t)c->horizon_ms * 1000000u;
+	uint64_t first = (uint64_t)cc_clock_ns(), horizon_ns = (uint64_t)c->horizon_ms * 1000000u;
 	c->gave_up = false;
 	c->unsure = false;
 	for (int attempt = 1;; attempt++) {
@@ -367,12 +361,12 @@ static int call_json(struct pc_client *c, const char *method, const char *path, 
 			c->current = (c->current + 1) % c->n_urls;
 		}
 		uint64_t wait = backoff_ns(c, attempt);
-		if (c->horizon_ms == 0 || mono_ns() - first + wait > horizon_ns) {
+		if (c->horizon_ms == 0 || (uint64_t)cc_clock_ns() - first + wait > horizon_ns) {
 			c->gave_up = c->horizon_ms > 0;
 			gave_up_after = attempt;
 			if (rc != 0) {
 				append_problem(c, " (gave up after %d attempts in %.1f s)", attempt,
-					       (double)(mono_ns() - first) / 1e9);
+					       (double)((uint64_t)cc_clock_ns() - first) / 1e9);
 				return rc; /* pc_request described the transport failure */
 			}
 			break;
@@ -396,7 +390,7 @@ static int call_json(struct pc_client *c, const char *method, const char *path, 
 			snprintf(c->error_code, sizeof c->error_code, "%s", code->valuestring);
 		if (c->gave_up)
 			append_problem(c, " (gave up after %d attempts in %.1f s)", gave_up_after,
-				       (double)(mono_ns() - first) / 1e9);
+				       (double)((uint64_t)cc_clock_ns() - first) / 1e9);
 		cJSON_Delete(obj);
 		return status_code(r.status);
 	}

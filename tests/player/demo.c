@@ -51,6 +51,7 @@
 
 #include "client.h"
 #include "latency.h"
+#include "sys/clock.h"
 #include "sys/log.h"
 #include "player.h"
 #include "sys/banned.h"
@@ -130,18 +131,6 @@ struct demo_worker {
 	size_t n_seen;
 	size_t cap_seen;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int64_t mono_ms(void)
-{
-	return (int64_t)(mono_ns() / 1000000u);
-}
 
 /* splitmix64 of the decision seed, the player and an ordinal: the demo's only randomness. */
 static uint64_t seeded(const struct player_config *cfg, int index, int ordinal, uint64_t salt)
@@ -228,7 +217,7 @@ static int step_queue(struct demo_worker *w, struct demo_player *d)
 		return rc;
 	if (strcmp(d->p.state, "QUEUED") != 0)
 		return unexpected(d, "queue", "a new ticket is not QUEUED");
-	d->queued_ns = mono_ns();
+	d->queued_ns = (uint64_t)cc_clock_ns();
 	d->waiting = true;
 	atomic_fetch_add(&w->shared->waiting[d->playlist], 1);
 	w->counts.queued++;
@@ -280,7 +269,7 @@ static int note_seen(struct demo_worker *w, const char *proposal_id)
 
 static void matched(struct demo_worker *w, struct demo_player *d)
 {
-	(void)pc_latency_add(&w->waits, mono_ns() - d->queued_ns);
+	(void)pc_latency_add(&w->waits, (uint64_t)cc_clock_ns() - d->queued_ns);
 	if (w->n_matches < w->cap_matches) {
 		memcpy(w->matches[w->n_matches].id, d->p.match_id, sizeof d->p.match_id);
 		w->matches[w->n_matches++].playlist = d->playlist;
@@ -288,7 +277,7 @@ static void matched(struct demo_worker *w, struct demo_player *d)
 	w->counts.matched++;
 	leave(w, d);
 	cc_log_debug("demo_matched", CC_LOG_INT("player", d->p.index), CC_LOG_STR("match_id", d->p.match_id),
-		     CC_LOG_DBL("wait_s", (double)(mono_ns() - d->queued_ns) / 1e9));
+		     CC_LOG_DBL("wait_s", (double)((uint64_t)cc_clock_ns() - d->queued_ns) / 1e9));
 }
 
 static int answer_proposal(struct demo_worker *w, struct demo_player *d);
@@ -322,7 +311,7 @@ static int on_ticket(struct demo_worker *w, struct demo_player *d)
  */
 static int account(struct demo_worker *w, struct demo_player *d, const char *held_state, int64_t held_revision)
 {
-	d->next_poll_ms = mono_ms() + w->cfg->ticket_poll_ms;
+	d->next_poll_ms = cc_clock_ms() + w->cfg->ticket_poll_ms;
 	int64_t cycles = requeues_between(held_state, held_revision, d->p.state, d->p.revision);
 	if (cycles < 0 && d->beat_unsure)
 		cycles = requeues_between(held_state, held_revision + 1, d->p.state, d->p.revision);
@@ -382,7 +371,7 @@ static int answer_proposal(struct demo_worker *w, struct demo_player *d)
 		    strcmp(pr.my_response, accept ? "accept" : "decline") == 0)
 			goto answered; /* our answer landed; its reply was lost */
 		if (strcmp(pr.state, "OPEN") != 0) {
-			d->next_poll_ms = mono_ms(); /* decided without us: the ticket says how */
+			d->next_poll_ms = cc_clock_ms(); /* decided without us: the ticket says how */
 			return 0;
 		}
 		if (pr.my_response[0])
@@ -410,7 +399,7 @@ answered:
 		w->counts.accepts++;
 		/* The last accept decides: read the ticket now, else at the next poll. */
 		if (strcmp(pr.state, "OPEN") != 0)
-			d->next_poll_ms = mono_ms();
+			d->next_poll_ms = cc_clock_ms();
 		return 0;
 	}
 	if (strcmp(pr.state, "DECLINED") != 0)
@@ -438,7 +427,7 @@ static int heartbeat(struct demo_worker *w, struct demo_player *d)
 {
 	int64_t before = d->p.revision;
 	d->heartbeats_sent++;
-	d->next_beat_ms = mono_ms() + w->cfg->heartbeat_interval_ms + beat_jitter(w->cfg, d);
+	d->next_beat_ms = cc_clock_ms() + w->cfg->heartbeat_interval_ms + beat_jitter(w->cfg, d);
 	int rc = pc_heartbeat(w->client, &d->p);
 	const char *code = pc_client_error_code(w->client);
 	if (rc == CC_ECONFLICT && (strcmp(code, "revision_conflict") == 0 || strcmp(code, "ticket_closed") == 0)) {
@@ -533,7 +522,7 @@ static void match_phase(struct demo_worker *w)
 	const struct player_config *cfg = w->cfg;
 	long long unset = 0;
 	/* The first thread here starts the clock; the others find it started. */
-	(void)atomic_compare_exchange_strong(&w->shared->match_start_ms, &unset, (long long)mono_ms());
+	(void)atomic_compare_exchange_strong(&w->shared->match_start_ms, &unset, (long long)cc_clock_ms());
 	int64_t start = atomic_load(&w->shared->match_start_ms);
 	int64_t hard_stop = start + cfg->match_deadline_seconds * 1000 + HARD_STOP_EXTRA_MS;
 	for (int64_t i = w->index; i < cfg->players; i += w->threads) {
@@ -542,7 +531,7 @@ static void match_phase(struct demo_worker *w)
 		d->next_beat_ms = start + beat_jitter(cfg, d); /* the first one comes sooner: a client's timer phase */
 	}
 	for (;;) {
-		int64_t now = mono_ms(), next = now + LOOP_NAP_MS;
+		int64_t now = cc_clock_ms(), next = now + LOOP_NAP_MS;
 		bool busy = false;
 		for (int64_t i = w->index; i < cfg->players; i += w->threads) {
 			struct demo_player *d = &w->players[i];
@@ -561,11 +550,11 @@ static void match_phase(struct demo_worker *w)
 			busy = true;
 			next = d->next_poll_ms < next ? d->next_poll_ms : next;
 			next = d->next_beat_ms < next ? d->next_beat_ms : next;
-			now = mono_ms();
+			now = cc_clock_ms();
 		}
 		if (!busy)
 			return;
-		int64_t nap = next - mono_ms();
+		int64_t nap = next - cc_clock_ms();
 		if (nap > 0) {
 			struct timespec ts = { .tv_sec = nap / 1000, .tv_nsec = (nap % 1000) * 1000000 };
 			nanosleep(&ts, NULL);

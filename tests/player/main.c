@@ -12,6 +12,7 @@
 
 #include <curl/curl.h>
 
+#include "sys/charset.h"
 #include "sys/config.h"
 #include "sys/log.h"
 #include "client.h"
@@ -112,9 +113,8 @@ static bool split_regions(struct player_config *cfg)
 		size_t n = strcspn(p, ",");
 		if (n == 0 || n > PC_REGION_MAX || cfg->n_regions == PC_MAX_REGIONS)
 			return false;
-		for (size_t i = 0; i < n; i++)
-			if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= '0' && p[i] <= '9') || p[i] == '-'))
-				return false;
+		if (!cc_charset_all(p, n, CC_CHARSET_LOWER | CC_CHARSET_DIGIT, "-"))
+			return false;
 		memcpy(cfg->region[cfg->n_regions], p, n);
 		cfg->region[cfg->n_regions++][n] = '\0';
 		p += n;

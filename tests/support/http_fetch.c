@@ -14,6 +14,7 @@
 
 #include <curl/curl.h>
 
+#include "sys/clock.h"
 #include "sys/banned.h"
 
 struct sink {
@@ -134,18 +135,11 @@ void cc_test_reply_release(struct cc_test_reply *reply)
 	reply->body = NULL;
 }
 
-static long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
 long cc_test_raw(int port, const char *request, size_t len, bool close_write, char *out,
 		 size_t cap, long timeout_ms)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	long deadline = now_ms() + timeout_ms;
+	long deadline = cc_clock_ms() + timeout_ms;
 	size_t got = 0, sent = 0;
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
@@ -166,7 +160,7 @@ long cc_test_raw(int port, const char *request, size_t len, bool close_write, ch
 		shutdown(fd, SHUT_WR);
 	while (got + 1 < cap) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
-		long left = deadline - now_ms();
+		long left = deadline - cc_clock_ms();
 		ssize_t n;
 		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
 			break;
