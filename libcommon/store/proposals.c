@@ -16,7 +16,7 @@ static const char sql_lock_for_player[] =
 /* The one compare-and-set every decision goes through: OPEN -> $2 (EXPIRED only once due). */
 static const char sql_settle[] =
 	"UPDATE proposals SET state = $2, revision = revision + 1, decided_at = now() "
-	"WHERE id = $1 AND state = 'OPEN' AND ($2 <> 'EXPIRED' OR expires_at <= now()) RETURNING revision, playlist";
+	"WHERE id = $1 AND state = 'OPEN' AND ($2 <> 'EXPIRED' OR expires_at <= now()) RETURNING revision";
 
 static const char sql_overdue[] =
 	"SELECT id FROM proposals WHERE state = 'OPEN' AND expires_at <= now() "
@@ -34,29 +34,6 @@ static const char sql_all_accepted[] =
 	"SELECT count(*) = count(*) FILTER (WHERE response = 'ACCEPT') FROM proposal_participants "
 	"WHERE proposal_id = $1";
 
-/* Requeue keeps queued_at, so the innocent keep their place in the queue. */
-static const char sql_requeue[] =
-	"UPDATE tickets SET state = 'QUEUED', proposal_id = NULL, revision = revision + 1, updated_at = now(), "
-	"  expires_at = now() + make_interval(secs => $2::int) "
-	"WHERE proposal_id = $1 AND state = 'PROPOSED' RETURNING id, revision, player_id";
-
-static const char sql_cancel_decliner[] =
-	"UPDATE tickets SET state = 'CANCELLED', revision = revision + 1, updated_at = now() "
-	"WHERE proposal_id = $1 AND player_id = $2 AND state = 'PROPOSED' RETURNING id, revision";
-
-static const char sql_create_match[] =
-	"INSERT INTO matches (proposal_id, playlist, state, region, arena, build, protocol_version, team_size) "
-	"SELECT id, playlist, 'ALLOCATING', region, arena, build, protocol_version, team_size "
-	"FROM proposals WHERE id = $1 RETURNING id";
-
-static const char sql_match_players[] =
-	"INSERT INTO match_players (match_id, player_id, ticket_id, team) "
-	"SELECT $2, player_id, ticket_id, team FROM proposal_participants WHERE proposal_id = $1";
-
-static const char sql_mark_matched[] =
-	"UPDATE tickets SET state = 'MATCHED', match_id = $2, revision = revision + 1, updated_at = now() "
-	"WHERE proposal_id = $1 AND state = 'PROPOSED' RETURNING id, revision, player_id";
-
 static const char sql_view[] =
 	"SELECT json_build_object('id', p.id, 'playlist', p.playlist, 'state', p.state, "
 	"  'revision', p.revision, 'region', p.region, 'arena', p.arena, 'team_size', p.team_size, "
@@ -69,14 +46,14 @@ static const char sql_view[] =
 	"  WHERE x.proposal_id = p.id AND x.player_id = $2)";
 
 /* Appends one outbox row; players is a list of n UUID strings. */
-static int announce(struct cc_pg *pg, const char *event, const char *type, const char *id, const char *revision,
+static int announce(struct cc_pg *pg, const char *event, const char *type, const char *id, int64_t revision,
 		    const char *const *players, size_t n)
 {
 	struct cc_outbox_event ev = {
 		.event = event,
 		.resource_type = type,
 		.resource_id = id,
-		.revision = strtoll(revision, NULL, 10),
+		.revision = revision,
 		.player_ids = players,
 		.n_player_ids = n,
 	};
@@ -90,7 +67,7 @@ static int participants(struct cc_pg *pg, const char *proposal_id, PGresult **re
 	return cc_pg_exec(pg, sql_participants, 1, p, res);
 }
 
-static int announce_proposal(struct cc_pg *pg, const char *event, const char *proposal_id, const char *revision)
+static int announce_proposal(struct cc_pg *pg, const char *event, const char *proposal_id, int64_t revision)
 {
 	PGresult *res = NULL;
 	const char *players[CC_PROPOSAL_MAX_PARTICIPANTS];
@@ -105,51 +82,29 @@ static int announce_proposal(struct cc_pg *pg, const char *event, const char *pr
 	return rc;
 }
 
-/* Requeues every ticket still PROPOSED in the proposal, announcing each. */
-static int requeue_rest(struct cc_pg *pg, const char *proposal_id, int ttl, struct cc_proposal_changes *changes)
-{
-	char ttl_text[16];
-	PGresult *res = NULL;
-	snprintf(ttl_text, sizeof ttl_text, "%d", ttl);
-	const char *p[] = { proposal_id, ttl_text };
-	int rc = cc_pg_exec(pg, sql_requeue, 2, p, &res);
-	for (int i = 0; rc == 0 && i < PQntuples(res); i++) {
-		const char *player[] = { PQgetvalue(res, i, 2) };
-		rc = announce(pg, "ticket.requeued", "ticket", PQgetvalue(res, i, 0), PQgetvalue(res, i, 1), player, 1);
-		if (rc == 0 && changes && changes->n_requeued < CC_PROPOSAL_MAX_PARTICIPANTS)
-			snprintf(changes->requeued[changes->n_requeued++], CC_UUID_BUF, "%s", PQgetvalue(res, i, 0));
-	}
-	PQclear(res);
-	return rc;
-}
-
 /*
  * Settles proposal_id into state while it is still OPEN (EXPIRED: and due).
- * 0 with *settled; when settled, revision (24 bytes) and changes->playlist
- * are filled. Losing the race to another decision is *settled = false.
+ * 0 with *settled; when settled, *revision is the proposal's new revision.
+ * Losing the race to another decision is *settled = false.
  */
-static int settle(struct cc_pg *pg, const char *proposal_id, const char *state, bool *settled, char *revision,
-		  struct cc_proposal_changes *changes)
+static int settle(struct cc_pg *pg, const char *proposal_id, const char *state, bool *settled, int64_t *revision)
 {
 	PGresult *res = NULL;
 	const char *p[] = { proposal_id, state };
 	int rc = cc_pg_exec(pg, sql_settle, 2, p, &res);
 	*settled = rc == 0 && PQntuples(res) == 1;
-	if (*settled) {
-		snprintf(revision, 24, "%s", PQgetvalue(res, 0, 0));
-		if (changes)
-			snprintf(changes->playlist, sizeof changes->playlist, "%s", PQgetvalue(res, 0, 1));
-	}
+	if (*settled)
+		*revision = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
 	PQclear(res);
 	return rc;
 }
 
 int cc_proposal_expire_if_due(struct cc_pg *pg, const char *proposal_id, int ticket_ttl_seconds, bool *expired,
-			      struct cc_proposal_changes *changes)
+			      struct cc_ticket_moves *moves)
 {
 	PGresult *who = NULL;
-	char revision[24];
-	int rc = settle(pg, proposal_id, "EXPIRED", expired, revision, changes);
+	int64_t revision = 0;
+	int rc = settle(pg, proposal_id, "EXPIRED", expired, &revision);
 	if (rc != 0 || !*expired)
 		goto out;
 	/* Exactly one PROPOSAL_TIMEOUT per non-responder (unique in the database). */
@@ -161,7 +116,7 @@ int cc_proposal_expire_if_due(struct cc_pg *pg, const char *proposal_id, int tic
 	if (rc == 0)
 		rc = announce_proposal(pg, "proposal.expired", proposal_id, revision);
 	if (rc == 0)
-		rc = requeue_rest(pg, proposal_id, ticket_ttl_seconds, changes);
+		rc = cc_tickets_requeue(pg, proposal_id, ticket_ttl_seconds, NULL, moves);
 out:
 	PQclear(who);
 	return rc;
@@ -186,85 +141,52 @@ int cc_proposals_expire_overdue(struct cc_pg *pg, int limit, int ticket_ttl_seco
 
 /* Declines: the decliner's ticket ends with a DECLINE penalty, the rest requeue. */
 static int decline(struct cc_pg *pg, const char *proposal_id, const char *player_id, int ttl,
-		   struct cc_proposal_changes *changes)
+		   struct cc_ticket_moves *moves)
 {
-	PGresult *res = NULL;
-	char revision[24];
+	int64_t revision = 0;
 	bool settled = false;
-	int rc = settle(pg, proposal_id, "DECLINED", &settled, revision, changes);
-	if (rc != 0 || !settled) {
-		rc = rc ? rc : CC_ESTATE;
-		goto out;
-	}
-	const char *pd[] = { proposal_id, player_id };
-	if ((rc = cc_pg_exec(pg, sql_cancel_decliner, 2, pd, &res)) != 0)
-		goto out;
-	if (PQntuples(res) == 1) {
-		const char *player[] = { player_id };
-		rc = announce(pg, "ticket.cancelled", "ticket", PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1), player, 1);
-		if (rc == 0 && changes && changes->n_removed < CC_PROPOSAL_MAX_PARTICIPANTS)
-			snprintf(changes->removed[changes->n_removed++], CC_UUID_BUF, "%s", PQgetvalue(res, 0, 0));
-	}
-	if (rc == 0)
-		rc = cc_penalty_record(pg, player_id, CC_PENALTY_DECLINE, proposal_id, NULL);
-	if (rc == 0)
-		rc = announce_proposal(pg, "proposal.declined", proposal_id, revision);
-	if (rc == 0)
-		rc = requeue_rest(pg, proposal_id, ttl, changes);
-out:
-	PQclear(res);
-	return rc;
+	int rc = settle(pg, proposal_id, "DECLINED", &settled, &revision);
+	if (rc != 0 || !settled)
+		return rc ? rc : CC_ESTATE;
+	if ((rc = cc_tickets_cancel_proposed(pg, proposal_id, player_id, moves)) != 0)
+		return rc;
+	if ((rc = cc_penalty_record(pg, player_id, CC_PENALTY_DECLINE, proposal_id, NULL)) != 0)
+		return rc;
+	if ((rc = announce_proposal(pg, "proposal.declined", proposal_id, revision)) != 0)
+		return rc;
+	return cc_tickets_requeue(pg, proposal_id, ttl, NULL, moves);
 }
 
-/* The last accept: the proposal becomes a match in ALLOCATING. */
-static int accept_all(struct cc_pg *pg, const char *proposal_id, struct cc_proposal_changes *changes)
+/* The last accept: the proposal becomes a match in ALLOCATING, its tickets MATCHED. */
+static int accept_all(struct cc_pg *pg, const char *proposal_id, struct cc_ticket_moves *moves,
+		      struct cc_match *match)
 {
-	PGresult *res = NULL;
-	char revision[24], match_id[CC_UUID_BUF];
-	const char *p[] = { proposal_id };
+	struct cc_match created;
+	int64_t revision = 0;
 	bool settled = false;
-	int rc = settle(pg, proposal_id, "ACCEPTED", &settled, revision, changes);
-	if (rc != 0 || !settled) {
-		rc = rc ? rc : CC_ESTATE;
-		goto out;
-	}
-	if ((rc = cc_pg_exec(pg, sql_create_match, 1, p, &res)) != 0)
-		goto out;
-	snprintf(match_id, sizeof match_id, "%s", PQgetvalue(res, 0, 0));
-	if (changes)
-		snprintf(changes->match_id, sizeof changes->match_id, "%s", match_id);
-	PQclear(res);
-	res = NULL;
-	const char *pm[] = { proposal_id, match_id };
-	if ((rc = cc_pg_exec(pg, sql_match_players, 2, pm, &res)) != 0)
-		goto out;
-	PQclear(res);
-	res = NULL;
+	int rc = settle(pg, proposal_id, "ACCEPTED", &settled, &revision);
+	if (rc != 0 || !settled)
+		return rc ? rc : CC_ESTATE;
+	if ((rc = cc_match_create(pg, proposal_id, &created)) != 0)
+		return rc;
 	if ((rc = announce_proposal(pg, "proposal.accepted", proposal_id, revision)) != 0)
-		goto out;
-	if ((rc = cc_pg_exec(pg, sql_mark_matched, 2, pm, &res)) != 0)
-		goto out;
-	const char *players[CC_PROPOSAL_MAX_PARTICIPANTS];
-	int n = PQntuples(res) < CC_PROPOSAL_MAX_PARTICIPANTS ? PQntuples(res) : CC_PROPOSAL_MAX_PARTICIPANTS;
-	for (int i = 0; rc == 0 && i < n; i++) {
-		players[i] = PQgetvalue(res, i, 2);
-		rc = announce(pg, "ticket.matched", "ticket", PQgetvalue(res, i, 0), PQgetvalue(res, i, 1), &players[i], 1);
-	}
-	/* The allocator's cue. */
-	if (rc == 0)
-		rc = announce(pg, "match.created", "match", match_id, "1", players, (size_t)n);
-out:
-	PQclear(res);
-	return rc;
+		return rc;
+	if ((rc = cc_tickets_match(pg, proposal_id, created.id, moves)) != 0)
+		return rc;
+	if (match)
+		*match = created;
+	return 0;
 }
 
 int cc_proposal_respond(struct cc_pg *pg, const char *proposal_id, const char *player_id, bool accept,
 			int64_t revision, int ticket_ttl_seconds, enum cc_proposal_verdict *verdict,
-			struct cc_proposal_changes *changes)
+			struct cc_ticket_moves *moves, struct cc_match *match)
 {
 	PGresult *res = NULL;
 	const char *want = accept ? "ACCEPT" : "DECLINE";
 	const char *p[] = { proposal_id, player_id };
+	if (match)
+		match->id[0] = '\0';
 	int rc = cc_pg_exec(pg, sql_lock_for_player, 2, p, &res);
 	if (rc != 0)
 		goto out;
@@ -278,7 +200,7 @@ int cc_proposal_respond(struct cc_pg *pg, const char *proposal_id, const char *p
 	int64_t current = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
 	if (open && due) { /* a late response advances expiry (SPEC 7) */
 		bool expired;
-		if ((rc = cc_proposal_expire_if_due(pg, proposal_id, ticket_ttl_seconds, &expired, changes)) != 0)
+		if ((rc = cc_proposal_expire_if_due(pg, proposal_id, ticket_ttl_seconds, &expired, moves)) != 0)
 			goto out;
 		open = false;
 	}
@@ -305,7 +227,7 @@ int cc_proposal_respond(struct cc_pg *pg, const char *proposal_id, const char *p
 		goto out;
 	*verdict = CC_PROPOSAL_OK;
 	if (!accept) {
-		rc = decline(pg, proposal_id, player_id, ticket_ttl_seconds, changes);
+		rc = decline(pg, proposal_id, player_id, ticket_ttl_seconds, moves);
 		goto out;
 	}
 	PQclear(res);
@@ -313,21 +235,21 @@ int cc_proposal_respond(struct cc_pg *pg, const char *proposal_id, const char *p
 	if ((rc = cc_pg_exec(pg, sql_all_accepted, 1, p, &res)) != 0)
 		goto out;
 	if (strcmp(PQgetvalue(res, 0, 0), "t") == 0)
-		rc = accept_all(pg, proposal_id, changes);
+		rc = accept_all(pg, proposal_id, moves, match);
 out:
 	PQclear(res);
 	return rc;
 }
 
 int cc_proposal_decline_by_cancel(struct cc_pg *pg, const char *proposal_id, const char *player_id,
-				  int ticket_ttl_seconds, struct cc_proposal_changes *changes)
+				  int ticket_ttl_seconds, struct cc_ticket_moves *moves)
 {
 	PGresult *res = NULL;
 	const char *pr[] = { proposal_id, player_id, "DECLINE" };
 	int rc = cc_pg_exec(pg, sql_record_response, 3, pr, &res);
 	PQclear(res);
 	if (rc == 0)
-		rc = decline(pg, proposal_id, player_id, ticket_ttl_seconds, changes);
+		rc = decline(pg, proposal_id, player_id, ticket_ttl_seconds, moves);
 	return rc;
 }
 

@@ -15,9 +15,12 @@
  * Requeued tickets keep queued_at (their place in the queue) and get a
  * fresh heartbeat deadline. Each change writes its outbox rows.
  *
- * The ids of tickets whose queue state changed are reported back in a
- * struct cc_proposal_changes so the caller can refresh the candidate index
- * after commit.
+ * This module owns the proposals and proposal_participants tables (the
+ * claim that opens a proposal is the SQL function cc_claim_proposal,
+ * store/formation_claim.h). Ticket moves go through store/tickets.h and the
+ * match through store/matches.h; the tickets a call moved are appended to
+ * the caller's struct cc_ticket_moves (may be NULL), so the caller
+ * refreshes the candidate index from them without reading them back.
  */
 #ifndef CC_PROPOSALS_H
 #define CC_PROPOSALS_H
@@ -26,19 +29,10 @@
 
 #include "sys/cc.h"
 #include "sys/pg.h"
-#include "game/playlist.h"
+#include "store/matches.h"
+#include "store/tickets.h"
 
 #define CC_PROPOSAL_MAX_PARTICIPANTS 16
-
-/* Tickets whose queue membership changed in this transaction. */
-struct cc_proposal_changes {
-	int n_requeued;                                  /* back to QUEUED: put into the index */
-	char requeued[CC_PROPOSAL_MAX_PARTICIPANTS][CC_UUID_BUF];
-	int n_removed;                                   /* left the queue: remove from the index */
-	char removed[CC_PROPOSAL_MAX_PARTICIPANTS][CC_UUID_BUF];
-	char playlist[CC_PLAYLIST_BUF];                            /* of the proposal */
-	char match_id[CC_UUID_BUF];                               /* set when the proposal was ACCEPTED */
-};
 
 /*
  * Expires proposal_id if it is OPEN and its window has passed (PostgreSQL's
@@ -46,7 +40,7 @@ struct cc_proposal_changes {
  * requeued tickets' fresh heartbeat deadline.
  */
 int cc_proposal_expire_if_due(struct cc_pg *pg, const char *proposal_id, int ticket_ttl_seconds,
-			      bool *expired, struct cc_proposal_changes *changes) CC_MUST_CHECK;
+			      bool *expired, struct cc_ticket_moves *moves) CC_MUST_CHECK;
 
 /*
  * Expires up to limit overdue OPEN proposals (FOR UPDATE SKIP LOCKED, so
@@ -66,10 +60,12 @@ enum cc_proposal_verdict {
  * Records player_id's accept (or decline) of proposal_id at revision,
  * expiring the proposal first when its window has passed. On
  * CC_PROPOSAL_CLOSED after a lazy expiry the transaction must still commit.
+ * When this accept was the last one, *match (may be NULL) receives the new
+ * match; otherwise match->id is left "".
  */
 int cc_proposal_respond(struct cc_pg *pg, const char *proposal_id, const char *player_id, bool accept,
 			int64_t revision, int ticket_ttl_seconds, enum cc_proposal_verdict *verdict,
-			struct cc_proposal_changes *changes) CC_MUST_CHECK;
+			struct cc_ticket_moves *moves, struct cc_match *match) CC_MUST_CHECK;
 
 /*
  * The cancel cascade: the ticket of player_id is PROPOSED in OPEN proposal
@@ -78,7 +74,7 @@ int cc_proposal_respond(struct cc_pg *pg, const char *proposal_id, const char *p
  * the others. Returns 0, or CC_ESTATE when the proposal is not OPEN.
  */
 int cc_proposal_decline_by_cancel(struct cc_pg *pg, const char *proposal_id, const char *player_id,
-				  int ticket_ttl_seconds, struct cc_proposal_changes *changes) CC_MUST_CHECK;
+				  int ticket_ttl_seconds, struct cc_ticket_moves *moves) CC_MUST_CHECK;
 
 /*
  * The proposal as its participant player_id sees it, as JSON text (malloc'd,

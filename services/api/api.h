@@ -17,6 +17,7 @@
 
 #include "store/candidate_index.h"
 #include "store/candidates.h"
+#include "store/tickets.h"
 #include "sys/cc.h"
 #include "sys/config.h"
 #include "sys/http_server.h"
@@ -93,18 +94,8 @@ int api_steam_login(const struct api_config *cfg, const char *ticket, char steam
 /* SQL text of an RFC 3339 UTC timestamp with milliseconds for column c. */
 #define API_TS(c) CC_PG_RFC3339(c)
 
-/*
- * The one JSON shape of a ticket (contracts/v1/openapi.json Ticket) as a SQL
- * json expression over a tickets row aliased t; queue routes render it as
- * text, the operator's player view nests it.
- */
-#define API_TICKET_JSON_OBJECT                                                                  \
-	"json_build_object('id', t.id, 'player_id', t.player_id, 'playlist', t.playlist, "       \
-	"'state', t.state, 'revision', t.revision, 'build', t.build, "                            \
-	"'protocol_version', t.protocol_version, 'predicted_rtt', t.predicted_rtt, "              \
-	"'proposal_id', t.proposal_id, 'match_id', t.match_id, "                                  \
-	"'created_at', " API_TS("t.created_at") ", 'updated_at', " API_TS("t.updated_at") ", "   \
-	"'expires_at', " API_TS("t.expires_at") ")"
+/* The one JSON shape of a ticket (store/tickets.h), for views that nest it. */
+#define API_TICKET_JSON_OBJECT CC_TICKET_JSON_OBJECT
 
 /*
  * What a transaction decided. A transaction function resets it at the start
@@ -160,11 +151,13 @@ int api_query_row(struct cc_pg *pg, const char *sql, int n, const char *const *p
 
 /*
  * Keeps the Redis candidate index (candidate_index.h, SPEC 6) in step with
- * the tickets this process changes. A transaction notes its changes in a
- * struct api_index_changes that it resets at the start of every attempt;
- * the handler applies them only after the transaction committed, so Redis
- * never shows a change PostgreSQL rolled back. Best effort: a Redis error
- * never fails a request; it is counted in
+ * the tickets this process changes. A transaction collects the rows the
+ * store changed in a struct cc_ticket_moves (store/tickets.h) that it
+ * resets at the start of every attempt; the handler applies them only after
+ * the transaction committed, so Redis never shows a change PostgreSQL
+ * rolled back, and never reads them back: a QUEUED row is put with the
+ * candidate the store returned, any other state removed. Best effort: a
+ * Redis error never fails a request; it is counted in
  * cosmic_clash_api_candidate_index_errors_total{op} and logged at most once
  * per API_INDEX_LOG_INTERVAL_MS.
  *
@@ -174,23 +167,8 @@ int api_query_row(struct cc_pg *pg, const char *sql, int n, const char *const *p
  * filters on expires_at against PostgreSQL's now(), and removes what it
  * found gone.
  */
-#define API_INDEX_MAX_CHANGES 4 /* per transaction; one active ticket per player needs 2 */
 #define API_INDEX_POOL_SIZE 8   /* Redis connections of the index */
 #define API_INDEX_LOG_INTERVAL_MS 10000
-
-/* The ticket-state column followed by CC_CANDIDATE_COLUMNS, for RETURNING lists. */
-#define API_INDEX_COLUMNS "t.state, " CC_CANDIDATE_COLUMNS
-
-struct api_index_change {
-	bool put;              /* put c, else remove c.ticket_id */
-	char playlist[CC_PLAYLIST_BUF];    /* the ticket's playlist */
-	struct cc_candidate c; /* a removal sets only c.ticket_id */
-};
-
-struct api_index_changes {
-	size_t n;                                     /* used entries of v */
-	struct api_index_change v[API_INDEX_MAX_CHANGES];
-};
 
 /*
  * Creates api->index from the configuration (no Redis host: no index) and
@@ -199,28 +177,8 @@ struct api_index_changes {
  */
 int api_index_open(struct api *api) CC_MUST_CHECK;
 
-void api_index_changes_reset(struct api_index_changes *ch);
-
-/* Notes that ticket_id (of playlist) left the queue. */
-void api_index_note_remove(struct api_index_changes *ch, const char *playlist, const char *ticket_id);
-
-/*
- * Notes the ticket in row i of res, read from API_INDEX_COLUMNS starting at
- * column col: a put when its state is QUEUED, else a removal.
- */
-void api_index_note_row(struct api_index_changes *ch, const PGresult *res, int i, int col);
-
-/* Applies the notes to the index (call only after the commit). Never fails. */
-void api_index_apply(struct api *api, const struct api_index_changes *ch);
-
-/*
- * Brings one ticket's entry in step with PostgreSQL, outside any
- * transaction (after the caller's commit): put when the ticket is QUEUED
- * and unexpired, removed from playlist's namespace otherwise. For code that
- * has no candidate row at hand (proposal claim, decline, requeue). Costs one
- * indexed SELECT plus one Redis round trip; no-op without an index.
- */
-void api_index_sync(struct api *api, struct cc_pg *pg, const char *playlist, const char *ticket_id);
+/* Applies the moves, in order, to the index (call only after the commit). Never fails. */
+void api_index_apply(struct api *api, const struct cc_ticket_moves *moves);
 
 /* ---- authentication (auth.c) -------------------------------------------- */
 
@@ -248,10 +206,6 @@ bool api_bearer_token_syntax_ok(const char *token, size_t len);
 /* Checks the operator bearer secret; answers 401/503 and returns false when refused. */
 bool api_operator_authorized(struct api *api, const struct cc_http_request *req,
 			     struct cc_http_response *resp);
-
-/* After a proposal decision: index refresh of the tickets it moved (index.c). */
-struct cc_proposal_changes;
-void api_index_apply_proposal(struct api *api, struct cc_pg *pg, const struct cc_proposal_changes *changes);
 
 /* ---- shared bodies (profile.c) ------------------------------------------- */
 

@@ -11,7 +11,6 @@
 #include "api.h"
 #include "sys/clock.h"
 #include "sys/log.h"
-#include "store/proposals.h"
 #include "sys/banned.h"
 
 /* Rate limit of the error log, shared by every request thread. */
@@ -40,40 +39,6 @@ int api_index_open(struct api *api)
 	return 0;
 }
 
-void api_index_changes_reset(struct api_index_changes *ch)
-{
-	ch->n = 0;
-}
-
-/* The next free note, or NULL when full (cannot happen with one active ticket per player). */
-static struct api_index_change *next_change(struct api_index_changes *ch)
-{
-	if (ch->n == API_INDEX_MAX_CHANGES)
-		return NULL;
-	struct api_index_change *c = &ch->v[ch->n++];
-	memset(c, 0, sizeof *c);
-	return c;
-}
-
-void api_index_note_remove(struct api_index_changes *ch, const char *playlist, const char *ticket_id)
-{
-	struct api_index_change *c = next_change(ch);
-	if (!c)
-		return;
-	snprintf(c->playlist, sizeof c->playlist, "%s", playlist);
-	snprintf(c->c.ticket_id, sizeof c->c.ticket_id, "%s", ticket_id);
-}
-
-void api_index_note_row(struct api_index_changes *ch, const PGresult *res, int i, int col)
-{
-	struct api_index_change *c = next_change(ch);
-	if (!c)
-		return;
-	c->put = strcmp(PQgetvalue(res, i, col), "QUEUED") == 0;
-	cc_candidate_from_row(res, i, col + 1, &c->c);
-	snprintf(c->playlist, sizeof c->playlist, "%s", PQgetvalue(res, i, col + CC_CANDIDATE_NCOLUMNS));
-}
-
 /* Counts a failed refresh; logs it unless one was logged in the last interval. */
 static void index_failed(struct api *api, const char *op, const char *ticket_id, int rc)
 {
@@ -98,47 +63,18 @@ static void index_failed(struct api *api, const char *op, const char *ticket_id,
 			    CC_LOG_STR("error", cc_errname(rc)), CC_LOG_INT("suppressed_since_last", skipped));
 }
 
-void api_index_apply(struct api *api, const struct api_index_changes *ch)
+void api_index_apply(struct api *api, const struct cc_ticket_moves *moves)
 {
 	if (!api->index)
 		return;
-	for (size_t i = 0; i < ch->n; i++) {
-		const struct api_index_change *c = &ch->v[i];
-		int rc = c->put ? cc_candidate_index_put(api->index, c->playlist, &c->c)
-				: cc_candidate_index_remove(api->index, c->playlist, c->c.ticket_id);
+	if (moves->dropped)
+		index_failed(api, "overflow", moves->v[0].id, CC_ETOOBIG);
+	for (size_t i = 0; i < moves->n; i++) {
+		const struct cc_ticket *t = &moves->v[i];
+		bool put = t->state == CC_TICKET_QUEUED;
+		int rc = put ? cc_candidate_index_put(api->index, t->playlist, &t->cand)
+			     : cc_candidate_index_remove(api->index, t->playlist, t->id);
 		if (rc != 0)
-			index_failed(api, c->put ? "put" : "remove", c->c.ticket_id, rc);
+			index_failed(api, put ? "put" : "remove", t->id, rc);
 	}
-}
-
-void api_index_sync(struct api *api, struct cc_pg *pg, const char *playlist, const char *ticket_id)
-{
-	struct api_index_changes ch = { 0 };
-	char found_playlist[CC_PLAYLIST_BUF];
-
-	if (!api->index)
-		return;
-	struct api_index_change *c = next_change(&ch);
-	int rc = cc_candidate_load_one(pg, ticket_id, &c->c, found_playlist);
-	if (rc == 0) {
-		c->put = true;
-		snprintf(c->playlist, sizeof c->playlist, "%s", found_playlist);
-	} else if (rc == CC_ENOTFOUND) {
-		snprintf(c->playlist, sizeof c->playlist, "%s", playlist);
-		snprintf(c->c.ticket_id, sizeof c->c.ticket_id, "%s", ticket_id);
-	} else {
-		index_failed(api, "load", ticket_id, rc);
-		return;
-	}
-	api_index_apply(api, &ch);
-}
-
-void api_index_apply_proposal(struct api *api, struct cc_pg *pg, const struct cc_proposal_changes *changes)
-{
-	if (!api->index || !changes || !changes->playlist[0])
-		return;
-	for (int i = 0; i < changes->n_requeued; i++)
-		api_index_sync(api, pg, changes->playlist, changes->requeued[i]);
-	for (int i = 0; i < changes->n_removed; i++)
-		api_index_sync(api, pg, changes->playlist, changes->removed[i]);
 }

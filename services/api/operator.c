@@ -16,7 +16,7 @@
 #include "sys/crypto.h"
 #include "sys/json.h"
 #include "sys/log.h"
-#include "store/outbox.h"
+#include "store/tickets.h"
 #include "store/proposals.h"
 #include "sys/banned.h"
 
@@ -45,10 +45,6 @@ static const char sql_revoke_sessions[] =
 
 static const char sql_proposed[] =
 	"SELECT proposal_id FROM tickets WHERE player_id = $1 AND state = 'PROPOSED' AND proposal_id IS NOT NULL";
-
-static const char sql_cancel_waiting[] =
-	"UPDATE tickets SET state = 'CANCELLED', revision = revision + 1, updated_at = now() "
-	"WHERE player_id = $1 AND state = 'QUEUED' RETURNING id, revision, playlist";
 
 static const char sql_unban[] =
 	"UPDATE players SET banned_until = NULL, ban_reason = NULL WHERE id = $1 RETURNING id";
@@ -137,17 +133,16 @@ struct ban_tx {
 	const char *player_id;
 	const char *until; /* NULL = unban */
 	const char *reason;
-	int ticket_ttl;                     /* requeued tickets' fresh heartbeat deadline */
-	struct cc_proposal_changes changes; /* queue moves of a declined proposal */
+	int ticket_ttl;                /* requeued tickets' fresh heartbeat deadline */
 	struct api_answer answer;
-	struct api_index_changes index; /* cancelled tickets, removed after the commit */
+	struct cc_ticket_moves moves;  /* tickets cancelled or requeued, for the index after the commit */
 };
 
 /*
  * The banned player's PROPOSED ticket (at most one active) leaves its
  * proposal as on the player's own cancel: an open proposal is declined
  * (the others requeued now, not when the window ends); an overdue one is
- * expired, which requeues the ticket for sql_cancel_waiting to cancel.
+ * expired, which requeues the ticket for cc_ticket_cancel to cancel.
  */
 static int leave_proposals(struct cc_pg *pg, struct ban_tx *tx)
 {
@@ -157,9 +152,9 @@ static int leave_proposals(struct cc_pg *pg, struct ban_tx *tx)
 	for (int i = 0; rc == 0 && i < PQntuples(res); i++) {
 		const char *proposal_id = PQgetvalue(res, i, 0);
 		bool expired = false;
-		rc = cc_proposal_expire_if_due(pg, proposal_id, tx->ticket_ttl, &expired, &tx->changes);
+		rc = cc_proposal_expire_if_due(pg, proposal_id, tx->ticket_ttl, &expired, &tx->moves);
 		if (rc == 0 && !expired)
-			rc = cc_proposal_decline_by_cancel(pg, proposal_id, tx->player_id, tx->ticket_ttl, &tx->changes);
+			rc = cc_proposal_decline_by_cancel(pg, proposal_id, tx->player_id, tx->ticket_ttl, &tx->moves);
 		if (rc == CC_ESTATE)
 			rc = CC_ESERIALIZATION; /* decided under us: the retry reads the new state */
 	}
@@ -174,8 +169,7 @@ static int ban_tx_run(struct cc_pg *pg, void *arg)
 	int rc;
 
 	api_answer_reset(&tx->answer);
-	memset(&tx->changes, 0, sizeof tx->changes);
-	api_index_changes_reset(&tx->index);
+	cc_ticket_moves_reset(&tx->moves);
 	if (tx->until) {
 		const char *p[] = { tx->player_id, tx->until, tx->reason };
 		rc = cc_pg_exec(pg, sql_ban, 3, p, &res);
@@ -211,24 +205,9 @@ static int ban_tx_run(struct cc_pg *pg, void *arg)
 		res = NULL;
 		if ((rc = leave_proposals(pg, tx)) != 0)
 			goto out;
-		if ((rc = cc_pg_exec(pg, sql_cancel_waiting, 1, p, &res)) != 0)
+		bool cancelled;
+		if ((rc = cc_ticket_cancel(pg, NULL, tx->player_id, "banned", &cancelled, NULL, &tx->moves)) != 0)
 			goto out;
-		for (int i = 0; i < PQntuples(res); i++) {
-			struct cc_outbox_event ev = {
-				.event = "ticket.cancelled",
-				.resource_type = "ticket",
-				.resource_id = PQgetvalue(res, i, 0),
-				.revision = strtoll(PQgetvalue(res, i, 1), NULL, 10),
-				.player_ids = p,
-				.n_player_ids = 1,
-				.payload_json = "{\"reason\":\"banned\"}",
-			};
-			if ((rc = cc_outbox_append(pg, &ev)) != 0)
-				goto out;
-			api_index_note_remove(&tx->index, PQgetvalue(res, i, 2), PQgetvalue(res, i, 0));
-		}
-		PQclear(res);
-		res = NULL;
 	}
 	const char *pv[] = { tx->player_id };
 	if ((rc = api_query_row(pg, sql_view, 1, pv, &res)) != 0)
@@ -253,10 +232,8 @@ static void run_ban(struct api *api, const struct cc_http_request *req, struct c
 		cc_log_info(tx->until ? "player_banned" : "player_unbanned", CC_LOG_STR("player_id", tx->player_id),
 			    CC_LOG_STR("until", tx->until), CC_LOG_STR("request_id", req->request_id));
 	api_respond(resp, rc, &tx->answer);
-	if (rc == 0) {
-		api_index_apply(api, &tx->index);
-		api_index_apply_proposal(api, pg, &tx->changes);
-	}
+	if (rc == 0)
+		api_index_apply(api, &tx->moves);
 	api_db_release(api, pg);
 }
 

@@ -9,12 +9,14 @@
  * ticket's candidate-index entry.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api.h"
 #include "sys/crypto.h"
 #include "sys/json.h"
 #include "sys/log.h"
+#include "store/tickets.h"
 #include "sys/banned.h"
 
 #define NONCE_BYTES 24
@@ -42,12 +44,6 @@ static const char sql_store_rtt[] =
 	"ON CONFLICT (player_id, region) DO UPDATE SET rtt_ms = EXCLUDED.rtt_ms, measured_at = now() "
 	"RETURNING json_build_object('region', region, 'rtt_ms', rtt_ms, "
 	"  'measured_at', " API_TS("measured_at") ")::text";
-
-static const char sql_update_ticket[] =
-	"UPDATE tickets AS t SET predicted_rtt = jsonb_set(predicted_rtt, ARRAY[$2::text], to_jsonb($3::float8)), "
-	"  updated_at = now() "
-	"WHERE player_id = $1 AND state IN ('QUEUED', 'PROPOSED') "
-	"RETURNING " API_INDEX_COLUMNS;
 
 /* Reads {region}; answers 422 unknown_region when this process does not serve it. */
 static const char *region_param(struct api *api, const struct cc_http_request *req, struct cc_http_response *resp)
@@ -113,7 +109,7 @@ struct answer_tx {
 	const char *player_id;
 	const char *region;
 	struct api_answer answer;
-	struct api_index_changes index; /* the ticket's new RTT, applied after the commit */
+	struct cc_ticket_moves moves; /* the ticket's new RTT, for the index after the commit */
 };
 
 static int answer_tx_run(struct cc_pg *pg, void *arg)
@@ -121,10 +117,11 @@ static int answer_tx_run(struct cc_pg *pg, void *arg)
 	struct answer_tx *tx = arg;
 	PGresult *res = NULL;
 	char rtt[40];
+	double rtt_ms;
 	int rc;
 
 	api_answer_reset(&tx->answer);
-	api_index_changes_reset(&tx->index);
+	cc_ticket_moves_reset(&tx->moves);
 	const char *p[] = { tx->hash, tx->player_id, tx->region };
 	if ((rc = cc_pg_exec(pg, sql_answer, 3, p, &res)) != 0)
 		goto out;
@@ -143,6 +140,7 @@ static int answer_tx_run(struct cc_pg *pg, void *arg)
 		goto out;
 	}
 	snprintf(rtt, sizeof rtt, "%s", PQgetvalue(res, 0, 0));
+	rtt_ms = strtod(rtt, NULL);
 	PQclear(res);
 	res = NULL;
 	const char *ps[] = { tx->player_id, tx->region, rtt };
@@ -152,9 +150,7 @@ static int answer_tx_run(struct cc_pg *pg, void *arg)
 		goto out;
 	PQclear(res);
 	res = NULL;
-	rc = cc_pg_exec(pg, sql_update_ticket, 3, ps, &res);
-	for (int i = 0; rc == 0 && i < PQntuples(res); i++)
-		api_index_note_row(&tx->index, res, i, 0);
+	rc = cc_ticket_set_rtt(pg, tx->player_id, tx->region, rtt_ms, &tx->moves);
 out:
 	PQclear(res);
 	return rc;
@@ -194,7 +190,7 @@ int api_probe_answer(const struct cc_http_request *req, struct cc_http_response 
 		cc_log_info("probe_answered", CC_LOG_STR("player_id", player.id), CC_LOG_STR("region", region));
 	api_respond(resp, rc, &tx.answer);
 	if (rc == 0)
-		api_index_apply(api, &tx.index);
+		api_index_apply(api, &tx.moves);
 out:
 	cJSON_Delete(body);
 	api_db_release(api, pg);

@@ -1,8 +1,10 @@
 /*
  * proposals.c - GET /v1/proposals/{proposal_id} and
  * POST /v1/proposals/{proposal_id}/response {response, revision} (SPEC 7).
- * The deciding logic lives in libcommon/proposals.c (shared with the
- * workers that expire overdue proposals); this file maps it to HTTP. Both
+ * The deciding logic lives in store/proposals.c (shared with the workers
+ * that expire overdue proposals); this file maps it to HTTP. The store
+ * returns every ticket it moved, and those rows refresh the candidate
+ * index after the commit without being read again. Both
  * routes advance expiry: a read or a late response of an overdue proposal
  * expires it first, in the same transaction.
  */
@@ -34,7 +36,8 @@ struct proposal_tx {
 	bool respond;
 	bool accept;
 	int64_t revision;
-	struct cc_proposal_changes changes;
+	struct cc_ticket_moves moves; /* every ticket the decision moved */
+	struct cc_match match;        /* set when this accept made the match */
 	struct api_answer answer;
 };
 
@@ -47,13 +50,14 @@ static int proposal_tx_run(struct cc_pg *pg, void *arg)
 	int rc;
 
 	api_answer_reset(&tx->answer);
-	memset(&tx->changes, 0, sizeof tx->changes);
+	cc_ticket_moves_reset(&tx->moves);
+	tx->match.id[0] = '\0';
 	if (tx->respond) {
 		rc = cc_proposal_respond(pg, tx->proposal_id, tx->player_id, tx->accept, tx->revision, ttl, &verdict,
-					 &tx->changes);
+					 &tx->moves, &tx->match);
 	} else {
 		bool expired;
-		rc = cc_proposal_expire_if_due(pg, tx->proposal_id, ttl, &expired, &tx->changes);
+		rc = cc_proposal_expire_if_due(pg, tx->proposal_id, ttl, &expired, &tx->moves);
 	}
 	if (rc != 0)
 		return rc;
@@ -118,11 +122,11 @@ static int proposal_route(const struct cc_http_request *req, struct cc_http_resp
 	tx.player_id = player.id;
 	int rc = cc_pg_run_serializable(pg, proposal_tx_run, &tx);
 	if (rc == 0) {
-		api_index_apply_proposal(api, pg, &tx.changes);
+		api_index_apply(api, &tx.moves);
 		if (respond && tx.answer.status == 200)
 			cc_log_info("proposal_response", CC_LOG_STR("proposal_id", tx.proposal_id),
 				    CC_LOG_STR("player_id", player.id), CC_LOG_STR("response", tx.accept ? "accept" : "decline"),
-				    CC_LOG_STR("match_id", tx.changes.match_id[0] ? tx.changes.match_id : NULL));
+				    CC_LOG_STR("match_id", tx.match.id[0] ? tx.match.id : NULL));
 	}
 	api_respond(resp, rc, &tx.answer);
 out:

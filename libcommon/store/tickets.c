@@ -1,0 +1,386 @@
+#include "store/tickets.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/candidates.h"
+#include "store/outbox.h"
+#include "sys/banned.h"
+
+/*
+ * The RETURNING (or SELECT) list of every statement here, read by
+ * ticket_from_row: state, revision, proposal_id, match_id, the candidate
+ * columns (id ... playlist) and the JSON text.
+ */
+#define COLUMNS                                                                             \
+	"t.state, t.revision, coalesce(t.proposal_id::text, ''), coalesce(t.match_id::text, ''), " \
+	CC_CANDIDATE_COLUMNS ", " CC_TICKET_JSON_OBJECT "::text"
+#define COL_CANDIDATE 4
+#define COL_JSON (COL_CANDIDATE + CC_CANDIDATE_NCOLUMNS)
+
+#define ACTIVE "('QUEUED', 'PROPOSED', 'MATCHED', 'ASSIGNED')"
+#define OVERDUE "(t.state = 'QUEUED' AND t.expires_at <= now())"
+
+/* Everything the enqueue decides from, in one round trip over the player's own rows. */
+static const char sql_enqueue_facts[] =
+	"SELECT coalesce(p.banned_until > now(), false), "
+	"  CASE WHEN p.banned_until > now() THEN " CC_PG_RFC3339("p.banned_until") " ELSE '' END, "
+	"  (SELECT ceil(extract(epoch FROM max(c.cooldown_until) - now()))::bigint FROM penalties c "
+	"     WHERE c.player_id = p.id AND c.cooldown_until > now()), "
+	"  e.rtt, e.n, "
+	"  coalesce((SELECT r.rating FROM ratings r WHERE r.player_id = p.id AND r.playlist = $2), 1500), "
+	"  coalesce((SELECT r.deviation FROM ratings r WHERE r.player_id = p.id AND r.playlist = $2), 350) "
+	"FROM players p, LATERAL (SELECT coalesce(jsonb_object_agg(g.region, g.rtt_ms), '{}'::jsonb)::text AS rtt, "
+	"  count(*) AS n FROM region_rtts g WHERE g.player_id = p.id AND g.region = ANY($3::text[]) "
+	"  AND g.measured_at > now() - make_interval(secs => $4::int)) e "
+	"WHERE p.id = $1";
+
+/*
+ * The new QUEUED ticket. When the player already has an active ticket, that
+ * one is expired instead if it is QUEUED and overdue (the row comes back
+ * EXPIRED: announce it and run this again), else no row comes back.
+ */
+static const char sql_enqueue[] =
+	"INSERT INTO tickets AS t (player_id, playlist, state, build, protocol_version, rating, "
+	"  deviation, predicted_rtt, expires_at) "
+	"VALUES ($1, $2, 'QUEUED', $3, $4::int, $5::float8, $6::float8, $7::jsonb, "
+	"  now() + make_interval(secs => $8::int)) "
+	"ON CONFLICT (player_id) WHERE state IN " ACTIVE " "
+	"DO UPDATE SET state = 'EXPIRED', revision = t.revision + 1, updated_at = now() "
+	"  WHERE t.state = 'QUEUED' AND t.expires_at <= now() "
+	"RETURNING " COLUMNS;
+
+/* A range read, but only on the conflict path, whose transaction rolls back. */
+static const char sql_active_of_player[] =
+	"SELECT " COLUMNS " FROM tickets t WHERE t.player_id = $1 AND t.state IN " ACTIVE;
+
+static const char sql_heartbeat[] =
+	"UPDATE tickets AS t SET state = CASE WHEN " OVERDUE " THEN 'EXPIRED' ELSE t.state END, "
+	"  revision = t.revision + 1, updated_at = now(), "
+	"  expires_at = CASE WHEN " OVERDUE " THEN t.expires_at "
+	"    ELSE now() + make_interval(secs => $4::int) END "
+	"WHERE t.id = $1 AND t.player_id = $2 "
+	"  AND (" OVERDUE " OR (t.revision = $3::bigint AND t.state IN ('QUEUED', 'PROPOSED'))) "
+	"RETURNING " COLUMNS;
+
+static const char sql_get[] = "SELECT " COLUMNS " FROM tickets t WHERE t.id = $1 AND t.player_id = $2";
+static const char sql_get_for_update[] =
+	"SELECT " COLUMNS " FROM tickets t WHERE t.id = $1 AND t.player_id = $2 FOR UPDATE";
+
+static const char sql_expire_overdue[] =
+	"UPDATE tickets AS t SET state = 'EXPIRED', revision = t.revision + 1, updated_at = now() "
+	"WHERE t.id = $1 AND t.player_id = $2 AND " OVERDUE " RETURNING " COLUMNS;
+
+static const char sql_cancel_one[] =
+	"UPDATE tickets AS t SET state = 'CANCELLED', revision = t.revision + 1, updated_at = now() "
+	"WHERE t.id = $1 AND t.player_id = $2 AND t.state = 'QUEUED' RETURNING " COLUMNS;
+
+static const char sql_cancel_of_player[] =
+	"UPDATE tickets AS t SET state = 'CANCELLED', revision = t.revision + 1, updated_at = now() "
+	"WHERE t.player_id = $1 AND t.state = 'QUEUED' RETURNING " COLUMNS;
+
+static const char sql_set_rtt[] =
+	"UPDATE tickets AS t SET predicted_rtt = jsonb_set(t.predicted_rtt, ARRAY[$2::text], to_jsonb($3::float8)), "
+	"  updated_at = now() "
+	"WHERE t.player_id = $1 AND t.state IN ('QUEUED', 'PROPOSED') RETURNING " COLUMNS;
+
+static const char sql_cancel_proposed[] =
+	"UPDATE tickets AS t SET state = 'CANCELLED', revision = t.revision + 1, updated_at = now() "
+	"WHERE t.proposal_id = $1 AND t.player_id = $2 AND t.state = 'PROPOSED' RETURNING " COLUMNS;
+
+/* Requeue keeps queued_at, so the innocent keep their place in the queue. */
+static const char sql_requeue[] =
+	"UPDATE tickets AS t SET state = 'QUEUED', proposal_id = NULL, revision = t.revision + 1, "
+	"  updated_at = now(), expires_at = CASE WHEN $2::int > 0 "
+	"    THEN now() + make_interval(secs => $2::int) ELSE t.expires_at END "
+	"WHERE t.proposal_id = $1 AND t.state = 'PROPOSED' RETURNING " COLUMNS;
+
+static const char sql_match[] =
+	"UPDATE tickets AS t SET state = 'MATCHED', match_id = $2, revision = t.revision + 1, updated_at = now() "
+	"WHERE t.proposal_id = $1 AND t.state = 'PROPOSED' RETURNING " COLUMNS;
+
+void cc_ticket_moves_reset(struct cc_ticket_moves *m)
+{
+	m->n = 0;
+	m->dropped = 0;
+}
+
+static void ticket_from_row(const PGresult *res, int i, struct cc_ticket *t)
+{
+	memset(t, 0, sizeof *t);
+	if (cc_ticket_state_parse(PQgetvalue(res, i, 0), &t->state) != 0)
+		CC_BUG("a tickets row in a state transitions.h does not know");
+	t->revision = strtoll(PQgetvalue(res, i, 1), NULL, 10);
+	snprintf(t->proposal_id, sizeof t->proposal_id, "%s", PQgetvalue(res, i, 2));
+	snprintf(t->match_id, sizeof t->match_id, "%s", PQgetvalue(res, i, 3));
+	cc_candidate_from_row(res, i, COL_CANDIDATE, &t->cand);
+	snprintf(t->id, sizeof t->id, "%s", t->cand.ticket_id);
+	snprintf(t->player_id, sizeof t->player_id, "%s", t->cand.player_id);
+	snprintf(t->playlist, sizeof t->playlist, "%s", PQgetvalue(res, i, COL_CANDIDATE + CC_CANDIDATE_NCOLUMNS - 1));
+	t->expires_at_ms = t->cand.expires_at_ms;
+}
+
+static void note(struct cc_ticket_moves *moves, const struct cc_ticket *t)
+{
+	if (!moves)
+		return;
+	if (moves->n == CC_TICKET_MOVES_MAX) {
+		moves->dropped++;
+		return;
+	}
+	moves->v[moves->n++] = *t;
+}
+
+/* Copies row i's JSON into *json (when wanted). */
+static int take_json(const PGresult *res, int i, char **json)
+{
+	if (!json)
+		return 0;
+	*json = strdup(PQgetvalue(res, i, COL_JSON));
+	return *json ? 0 : CC_ENOMEM;
+}
+
+/* The one place a ticket transition is announced (payload: optional JSON object text). */
+static int announce(struct cc_pg *pg, const char *event, const struct cc_ticket *t, const char *payload)
+{
+	const char *players[] = { t->player_id };
+	struct cc_outbox_event ev = {
+		.event = event,
+		.resource_type = "ticket",
+		.resource_id = t->id,
+		.revision = t->revision,
+		.player_ids = players,
+		.n_player_ids = 1,
+		.payload_json = payload,
+	};
+	return cc_outbox_append(pg, &ev);
+}
+
+/*
+ * Runs a transition statement; announces (event not NULL) and notes every
+ * row it changed. *n (may be NULL) receives the row count, *json (may be
+ * NULL) the first row's JSON.
+ */
+static int transition(struct cc_pg *pg, const char *sql, int np, const char *const *params, const char *event,
+		      const char *payload, int *n, char **json, struct cc_ticket_moves *moves)
+{
+	PGresult *res = NULL;
+	int rc = cc_pg_exec(pg, sql, np, params, &res);
+	int rows = rc == 0 ? PQntuples(res) : 0;
+	for (int i = 0; rc == 0 && i < rows; i++) {
+		struct cc_ticket t;
+		ticket_from_row(res, i, &t);
+		if (event)
+			rc = announce(pg, event, &t, payload);
+		note(moves, &t);
+		if (rc == 0 && i == 0)
+			rc = take_json(res, 0, json);
+	}
+	if (n)
+		*n = rows;
+	PQclear(res);
+	return rc;
+}
+
+int cc_ticket_enqueue_facts(struct cc_pg *pg, const char *player_id, const char *playlist,
+			    const char *regions_pg_array, int64_t freshness_seconds, struct cc_enqueue_reading *out)
+{
+	PGresult *res = NULL;
+	char freshness[24];
+	memset(out, 0, sizeof *out);
+	snprintf(freshness, sizeof freshness, "%lld", (long long)freshness_seconds);
+	const char *p[] = { player_id, playlist, regions_pg_array, freshness };
+	int rc = cc_pg_exec(pg, sql_enqueue_facts, 4, p, &res);
+	if (rc == 0 && PQntuples(res) != 1)
+		rc = CC_ENOTFOUND;
+	if (rc != 0)
+		goto out;
+	out->facts.banned = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	snprintf(out->banned_until, sizeof out->banned_until, "%s", PQgetvalue(res, 0, 1));
+	if (!PQgetisnull(res, 0, 2)) {
+		int64_t wait = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
+		out->facts.cooldown_remaining_seconds = wait > 0 ? wait : 1; /* a running cooldown is never 0 */
+	}
+	out->facts.fresh_regions = strtoll(PQgetvalue(res, 0, 4), NULL, 10);
+	out->rating = strtod(PQgetvalue(res, 0, 5), NULL);
+	out->deviation = strtod(PQgetvalue(res, 0, 6), NULL);
+	if (!(out->predicted_rtt = strdup(PQgetvalue(res, 0, 3))))
+		rc = CC_ENOMEM;
+out:
+	PQclear(res);
+	return rc;
+}
+
+void cc_enqueue_reading_release(struct cc_enqueue_reading *r)
+{
+	free(r->predicted_rtt);
+	r->predicted_rtt = NULL;
+}
+
+int cc_ticket_enqueue(struct cc_pg *pg, const struct cc_ticket_new *n, struct cc_ticket *out, char **json,
+		      struct cc_ticket_moves *moves)
+{
+	char protocol[16], rating[40], deviation[40], ttl[24];
+	PGresult *res = NULL;
+	int rc = 0;
+
+	snprintf(protocol, sizeof protocol, "%ld", (long)n->protocol_version);
+	snprintf(rating, sizeof rating, "%.17g", n->rating);
+	snprintf(deviation, sizeof deviation, "%.17g", n->deviation);
+	snprintf(ttl, sizeof ttl, "%lld", (long long)n->ttl_seconds);
+	const char *p[] = { n->player_id, n->playlist, n->build, protocol, rating, deviation, n->predicted_rtt, ttl };
+	for (int round = 0; round < 2; round++) {
+		if ((rc = cc_pg_exec(pg, sql_enqueue, 8, p, &res)) != 0)
+			goto out;
+		if (PQntuples(res) == 0)
+			break;
+		struct cc_ticket t;
+		ticket_from_row(res, 0, &t);
+		if (t.state == CC_TICKET_QUEUED) {
+			if ((rc = announce(pg, "ticket.queued", &t, NULL)) == 0 && (rc = take_json(res, 0, json)) == 0) {
+				note(moves, &t);
+				*out = t;
+			}
+			goto out;
+		}
+		/* The overdue ticket in the way, now EXPIRED. */
+		if ((rc = announce(pg, "ticket.expired", &t, NULL)) != 0)
+			goto out;
+		note(moves, &t);
+		PQclear(res);
+		res = NULL;
+	}
+	PQclear(res);
+	res = NULL;
+	const char *pp[] = { n->player_id };
+	if ((rc = cc_pg_exec(pg, sql_active_of_player, 1, pp, &res)) != 0)
+		goto out;
+	if (PQntuples(res) == 0) {
+		rc = CC_ESERIALIZATION; /* committed after our snapshot: the retry sees it */
+		goto out;
+	}
+	ticket_from_row(res, 0, out);
+	rc = CC_ECONFLICT;
+out:
+	PQclear(res);
+	return rc;
+}
+
+int cc_ticket_get(struct cc_pg *pg, const char *ticket_id, const char *player_id, bool for_update,
+		  struct cc_ticket *out, char **json)
+{
+	PGresult *res = NULL;
+	const char *p[] = { ticket_id, player_id };
+	int rc = cc_pg_exec(pg, for_update ? sql_get_for_update : sql_get, 2, p, &res);
+	if (rc == 0 && PQntuples(res) != 1)
+		rc = CC_ENOTFOUND;
+	if (rc == 0) {
+		ticket_from_row(res, 0, out);
+		rc = take_json(res, 0, json);
+	}
+	PQclear(res);
+	return rc;
+}
+
+int cc_ticket_heartbeat(struct cc_pg *pg, const char *ticket_id, const char *player_id, int64_t revision,
+			int64_t ttl_seconds, struct cc_ticket *out, char **json, struct cc_ticket_moves *moves)
+{
+	PGresult *res = NULL;
+	char rev[24], ttl[24];
+	snprintf(rev, sizeof rev, "%lld", (long long)revision);
+	snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_seconds);
+	const char *p[] = { ticket_id, player_id, rev, ttl };
+	int rc = cc_pg_exec(pg, sql_heartbeat, 4, p, &res);
+	if (rc != 0)
+		goto out;
+	if (PQntuples(res) == 0) {
+		/* The revision or the state did not match: the row as it is says which. */
+		rc = cc_ticket_get(pg, ticket_id, player_id, false, out, NULL);
+		if (rc == 0)
+			rc = CC_ECONFLICT;
+		goto out;
+	}
+	ticket_from_row(res, 0, out);
+	note(moves, out);
+	if (out->state == CC_TICKET_EXPIRED) /* too late: the expiry is the change to announce */
+		rc = announce(pg, "ticket.expired", out, NULL);
+	if (rc == 0)
+		rc = take_json(res, 0, json);
+out:
+	PQclear(res);
+	return rc;
+}
+
+int cc_ticket_expire_if_overdue(struct cc_pg *pg, const char *ticket_id, const char *player_id, bool *expired,
+				struct cc_ticket_moves *moves)
+{
+	int n = 0;
+	const char *p[] = { ticket_id, player_id };
+	int rc = transition(pg, sql_expire_overdue, 2, p, "ticket.expired", NULL, &n, NULL, moves);
+	*expired = rc == 0 && n > 0;
+	return rc;
+}
+
+/* True for a [a-z_]{1,32} word, the only reasons an event payload carries. */
+static bool reason_valid(const char *s)
+{
+	size_t n = strlen(s);
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || s[i] == '_'))
+			return false;
+	return n >= 1 && n <= 32;
+}
+
+int cc_ticket_cancel(struct cc_pg *pg, const char *ticket_id, const char *player_id, const char *reason,
+		     bool *cancelled, char **json, struct cc_ticket_moves *moves)
+{
+	char payload[64];
+	int n = 0, rc;
+	if (reason && !reason_valid(reason))
+		return CC_EINVAL;
+	if (reason)
+		snprintf(payload, sizeof payload, "{\"reason\":\"%s\"}", reason);
+	if (ticket_id) {
+		const char *p[] = { ticket_id, player_id };
+		rc = transition(pg, sql_cancel_one, 2, p, "ticket.cancelled", reason ? payload : NULL, &n, json, moves);
+	} else {
+		const char *p[] = { player_id };
+		rc = transition(pg, sql_cancel_of_player, 1, p, "ticket.cancelled", reason ? payload : NULL, &n, json,
+				moves);
+	}
+	*cancelled = rc == 0 && n > 0;
+	return rc;
+}
+
+int cc_ticket_set_rtt(struct cc_pg *pg, const char *player_id, const char *region, double rtt_ms,
+		      struct cc_ticket_moves *moves)
+{
+	char rtt[40];
+	snprintf(rtt, sizeof rtt, "%.17g", rtt_ms);
+	const char *p[] = { player_id, region, rtt };
+	return transition(pg, sql_set_rtt, 3, p, NULL, NULL, NULL, NULL, moves);
+}
+
+int cc_tickets_cancel_proposed(struct cc_pg *pg, const char *proposal_id, const char *player_id,
+			       struct cc_ticket_moves *moves)
+{
+	const char *p[] = { proposal_id, player_id };
+	return transition(pg, sql_cancel_proposed, 2, p, "ticket.cancelled", NULL, NULL, NULL, moves);
+}
+
+int cc_tickets_requeue(struct cc_pg *pg, const char *proposal_id, int64_t ttl_seconds, int *n,
+		       struct cc_ticket_moves *moves)
+{
+	char ttl[24];
+	snprintf(ttl, sizeof ttl, "%lld", (long long)(ttl_seconds > 0 ? ttl_seconds : 0));
+	const char *p[] = { proposal_id, ttl };
+	return transition(pg, sql_requeue, 2, p, "ticket.requeued", NULL, n, NULL, moves);
+}
+
+int cc_tickets_match(struct cc_pg *pg, const char *proposal_id, const char *match_id,
+		     struct cc_ticket_moves *moves)
+{
+	const char *p[] = { proposal_id, match_id };
+	return transition(pg, sql_match, 2, p, "ticket.matched", NULL, NULL, NULL, moves);
+}

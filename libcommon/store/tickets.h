@@ -1,0 +1,200 @@
+/*
+ * tickets.h - the one owner of writes to the tickets table (SPEC 4, 6, 7).
+ *
+ * Every ticket transition is one function here, and each one
+ *   - is a single compare-and-set statement inside the caller's
+ *     SERIALIZABLE transaction (sys/pg.h), so a lost race changes nothing;
+ *   - bumps revision by one (read back as an int64, never as text);
+ *   - appends its outbox event (store/outbox.h) in one place, announce();
+ *   - returns the rows it changed as struct cc_ticket, appended to the
+ *     caller's struct cc_ticket_moves, so nobody reads them back (cc-api
+ *     refreshes the Redis candidate index from them after the commit).
+ *
+ *   transition            states                        outbox event
+ *   cc_ticket_enqueue     (new) -> QUEUED               ticket.queued
+ *   cc_ticket_heartbeat   QUEUED|PROPOSED, same state   none: nobody else must hear it
+ *   cc_ticket_expire_*    QUEUED -> EXPIRED (overdue)   ticket.expired
+ *   cc_ticket_cancel      QUEUED -> CANCELLED           ticket.cancelled
+ *   cc_tickets_cancel_proposed  PROPOSED -> CANCELLED   ticket.cancelled
+ *   propose               QUEUED -> PROPOSED            ticket.proposed
+ *   cc_tickets_requeue    PROPOSED -> QUEUED            ticket.requeued
+ *   cc_tickets_match      PROPOSED -> MATCHED           ticket.matched
+ *   cc_ticket_set_rtt     predicted_rtt only            none (see below)
+ *
+ * The propose step is the exception that stays in SQL: cc_claim_proposal
+ * (migration 0006, called by store/formation_claim.c) moves a whole
+ * formation QUEUED -> PROPOSED under its lock-ordered fence in one
+ * round trip, with the same revision bump and ticket.proposed events; it
+ * is the owner of that step.
+ *
+ * cc_ticket_set_rtt bumps no revision on purpose: a probe answered while
+ * the ticket waits must not break the client's heartbeat compare-and-set.
+ *
+ * Ownership: struct cc_ticket and struct cc_ticket_moves are plain values
+ * (no pointers); a json out-parameter, when not NULL, receives malloc'd
+ * text (the contract's Ticket object) that the caller frees.
+ */
+#ifndef CC_STORE_TICKETS_H
+#define CC_STORE_TICKETS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sys/cc.h"
+#include "sys/pg.h"
+#include "game/candidate.h"
+#include "game/enqueue_policy.h"
+#include "game/playlist.h"
+#include "game/transitions.h"
+
+/*
+ * The one JSON shape of a ticket (contracts/v1/openapi.json Ticket) as a
+ * SQL json expression over a tickets row aliased t: the queue routes get it
+ * as text from these functions, the operator's player view nests it.
+ */
+#define CC_TICKET_JSON_OBJECT                                                                    \
+	"json_build_object('id', t.id, 'player_id', t.player_id, 'playlist', t.playlist, "       \
+	"'state', t.state, 'revision', t.revision, 'build', t.build, "                            \
+	"'protocol_version', t.protocol_version, 'predicted_rtt', t.predicted_rtt, "              \
+	"'proposal_id', t.proposal_id, 'match_id', t.match_id, "                                  \
+	"'created_at', " CC_PG_RFC3339("t.created_at") ", 'updated_at', " CC_PG_RFC3339("t.updated_at") ", " \
+	"'expires_at', " CC_PG_RFC3339("t.expires_at") ")"
+
+/* A ticket row as a transition left it. */
+struct cc_ticket {
+	char id[CC_UUID_BUF];
+	char player_id[CC_UUID_BUF];
+	char playlist[CC_PLAYLIST_BUF];
+	enum cc_ticket_state state;
+	int64_t revision;
+	char proposal_id[CC_UUID_BUF]; /* "" when none */
+	char match_id[CC_UUID_BUF];    /* "" when none */
+	int64_t expires_at_ms;         /* heartbeat deadline, ms since the epoch on PostgreSQL's clock */
+	struct cc_candidate cand;      /* the matcher's view of it (candidate index entry) */
+};
+
+/* Room for every ticket of the largest proposal plus the requester's own, twice over. */
+#define CC_TICKET_MOVES_MAX 40
+
+/* The rows one transaction changed, in the order it changed them (a ticket may appear twice). */
+struct cc_ticket_moves {
+	size_t n;
+	size_t dropped; /* rows beyond CC_TICKET_MOVES_MAX: cannot happen with one active ticket per player */
+	struct cc_ticket v[CC_TICKET_MOVES_MAX];
+};
+
+/* Empties m (call at the start of every transaction attempt). */
+void cc_ticket_moves_reset(struct cc_ticket_moves *m);
+
+/* ---- enqueue ------------------------------------------------------------- */
+
+/*
+ * What the enqueue decision and the new row need, read in one statement of
+ * the player's own rows (players, penalties, region_rtts, ratings) inside
+ * the enqueue transaction: the rating never comes from the client.
+ */
+struct cc_enqueue_reading {
+	struct cc_enqueue_facts facts;   /* for cc_enqueue_decide (protocol fields: the caller's) */
+	char banned_until[40];           /* RFC 3339, "" when not banned */
+	double rating;                   /* Glicko-2 defaults (1500, 350) without a rating row */
+	double deviation;
+	char *predicted_rtt;             /* malloc'd JSON object of the fresh regions: cc_enqueue_reading_release */
+};
+
+/*
+ * Reads the facts of player_id for playlist: RTT evidence counts for the
+ * regions in regions_pg_array ("{a,b}") measured within freshness_seconds.
+ * Returns 0, CC_ENOTFOUND (no such player), CC_ENOMEM or cc_pg_exec's error.
+ */
+int cc_ticket_enqueue_facts(struct cc_pg *pg, const char *player_id, const char *playlist,
+			    const char *regions_pg_array, int64_t freshness_seconds,
+			    struct cc_enqueue_reading *out) CC_MUST_CHECK;
+void cc_enqueue_reading_release(struct cc_enqueue_reading *r);
+
+struct cc_ticket_new {
+	const char *player_id;
+	const char *playlist;
+	const char *build;
+	int32_t protocol_version;
+	double rating;
+	double deviation;
+	const char *predicted_rtt;       /* JSON object text */
+	int64_t ttl_seconds;             /* first heartbeat deadline */
+};
+
+/*
+ * Inserts the QUEUED ticket, with the one-active-ticket index as the
+ * arbiter (no predicate lock: enqueues of different players never conflict).
+ * An overdue QUEUED ticket of the player in the way is expired first
+ * (announced, in moves). Returns 0 with *out the new ticket (in moves,
+ * *json its JSON when json is not NULL); CC_ECONFLICT with *out the
+ * player's live active ticket; CC_ESERIALIZATION when that ticket was
+ * committed after our snapshot (the retry sees it); or a database error.
+ */
+int cc_ticket_enqueue(struct cc_pg *pg, const struct cc_ticket_new *n, struct cc_ticket *out, char **json,
+		      struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
+/* ---- one ticket of a player ----------------------------------------------- */
+
+/*
+ * The heartbeat compare-and-set with the expiry folded in (one statement on
+ * the primary key: the hottest request). A QUEUED ticket past its deadline
+ * becomes EXPIRED whatever revision was sent (announced); otherwise a
+ * QUEUED or PROPOSED ticket at revision gets revision + 1 and the deadline
+ * now() + ttl_seconds. Returns 0 with *out the changed row (state EXPIRED
+ * or the heartbeat's); CC_ECONFLICT with *out the row unchanged (another
+ * revision, or no longer waiting); CC_ENOTFOUND; or a database error.
+ */
+int cc_ticket_heartbeat(struct cc_pg *pg, const char *ticket_id, const char *player_id, int64_t revision,
+			int64_t ttl_seconds, struct cc_ticket *out, char **json,
+			struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
+/* Reads the player's ticket: 0, CC_ENOTFOUND, or a database error. for_update locks the row. */
+int cc_ticket_get(struct cc_pg *pg, const char *ticket_id, const char *player_id, bool for_update,
+		  struct cc_ticket *out, char **json) CC_MUST_CHECK;
+
+/*
+ * Expires the player's ticket when it is QUEUED and overdue (the lazy
+ * expiry of any request that touches it). *expired says whether it did.
+ */
+int cc_ticket_expire_if_overdue(struct cc_pg *pg, const char *ticket_id, const char *player_id, bool *expired,
+				struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
+/*
+ * Cancels the player's QUEUED ticket ticket_id (NULL: whichever QUEUED
+ * ticket the player has). reason, when not NULL, goes into the event's
+ * payload ({"reason": ...}; 1-32 of [a-z_], else CC_EINVAL). *cancelled
+ * says whether a ticket was QUEUED and is now CANCELLED (*json its JSON,
+ * when json is not NULL).
+ */
+int cc_ticket_cancel(struct cc_pg *pg, const char *ticket_id, const char *player_id, const char *reason,
+		     bool *cancelled, char **json, struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
+/*
+ * Copies a probe result into the player's waiting (QUEUED or PROPOSED)
+ * ticket's predicted_rtt, without a revision bump or an event (see above).
+ */
+int cc_ticket_set_rtt(struct cc_pg *pg, const char *player_id, const char *region, double rtt_ms,
+		      struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
+/* ---- the tickets of one proposal (store/proposals.c) ------------------- */
+
+/* The decliner's (or canceller's) ticket: PROPOSED in proposal_id -> CANCELLED. */
+int cc_tickets_cancel_proposed(struct cc_pg *pg, const char *proposal_id, const char *player_id,
+			       struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
+/*
+ * Every ticket still PROPOSED in proposal_id back to QUEUED, keeping
+ * queued_at (the player's place in the queue). ttl_seconds > 0 gives it a
+ * fresh heartbeat deadline now() + ttl_seconds; 0 keeps the deadline its
+ * owner earned. *n (may be NULL) receives how many moved.
+ */
+int cc_tickets_requeue(struct cc_pg *pg, const char *proposal_id, int64_t ttl_seconds, int *n,
+		       struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
+/* Every ticket still PROPOSED in proposal_id -> MATCHED into match_id. */
+int cc_tickets_match(struct cc_pg *pg, const char *proposal_id, const char *match_id,
+		     struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
+#endif
