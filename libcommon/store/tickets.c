@@ -6,6 +6,7 @@
 
 #include "store/candidates.h"
 #include "store/outbox.h"
+#include "sys/charset.h"
 #include "sys/banned.h"
 
 /*
@@ -325,11 +326,7 @@ int cc_ticket_expire_if_overdue(struct cc_pg *pg, const char *ticket_id, const c
 /* True for a [a-z_]{1,32} word, the only reasons an event payload carries. */
 static bool reason_valid(const char *s)
 {
-	size_t n = strlen(s);
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || s[i] == '_'))
-			return false;
-	return n >= 1 && n <= 32;
+	return cc_charset_valid(s, 32, CC_CHARSET_LOWER, "_");
 }
 
 int cc_ticket_cancel(struct cc_pg *pg, const char *ticket_id, const char *player_id, const char *reason,
