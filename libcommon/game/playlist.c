@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sys/charset.h"
 #include "sys/banned.h"
 
 /*
@@ -64,15 +65,8 @@ const struct cc_playlist *cc_playlist_profile(void)
 
 bool cc_playlist_name_valid(const char *name)
 {
-	size_t n = name ? strnlen(name, CC_PLAYLIST_NAME_MAX + 1) : 0;
-	if (n == 0 || n > CC_PLAYLIST_NAME_MAX || name[0] < 'a' || name[0] > 'z')
-		return false;
-	for (size_t i = 1; i < n; i++) {
-		char c = name[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
-			return false;
-	}
-	return true;
+	return cc_charset_valid(name, CC_PLAYLIST_NAME_MAX, CC_CHARSET_LOWER | CC_CHARSET_DIGIT, "_") &&
+	       cc_charset_has(name[0], CC_CHARSET_LOWER, NULL);
 }
 
 /* Checks one entry; 0 or CC_EINVAL with why. */

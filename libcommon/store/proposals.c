@@ -99,8 +99,11 @@ static int settle(struct cc_pg *pg, const char *proposal_id, const char *state, 
 	return rc;
 }
 
-int cc_proposal_expire_if_due(struct cc_pg *pg, const char *proposal_id, int ticket_ttl_seconds, bool *expired,
-			      struct cc_ticket_moves *moves)
+/*
+ * The timeout rule (SPEC 7) in this one transaction, behind settle()'s
+ * compare-and-set: of any number of racing callers exactly one gets here.
+ */
+int cc_proposal_expire_if_due(struct cc_pg *pg, const char *proposal_id, bool *expired, struct cc_ticket_moves *moves)
 {
 	PGresult *who = NULL;
 	int64_t revision = 0;
@@ -115,14 +118,17 @@ int cc_proposal_expire_if_due(struct cc_pg *pg, const char *proposal_id, int tic
 			rc = cc_penalty_record(pg, PQgetvalue(who, i, 0), CC_PENALTY_PROPOSAL_TIMEOUT, proposal_id, NULL);
 	if (rc == 0)
 		rc = announce_proposal(pg, "proposal.expired", proposal_id, revision);
+	/* The non-responders' tickets end; the rest accepted and go back, keeping the deadline they earned. */
 	if (rc == 0)
-		rc = cc_tickets_requeue(pg, proposal_id, ticket_ttl_seconds, NULL, moves);
+		rc = cc_tickets_expire_unanswered(pg, proposal_id, NULL, moves);
+	if (rc == 0)
+		rc = cc_tickets_requeue(pg, proposal_id, 0, NULL, moves);
 out:
 	PQclear(who);
 	return rc;
 }
 
-int cc_proposals_expire_overdue(struct cc_pg *pg, int limit, int ticket_ttl_seconds, int *n)
+int cc_proposals_expire_overdue(struct cc_pg *pg, int limit, int *n)
 {
 	char lim[16];
 	PGresult *res = NULL;
@@ -132,7 +138,7 @@ int cc_proposals_expire_overdue(struct cc_pg *pg, int limit, int ticket_ttl_seco
 	*n = 0;
 	for (int i = 0; rc == 0 && i < PQntuples(res); i++) {
 		bool expired = false;
-		rc = cc_proposal_expire_if_due(pg, PQgetvalue(res, i, 0), ticket_ttl_seconds, &expired, NULL);
+		rc = cc_proposal_expire_if_due(pg, PQgetvalue(res, i, 0), &expired, NULL);
 		*n += expired;
 	}
 	PQclear(res);
@@ -200,7 +206,7 @@ int cc_proposal_respond(struct cc_pg *pg, const char *proposal_id, const char *p
 	int64_t current = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
 	if (open && due) { /* a late response advances expiry (SPEC 7) */
 		bool expired;
-		if ((rc = cc_proposal_expire_if_due(pg, proposal_id, ticket_ttl_seconds, &expired, moves)) != 0)
+		if ((rc = cc_proposal_expire_if_due(pg, proposal_id, &expired, moves)) != 0)
 			goto out;
 		open = false;
 	}

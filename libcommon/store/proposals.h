@@ -10,10 +10,15 @@
  *   all accept  -> ACCEPTED; tickets MATCHED; a match in ALLOCATING.
  *   a decline   -> DECLINED; the decliner's ticket CANCELLED with a DECLINE
  *                  penalty; every other participant requeued at once.
- *   window over -> EXPIRED; every ticket still PROPOSED requeued; each
- *                  non-responder gets exactly one PROPOSAL_TIMEOUT.
- * Requeued tickets keep queued_at (their place in the queue) and get a
- * fresh heartbeat deadline. Each change writes its outbox rows.
+ *   window over -> EXPIRED; each non-responder's ticket ends EXPIRED with
+ *                  exactly one PROPOSAL_TIMEOUT (its client may be gone,
+ *                  and must never hold live players twice); the players
+ *                  who accepted are requeued at once.
+ * Requeued tickets keep queued_at (their place in the queue). After a
+ * decline they get a fresh heartbeat deadline (SPEC 7); after a timeout
+ * they keep the one their owner earned, so a requeue never keeps a ticket
+ * alive that its owner stopped heartbeating. Each change writes its outbox
+ * rows.
  *
  * This module owns the proposals and proposal_participants tables (the
  * claim that opens a proposal is the SQL function cc_claim_proposal,
@@ -36,17 +41,16 @@
 
 /*
  * Expires proposal_id if it is OPEN and its window has passed (PostgreSQL's
- * now()). *expired says whether this call did it. ticket_ttl_seconds is the
- * requeued tickets' fresh heartbeat deadline.
+ * now()). *expired says whether this call did it.
  */
-int cc_proposal_expire_if_due(struct cc_pg *pg, const char *proposal_id, int ticket_ttl_seconds,
-			      bool *expired, struct cc_ticket_moves *moves) CC_MUST_CHECK;
+int cc_proposal_expire_if_due(struct cc_pg *pg, const char *proposal_id, bool *expired,
+			      struct cc_ticket_moves *moves) CC_MUST_CHECK;
 
 /*
  * Expires up to limit overdue OPEN proposals (FOR UPDATE SKIP LOCKED, so
  * replicas share the work); *n receives how many were expired.
  */
-int cc_proposals_expire_overdue(struct cc_pg *pg, int limit, int ticket_ttl_seconds, int *n) CC_MUST_CHECK;
+int cc_proposals_expire_overdue(struct cc_pg *pg, int limit, int *n) CC_MUST_CHECK;
 
 enum cc_proposal_verdict {
 	CC_PROPOSAL_OK,              /* the response was recorded (or repeated identically) */

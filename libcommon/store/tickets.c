@@ -6,6 +6,7 @@
 
 #include "store/candidates.h"
 #include "store/outbox.h"
+#include "sys/charset.h"
 #include "sys/banned.h"
 
 /*
@@ -95,6 +96,12 @@ static const char sql_requeue[] =
 	"  updated_at = now(), expires_at = CASE WHEN $2::int > 0 "
 	"    THEN now() + make_interval(secs => $2::int) ELSE t.expires_at END "
 	"WHERE t.proposal_id = $1 AND t.state = 'PROPOSED' RETURNING " COLUMNS;
+
+static const char sql_expire_unanswered[] =
+	"UPDATE tickets AS t SET state = 'EXPIRED', revision = t.revision + 1, updated_at = now() "
+	"FROM proposal_participants pp "
+	"WHERE pp.proposal_id = $1 AND pp.response IS NULL AND t.id = pp.ticket_id "
+	"  AND t.proposal_id = $1 AND t.state = 'PROPOSED' RETURNING " COLUMNS;
 
 static const char sql_match[] =
 	"UPDATE tickets AS t SET state = 'MATCHED', match_id = $2, revision = t.revision + 1, updated_at = now() "
@@ -325,11 +332,7 @@ int cc_ticket_expire_if_overdue(struct cc_pg *pg, const char *ticket_id, const c
 /* True for a [a-z_]{1,32} word, the only reasons an event payload carries. */
 static bool reason_valid(const char *s)
 {
-	size_t n = strlen(s);
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || s[i] == '_'))
-			return false;
-	return n >= 1 && n <= 32;
+	return cc_charset_valid(s, 32, CC_CHARSET_LOWER, "_");
 }
 
 int cc_ticket_cancel(struct cc_pg *pg, const char *ticket_id, const char *player_id, const char *reason,
@@ -376,6 +379,13 @@ int cc_tickets_requeue(struct cc_pg *pg, const char *proposal_id, int64_t ttl_se
 	snprintf(ttl, sizeof ttl, "%lld", (long long)(ttl_seconds > 0 ? ttl_seconds : 0));
 	const char *p[] = { proposal_id, ttl };
 	return transition(pg, sql_requeue, 2, p, "ticket.requeued", NULL, n, NULL, moves);
+}
+
+int cc_tickets_expire_unanswered(struct cc_pg *pg, const char *proposal_id, int *n, struct cc_ticket_moves *moves)
+{
+	const char *p[] = { proposal_id };
+	return transition(pg, sql_expire_unanswered, 1, p, "ticket.expired", "{\"reason\":\"proposal_timeout\"}", n,
+			  NULL, moves);
 }
 
 int cc_tickets_match(struct cc_pg *pg, const char *proposal_id, const char *match_id,

@@ -14,6 +14,7 @@
  *   cc_ticket_enqueue     (new) -> QUEUED               ticket.queued
  *   cc_ticket_heartbeat   QUEUED|PROPOSED, same state   none: nobody else must hear it
  *   cc_ticket_expire_*    QUEUED -> EXPIRED (overdue)   ticket.expired
+ *   cc_tickets_expire_unanswered  PROPOSED -> EXPIRED   ticket.expired {"reason":"proposal_timeout"}
  *   cc_ticket_cancel      QUEUED -> CANCELLED           ticket.cancelled
  *   cc_tickets_cancel_proposed  PROPOSED -> CANCELLED   ticket.cancelled
  *   propose               QUEUED -> PROPOSED            ticket.proposed
@@ -192,6 +193,15 @@ int cc_tickets_cancel_proposed(struct cc_pg *pg, const char *proposal_id, const 
  */
 int cc_tickets_requeue(struct cc_pg *pg, const char *proposal_id, int64_t ttl_seconds, int *n,
 		       struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
+/*
+ * The tickets of proposal_id's non-responders (no response recorded) that
+ * are still PROPOSED -> EXPIRED: their client let the window pass, so it
+ * may be gone, and a ticket that went back to the queue would hold live
+ * players again (SPEC 7). *n (may be NULL) receives how many ended.
+ */
+int cc_tickets_expire_unanswered(struct cc_pg *pg, const char *proposal_id, int *n,
+				 struct cc_ticket_moves *moves) CC_MUST_CHECK;
 
 /* Every ticket still PROPOSED in proposal_id -> MATCHED into match_id. */
 int cc_tickets_match(struct cc_pg *pg, const char *proposal_id, const char *match_id,

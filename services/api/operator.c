@@ -142,7 +142,8 @@ struct ban_tx {
  * The banned player's PROPOSED ticket (at most one active) leaves its
  * proposal as on the player's own cancel: an open proposal is declined
  * (the others requeued now, not when the window ends); an overdue one is
- * expired, which requeues the ticket for cc_ticket_cancel to cancel.
+ * expired, which requeues the ticket for cc_ticket_cancel to cancel (or
+ * ends it, when the player never answered).
  */
 static int leave_proposals(struct cc_pg *pg, struct ban_tx *tx)
 {
@@ -152,7 +153,7 @@ static int leave_proposals(struct cc_pg *pg, struct ban_tx *tx)
 	for (int i = 0; rc == 0 && i < PQntuples(res); i++) {
 		const char *proposal_id = PQgetvalue(res, i, 0);
 		bool expired = false;
-		rc = cc_proposal_expire_if_due(pg, proposal_id, tx->ticket_ttl, &expired, &tx->moves);
+		rc = cc_proposal_expire_if_due(pg, proposal_id, &expired, &tx->moves);
 		if (rc == 0 && !expired)
 			rc = cc_proposal_decline_by_cancel(pg, proposal_id, tx->player_id, tx->ticket_ttl, &tx->moves);
 		if (rc == CC_ESTATE)

@@ -57,7 +57,7 @@ static int proposal_tx_run(struct cc_pg *pg, void *arg)
 					 &tx->moves, &tx->match);
 	} else {
 		bool expired;
-		rc = cc_proposal_expire_if_due(pg, tx->proposal_id, ttl, &expired, &tx->moves);
+		rc = cc_proposal_expire_if_due(pg, tx->proposal_id, &expired, &tx->moves);
 	}
 	if (rc != 0)
 		return rc;

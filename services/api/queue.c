@@ -380,8 +380,9 @@ static int explain_miss(struct revision_tx *tx, bool found, const struct cc_tick
  * Cancel: a QUEUED ticket is cancelled; a PROPOSED one declines its OPEN
  * proposal in the same transaction (the others are requeued at once, the
  * canceller counts as the decliner) unless the proposal's window already
- * passed, in which case it is expired first and the requeued ticket is
- * cancelled. The client's revision is checked against the ticket as read.
+ * passed, in which case it is expired first: a canceller who had accepted
+ * is requeued and then cancelled, one who never answered ends EXPIRED
+ * (409 ticket_closed) like every other non-responder. The client's revision is checked against the ticket as read.
  */
 static int cancel_run(struct cc_pg *pg, struct revision_tx *tx)
 {
@@ -396,7 +397,7 @@ static int cancel_run(struct cc_pg *pg, struct revision_tx *tx)
 		return explain_miss(tx, rc == 0, &ticket);
 	if (ticket.state == CC_TICKET_PROPOSED && ticket.proposal_id[0]) {
 		bool expired = false;
-		if ((rc = cc_proposal_expire_if_due(pg, ticket.proposal_id, ttl, &expired, &tx->moves)) != 0)
+		if ((rc = cc_proposal_expire_if_due(pg, ticket.proposal_id, &expired, &tx->moves)) != 0)
 			return rc;
 		if (!expired) {
 			rc = cc_proposal_decline_by_cancel(pg, ticket.proposal_id, tx->player_id, ttl, &tx->moves);
@@ -410,7 +411,8 @@ static int cancel_run(struct cc_pg *pg, struct revision_tx *tx)
 			free(json);
 			return rc;
 		}
-		ticket.state = CC_TICKET_QUEUED; /* the expiry requeued it (or settled it otherwise: the cancel says) */
+		/* The expiry requeued it if it had accepted (cancelled below) or ended it if not (the cancel says so). */
+		ticket.state = CC_TICKET_QUEUED;
 	}
 	if (ticket.state != CC_TICKET_QUEUED)
 		return explain_miss(tx, true, &ticket);

@@ -38,7 +38,6 @@ struct matcher_config {
 	double tolerance_growth_per_second; /* ranked: widening per second of the anchor's wait (-1 = the playlist's) */
 	double tolerance_cap;               /* ranked: the widest tolerance (-1 = the playlist's) */
 	double max_rtt_ms;                  /* a region counts for a player within this RTT (SPEC 6: 100) */
-	int64_t ticket_ttl_seconds;         /* requeued tickets' fresh heartbeat deadline */
 	int64_t proposal_window_seconds;    /* players have this long to answer (SPEC 7: 10) */
 	char *matcher_id;                   /* recorded on proposals; unset = hostname-pid */
 	struct cc_service_options svc;      /* database, Redis, admin port, log level (sys/service.h) */

@@ -366,15 +366,14 @@ static void pass_report(struct matcher *m, int rc, const char *source, const str
 #define EXPIRE_BATCH 64 /* overdue proposals settled per pass at most */
 
 struct expire_ctx {
-	int ttl; /* requeued tickets' fresh heartbeat deadline */
-	int n;   /* proposals expired by this attempt */
+	int n; /* proposals expired by this attempt */
 };
 
 static int expire_run(struct cc_pg *pg, void *arg)
 {
 	struct expire_ctx *ex = arg;
 	ex->n = 0;
-	return cc_proposals_expire_overdue(pg, EXPIRE_BATCH, ex->ttl, &ex->n);
+	return cc_proposals_expire_overdue(pg, EXPIRE_BATCH, &ex->n);
 }
 
 /* Takes the pass lease: 0 with *held telling whether this replica has it, or cc_pg_exec's error. */
@@ -438,7 +437,7 @@ int matcher_pass(struct matcher *m)
 	 * race us: the decision is compare-and-set and penalties are
 	 * exactly-once, so whoever wins, each non-responder is penalised once.
 	 */
-	struct expire_ctx ex = { .ttl = (int)m->cfg->ticket_ttl_seconds };
+	struct expire_ctx ex = { 0 };
 	if ((rc = cc_pg_run_serializable(m->pg, expire_run, &ex)) != 0)
 		goto out;
 	if (ex.n > 0) {

@@ -58,7 +58,6 @@
 #define READ_FACTOR 10         /* SPEC 6: a pass reads 10x the match size ... */
 #define READ_CAP 200           /* ... at most 200 (as services/matcher/matcher.h) */
 #define EXPIRE_BATCH 64        /* as services/matcher/pass.c */
-#define TICKET_TTL_S 30
 #define WINDOW_S 10
 #define THROUGHPUT_WINDOW_S 600 /* no proposal expires (and requeues) while throughput runs */
 #define MAX_DEPTHS 8
@@ -211,7 +210,7 @@ static int expire_run(struct cc_pg *pg, void *arg)
 {
 	struct expire_ctx *ex = arg;
 	ex->n = 0;
-	return cc_proposals_expire_overdue(pg, EXPIRE_BATCH, TICKET_TTL_S, &ex->n);
+	return cc_proposals_expire_overdue(pg, EXPIRE_BATCH, &ex->n);
 }
 
 /* The phases of a pass, in pass.c's order; a pass takes one of the two reads. */

@@ -761,43 +761,58 @@ async function proposalCases(S) {
     expect: [429, 'cooldown'], why: 'the decliner queues again during the DECLINE cooldown' });
 
   // The window passed: a late response expires it (and that sticks), then 409.
+  // Nobody had answered, so both tickets end EXPIRED (SPEC 7): a ticket whose
+  // client let the window pass never goes back to the queue.
   const e = await queuedPlayer(S, 'proposal player E');
   const p3 = seedProposal([d, e], '-1 second');
   await call({ server: S, op: respond, params: { proposal_id: p3 }, as: d, json: accept(1), expect: [409, 'proposal_closed'], why: 'accept after the window' });
   await call({ server: S, op: get, params: { proposal_id: p3 }, as: e, expect: [200], why: 'the late response expired it',
     check: proposalIs({ state: 'EXPIRED', revision: 2, match_id: null }, [[d, null], [e, null]]) });
-  await call({ server: S, op: ticket, params: { ticket_id: d.ticketId }, as: d, expect: [200], why: 'requeued by the expiry',
-    check: ticketIs({ state: 'QUEUED', proposal_id: null }) });
-  // A read advances expiry too.
-  const p4 = seedProposal([d, e], '-1 second');
-  await call({ server: S, op: get, params: { proposal_id: p4 }, as: e, expect: [200], why: 'read after the window',
-    check: proposalIs({ state: 'EXPIRED', revision: 2 }) });
-  await call({ server: S, op: ticket, params: { ticket_id: e.ticketId }, as: e, expect: [200], why: 'requeued by the read',
-    check: ticketIs({ state: 'QUEUED', proposal_id: null }) });
+  for (const p of [d, e])
+    await call({ server: S, op: ticket, params: { ticket_id: p.ticketId }, as: p, expect: [200], why: `${p.who} never answered: EXPIRED`,
+      check: ticketIs({ state: 'EXPIRED', proposal_id: p3 }) });
+  // A read advances expiry too. Whoever accepted in time is requeued at
+  // once, keeping the heartbeat deadline it had (the window is moved into
+  // the past here rather than waited for).
+  const g = await queuedPlayer(S, 'proposal player G');
+  const h = await queuedPlayer(S, 'proposal player H');
+  const p4 = seedProposal([g, h]);
+  await call({ server: S, op: respond, params: { proposal_id: p4 }, as: g, json: accept(1), expect: [200], why: 'accept in time',
+    check: proposalIs({ state: 'OPEN' }, [[g, 'accept']]) });
+  const gBefore = needOk(await call({ server: S, op: ticket, params: { ticket_id: g.ticketId }, as: g, expect: [200], why: 'the accepter waits',
+    check: ticketIs({ state: 'PROPOSED', proposal_id: p4 }) }), 'read the accepter');
+  sql(`UPDATE proposals SET expires_at = now() - interval '1 second' WHERE id = :'p1'`, p4);
+  await call({ server: S, op: get, params: { proposal_id: p4 }, as: h, expect: [200], why: 'read after the window',
+    check: proposalIs({ state: 'EXPIRED', revision: 2 }, [[g, 'accept'], [h, null]]) });
+  await call({ server: S, op: ticket, params: { ticket_id: g.ticketId }, as: g, expect: [200], why: 'the accepter is requeued by the read',
+    check: ticketIs({ state: 'QUEUED', proposal_id: null, expires_at: gBefore.expires_at }) });
+  await call({ server: S, op: ticket, params: { ticket_id: h.ticketId }, as: h, expect: [200], why: 'the non-responder ends',
+    check: ticketIs({ state: 'EXPIRED', proposal_id: p4 }) });
 
   // Cancelling a PROPOSED ticket declines its proposal; the other is requeued.
-  const p5 = seedProposal([d, e]);
-  const dt = needOk(await call({ server: S, op: ticket, params: { ticket_id: d.ticketId }, as: d, expect: [200], why: 'ticket in a proposal',
+  const i = await queuedPlayer(S, 'proposal player I');
+  const p5 = seedProposal([g, i]);
+  const gt = needOk(await call({ server: S, op: ticket, params: { ticket_id: g.ticketId }, as: g, expect: [200], why: 'ticket in a proposal',
     check: ticketIs({ state: 'PROPOSED', proposal_id: p5 }) }), 'read the proposed ticket');
-  await call({ server: S, op: 'POST /v1/queue/{ticket_id}/cancel', params: { ticket_id: d.ticketId }, as: d, json: { revision: dt.revision },
-    expect: [200], why: 'cancel a PROPOSED ticket', check: ticketIs({ state: 'CANCELLED', revision: dt.revision + 1 }) });
-  await call({ server: S, op: get, params: { proposal_id: p5 }, as: e, expect: [200], why: 'the cancel declined the proposal',
-    check: proposalIs({ state: 'DECLINED' }, [[d, 'decline'], [e, null]]) });
-  await call({ server: S, op: ticket, params: { ticket_id: e.ticketId }, as: e, expect: [200], why: 'requeued by the cancel',
+  await call({ server: S, op: 'POST /v1/queue/{ticket_id}/cancel', params: { ticket_id: g.ticketId }, as: g, json: { revision: gt.revision },
+    expect: [200], why: 'cancel a PROPOSED ticket', check: ticketIs({ state: 'CANCELLED', revision: gt.revision + 1 }) });
+  await call({ server: S, op: get, params: { proposal_id: p5 }, as: i, expect: [200], why: 'the cancel declined the proposal',
+    check: proposalIs({ state: 'DECLINED' }, [[g, 'decline'], [i, null]]) });
+  await call({ server: S, op: ticket, params: { ticket_id: i.ticketId }, as: i, expect: [200], why: 'requeued by the cancel',
     check: ticketIs({ state: 'QUEUED', proposal_id: null }) });
 
   // Banning a participant cancels their ticket like a cancel would: the
   // proposal is declined and the others requeued at once, not left waiting
   // for the window to requeue the banned player's ticket too.
   const f = await queuedPlayer(S, 'proposal player F');
-  const p6 = seedProposal([e, f]);
-  await call({ server: S, op: 'POST /v1/admin/players/{player_id}/ban', params: { player_id: e.id }, as: OPERATOR,
+  const p6 = seedProposal([i, f]);
+  await call({ server: S, op: 'POST /v1/admin/players/{player_id}/ban', params: { player_id: i.id }, as: OPERATOR,
     json: { until: FUTURE(), reason: 'contract test' }, expect: [200], why: 'ban a participant of an open proposal',
     check: (j) => (j.active_ticket === null ? null : `the banned player still has active ticket ${JSON.stringify(j.active_ticket)}`) });
   for (const r of proposalRoutes(p6))
-    await call({ server: S, ...r, as: e, expect: [403, 'banned'], why: 'a banned participant' });
+    await call({ server: S, ...r, as: i, expect: [403, 'banned'], why: 'a banned participant' });
   await call({ server: S, op: get, params: { proposal_id: p6 }, as: f, expect: [200], why: 'the ban declined the proposal',
-    check: proposalIs({ state: 'DECLINED' }, [[e, 'decline'], [f, null]]) });
+    check: proposalIs({ state: 'DECLINED' }, [[i, 'decline'], [f, null]]) });
   await call({ server: S, op: ticket, params: { ticket_id: f.ticketId }, as: f, expect: [200], why: 'requeued by the ban',
     check: ticketIs({ state: 'QUEUED', proposal_id: null }) });
 }

@@ -7,7 +7,8 @@
 #  - a decline: the other player requeued at once with a fresh expiry, the
 #    decliner CANCELLED with a DECLINE cooldown (429 on the next enqueue);
 #  - a timeout raced by eight requests on two replicas: exactly one
-#    PROPOSAL_TIMEOUT per non-responder, none for the responder;
+#    PROPOSAL_TIMEOUT per non-responder, whose ticket ends EXPIRED (one
+#    ticket.expired), none for the responder, who is requeued;
 #  - a cancel of a PROPOSED ticket declines the proposal and requeues the
 #    other player; a cancel racing an accept leaves a consistent state;
 #  - the audit query finds no violation at the end.
@@ -108,14 +109,16 @@ curl "${args[@]}" >"$T_DIR/race.codes"
 state=$(sql "SELECT state FROM proposals WHERE id = '$PROPOSAL'")
 timeouts=$(sql "SELECT count(*) FROM penalties WHERE player_id = '$PLAYER1' AND kind = 'PROPOSAL_TIMEOUT'")
 responder=$(sql "SELECT count(*) FROM penalties WHERE player_id = '$PLAYER0'")
-tickets=$(sql "SELECT string_agg(state, ' ') FROM tickets WHERE id IN ('$TICKET0','$TICKET1')")
+tickets=$(sql "SELECT string_agg(state, ' ' ORDER BY id = '$TICKET0' DESC) FROM tickets WHERE id IN ('$TICKET0','$TICKET1')")
+expired_events=$(sql "SELECT count(*) FROM outbox WHERE resource_id = '$TICKET1' AND event = 'ticket.expired'")
 kill -CONT "$MATCHER_PID"
 grep -qvE '^(200|409)$' "$T_DIR/race.codes" && fail "racing expiry answered $(tr '\n' ' ' <"$T_DIR/race.codes")"
 expect_eq "proposal" EXPIRED "$state"
 expect_eq "PROPOSAL_TIMEOUT of the non-responder" 1 "$timeouts"
 expect_eq "penalties of the responder" 0 "$responder"
-expect_eq "both tickets requeued" "QUEUED QUEUED" "$tickets"
-pass "timeout raced by 8 requests ($(tr '\n' ' ' <"$T_DIR/race.codes")): one PROPOSAL_TIMEOUT for the non-responder, none for the responder"
+expect_eq "responder requeued, non-responder EXPIRED" "QUEUED EXPIRED" "$tickets"
+expect_eq "ticket.expired rows of the non-responder" 1 "$expired_events"
+pass "timeout raced by 8 requests ($(tr '\n' ' ' <"$T_DIR/race.codes")): one PROPOSAL_TIMEOUT and EXPIRED for the non-responder, the responder requeued"
 for i in 0 1; do
 	t="TICKET$i"; k="TOK$i"
 	http POST "$A_URL/v1/queue/${!t}/cancel" "${!k}" "{\"revision\":$(sql "SELECT revision FROM tickets WHERE id = '${!t}'")}"
