@@ -394,3 +394,26 @@ int cc_tickets_match(struct cc_pg *pg, const char *proposal_id, const char *matc
 	const char *p[] = { proposal_id, match_id };
 	return transition(pg, sql_match, 2, p, "ticket.matched", NULL, NULL, NULL, moves);
 }
+
+static const char sql_proposals_of_player[] =
+	"SELECT proposal_id FROM tickets WHERE player_id = $1 AND state = 'PROPOSED' AND proposal_id IS NOT NULL";
+
+int cc_ticket_proposals_of_player(struct cc_pg *pg, const char *player_id, struct cc_ticket_proposals *out)
+{
+	PGresult *res = NULL;
+	const char *p[] = { player_id };
+	int rc = cc_pg_exec(pg, sql_proposals_of_player, 1, p, &res);
+	if (rc != 0)
+		return rc;
+	out->n = 0;
+	int rows = PQntuples(res);
+	if (rows > CC_TICKET_PROPOSALS_MAX) {
+		rc = CC_EDB;
+		goto out;
+	}
+	for (int i = 0; i < rows; i++)
+		snprintf(out->id[out->n++], CC_UUID_BUF, "%s", PQgetvalue(res, i, 0));
+out:
+	PQclear(res);
+	return rc;
+}

@@ -207,4 +207,24 @@ int cc_tickets_expire_unanswered(struct cc_pg *pg, const char *proposal_id, int 
 int cc_tickets_match(struct cc_pg *pg, const char *proposal_id, const char *match_id,
 		     struct cc_ticket_moves *moves) CC_MUST_CHECK;
 
+/* ---- reads ---------------------------------------------------------------- */
+
+/* The one-active-ticket index allows one; room for a few shows a broken index as an error, not a crash. */
+#define CC_TICKET_PROPOSALS_MAX 4
+
+/* The open proposals a player's PROPOSED tickets sit in (a plain value). */
+struct cc_ticket_proposals {
+	size_t n;
+	char id[CC_TICKET_PROPOSALS_MAX][CC_UUID_BUF];
+};
+
+/*
+ * The proposal ids of player_id's PROPOSED tickets (a ban makes them leave
+ * their proposals, store/proposals.h). Returns 0 with *out filled (n may be
+ * 0), CC_EDB when more than CC_TICKET_PROPOSALS_MAX came back, or
+ * cc_pg_exec's error.
+ */
+int cc_ticket_proposals_of_player(struct cc_pg *pg, const char *player_id, struct cc_ticket_proposals *out)
+	CC_MUST_CHECK;
+
 #endif

@@ -73,6 +73,8 @@
 
 /* SQL text rendering timestamp column c as RFC 3339 UTC with milliseconds. */
 #define CC_PG_RFC3339(c) "to_char((" c ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+/* Holds any text CC_PG_RFC3339 renders, years past 9999 (timestamptz ends in 294276) included. */
+#define CC_PG_RFC3339_BUF 40
 
 struct cc_pg;
 struct cc_pg_pool;

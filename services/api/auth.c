@@ -10,15 +10,10 @@
 #include "api.h"
 #include "sys/charset.h"
 #include "sys/crypto.h"
+#include "store/sessions.h"
 #include "sys/banned.h"
 
 #define TOKEN_MAX API_BEARER_TOKEN_MAX
-
-/* The session, its player and whether each refusal applies, in one round trip. */
-static const char sql_session[] =
-	"SELECT p.id, coalesce(p.banned_until > now(), false), s.revoked_at IS NOT NULL, "
-	"       s.expires_at <= now(), " API_TS("p.banned_until") " "
-	"FROM sessions s JOIN players p ON p.id = s.player_id WHERE s.token_hash = $1";
 
 bool api_bearer_token_syntax_ok(const char *token, size_t len)
 {
@@ -48,8 +43,7 @@ int api_authenticate(struct api *api, struct cc_pg *pg, const struct cc_http_req
 {
 	char token[TOKEN_MAX + 1];
 	char hash[2 + 64 + 1];
-	PGresult *res = NULL;
-	int rc;
+	struct cc_session_check s;
 	(void)api;
 
 	if (!bearer_token(req, token, sizeof token)) {
@@ -57,39 +51,32 @@ int api_authenticate(struct api *api, struct cc_pg *pg, const struct cc_http_req
 		return CC_EUNAUTHORIZED;
 	}
 	api_secret_hash_param(token, hash);
-	const char *params[] = { hash };
-	rc = cc_pg_exec(pg, sql_session, 1, params, &res);
+	int rc = cc_session_lookup(pg, hash, &s);
+	if (rc == CC_ENOTFOUND) {
+		cc_http_error(resp, 401, "unauthorized", "the session is unknown", false);
+		return CC_EUNAUTHORIZED;
+	}
 	if (rc != 0) {
 		cc_http_error_unavailable(resp, "unavailable", "the database is unavailable; retry shortly");
-		goto out;
+		return rc;
 	}
-	if (PQntuples(res) != 1) {
-		cc_http_error(resp, 401, "unauthorized", "the session is unknown", false);
-		rc = CC_EUNAUTHORIZED;
-		goto out;
-	}
-	if (strcmp(PQgetvalue(res, 0, 1), "t") == 0) {
+	if (s.banned) {
 		char msg[128];
-		snprintf(msg, sizeof msg, "the player is banned until %s", PQgetvalue(res, 0, 4));
+		snprintf(msg, sizeof msg, "the player is banned until %s", s.banned_until);
 		cc_http_error(resp, 403, "banned", msg, false);
-		rc = CC_EFORBIDDEN;
-		goto out;
+		return CC_EFORBIDDEN;
 	}
 	/* Revoked and expired alike mean "log in again": the contract's session_expired. */
-	if (strcmp(PQgetvalue(res, 0, 2), "t") == 0) {
+	if (s.revoked) {
 		cc_http_error(resp, 401, "session_expired", "the session was revoked; log in again", false);
-		rc = CC_EUNAUTHORIZED;
-		goto out;
+		return CC_EUNAUTHORIZED;
 	}
-	if (strcmp(PQgetvalue(res, 0, 3), "t") == 0) {
+	if (s.expired) {
 		cc_http_error(resp, 401, "session_expired", "the session has expired; log in again", false);
-		rc = CC_EUNAUTHORIZED;
-		goto out;
+		return CC_EUNAUTHORIZED;
 	}
-	snprintf(out->id, sizeof out->id, "%s", PQgetvalue(res, 0, 0));
-out:
-	PQclear(res);
-	return rc;
+	snprintf(out->id, sizeof out->id, "%s", s.player_id);
+	return 0;
 }
 
 bool api_operator_authorized(struct api *api, const struct cc_http_request *req,

@@ -17,52 +17,14 @@
 #include "sys/json.h"
 #include "sys/log.h"
 #include "store/tickets.h"
+#include "store/players.h"
 #include "store/proposals.h"
+#include "store/queue_stats.h"
+#include "store/sessions.h"
 #include "sys/banned.h"
 
-#define PLAYER_VIEW                                                                                 \
-	"json_build_object('player_id', p.id, 'steam_id', p.steam_id, "                             \
-	"'created_at', " API_TS("p.created_at") ", 'banned_until', " API_TS("p.banned_until") ", "  \
-	"'ban_reason', p.ban_reason, "                                                              \
-	"'active_sessions', (SELECT count(*) FROM sessions s WHERE s.player_id = p.id "             \
-	"   AND s.revoked_at IS NULL AND s.expires_at > now()), "                                   \
-	"'active_ticket', (SELECT " API_TICKET_JSON_OBJECT " FROM tickets t WHERE t.player_id = p.id " \
-	"   AND t.state IN ('QUEUED', 'PROPOSED', 'MATCHED', 'ASSIGNED')), "                       \
-	"'rating', (SELECT json_build_object('rating', r.rating, 'deviation', r.deviation, "        \
-	"   'ranked_games', r.games) FROM ratings r WHERE r.player_id = p.id "                      \
-	"   AND r.playlist = (SELECT name FROM playlists WHERE profile)))::text"
-
-/* Its rating holds the stored numbers only; player_view_text() completes it. */
-static const char sql_view[] = "SELECT " PLAYER_VIEW " FROM players p WHERE p.id = $1";
-
-/* $2 is validated as RFC 3339 before it gets here; the cast is the parser of record. */
-static const char sql_ban[] =
-	"UPDATE players SET banned_until = $2::timestamptz, ban_reason = $3 "
-	"WHERE id = $1 RETURNING banned_until > now()";
-
-static const char sql_revoke_sessions[] =
-	"UPDATE sessions SET revoked_at = now() WHERE player_id = $1 AND revoked_at IS NULL";
-
-static const char sql_proposed[] =
-	"SELECT proposal_id FROM tickets WHERE player_id = $1 AND state = 'PROPOSED' AND proposal_id IS NOT NULL";
-
-static const char sql_unban[] =
-	"UPDATE players SET banned_until = NULL, ban_reason = NULL WHERE id = $1 RETURNING id";
-
-/* Every configured playlist x region, with depth 0 where nobody waits. */
-static const char sql_queue_stats[] =
-	"SELECT json_build_object('generated_at', " API_TS("now()") ", 'entries', coalesce(json_agg("
-	"  json_build_object('playlist', s.playlist, 'region', s.region, 'depth', s.depth, "
-	"  'oldest_age_seconds', s.oldest) ORDER BY s.playlist, s.region), '[]'::json))::text FROM ("
-	"  SELECT p.playlist, g.region, count(t.id) AS depth, "
-	"    coalesce(round(extract(epoch FROM now() - min(t.queued_at))::numeric, 3), 0)::float8 AS oldest "
-	"  FROM (SELECT name AS playlist FROM playlists) p CROSS JOIN unnest($1::text[]) g(region) "
-	"  LEFT JOIN tickets t ON t.state = 'QUEUED' AND t.playlist = p.playlist "
-	"    AND t.predicted_rtt ? g.region "
-	"  GROUP BY p.playlist, g.region) s";
-
 /*
- * The documented PlayerView from the text sql_view built: its rating, when
+ * The documented PlayerView from the text cc_player_view built: its rating, when
  * present, carries only the stored numbers and becomes the full ranked
  * profile (tier, provisional, season_end) that GET /v1/profile/ranked
  * shows. Returns malloc'd JSON text, or NULL when out of memory.
@@ -79,7 +41,7 @@ static char *player_view_text(const struct api *api, const char *stored)
 		const cJSON *d = cJSON_GetObjectItemCaseSensitive(rating, "deviation");
 		const cJSON *g = cJSON_GetObjectItemCaseSensitive(rating, "ranked_games");
 		if (!cJSON_IsNumber(r) || !cJSON_IsNumber(d) || !cJSON_IsNumber(g))
-			CC_BUG("sql_view built a rating without rating, deviation and ranked_games");
+			CC_BUG("cc_player_view built a rating without rating, deviation and ranked_games");
 		cJSON *profile = api_ranked_profile(api, r->valuedouble, d->valuedouble, (long)g->valuedouble);
 		if (!profile || !cJSON_ReplaceItemInObjectCaseSensitive(view, "rating", profile)) {
 			cJSON_Delete(profile);
@@ -147,11 +109,10 @@ struct ban_tx {
  */
 static int leave_proposals(struct cc_pg *pg, struct ban_tx *tx)
 {
-	PGresult *res = NULL;
-	const char *p[] = { tx->player_id };
-	int rc = cc_pg_exec(pg, sql_proposed, 1, p, &res);
-	for (int i = 0; rc == 0 && i < PQntuples(res); i++) {
-		const char *proposal_id = PQgetvalue(res, i, 0);
+	struct cc_ticket_proposals proposed;
+	int rc = cc_ticket_proposals_of_player(pg, tx->player_id, &proposed);
+	for (size_t i = 0; rc == 0 && i < proposed.n; i++) {
+		const char *proposal_id = proposed.id[i];
 		bool expired = false;
 		rc = cc_proposal_expire_if_due(pg, proposal_id, &expired, &tx->moves);
 		if (rc == 0 && !expired)
@@ -159,65 +120,55 @@ static int leave_proposals(struct cc_pg *pg, struct ban_tx *tx)
 		if (rc == CC_ESTATE)
 			rc = CC_ESERIALIZATION; /* decided under us: the retry reads the new state */
 	}
-	PQclear(res);
 	return rc;
 }
 
 static int ban_tx_run(struct cc_pg *pg, void *arg)
 {
 	struct ban_tx *tx = arg;
-	PGresult *res = NULL;
+	char *stored = NULL, *view = NULL;
+	bool in_future = true;
 	int rc;
 
 	api_answer_reset(&tx->answer);
 	cc_ticket_moves_reset(&tx->moves);
-	if (tx->until) {
-		const char *p[] = { tx->player_id, tx->until, tx->reason };
-		rc = cc_pg_exec(pg, sql_ban, 3, p, &res);
-	} else {
-		const char *p[] = { tx->player_id };
-		rc = cc_pg_exec(pg, sql_unban, 1, p, &res);
-	}
+	if (tx->until)
+		rc = cc_player_ban(pg, tx->player_id, tx->until, tx->reason, &in_future);
+	else
+		rc = cc_player_unban(pg, tx->player_id);
 	if (rc == CC_EDB && tx->until) {
 		/* The cast refused it (e.g. month 13): the client's error, not ours. */
 		api_answer_error(&tx->answer, 400, "invalid_request", "field 'until' is not a valid timestamp");
 		rc = CC_EINVAL;
 		goto out;
 	}
-	if (rc != 0)
-		goto out;
-	if (PQntuples(res) == 0) {
+	if (rc == CC_ENOTFOUND) {
 		api_answer_error(&tx->answer, 404, "not_found", "no such player");
-		rc = CC_ENOTFOUND;
 		goto out;
 	}
-	if (tx->until && strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
+	if (rc != 0)
+		goto out;
+	if (tx->until && !in_future) {
 		api_answer_error(&tx->answer, 422, "invalid_parameters", "field 'until' must be in the future");
 		rc = CC_EINVAL;
 		goto out;
 	}
-	PQclear(res);
-	res = NULL;
 	if (tx->until) {
-		const char *p[] = { tx->player_id };
-		if ((rc = cc_pg_exec(pg, sql_revoke_sessions, 1, p, &res)) != 0)
+		if ((rc = cc_sessions_revoke_all(pg, tx->player_id, NULL)) != 0)
 			goto out;
-		PQclear(res);
-		res = NULL;
 		if ((rc = leave_proposals(pg, tx)) != 0)
 			goto out;
 		bool cancelled;
 		if ((rc = cc_ticket_cancel(pg, NULL, tx->player_id, "banned", &cancelled, NULL, &tx->moves)) != 0)
 			goto out;
 	}
-	const char *pv[] = { tx->player_id };
-	if ((rc = api_query_row(pg, sql_view, 1, pv, &res)) != 0)
+	if ((rc = cc_player_view(pg, tx->player_id, &stored)) != 0)
 		goto out;
-	char *view = player_view_text(tx->api, PQgetvalue(res, 0, 0));
+	view = player_view_text(tx->api, stored);
 	rc = view ? api_answer_body(&tx->answer, 200, view) : CC_ENOMEM;
-	free(view);
 out:
-	PQclear(res);
+	free(view);
+	free(stored);
 	return rc;
 }
 
@@ -282,7 +233,6 @@ int api_operator_unban(const struct cc_http_request *req, struct cc_http_respons
 int api_operator_player(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
 {
 	struct api *api = ctx;
-	PGresult *res = NULL;
 	if (!api_operator_authorized(api, req, resp))
 		return 0;
 	const char *id = player_param(req, resp);
@@ -291,18 +241,19 @@ int api_operator_player(const struct cc_http_request *req, struct cc_http_respon
 	struct cc_pg *pg = api_db(api, resp);
 	if (!pg)
 		return 0;
-	const char *p[] = { id };
-	char *view = NULL;
-	int rc = api_query_row(pg, sql_view, 1, p, &res);
+	char *stored = NULL, *view = NULL;
+	int rc = cc_player_view(pg, id, &stored);
 	if (rc == CC_ENOTFOUND)
 		cc_http_error(resp, 404, "not_found", "no such player", false);
+	else if (rc == CC_ENOMEM)
+		cc_http_error_unavailable(resp, "unavailable", "out of memory");
 	else if (rc != 0)
 		cc_http_error_unavailable(resp, "unavailable", "the database is unavailable; retry shortly");
-	else if (!(view = player_view_text(api, PQgetvalue(res, 0, 0))) ||
+	else if (!(view = player_view_text(api, stored)) ||
 		 cc_http_respond_text(resp, 200, "application/json", view, strlen(view)) != 0)
 		cc_http_error_unavailable(resp, "unavailable", "out of memory");
 	free(view);
-	PQclear(res);
+	free(stored);
 	api_db_release(api, pg);
 	return 0;
 }
@@ -310,20 +261,20 @@ int api_operator_player(const struct cc_http_request *req, struct cc_http_respon
 int api_operator_queue_stats(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
 {
 	struct api *api = ctx;
-	PGresult *res = NULL;
 	if (!api_operator_authorized(api, req, resp))
 		return 0;
 	struct cc_pg *pg = api_db(api, resp);
 	if (!pg)
 		return 0;
-	const char *p[] = { api->regions_pg_array };
-	int rc = api_query_row(pg, sql_queue_stats, 1, p, &res);
-	if (rc != 0)
-		cc_http_error_unavailable(resp, "unavailable", "the database is unavailable; retry shortly");
-	else if (cc_http_respond_text(resp, 200, "application/json", PQgetvalue(res, 0, 0),
-				      (size_t)PQgetlength(res, 0, 0)) != 0)
+	char *stats = NULL;
+	int rc = cc_queue_stats_json(pg, api->regions_pg_array, &stats);
+	if (rc == CC_ENOMEM)
 		cc_http_error_unavailable(resp, "unavailable", "out of memory");
-	PQclear(res);
+	else if (rc != 0)
+		cc_http_error_unavailable(resp, "unavailable", "the database is unavailable; retry shortly");
+	else if (cc_http_respond_text(resp, 200, "application/json", stats, strlen(stats)) != 0)
+		cc_http_error_unavailable(resp, "unavailable", "out of memory");
+	free(stats);
 	api_db_release(api, pg);
 	return 0;
 }

@@ -13,56 +13,38 @@
 #include "sys/json.h"
 #include "sys/log.h"
 #include "steam.h"
+#include "store/players.h"
+#include "store/sessions.h"
 #include "sys/banned.h"
 
 #define SESSION_TOKEN_BYTES 32
-
-/* Creates the player on first login; the no-op update makes RETURNING see an existing row. */
-static const char sql_upsert_player[] =
-	"INSERT INTO players (steam_id) VALUES ($1) "
-	"ON CONFLICT (steam_id) DO UPDATE SET steam_id = EXCLUDED.steam_id "
-	"RETURNING id, coalesce(banned_until > now(), false), " API_TS("banned_until");
-
-static const char sql_insert_session[] =
-	"INSERT INTO sessions (player_id, token_hash, expires_at) "
-	"VALUES ($1, $2, now() + make_interval(secs => $3::int)) "
-	"RETURNING json_build_object('session_token', $4::text, 'player_id', player_id, "
-	"  'expires_at', " API_TS("expires_at") ")::text";
 
 struct login_tx {
 	const char *steam_id;
 	const char *token;
 	const char *token_hash;
-	const char *ttl;
+	int64_t ttl_seconds;
 	struct api_answer answer;
 };
 
 static int login_tx_run(struct cc_pg *pg, void *arg)
 {
 	struct login_tx *tx = arg;
-	PGresult *res = NULL;
+	struct cc_player_status player;
+	char *json = NULL;
 	int rc;
 
 	api_answer_reset(&tx->answer);
-	const char *p1[] = { tx->steam_id };
-	rc = api_query_row(pg, sql_upsert_player, 1, p1, &res);
-	if (rc != 0)
-		goto out;
-	if (strcmp(PQgetvalue(res, 0, 1), "t") == 0) {
-		api_answer_error(&tx->answer, 403, "banned", "the player is banned until %s", PQgetvalue(res, 0, 2));
-		rc = CC_EFORBIDDEN;
-		goto out;
+	if ((rc = cc_player_upsert_steam(pg, tx->steam_id, &player)) != 0)
+		return rc;
+	if (player.banned) {
+		api_answer_error(&tx->answer, 403, "banned", "the player is banned until %s", player.banned_until);
+		return CC_EFORBIDDEN;
 	}
-	char player_id[CC_UUID_BUF];
-	snprintf(player_id, sizeof player_id, "%s", PQgetvalue(res, 0, 0));
-	PQclear(res);
-	res = NULL;
-	const char *p2[] = { player_id, tx->token_hash, tx->ttl, tx->token };
-	rc = api_query_row(pg, sql_insert_session, 4, p2, &res);
+	rc = cc_session_create(pg, player.id, tx->token_hash, tx->ttl_seconds, tx->token, &json);
 	if (rc == 0)
-		rc = api_answer_body(&tx->answer, 200, PQgetvalue(res, 0, 0));
-out:
-	PQclear(res);
+		rc = api_answer_body(&tx->answer, 200, json);
+	free(json);
 	return rc;
 }
 
@@ -75,7 +57,6 @@ int api_session_steam(const struct cc_http_request *req, struct cc_http_response
 	char steam_id[24];
 	char token[CC_BASE64URL_LEN(SESSION_TOKEN_BYTES) + 1];
 	char token_hash[2 + 64 + 1];
-	char ttl[24];
 	const char *ticket;
 	struct cc_pg *pg = NULL;
 	int rc;
@@ -94,14 +75,13 @@ int api_session_steam(const struct cc_http_request *req, struct cc_http_response
 		goto out;
 	}
 	api_secret_hash_param(token, token_hash);
-	snprintf(ttl, sizeof ttl, "%lld", (long long)api->cfg->session_ttl_seconds);
 	pg = api_db(api, resp);
 	if (!pg)
 		goto out;
 	tx.steam_id = steam_id;
 	tx.token = token;
 	tx.token_hash = token_hash;
-	tx.ttl = ttl;
+	tx.ttl_seconds = api->cfg->session_ttl_seconds;
 	rc = cc_pg_run_serializable(pg, login_tx_run, &tx);
 	if (rc == 0)
 		cc_log_info("session_created", CC_LOG_STR("steam_id", steam_id));

@@ -1,0 +1,81 @@
+/*
+ * sessions.c - the sessions table's statements. See sessions.h.
+ */
+#include "store/sessions.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sys/banned.h"
+
+/* The session, its player and whether each refusal applies, in one round trip. */
+static const char sql_session[] =
+	"SELECT p.id, coalesce(p.banned_until > now(), false), s.revoked_at IS NOT NULL, "
+	"       s.expires_at <= now(), " CC_PG_RFC3339("p.banned_until") " "
+	"FROM sessions s JOIN players p ON p.id = s.player_id WHERE s.token_hash = $1";
+
+static const char sql_insert_session[] =
+	"INSERT INTO sessions (player_id, token_hash, expires_at) "
+	"VALUES ($1, $2, now() + make_interval(secs => $3::int)) "
+	"RETURNING json_build_object('session_token', $4::text, 'player_id', player_id, "
+	"  'expires_at', " CC_PG_RFC3339("expires_at") ")::text";
+
+static const char sql_revoke_all[] =
+	"UPDATE sessions SET revoked_at = now() WHERE player_id = $1 AND revoked_at IS NULL";
+
+static bool is_true(const PGresult *res, int col)
+{
+	return strcmp(PQgetvalue(res, 0, col), "t") == 0;
+}
+
+int cc_session_lookup(struct cc_pg *pg, const char *token_hash, struct cc_session_check *out)
+{
+	PGresult *res = NULL;
+	const char *params[] = { token_hash };
+	int rc = cc_pg_exec(pg, sql_session, 1, params, &res);
+	if (rc != 0)
+		return rc;
+	if (PQntuples(res) != 1) {
+		rc = CC_ENOTFOUND;
+		goto out;
+	}
+	memset(out, 0, sizeof *out);
+	snprintf(out->player_id, sizeof out->player_id, "%s", PQgetvalue(res, 0, 0));
+	out->banned = is_true(res, 1);
+	out->revoked = is_true(res, 2);
+	out->expired = is_true(res, 3);
+	snprintf(out->banned_until, sizeof out->banned_until, "%s", PQgetvalue(res, 0, 4));
+out:
+	PQclear(res);
+	return rc;
+}
+
+int cc_session_create(struct cc_pg *pg, const char *player_id, const char *token_hash, int64_t ttl_seconds,
+		      const char *token, char **json)
+{
+	PGresult *res = NULL;
+	char ttl[24];
+	snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_seconds);
+	const char *params[] = { player_id, token_hash, ttl, token };
+	int rc = cc_pg_exec(pg, sql_insert_session, 4, params, &res);
+	if (rc != 0)
+		return rc;
+	if (PQntuples(res) != 1)
+		rc = CC_ENOTFOUND;
+	else if (!(*json = strdup(PQgetvalue(res, 0, 0))))
+		rc = CC_ENOMEM;
+	PQclear(res);
+	return rc;
+}
+
+int cc_sessions_revoke_all(struct cc_pg *pg, const char *player_id, int64_t *revoked)
+{
+	PGresult *res = NULL;
+	const char *params[] = { player_id };
+	int rc = cc_pg_exec(pg, sql_revoke_all, 1, params, &res);
+	if (rc == 0 && revoked)
+		*revoked = cc_pg_rows_affected(res);
+	PQclear(res);
+	return rc;
+}

@@ -1,0 +1,55 @@
+/*
+ * sessions.h - the one owner of the sessions table (SPEC 3): a login
+ * creates a row, every authenticated request looks its bearer token up,
+ * a ban revokes them all.
+ *
+ * Every function runs inside the caller's transaction on pg (sys/pg.h;
+ * a single statement when the caller has none) and returns what it read
+ * or changed; no PGresult leaves this module. Tokens are never stored:
+ * token_hash is the hashed bearer token the API renders as a bytea
+ * parameter. The caller frees a json out-parameter's malloc'd text;
+ * struct cc_session_check is a plain value.
+ */
+#ifndef CC_STORE_SESSIONS_H
+#define CC_STORE_SESSIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sys/cc.h"
+#include "sys/pg.h"
+
+/* A session and its player, with each reason to refuse it, as one read. */
+struct cc_session_check {
+	char player_id[CC_UUID_BUF];
+	bool banned;                           /* players.banned_until is in the future */
+	bool revoked;                          /* sessions.revoked_at is set */
+	bool expired;                          /* sessions.expires_at has passed */
+	char banned_until[CC_PG_RFC3339_BUF];  /* RFC 3339, "" when never banned */
+};
+
+/*
+ * Looks up the session whose token hashes to token_hash, joined to its
+ * player, in one round trip. Returns 0 with *out filled, CC_ENOTFOUND for
+ * an unknown token, or cc_pg_exec's error.
+ */
+CC_MUST_CHECK int cc_session_lookup(struct cc_pg *pg, const char *token_hash, struct cc_session_check *out);
+
+/*
+ * Inserts a session for player_id expiring ttl_seconds from now and sets
+ * *json to the contract's session answer {session_token, player_id,
+ * expires_at} (malloc'd, the caller frees), token being the bearer token
+ * the client receives (only its hash is stored). Returns 0, CC_ENOMEM,
+ * CC_ENOTFOUND (no row back) or cc_pg_exec's error.
+ */
+CC_MUST_CHECK int cc_session_create(struct cc_pg *pg, const char *player_id, const char *token_hash,
+				    int64_t ttl_seconds, const char *token, char **json);
+
+/*
+ * Revokes every unrevoked session of player_id (a ban: every replica
+ * refuses the player at the next request). *revoked, when not NULL,
+ * receives how many rows it changed. Returns 0 or cc_pg_exec's error.
+ */
+CC_MUST_CHECK int cc_sessions_revoke_all(struct cc_pg *pg, const char *player_id, int64_t *revoked);
+
+#endif
