@@ -10,11 +10,8 @@
 
 #include "api.h"
 #include "game/tiers.h"
+#include "store/ratings.h"
 #include "sys/banned.h"
-
-static const char sql_profile[] =
-	"SELECT rating, deviation, games FROM ratings WHERE player_id = $1 "
-	"AND playlist = (SELECT name FROM playlists WHERE profile)";
 
 cJSON *api_ranked_profile(const struct api *api, double rating, double deviation, long ranked_games)
 {
@@ -40,20 +37,19 @@ int api_profile_ranked(const struct cc_http_request *req, struct cc_http_respons
 {
 	struct api *api = ctx;
 	struct api_player player;
-	PGresult *res = NULL;
+	struct cc_rating r;
 	struct cc_pg *pg = api_db(api, resp);
 	if (!pg)
 		return 0;
 	if (api_authenticate(api, pg, req, resp, &player) != 0)
 		goto out;
-	const char *p[] = { player.id };
-	int rc = cc_pg_exec(pg, sql_profile, 1, p, &res);
-	if (rc != 0) {
-		cc_http_error_unavailable(resp, "unavailable", "the database is unavailable; retry shortly");
+	int rc = cc_rating_profile_get(pg, player.id, &r);
+	if (rc == CC_ENOTFOUND) {
+		cc_http_error(resp, 404, "no_rating", "the player has no ranked rating yet", false);
 		goto out;
 	}
-	if (PQntuples(res) == 0) {
-		cc_http_error(resp, 404, "no_rating", "the player has no ranked rating yet", false);
+	if (rc != 0) {
+		cc_http_error_unavailable(resp, "unavailable", "the database is unavailable; retry shortly");
 		goto out;
 	}
 	if (!atomic_load(&api->tier_bands)) { /* start-up has not read tier_bands yet */
@@ -61,11 +57,8 @@ int api_profile_ranked(const struct cc_http_request *req, struct cc_http_respons
 		goto out;
 	}
 	/* A NULL profile (out of memory) is answered 503 by cc_http_respond_json. */
-	cc_http_respond_json(resp, 200,
-			     api_ranked_profile(api, strtod(PQgetvalue(res, 0, 0), NULL), strtod(PQgetvalue(res, 0, 1), NULL),
-						strtol(PQgetvalue(res, 0, 2), NULL, 10)));
+	cc_http_respond_json(resp, 200, api_ranked_profile(api, r.rating, r.deviation, r.games));
 out:
-	PQclear(res);
 	api_db_release(api, pg);
 	return 0;
 }

@@ -36,29 +36,9 @@
 #include "sys/crypto.h"
 #include "sys/json.h"
 #include "sys/log.h"
+#include "store/idempotency.h"
 #include "store/proposals.h"
 #include "sys/banned.h"
-
-/*
- * Claims the key with a placeholder (status 0, never committed: the same
- * transaction stores the answer over it or rolls back). No row back: the key
- * is taken, a replay. An insert takes no predicate lock, and the conflict
- * check reads past the snapshot, so claiming a key never conflicts with
- * other players' claims the way a check-then-insert read of the index does.
- */
-static const char sql_idempotency_claim[] =
-	"INSERT INTO idempotency_keys (player_id, key, request_hash, status, response) "
-	"VALUES ($1, $2, $3, 0, '') ON CONFLICT (player_id, key) DO NOTHING RETURNING 1";
-
-static const char sql_idempotency_get[] =
-	"SELECT request_hash, status, response FROM idempotency_keys WHERE player_id = $1 AND key = $2";
-
-/* Stores the answer over this transaction's own placeholder (found by the
- * same conflict check, so again without reading the index through a snapshot). */
-static const char sql_idempotency_store[] =
-	"INSERT INTO idempotency_keys AS k (player_id, key, request_hash, status, response) "
-	"VALUES ($1, $2, $3, $4::int, $5) ON CONFLICT (player_id, key) DO UPDATE "
-	"SET status = excluded.status, response = excluded.response WHERE k.status = 0 RETURNING 1";
 
 /* ---- POST /v1/queue ------------------------------------------------------ */
 
@@ -80,32 +60,20 @@ struct create_tx {
  */
 static int claim_key(struct cc_pg *pg, struct create_tx *tx, bool *claimed)
 {
-	PGresult *res = NULL;
-	const char *pc[] = { tx->player_id, tx->key, tx->request_hash };
-	int rc = cc_pg_exec(pg, sql_idempotency_claim, 3, pc, &res);
-	if (rc != 0)
+	struct cc_idempotency_claim c;
+	int rc = cc_idempotency_claim(pg, tx->player_id, tx->key, tx->request_hash, &c);
+	*claimed = rc == 0 && c.claimed;
+	if (rc != 0 || c.claimed)
 		goto out;
-	if (PQntuples(res) == 1) {
-		*claimed = true;
-		goto out;
-	}
-	*claimed = false;
-	PQclear(res);
-	res = NULL;
-	/* Taken, and committed: a row in flight makes the claim wait, and a
-	 * row committed after our snapshot fails it with 40001 (retried). */
-	const char *pk[] = { tx->player_id, tx->key };
-	if ((rc = api_query_row(pg, sql_idempotency_get, 2, pk, &res)) != 0)
-		goto out;
-	if (strcmp(PQgetvalue(res, 0, 0), tx->request_hash) != 0) {
+	if (!c.same_request) {
 		api_answer_error(&tx->answer, 409, "idempotency_conflict",
 				 "this Idempotency-Key was used with a different request");
 		rc = CC_ECONFLICT;
 	} else {
-		rc = api_answer_body(&tx->answer, (int)strtol(PQgetvalue(res, 0, 1), NULL, 10), PQgetvalue(res, 0, 2));
+		rc = api_answer_body(&tx->answer, c.status, c.response);
 	}
 out:
-	PQclear(res);
+	cc_idempotency_claim_release(&c);
 	return rc;
 }
 
@@ -151,7 +119,6 @@ static int create_tx_run(struct cc_pg *pg, void *arg)
 	const struct api_config *cfg = tx->api->cfg;
 	struct cc_enqueue_reading r = { 0 };
 	struct cc_ticket ticket;
-	PGresult *res = NULL;
 	char *json = NULL;
 	bool claimed = false;
 	int rc;
@@ -194,15 +161,12 @@ static int create_tx_run(struct cc_pg *pg, void *arg)
 	if ((rc = api_answer_body(&tx->answer, 201, json)) != 0)
 		goto out;
 
-	const char *ps[] = { tx->player_id, tx->key, tx->request_hash, "201", tx->answer.body };
-	/* No row: our placeholder is gone, which nothing should do to an
+	/* CC_EDB: our placeholder is gone, which nothing should do to an
 	 * uncommitted row; refuse to commit a ticket its key cannot replay. */
-	if ((rc = cc_pg_exec(pg, sql_idempotency_store, 5, ps, &res)) == 0 && PQntuples(res) != 1)
-		rc = CC_EDB;
+	rc = cc_idempotency_store(pg, tx->player_id, tx->key, tx->request_hash, 201, tx->answer.body);
 out:
 	free(json);
 	cc_enqueue_reading_release(&r);
-	PQclear(res);
 	return rc;
 }
 
