@@ -91,12 +91,6 @@ int api_steam_login(const struct api_config *cfg, const char *ticket, char steam
 
 /* ---- helpers (util.c) ---------------------------------------------------- */
 
-/* SQL text of an RFC 3339 UTC timestamp with milliseconds for column c. */
-#define API_TS(c) CC_PG_RFC3339(c)
-
-/* The one JSON shape of a ticket (store/tickets.h), for views that nest it. */
-#define API_TICKET_JSON_OBJECT CC_TICKET_JSON_OBJECT
-
 /*
  * What a transaction decided. A transaction function resets it at the start
  * of every attempt and fills it; the handler answers from it after the
@@ -142,10 +136,6 @@ void api_secret_hash_param(const char *secret, char out[2 + 64 + 1]);
 
 /* True when region is one this process serves. */
 bool api_region_known(const struct api *api, const char *region);
-
-/* Runs one statement, expecting exactly one row; *out on success. */
-int api_query_row(struct cc_pg *pg, const char *sql, int n, const char *const *params,
-		  PGresult **out) CC_MUST_CHECK;
 
 /* ---- candidate index (index.c) ------------------------------------------ */
 

@@ -131,16 +131,3 @@ bool api_region_known(const struct api *api, const char *region)
 	return false;
 }
 
-int api_query_row(struct cc_pg *pg, const char *sql, int n, const char *const *params, PGresult **out)
-{
-	PGresult *res = NULL;
-	int rc = cc_pg_exec(pg, sql, n, params, &res);
-	if (rc != 0)
-		return rc;
-	if (PQntuples(res) != 1) {
-		PQclear(res);
-		return CC_ENOTFOUND;
-	}
-	*out = res;
-	return 0;
-}

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "game/arenas.h"
+#include "store/arenas.h"
 #include "store/formation_claim.h"
 #include "sys/clock.h"
 #include "sys/log.h"
@@ -24,6 +24,11 @@
 #include "store/proposals.h"
 #include "sys/banned.h"
 
+/*
+ * The matcher's own SQL below (the clock read and the pass lease) touches
+ * none of our tables, so it stays here; every statement on a table is in
+ * libcommon/store (scripts/check-layers.sh enforces it).
+ */
 static const char sql_now[] = "SELECT (extract(epoch FROM now()) * 1000)::bigint";
 
 /*
@@ -68,43 +73,9 @@ void matcher_set_db_state(struct matcher *m, int rc)
 }
 
 /*
- * The arenas table must equal the compiled list the game server is built
- * from (libcommon/arenas.c, SPEC 6): a claim picks its arena from the
- * table, so a row the game server lacks would send players to a map it
- * cannot load. Checked on every pass until it holds (a fixed table is
- * picked up without a restart), then not again. Returns 0 with
- * m->tables_why empty (equal) or saying where they differ, or
- * cc_pg_exec's error.
- */
-static int check_arenas(struct matcher *m)
-{
-	static const char sql[] = "SELECT name, ranked_eligible FROM arenas ORDER BY name";
-	PGresult *res = NULL;
-	size_t n = 0;
-	(void)cc_arenas(&n);
-	int rc = cc_pg_exec(m->pg, sql, 0, NULL, &res);
-	if (rc != 0)
-		return rc;
-	m->tables_why[0] = '\0';
-	int rows = PQntuples(res);
-	for (int i = 0; i < rows && !m->tables_why[0]; i++) {
-		const char *name = PQgetvalue(res, i, 0); /* [a-z][a-z0-9_]{0,31}: a CHECK keeps it so */
-		const struct cc_arena *a = cc_arena_find(name);
-		if (!a || a->ranked_eligible != (strcmp(PQgetvalue(res, i, 1), "t") == 0))
-			snprintf(m->tables_why, sizeof m->tables_why, "arenas table differs from the compiled list at %s",
-				 name);
-	}
-	if (!m->tables_why[0] && (size_t)rows != n)
-		snprintf(m->tables_why, sizeof m->tables_why, "arenas table holds %d arenas, the compiled list %zu", rows,
-			 n);
-	PQclear(res);
-	return 0;
-}
-
-/*
  * The tables that mirror compiled lists: playlists (its missing rows
  * inserted, store/playlists.h) and arenas. Checked on every pass until both
- * hold, then not again, as check_arenas. Returns 0 with m->tables_why empty
+ * hold (a fixed table is picked up without a restart), then not again. Returns 0 with m->tables_why empty
  * (equal) or saying what differs, or a database error.
  */
 static int check_tables(struct matcher *m)
@@ -114,7 +85,7 @@ static int check_tables(struct matcher *m)
 	if (rc == 0 && added > 0)
 		cc_log_info("playlists_inserted", CC_LOG_INT("rows", added));
 	if (rc == 0)
-		rc = check_arenas(m);
+		rc = cc_arenas_check(m->pg, m->tables_why, sizeof m->tables_why); /* store/arenas.h */
 	else if (rc == CC_ESTATE || rc == CC_EINVAL)
 		rc = 0; /* tables_why says how */
 	m->tables_checked = rc == 0 && m->tables_why[0] == '\0';
