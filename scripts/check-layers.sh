@@ -7,6 +7,11 @@
 #          sys/'s I/O modules (pg, redis, http_server, http_client, admin,
 #          migrate) and no libpq, hiredis, microhttpd or curl header;
 #   store/ all SQL on our tables: includes sys/, game/ and store/.
+# And every SQL statement on one of our tables (a table some
+# migrations/*.up.sql creates) is in libcommon/store: a FROM, JOIN, INTO,
+# UPDATE or TABLE naming one in libcommon/sys, libcommon/game, services or
+# gameserver is a violation (tests may query what they check; SQL that
+# touches no table of ours, e.g. an advisory lock or SELECT 1, may stay).
 # Every include of a libcommon header names its layer ("sys/pg.h"), in
 # libcommon, services, gameserver and tests alike. Prints one line per
 # violation (file:line: what is wrong) and exits 1 when there is any.
@@ -62,7 +67,24 @@ while IFS= read -r file; do
 	done < <(grep -nE '^[[:space:]]*#[[:space:]]*include' "$file" | sed -E 's/^([0-9]+):/\1:/')
 done < <(find libcommon services gameserver tests -name '*.[ch]' 2>/dev/null | sort)
 
+# SQL on our tables outside store/. The table list comes from the
+# migrations, so a new table is covered the day it is created; an empty
+# list means this check reads the wrong tree and would pass anything.
+tables=$(cat migrations/*.up.sql 2>/dev/null |
+	grep -oiE 'CREATE[[:space:]]+TABLE([[:space:]]+IF[[:space:]]+NOT[[:space:]]+EXISTS)?[[:space:]]+([a-z_][a-z0-9_]*\.)?[a-z_][a-z0-9_]*' |
+	awk '{print tolower($NF)}' | sed -E 's/^.*\.//' | sort -u | paste -sd'|' || true)
+if [[ -z $tables ]]; then
+	violation "migrations/: no CREATE TABLE found, so SQL on our tables cannot be checked"
+else
+	sql_on_table="(^|[^A-Za-z0-9_])(FROM|JOIN|INTO|UPDATE|TABLE)[[:space:]]+(ONLY[[:space:]]+)?(public\.)?($tables)([^A-Za-z0-9_]|\$)"
+	while IFS=: read -r file line text; do
+		table=$(grep -oE "$sql_on_table" <<<"$text" | head -n1 | sed -E 's/^[^A-Z]*//; s/[^a-z0-9_]*$//')
+		violation "$file:$line: SQL on our table ($table) outside libcommon/store (move it into the table's owner module)"
+	done < <(find libcommon/sys libcommon/game services gameserver -name '*.[ch]' 2>/dev/null | sort |
+		xargs -r grep -nE "$sql_on_table" /dev/null || true)
+fi
+
 if [[ $bad -ne 0 ]]; then
 	exit 1
 fi
-echo "check-layers: ok ($(find libcommon -name '*.[ch]' | wc -l) libcommon files, layers sys < game < store)"
+echo "check-layers: ok ($(find libcommon -name '*.[ch]' | wc -l) libcommon files, layers sys < game < store; SQL on $(tr '|' '\n' <<<"$tables" | wc -l) tables only in store/)"

@@ -11,7 +11,7 @@ pass "$out"
 plant() {
 	local file=$1 line=$2 expected=$3 copy="$T_DIR/tree.$RANDOM" rc=0
 	mkdir -p "$copy"
-	cp -r "$TOP/libcommon" "$TOP/services" "$TOP/tests" "$copy/"
+	cp -r "$TOP/libcommon" "$TOP/services" "$TOP/tests" "$TOP/migrations" "$copy/"
 	printf '%s\n' "$line" >>"$copy/$file"
 	out=$("$TOP/scripts/check-layers.sh" "$copy" 2>&1) || rc=$?
 	expect_eq "check-layers exit with '$line' planted in $file" 1 "$rc"
@@ -26,6 +26,11 @@ plant libcommon/game/arenas.c '#include "store/proposals.h"' 'game/ may not incl
 plant libcommon/sys/log.c '#include "game/formation.h"' 'sys/ may not include game/formation.h'
 plant libcommon/store/outbox.c '#include "pg.h"' 'must name its layer ("sys/pg.h")'
 plant services/api/queue.c '#include "formation.h"' 'must name its layer ("game/formation.h")'
+# Every statement on our tables lives in store/ (one owner per table).
+plant services/api/operator.c 'static const char q[] = "SELECT banned_until FROM players WHERE id = $1";' 'SQL on our table (FROM players) outside libcommon/store'
+plant services/matcher/pass.c 'static const char q[] = "UPDATE tickets SET state = '"'"'QUEUED'"'"'";' 'services/matcher/pass.c'
+plant libcommon/game/formation.c '/* */ static const char q[] = "DELETE FROM public.outbox";' 'SQL on our table (FROM public.outbox)'
+plant libcommon/sys/migrate.c 'static const char q[] = "INSERT INTO region_rtts VALUES (1)";' 'SQL on our table (INTO region_rtts)'
 
 # Each binary links only the packages it uses: cc-migrate needs PostgreSQL,
 # not Redis, not an HTTP server.
