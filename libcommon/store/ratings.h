@@ -22,7 +22,7 @@ struct cc_rating {
 
 /*
  * player_id's rating in the profile playlist (the one marked profile in
- * the playlists table: "ranked", game/playlist.c). Returns 0 with *out
+ * the playlists table, game/playlist.c). Returns 0 with *out
  * filled, CC_ENOTFOUND when the player has no such row yet, or
  * cc_pg_exec's error.
  */
