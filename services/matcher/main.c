@@ -46,7 +46,9 @@ static const struct cc_config_option matcher_options[] = {
 	{ .name = "min-pass-interval-ms", .type = CC_CFG_INT, .default_value = "50", .min = 0, .max = 60000,
 	  .help = "wake-ups never start passes closer than this (bounds the cost of NOTIFY storms; a pass that formed matches is followed at once)",
 	  .offset = OPT(min_pass_interval_ms) },
-	{ .name = "lease-timeout-ms", .type = CC_CFG_INT, .default_value = "10000", .min = 1000, .max = 600000,
+	/* 3 s: a frozen holder stalls its playlist for this plus a standby's poll interval (issue 14:
+	 * under 5 s), and it is still 6 times the idle gaps of a healthy replica at the defaults. */
+	{ .name = "lease-timeout-ms", .type = CC_CFG_INT, .default_value = "3000", .min = 1000, .max = 600000,
 	  .help = "a replica stalled this long mid-pass loses the playlist's pass lease to another "
 		  "(at least twice the poll interval, min pass interval and Redis timeout)",
 	  .offset = OPT(lease_timeout_ms) },

@@ -1,7 +1,10 @@
 -- audit.sql - the matching invariants as one query: every row it returns is
 -- a violation (kind, the row concerned, details). Zero rows = healthy.
 -- Shared by the integration tests (read the file, run it as is); it only
--- reads, so it may run against a live system too.
+-- reads, so it may run against a live system too. Every check is linear in
+-- the tables (no per-row subquery over a CTE) and every outbox lookup goes
+-- through outbox_by_resource (migration 0008): tests/integration/audit_speed.sh
+-- holds it under 1 s on 100k outbox rows and 3,000 open proposals.
 --
 --  1. no ticket is in more than one proposal that is OPEN or ACCEPTED
 --  2. every PROPOSED ticket points at an OPEN proposal it participates in
@@ -41,17 +44,17 @@ WHERE t.state = 'PROPOSED'
 UNION ALL
 SELECT 'open_proposal_wrong_participants', p.id::text,
        format('team_size %s: participants %s, team0 %s, team1 %s, proposed here %s', p.team_size,
-              (SELECT count(*) FROM part WHERE part.proposal_id = p.id),
-              (SELECT count(*) FROM part WHERE part.proposal_id = p.id AND part.team = 0),
-              (SELECT count(*) FROM part WHERE part.proposal_id = p.id AND part.team = 1),
-              (SELECT count(*) FROM part WHERE part.proposal_id = p.id AND part.ticket_state = 'PROPOSED'
-                                              AND part.ticket_proposal = p.id))
+              coalesce(c.n, 0), coalesce(c.team0, 0), coalesce(c.team1, 0), coalesce(c.proposed, 0))
 FROM proposals p
+LEFT JOIN (SELECT part.proposal_id, count(*) AS n,
+                  count(*) FILTER (WHERE part.team = 0) AS team0,
+                  count(*) FILTER (WHERE part.team = 1) AS team1,
+                  count(*) FILTER (WHERE part.ticket_state = 'PROPOSED'
+                                     AND part.ticket_proposal = part.proposal_id) AS proposed
+           FROM part WHERE part.proposal_state = 'OPEN' GROUP BY part.proposal_id) c ON c.proposal_id = p.id
 WHERE p.state = 'OPEN'
-  AND ((SELECT count(*) FROM part WHERE part.proposal_id = p.id) <> 2 * p.team_size
-       OR (SELECT count(*) FROM part WHERE part.proposal_id = p.id AND part.team = 0) <> p.team_size
-       OR (SELECT count(*) FROM part WHERE part.proposal_id = p.id AND part.ticket_state = 'PROPOSED'
-                                       AND part.ticket_proposal = p.id) <> 2 * p.team_size)
+  AND (coalesce(c.n, 0) <> 2 * p.team_size OR coalesce(c.team0, 0) <> p.team_size
+       OR coalesce(c.proposed, 0) <> 2 * p.team_size)
 
 UNION ALL
 SELECT 'participant_incompatible', part.ticket_id::text,

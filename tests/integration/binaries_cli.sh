@@ -110,8 +110,8 @@ matcher_refuses "tolerance cap below start" "--tolerance-cap (100) must be >= --
 	--tolerance-start=200 --tolerance-cap=100
 matcher_refuses "lease timeout under 2 x poll interval" "--lease-timeout-ms (1999) must be at least twice" \
 	--lease-timeout-ms=1999 --poll-interval-ms=1000
-matcher_refuses "lease timeout under 2 x Redis timeout" "--lease-timeout-ms (10000) must be at least twice" \
-	--redis-timeout-ms=5001
+matcher_refuses "lease timeout under 2 x Redis timeout" "--lease-timeout-ms (3000) must be at least twice" \
+	--redis-timeout-ms=1501
 rc=0
 COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" timeout 3 "$BIN/cc-matcher" --playlist=casual --admin-port=0 \
 	--lease-timeout-ms=2000 --poll-interval-ms=1000 >"$T_DIR/out" 2>"$T_DIR/err" </dev/null || rc=$?

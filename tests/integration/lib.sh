@@ -33,6 +33,15 @@ t_cleanup() {
 trap t_cleanup EXIT
 trap 'echo "$T_NAME: FAILED at line $LINENO: $BASH_COMMAND (exit $?)"' ERR
 
+# running PID: the process exists and has not exited (a zombie has: daemons
+# such as a restarted postmaster are reaped by init in its own time).
+running() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	stat=${stat##*) }
+	[[ ${stat:0:1} != Z ]]
+}
+
 # fail MESSAGE: stop the test with a verdict.
 fail() { echo "$T_NAME: FAIL: $*"; exit 1; }
 pass() { echo "$T_NAME: ok: $*"; }
@@ -88,7 +97,7 @@ http() {
 	[[ -n "$token" ]] && args+=(-H "Authorization: Bearer $token")
 	[[ -n "$body" ]] && args+=(-H 'Content-Type: application/json' --data-binary "$body")
 	STATUS=$(curl "${args[@]}" "$@" "$url")
-	BODY=$(cat "$T_DIR/http.body")
+	BODY=$(<"$T_DIR/http.body")
 }
 
 # expect_http WHAT STATUS [CODE]: checks the last http call.

@@ -106,10 +106,20 @@ bench --rate=200
 [[ $requests -ge 150 && $requests -le 210 ]] || fail "open loop at 200/s for 1 s sent $requests requests"
 pass "open loop: $requests requests in 1 s at --rate=200"
 
-# 4. Nothing listening: errors, exit 1, summary still printed.
+# 4. Nothing listening: each login is retried for the (short) horizon, then
+# an error; exit 1, summary still printed, retries counted apart.
 rc=0
 "$BIN/cc-player" --mode=demo --api-url="http://127.0.0.1:$(free_port)" --players=2 --threads=1 --timeout-ms=500 \
-	>"$T_DIR/down.out" 2>"$T_DIR/down.err" || rc=$?
+	--retry-horizon-ms=300 >"$T_DIR/down.out" 2>"$T_DIR/down.err" || rc=$?
 expect_eq "demo against a closed port: exit status" 1 "$rc"
-grep -q ' 2 errors' "$T_DIR/down.out" || fail "demo against a closed port: $(cat "$T_DIR/down.out")"
+[[ $(cat "$T_DIR/down.out") =~ \ 2\ errors,\ ([0-9]+)\ retries ]] && ((BASH_REMATCH[1] >= 2)) ||
+	fail "demo against a closed port: expected 2 errors after retries: $(cat "$T_DIR/down.out")"
+grep -q 'gave up after' "$T_DIR/down.err" || fail "demo against a closed port: no 'gave up after' in the log"
 pass "unreachable API: exit 1, '$(cat "$T_DIR/down.out")'"
+
+# 5. A bad --api-url list is refused at start-up, naming the flag.
+rc=0
+"$BIN/cc-player" --mode=demo --api-url="http://127.0.0.1:1,ftp://x" >"$T_DIR/bad.out" 2>"$T_DIR/bad.err" || rc=$?
+expect_eq "demo with a bad --api-url list: exit status" 2 "$rc"
+grep -q -- '--api-url: expected 1-8 comma-separated' "$T_DIR/bad.err" || fail "bad --api-url: $(cat "$T_DIR/bad.err")"
+pass "a bad --api-url list is refused at start-up"

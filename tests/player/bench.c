@@ -39,7 +39,6 @@
 
 #define NS_PER_S 1000000000ull
 #define LATE_NS 1000000ull /* an open-loop send more than 1 ms behind plan counts as late */
-#define SETUP_ATTEMPTS 8   /* set-up calls retry retryable 503s; measured heartbeats never do */
 
 /* The start line: workers report ready, the main thread fires the gun. */
 struct bench_sync {
@@ -180,11 +179,12 @@ static void *bench_worker_main(void *arg)
 {
 	struct bench_worker *w = arg;
 	const struct player_config *cfg = w->cfg;
-	pc_client_set_attempts(w->client, SETUP_ATTEMPTS);
+	/* Set-up calls retry as a client does (--retry-horizon-ms); measured heartbeats never do. */
+	pc_client_set_retry_horizon(w->client, cfg->retry_horizon_ms);
 	for (int64_t i = w->index; i < cfg->players; i += w->threads)
 		setup_player(w, &w->players[i]);
 	w->setup_retries = pc_client_retries(w->client);
-	pc_client_set_attempts(w->client, 1);
+	pc_client_set_retry_horizon(w->client, 0);
 
 	pthread_mutex_lock(&w->sync->lock);
 	w->sync->ready++;
@@ -257,7 +257,7 @@ int pc_bench_run(const struct player_config *cfg)
 		*w = (struct bench_worker){ .cfg = cfg, .sync = &sync, .index = t, .threads = threads,
 					    .players = players };
 		pc_latency_init(&w->latency, (size_t)cfg->max_samples / (size_t)threads);
-		w->client = pc_client_new(cfg->api_url, (long)cfg->timeout_ms);
+		w->client = pc_client_new(cfg->api_url, (long)cfg->timeout_ms, t);
 		if (!w->client) {
 			fprintf(stderr, "cc-player: cannot create an HTTP client for %s\n", cfg->api_url);
 			goto out;

@@ -13,21 +13,27 @@
 #include "client.h"
 #include "sys/clock.h"
 #include "sys/json.h"
+#include "sys/log.h"
 #include "sys/banned.h"
 
 #define JSON_MAX_DEPTH 8
 
 struct pc_client {
 	CURL *curl;                     /* one easy handle: its connection is reused */
-	char base_url[PC_CLIENT_URL_MAX]; /* "http://host:port" */
+	char base_url[PC_MAX_URLS][PC_CLIENT_URL_MAX / 2]; /* "http://host:port" of each replica */
+	int n_urls;                     /* entries of base_url */
+	int current;                    /* the one in use (moves on a connection failure) */
 	char url[PC_CLIENT_URL_MAX];    /* the current request's URL */
 	char *body;                     /* response buffer, PC_CLIENT_MAX_RESPONSE + 1 bytes */
 	size_t body_len;                /* bytes in body */
 	bool overflow;                  /* the current response passed the cap */
 	struct pc_latency *record;      /* where call durations go, or NULL */
 	uint64_t requests;              /* requests sent */
-	uint64_t retries;               /* retryable 503s sent again */
-	int attempts;                   /* per player call, >= 1 */
+	uint64_t retries;               /* retryable answers and connection failures sent again */
+	int64_t horizon_ms;             /* a call retries this long from its first attempt; 0 = never */
+	bool gave_up;                   /* the last call spent its horizon */
+	bool unsure;                    /* an attempt of the last call may have been applied unanswered */
+	CURLcode last_curl;             /* libcurl's result of the last request */
 	uint64_t jitter;                /* xorshift state for retry backoff */
 	char curl_error[CURL_ERROR_SIZE]; /* libcurl's text for the last transport failure */
 	char problem[512];              /* the last failed call, for the caller's log */
@@ -48,28 +54,42 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
-struct pc_client *pc_client_new(const char *base_url, long timeout_ms)
+/* Splits base_urls at commas into c->base_url; false when one is empty, not
+ * http(s)://, too long, or there are more than PC_MAX_URLS. */
+static bool take_urls(struct pc_client *c, const char *base_urls)
+{
+	const char *p = base_urls;
+	do {
+		size_t n = strcspn(p, ",");
+		if (n == 0 || n >= sizeof c->base_url[0] || c->n_urls == PC_MAX_URLS ||
+		    (strncmp(p, "http://", 7) != 0 && strncmp(p, "https://", 8) != 0))
+			return false;
+		char *dst = c->base_url[c->n_urls++];
+		memcpy(dst, p, n);
+		while (n > 0 && dst[n - 1] == '/')
+			n--; /* "http://x/" + "/v1/..." would double the slash */
+		dst[n] = '\0';
+		p += strcspn(p, ",");
+	} while (*p && *++p);
+	return *base_urls && base_urls[strlen(base_urls) - 1] != ',';
+}
+
+struct pc_client *pc_client_new(const char *base_urls, long timeout_ms, int first)
 {
 	struct pc_client *c = NULL;
-	size_t n = base_url ? strlen(base_url) : 0;
-	if (n == 0 || n >= PC_CLIENT_URL_MAX / 2 ||
-	    (strncmp(base_url, "http://", 7) != 0 && strncmp(base_url, "https://", 8) != 0))
+	if (!base_urls || !*base_urls)
 		return NULL;
 	c = calloc(1, sizeof *c);
 	if (!c)
 		return NULL;
 	c->body = malloc(PC_CLIENT_MAX_RESPONSE + 1);
 	c->curl = curl_easy_init();
-	if (!c->body || !c->curl) {
+	if (!c->body || !c->curl || !take_urls(c, base_urls)) {
 		pc_client_free(c);
 		return NULL;
 	}
-	c->attempts = 1;
+	c->current = (first < 0 ? -first : first) % c->n_urls;
 	c->jitter = ((uint64_t)cc_clock_ns() ^ (uint64_t)(uintptr_t)c) | 1; /* xorshift must not start at 0 */
-	while (n > 0 && base_url[n - 1] == '/')
-		n--; /* "http://x/" + "/v1/..." would double the slash */
-	memcpy(c->base_url, base_url, n);
-	c->base_url[n] = '\0';
 	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM for timeouts */
 	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
@@ -98,9 +118,9 @@ void pc_client_record(struct pc_client *c, struct pc_latency *rec)
 	c->record = rec;
 }
 
-void pc_client_set_attempts(struct pc_client *c, int attempts)
+void pc_client_set_retry_horizon(struct pc_client *c, int64_t horizon_ms)
 {
-	c->attempts = attempts < 1 ? 1 : attempts > PC_MAX_ATTEMPTS ? PC_MAX_ATTEMPTS : attempts;
+	c->horizon_ms = horizon_ms < 0 ? 0 : horizon_ms;
 }
 
 uint64_t pc_client_retries(const struct pc_client *c)
@@ -108,8 +128,23 @@ uint64_t pc_client_retries(const struct pc_client *c)
 	return c->retries;
 }
 
-/* Full-jitter exponential backoff before retry number `retry` (1-based). */
-static void backoff(struct pc_client *c, int retry)
+bool pc_client_gave_up(const struct pc_client *c)
+{
+	return c->gave_up;
+}
+
+bool pc_client_unsure(const struct pc_client *c)
+{
+	return c->unsure;
+}
+
+const char *pc_client_url(const struct pc_client *c)
+{
+	return c->base_url[c->current];
+}
+
+/* Full-jitter exponential backoff before retry number `retry` (1-based), in ns. */
+static uint64_t backoff_ns(struct pc_client *c, int retry)
 {
 	uint64_t cap_ms = (uint64_t)PC_RETRY_BASE_MS << (retry - 1 < 10 ? retry - 1 : 10);
 	if (cap_ms > PC_RETRY_CAP_MS)
@@ -117,9 +152,38 @@ static void backoff(struct pc_client *c, int retry)
 	c->jitter ^= c->jitter << 13;
 	c->jitter ^= c->jitter >> 7;
 	c->jitter ^= c->jitter << 17;
-	uint64_t ns = c->jitter % (cap_ms * 1000000u + 1);
+	return c->jitter % (cap_ms * 1000000u + 1);
+}
+
+static void sleep_ns(uint64_t ns)
+{
 	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u) };
-	nanosleep(&ts, NULL);
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+/*
+ * Whether a transport failure may come right on a retry (the server went
+ * away, is restarting, or answered nothing) rather than never (a bad URL,
+ * an answer over our cap). Every such failure leaves the call unsure, even
+ * "could not connect": on a kept-alive connection that died under a sent
+ * request (the server killed after its commit), libcurl quietly retries on
+ * a new connection, and it is that retry's failure we are told about.
+ */
+static bool transport_retryable(CURLcode cc)
+{
+	switch (cc) {
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_PARTIAL_FILE:
+		return true;
+	default:
+		return false;
+	}
 }
 
 /* True for an answer SPEC 2 says to send again: 503 with "retryable": true. */
@@ -127,6 +191,14 @@ static bool retryable(long status, const cJSON *obj)
 {
 	const cJSON *e = obj ? cJSON_GetObjectItemCaseSensitive(obj, "error") : NULL;
 	return status == 503 && e && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "retryable"));
+}
+
+/* True when obj is an error answer whose error.code is code. */
+static bool answer_code_is(const cJSON *obj, const char *code)
+{
+	const cJSON *e = obj ? cJSON_GetObjectItemCaseSensitive(obj, "error") : NULL;
+	const cJSON *c = e ? cJSON_GetObjectItemCaseSensitive(e, "code") : NULL;
+	return cJSON_IsString(c) && strcmp(c->valuestring, code) == 0;
 }
 
 uint64_t pc_client_requests(const struct pc_client *c)
@@ -152,6 +224,16 @@ CC_PRINTF(2, 3) static void set_problem(struct pc_client *c, const char *fmt, ..
 	va_end(ap);
 }
 
+/* Appends to the problem text (truncated at its size). */
+CC_PRINTF(2, 3) static void append_problem(struct pc_client *c, const char *fmt, ...)
+{
+	size_t n = strlen(c->problem);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->problem + n, sizeof c->problem - n, fmt, ap);
+	va_end(ap);
+}
+
 /* Appends line to list; on failure frees the whole list and returns NULL. */
 static struct curl_slist *add_header(struct curl_slist *list, const char *line)
 {
@@ -173,7 +255,7 @@ int pc_request(struct pc_client *c, const char *method, const char *path, const 
 	c->error_code[0] = '\0';
 	if (!post && strcmp(method, "GET") != 0)
 		return CC_EINVAL;
-	if ((size_t)snprintf(c->url, sizeof c->url, "%s%s", c->base_url, path) >= sizeof c->url) {
+	if ((size_t)snprintf(c->url, sizeof c->url, "%s%s", c->base_url[c->current], path) >= sizeof c->url) {
 		set_problem(c, "%s: URL longer than %d bytes", path, PC_CLIENT_URL_MAX);
 		return CC_EINVAL;
 	}
@@ -210,6 +292,7 @@ int pc_request(struct pc_client *c, const char *method, const char *path, const 
 	CURLcode cc = curl_easy_perform(c->curl);
 	uint64_t elapsed = (uint64_t)cc_clock_ns() - start;
 	c->requests++;
+	c->last_curl = cc;
 	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
 	curl_slist_free_all(headers);
 	c->body[c->body_len] = '\0';
@@ -220,7 +303,7 @@ int pc_request(struct pc_client *c, const char *method, const char *path, const 
 	reply->elapsed_ns = elapsed;
 	if (cc != CURLE_OK) {
 		rc = c->overflow ? CC_ETOOBIG : cc == CURLE_OPERATION_TIMEDOUT ? CC_ETIMEOUT : CC_EIO;
-		set_problem(c, "%s %s: %s", method, path,
+		set_problem(c, "%s %s%s: %s", method, c->base_url[c->current], path,
 			    c->overflow ? "response body over the cap" : c->curl_error[0] ? c->curl_error
 											 : curl_easy_strerror(cc));
 		return rc;
@@ -256,18 +339,45 @@ static int call_json(struct pc_client *c, const char *method, const char *path, 
 	struct pc_reply r;
 	struct cc_json_error err = { 0 };
 	cJSON *obj = NULL;
-	int prc;
+	int prc = 0, gave_up_after = 0;
+	uint64_t first = (uint64_t)cc_clock_ns(), horizon_ns = (uint64_t)c->horizon_ms * 1000000u;
+	c->gave_up = false;
+	c->unsure = false;
 	for (int attempt = 1;; attempt++) {
 		int rc = pc_request(c, method, path, token, key, body, &r);
-		if (rc != 0)
+		if (rc == 0) {
+			prc = cc_json_parse_object(r.body, r.body_len, PC_CLIENT_MAX_RESPONSE, JSON_MAX_DEPTH, &obj,
+						   &err);
+			if (r.status == expect || !retryable(r.status, obj))
+				break;
+			/* Only a lost race is sure to have been rolled back; a database that went away
+			 * mid-commit may have committed what it could not confirm. */
+			c->unsure |= !answer_code_is(obj, "retry_exhausted");
+		} else if (c->overflow || !transport_retryable(c->last_curl)) {
 			return rc;
-		prc = cc_json_parse_object(r.body, r.body_len, PC_CLIENT_MAX_RESPONSE, JSON_MAX_DEPTH, &obj, &err);
-		if (r.status == expect || attempt >= c->attempts || !retryable(r.status, obj))
+		} else {
+			/* Gone, restarting, or silent: the next replica (if any) may answer. */
+			c->unsure = true;
+			c->current = (c->current + 1) % c->n_urls;
+		}
+		uint64_t wait = backoff_ns(c, attempt);
+		if (c->horizon_ms == 0 || (uint64_t)cc_clock_ns() - first + wait > horizon_ns) {
+			c->gave_up = c->horizon_ms > 0;
+			gave_up_after = attempt;
+			if (rc != 0) {
+				append_problem(c, " (gave up after %d attempts in %.1f s)", attempt,
+					       (double)((uint64_t)cc_clock_ns() - first) / 1e9);
+				return rc; /* pc_request described the transport failure */
+			}
 			break;
+		}
 		cJSON_Delete(obj);
 		obj = NULL;
 		c->retries++;
-		backoff(c, attempt);
+		cc_log_debug("retry", CC_LOG_STR("call", path), CC_LOG_INT("attempt", attempt),
+			     CC_LOG_INT("status", r.status), CC_LOG_STR("curl", rc ? curl_easy_strerror(c->last_curl) : ""),
+			     CC_LOG_STR("next_url", c->base_url[c->current]));
+		sleep_ns(wait);
 	}
 	if (r.status != expect) {
 		const cJSON *e = prc == 0 ? cJSON_GetObjectItemCaseSensitive(obj, "error") : NULL;
@@ -278,6 +388,9 @@ static int call_json(struct pc_client *c, const char *method, const char *path, 
 			    cJSON_IsString(msg) ? msg->valuestring : "");
 		if (cJSON_IsString(code))
 			snprintf(c->error_code, sizeof c->error_code, "%s", code->valuestring);
+		if (c->gave_up)
+			append_problem(c, " (gave up after %d attempts in %.1f s)", gave_up_after,
+				       (double)((uint64_t)cc_clock_ns() - first) / 1e9);
 		cJSON_Delete(obj);
 		return status_code(r.status);
 	}

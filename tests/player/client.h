@@ -13,14 +13,28 @@
  * A client is used by one thread at a time. Call curl_global_init() once
  * in main() before creating any.
  *
- * Retries: SPEC 2 makes a request that lost too many serialization races
- * a 503 with "retryable": true. A real game client sends it again after a
- * pause, and so does this one when pc_client_set_attempts() allows more
- * than one attempt (jittered exponential backoff from PC_RETRY_BASE_MS,
- * capped at PC_RETRY_CAP_MS). Retries are counted (pc_client_retries()),
- * so a report can show them: they are server trouble a player felt as
- * delay. With one attempt (the default) every answer is taken as it is,
- * which is what a benchmark must measure.
+ * Retries, as a game client does them: an answer SPEC 2 calls retryable
+ * (503 with "retryable": true: a lost serialization race, a database that
+ * is down or restarting) and a connection failure (refused, reset, no
+ * answer, timed out) are sent again after a jittered exponential backoff
+ * (full jitter from PC_RETRY_BASE_MS, doubling up to PC_RETRY_CAP_MS) for
+ * as long as the retry horizon set with pc_client_set_retry_horizon()
+ * allows, counted from the call's first attempt. A connection failure also
+ * moves the client to the next of its base URLs (a list stands for the
+ * replicas behind a load balancer), and it stays there. Retries are counted
+ * (pc_client_retries()): they are server trouble a player felt as delay.
+ * With a horizon of 0 (the default) every answer is taken as it is, which
+ * is what a benchmark must measure. When the horizon runs out, the call
+ * fails with the last failure and pc_client_gave_up() says so.
+ *
+ * A request whose connection failed may have been applied even though no
+ * answer came back (libcurl may have sent it on a kept-alive connection that
+ * died, before the failure we see), and so may one answered 503 for any other
+ * reason than a lost serialization race ("retry_exhausted": rolled back for
+ * sure), such as a database that went away during the commit;
+ * pc_client_unsure() tells the caller, who
+ * must then read an answer such as 409 revision_conflict to its retry as
+ * "maybe my own first attempt" (an idempotency key makes enqueue exact).
  *
  * Every call returns 0 when cc-api answered with the status the call
  * expects, else a negative code (CC_EIO no answer, CC_ETIMEOUT, CC_ECONFLICT
@@ -48,8 +62,8 @@
 #define PC_CLIENT_URL_MAX 512              /* bytes of base URL + path */
 #define PC_TOKEN_MAX 128                   /* bytes of a session token */
 #define PC_RETRY_BASE_MS 10                /* first retry waits up to this */
-#define PC_RETRY_CAP_MS 500                /* no retry waits longer */
-#define PC_MAX_ATTEMPTS 10                 /* cap of pc_client_set_attempts() */
+#define PC_RETRY_CAP_MS 1000               /* no retry waits longer */
+#define PC_MAX_URLS 8                      /* base URLs (replicas) of one client */
 
 struct pc_client;
 
@@ -76,12 +90,14 @@ struct pc_player {
 };
 
 /*
- * Creates a client for base_url ("http://127.0.0.1:8080", no trailing
- * path) with a whole-request deadline of timeout_ms. Returns NULL when the
- * URL is not http(s):// or too long, or out of memory. Free with
- * pc_client_free().
+ * Creates a client for base_urls: one base URL ("http://127.0.0.1:8080", no
+ * trailing path) or up to PC_MAX_URLS of them separated by commas, the
+ * replicas it fails over between; it starts on the one at index
+ * first % count. timeout_ms is the whole deadline of one request. Returns
+ * NULL when a URL is not http(s):// or too long, there are too many, or
+ * out of memory. Free with pc_client_free().
  */
-struct pc_client *pc_client_new(const char *base_url, long timeout_ms);
+struct pc_client *pc_client_new(const char *base_urls, long timeout_ms, int first);
 
 /* Closes the connection and frees the client. NULL is a no-op. */
 void pc_client_free(struct pc_client *c);
@@ -90,12 +106,24 @@ void pc_client_free(struct pc_client *c);
  * stays the caller's. */
 void pc_client_record(struct pc_client *c, struct pc_latency *rec);
 
-/* Attempts per player call for retryable 503 answers: 1 (the default, no
- * retry) to PC_MAX_ATTEMPTS; values outside are clamped. */
-void pc_client_set_attempts(struct pc_client *c, int attempts);
+/* How long (ms, from its first attempt) one call keeps retrying retryable
+ * answers and connection failures; 0 (the default) = never retry. */
+void pc_client_set_retry_horizon(struct pc_client *c, int64_t horizon_ms);
 
 /* Retries sent since the client was created. */
 uint64_t pc_client_retries(const struct pc_client *c);
+
+/* Whether the last call ran out of its retry horizon (it failed with a
+ * retryable answer or a connection failure until the horizon was spent). */
+bool pc_client_gave_up(const struct pc_client *c);
+
+/* Whether an attempt of the last call failed in a way that may hide its
+ * effect (a connection failure, a 503 other than retry_exhausted): the
+ * server may have applied it without our seeing the answer. */
+bool pc_client_unsure(const struct pc_client *c);
+
+/* The base URL the client talks to now (after any failover). Never NULL. */
+const char *pc_client_url(const struct pc_client *c);
 
 /* Requests sent through this client since it was created. */
 uint64_t pc_client_requests(const struct pc_client *c);
@@ -113,7 +141,7 @@ const char *pc_client_error_code(const struct pc_client *c);
  * one sends an empty body). Fills *reply. Returns 0 when an answer arrived
  * (whatever its status), CC_EIO/CC_ETIMEOUT when none did, CC_EINVAL for a
  * bad method or a URL over PC_CLIENT_URL_MAX, CC_ETOOBIG for a body over
- * PC_CLIENT_MAX_RESPONSE.
+ * PC_CLIENT_MAX_RESPONSE. Never retries; goes to the current base URL.
  */
 int pc_request(struct pc_client *c, const char *method, const char *path, const char *token,
 	       const char *idempotency_key, const char *body, struct pc_reply *reply) CC_MUST_CHECK;

@@ -28,11 +28,19 @@
  * many times the ticket went back to the queue, even when the player never
  * saw the proposal in between. A read that fits no such history is an error.
  *
- * Like a game client, every call is sent again (up to DEMO_ATTEMPTS times,
- * with backoff) when cc-api answers 503 retryable; the summary counts those
- * retries. Any other answer than one the step expects is an error: it is
- * logged with the player's index, the player takes no further part, and the
- * run exits 1. The last and only line on stdout is the summary.
+ * Like a game client, every call is sent again with jittered backoff, for up
+ * to --retry-horizon-ms, when cc-api answers 503 retryable or the connection
+ * fails (then on the next replica of --api-url, when there are several); the
+ * summary counts those retries apart from errors. A call whose connection
+ * broke after sending may have been applied unseen (client.h), so its
+ * retry's answer is read with that in mind: a heartbeat's or answer's 409
+ * may be our own first attempt, a cancel's 409 may find the ticket already
+ * CANCELLED, a probe's nonce may be used already. Any other answer than one
+ * the step expects is an error: it is logged with the player's index, the
+ * player takes no further part, and the run exits 1. A player whose call ran
+ * out of its retry horizon gives up as a client would: it cancels its ticket
+ * (best effort) before it leaves, so it never holds others up. The last and
+ * only line on stdout is the summary.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -48,7 +56,6 @@
 #include "player.h"
 #include "sys/banned.h"
 
-#define DEMO_ATTEMPTS 5        /* per call, for retryable 503s (SPEC 2), as a game client would */
 #define PROBE_TRIES 5          /* probes of one region until one measures under PROBE_GOOD_MS */
 #define PROBE_GOOD_MS 50.0     /* the matcher needs <= 100 ms; a loaded machine can exceed it once */
 #define RESPOND_TRIES 3        /* answers of one proposal through revision conflicts */
@@ -88,6 +95,7 @@ struct demo_player {
 	int64_t next_beat_ms;    /* monotonic ms of the next heartbeat */
 	int heartbeats_sent;     /* ordinal for the heartbeat jitter */
 	int proposals;           /* proposals answered: the ordinal for the decline decision */
+	bool beat_unsure;        /* a heartbeat of ours may have been applied without our seeing it */
 	char answered[CC_UUID_BUF];       /* the proposal this player accepted last ("" none) */
 };
 
@@ -181,6 +189,12 @@ static int step_probe(struct demo_worker *w, struct demo_player *d)
 		double rtt = 0;
 		for (int t = 0; t < PROBE_TRIES; t++) {
 			int rc = pc_probe(w->client, &d->p, w->cfg->region[r], &rtt);
+			if (rc == CC_ECONFLICT && pc_client_unsure(w->client) &&
+			    strcmp(pc_client_error_code(w->client), "nonce_already_used") == 0) {
+				/* Our answer landed but its reply was lost: the RTT is unknown (and long). Again. */
+				rtt = PROBE_GOOD_MS;
+				continue;
+			}
 			if (rc != 0)
 				return rc;
 			w->counts.probes++;
@@ -289,17 +303,19 @@ static int on_ticket(struct demo_worker *w, struct demo_player *d)
 	return unexpected(d, "ticket", "the ticket left the queue without this player");
 }
 
-/* GET /v1/queue/{id}: counts the requeues since the view held, then acts on it. */
-static int read_ticket(struct demo_worker *w, struct demo_player *d)
+/*
+ * Counts the requeues between the view held (held_state at held_revision)
+ * and the ticket just read into d->p, then acts on it. A heartbeat of ours
+ * that may have landed unseen is one more revision of our own: of the two
+ * histories (it landed, it did not) at most one fits the parity.
+ */
+static int account(struct demo_worker *w, struct demo_player *d, const char *held_state, int64_t held_revision)
 {
-	char held_state[sizeof d->p.state];
-	int64_t held_revision = d->p.revision;
-	memcpy(held_state, d->p.state, sizeof held_state);
-	int rc = pc_get_ticket(w->client, &d->p);
-	if (rc != 0)
-		return rc;
 	d->next_poll_ms = cc_clock_ms() + w->cfg->ticket_poll_ms;
 	int64_t cycles = requeues_between(held_state, held_revision, d->p.state, d->p.revision);
+	if (cycles < 0 && d->beat_unsure)
+		cycles = requeues_between(held_state, held_revision + 1, d->p.state, d->p.revision);
+	d->beat_unsure = false;
 	if (cycles < 0 && strcmp(d->p.state, "QUEUED") != 0 && strcmp(d->p.state, "PROPOSED") != 0 &&
 	    strcmp(d->p.state, "MATCHED") != 0)
 		return unexpected(d, "read", "the ticket left the queue without this player");
@@ -311,6 +327,18 @@ static int read_ticket(struct demo_worker *w, struct demo_player *d)
 	}
 	w->counts.requeued += cycles;
 	return on_ticket(w, d);
+}
+
+/* GET /v1/queue/{id}: counts the requeues since the view held, then acts on it. */
+static int read_ticket(struct demo_worker *w, struct demo_player *d)
+{
+	char held_state[sizeof d->p.state];
+	int64_t held_revision = d->p.revision;
+	memcpy(held_state, d->p.state, sizeof held_state);
+	int rc = pc_get_ticket(w->client, &d->p);
+	if (rc != 0)
+		return rc;
+	return account(w, d, held_state, held_revision);
 }
 
 /* Whether this player declines its n-th proposal (seeded). */
@@ -328,9 +356,10 @@ static int answer_proposal(struct demo_worker *w, struct demo_player *d)
 {
 	struct pc_proposal pr;
 	char id[CC_UUID_BUF];
-	bool accept = !declines(w->cfg, d);
+	bool accept = !declines(w->cfg, d), sent_unsure = false;
 	memcpy(id, d->p.proposal_id, sizeof id);
-	for (int t = 0; t < RESPOND_TRIES; t++) {
+	/* The last round only reads: a conflict's outcome is always looked at. */
+	for (int t = 0; t <= RESPOND_TRIES; t++) {
 		int rc = pc_get_proposal(w->client, &d->p, id, &pr);
 		if (rc != 0)
 			return rc;
@@ -338,46 +367,53 @@ static int answer_proposal(struct demo_worker *w, struct demo_player *d)
 			return unexpected(d, "proposal", "more distinct proposals than the demo keeps");
 		if (strcmp(pr.playlist, playlist_name[d->playlist]) != 0)
 			return unexpected(d, "proposal", "the proposal is for another playlist");
+		if (pr.my_response[0] && sent_unsure &&
+		    strcmp(pr.my_response, accept ? "accept" : "decline") == 0)
+			goto answered; /* our answer landed; its reply was lost */
 		if (strcmp(pr.state, "OPEN") != 0) {
 			d->next_poll_ms = cc_clock_ms(); /* decided without us: the ticket says how */
 			return 0;
 		}
 		if (pr.my_response[0])
 			return unexpected(d, "proposal", "an OPEN proposal already holds this player's answer");
+		if (t == RESPOND_TRIES)
+			break;
 		rc = pc_respond(w->client, &d->p, id, accept, pr.revision, &pr);
+		sent_unsure |= pc_client_unsure(w->client);
 		const char *code = pc_client_error_code(w->client);
-		if (rc == CC_ECONFLICT && strcmp(code, "revision_conflict") == 0)
-			continue; /* decided or changed under us: read it again */
-		if (rc == CC_ECONFLICT && strcmp(code, "proposal_closed") == 0) {
-			d->next_poll_ms = cc_clock_ms();
-			return 0;
-		}
+		/* Decided or changed under us (or by our own unseen first attempt): read it again. */
+		if (rc == CC_ECONFLICT && (strcmp(code, "revision_conflict") == 0 || strcmp(code, "proposal_closed") == 0))
+			continue;
 		if (rc != 0)
 			return rc;
-		d->proposals++;
-		if (accept) {
-			if (strcmp(pr.my_response, "accept") != 0)
-				return unexpected(d, "accept", "the answer does not show the accept");
-			memcpy(d->answered, id, sizeof id);
-			w->counts.accepts++;
-			/* The last accept decides: read the ticket now, else at the next poll. */
-			if (strcmp(pr.state, "ACCEPTED") == 0)
-				d->next_poll_ms = cc_clock_ms();
-			return 0;
-		}
-		if (strcmp(pr.state, "DECLINED") != 0)
-			return unexpected(d, "decline", "a decline left the proposal not DECLINED");
-		w->counts.declined++;
-		/* The decliner's ticket is CANCELLED in the same transaction (SPEC 7). */
-		if ((rc = pc_get_ticket(w->client, &d->p)) != 0)
-			return rc;
-		if (strcmp(d->p.state, "CANCELLED") != 0)
-			return unexpected(d, "decline", "the decliner's ticket is not CANCELLED");
-		leave(w, d);
-		cc_log_info("demo_declined", CC_LOG_INT("player", d->p.index), CC_LOG_STR("proposal_id", id));
-		return 0;
+		goto answered;
 	}
 	return unexpected(d, "proposal", "revision conflicts on every answer");
+
+answered:
+	d->proposals++;
+	if (accept) {
+		if (strcmp(pr.my_response, "accept") != 0)
+			return unexpected(d, "accept", "the answer does not show the accept");
+		memcpy(d->answered, id, sizeof id);
+		w->counts.accepts++;
+		/* The last accept decides: read the ticket now, else at the next poll. */
+		if (strcmp(pr.state, "OPEN") != 0)
+			d->next_poll_ms = cc_clock_ms();
+		return 0;
+	}
+	if (strcmp(pr.state, "DECLINED") != 0)
+		return unexpected(d, "decline", "a decline left the proposal not DECLINED");
+	w->counts.declined++;
+	/* The decliner's ticket is CANCELLED in the same transaction (SPEC 7). */
+	int rc = pc_get_ticket(w->client, &d->p);
+	if (rc != 0)
+		return rc;
+	if (strcmp(d->p.state, "CANCELLED") != 0)
+		return unexpected(d, "decline", "the decliner's ticket is not CANCELLED");
+	leave(w, d);
+	cc_log_info("demo_declined", CC_LOG_INT("player", d->p.index), CC_LOG_STR("proposal_id", id));
+	return 0;
 }
 
 /* Up to one more heartbeat interval, seeded: players' heartbeats do not march in step. */
@@ -394,8 +430,10 @@ static int heartbeat(struct demo_worker *w, struct demo_player *d)
 	d->next_beat_ms = cc_clock_ms() + w->cfg->heartbeat_interval_ms + beat_jitter(w->cfg, d);
 	int rc = pc_heartbeat(w->client, &d->p);
 	const char *code = pc_client_error_code(w->client);
-	if (rc == CC_ECONFLICT && (strcmp(code, "revision_conflict") == 0 || strcmp(code, "ticket_closed") == 0))
+	if (rc == CC_ECONFLICT && (strcmp(code, "revision_conflict") == 0 || strcmp(code, "ticket_closed") == 0)) {
+		d->beat_unsure = pc_client_unsure(w->client); /* the conflict may be our own first attempt */
 		return read_ticket(w, d);
+	}
 	if (rc != 0)
 		return rc;
 	if (d->p.revision != before + 1)
@@ -407,12 +445,21 @@ static int heartbeat(struct demo_worker *w, struct demo_player *d)
 /* Cancels a QUEUED ticket: no match can form for it any more. */
 static int give_up(struct demo_worker *w, struct demo_player *d, const char *why)
 {
+	char held_state[sizeof d->p.state];
+	int64_t held_revision = d->p.revision;
+	memcpy(held_state, d->p.state, sizeof held_state);
 	int rc = pc_cancel(w->client, &d->p);
 	const char *code = pc_client_error_code(w->client);
-	if (rc == CC_ECONFLICT && (strcmp(code, "revision_conflict") == 0 || strcmp(code, "ticket_closed") == 0))
-		return read_ticket(w, d); /* claimed or matched meanwhile: that comes first */
-	if (rc != 0)
+	if (rc == CC_ECONFLICT && (strcmp(code, "revision_conflict") == 0 || strcmp(code, "ticket_closed") == 0)) {
+		bool unsure = pc_client_unsure(w->client);
+		if ((rc = pc_get_ticket(w->client, &d->p)) != 0)
+			return rc;
+		/* Our first attempt may have cancelled it unseen; else it was claimed or matched meanwhile. */
+		if (!(unsure && strcmp(d->p.state, "CANCELLED") == 0 && d->p.revision == held_revision + 1))
+			return account(w, d, held_state, held_revision);
+	} else if (rc != 0) {
 		return rc;
+	}
 	if (strcmp(d->p.state, "CANCELLED") != 0)
 		return unexpected(d, "cancel", "a cancel did not leave the ticket CANCELLED");
 	w->counts.gave_up++;
@@ -438,6 +485,25 @@ static int tend(struct demo_worker *w, struct demo_player *d, int64_t now)
 	return 0;
 }
 
+/*
+ * A player whose call ran out of its retry horizon quits as a game client
+ * does: it cancels its ticket on the way out (at the revision it reads
+ * first; one more horizon at most), so a ticket never outlives its player's
+ * interest. Best effort: when that fails too, heartbeats stop and the ticket
+ * expires on its own.
+ */
+static void abandon(struct demo_worker *w, struct demo_player *d)
+{
+	int rc = pc_get_ticket(w->client, &d->p);
+	if (rc == 0 && (strcmp(d->p.state, "QUEUED") == 0 || strcmp(d->p.state, "PROPOSED") == 0))
+		rc = pc_cancel(w->client, &d->p);
+	cc_log_warn("demo_abandoned", CC_LOG_INT("player", d->p.index), CC_LOG_STR("ticket_id", d->p.ticket_id),
+		    CC_LOG_STR("state", rc == 0 ? d->p.state : "unknown"), CC_LOG_STR("cancel", cc_errname(rc)),
+		    CC_LOG_STR("problem", rc == 0 ? "" : pc_client_problem(w->client)));
+	if (rc == 0 && strcmp(d->p.state, "QUEUED") != 0 && strcmp(d->p.state, "PROPOSED") != 0)
+		leave(w, d);
+}
+
 static void fail_player(struct demo_worker *w, struct demo_player *d, const char *step, int rc)
 {
 	cc_log_warn("demo_step_failed", CC_LOG_INT("player", d->p.index), CC_LOG_STR("step", step),
@@ -445,7 +511,9 @@ static void fail_player(struct demo_worker *w, struct demo_player *d, const char
 		    CC_LOG_STR("problem", w->client ? pc_client_problem(w->client) : "no client"));
 	w->counts.errors++;
 	d->p.broken = true;
-	/* Still counted as waiting: its ticket may yet be proposed, so the others must not give up early. */
+	if (w->client && (pc_client_gave_up(w->client) || rc == CC_ETIMEOUT) && d->p.ticket_id[0])
+		abandon(w, d); /* out of retries, or of time (the hard stop): quitting */
+	/* Otherwise still counted as waiting: its ticket may yet be proposed, so the others must not give up early. */
 }
 
 /* Runs this thread's players until each is matched, gone or broken, or the hard stop. */
@@ -596,10 +664,10 @@ static void worker_init(struct demo_worker *w, const struct player_config *cfg, 
 	w->seen = calloc(own * PROPOSALS_PER_PLAYER + 1, sizeof *w->seen);
 	w->cap_seen = w->seen ? own * PROPOSALS_PER_PLAYER + 1 : 0;
 	/* A worker without a client still walks the phases, so the barrier is always met. */
-	w->client = w->matches && w->seen ? pc_client_new(cfg->api_url, (long)cfg->timeout_ms) : NULL;
+	w->client = w->matches && w->seen ? pc_client_new(cfg->api_url, (long)cfg->timeout_ms, t) : NULL;
 	if (w->client) {
 		pc_client_record(w->client, &w->latency);
-		pc_client_set_attempts(w->client, DEMO_ATTEMPTS);
+		pc_client_set_retry_horizon(w->client, cfg->retry_horizon_ms);
 	} else {
 		cc_log_error("client_failed", CC_LOG_STR("api_url", cfg->api_url));
 	}

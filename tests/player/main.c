@@ -15,6 +15,7 @@
 #include "sys/charset.h"
 #include "sys/config.h"
 #include "sys/log.h"
+#include "client.h"
 #include "player.h"
 #include "sys/banned.h"
 
@@ -22,7 +23,10 @@
 
 static const struct cc_config_option player_options[] = {
 	{ .name = "api-url", .type = CC_CFG_STRING, .default_value = "http://127.0.0.1:8080",
-	  .help = "base URL of cc-api (or cc-testkit-api)", .offset = OPT(api_url) },
+	  .help = "base URL of cc-api (or cc-testkit-api), or up to 8 of them separated by commas: the replicas "
+		  "behind a load balancer (thread i starts on URL i mod n and moves to the next when a connection "
+		  "fails)",
+	  .offset = OPT(api_url) },
 	{ .name = "mode", .type = CC_CFG_ENUM, .default_value = "demo", .choices = "demo|heartbeat-bench",
 	  .help = "demo: players log in, probe, queue and play matchmaking through; heartbeat-bench: measure heartbeats",
 	  .offset = OPT(mode) },
@@ -81,6 +85,11 @@ static const struct cc_config_option player_options[] = {
 	  .offset = OPT(seed) },
 	{ .name = "timeout-ms", .type = CC_CFG_INT, .default_value = "10000", .min = 100, .max = 600000,
 	  .help = "deadline of one request", .offset = OPT(timeout_ms) },
+	{ .name = "retry-horizon-ms", .type = CC_CFG_INT, .default_value = "10000", .min = 0, .max = 600000,
+	  .help = "a call whose answer is retryable (503 retryable) or whose connection fails is sent again, "
+		  "with jittered exponential backoff, for up to this long from its first attempt; then the "
+		  "player gives up (demo: and cancels its ticket). 0 = never retry",
+	  .offset = OPT(retry_horizon_ms) },
 	{ .name = "max-samples", .type = CC_CFG_INT, .default_value = "20000000", .min = 1000, .max = 64000000,
 	  .help = "heartbeat-bench: latency samples kept (all of them, for exact percentiles)",
 	  .offset = OPT(max_samples) },
@@ -140,6 +149,14 @@ int main(int argc, char **argv)
 		status = 1;
 		goto out;
 	}
+	struct pc_client *probe = pc_client_new(cfg.api_url, 1000, 0);
+	if (!probe) {
+		fprintf(stderr, "cc-player: --api-url: expected 1-%d comma-separated http:// or https:// base URLs of "
+			"at most %d bytes each\n", PC_MAX_URLS, PC_CLIENT_URL_MAX / 2 - 1);
+		curl_global_cleanup();
+		goto out;
+	}
+	pc_client_free(probe);
 	cc_config_log(&player_spec, &cfg);
 	status = strcmp(cfg.mode, "demo") == 0 ? pc_demo_run(&cfg) : pc_bench_run(&cfg);
 	curl_global_cleanup();

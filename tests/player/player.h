@@ -20,7 +20,7 @@
 #define PC_REGION_MAX 32
 
 struct player_config {
-	char *api_url;             /* cc-api base URL */
+	char *api_url;             /* cc-api base URL, or a comma-separated list of replicas */
 	char *mode;                /* demo | heartbeat-bench */
 	int64_t players;           /* simulated players */
 	int64_t threads;           /* worker threads = concurrent connections */
@@ -41,6 +41,7 @@ struct player_config {
 	int64_t heartbeat_interval_ms; /* demo: heartbeat period (plus up to as much jitter) */
 	int64_t match_deadline_seconds; /* demo: queued this long after matching began: cancel */
 	int64_t timeout_ms;        /* whole deadline of one request */
+	int64_t retry_horizon_ms;  /* a call retries retryable answers and connection failures this long */
 	int64_t max_samples;       /* bench: latency samples kept in all (exact percentiles) */
 	char *log_level;           /* debug|info|warn|error */
 

@@ -1,0 +1,15 @@
+-- Outbox rows by the aggregate they announce (issue 14). Every read of the
+-- outbox that names a resource used to scan the whole table once per row
+-- it checked: tests/integration/audit.sql (proposal.opened per proposal,
+-- ticket.proposed per participant) took 48-60 s on 65k outbox rows, and 78 s
+-- on 100k; with this index the outbox part of it is a few milliseconds
+-- (tests/integration/audit_speed.sh checks the plan and the time).
+--
+-- Production paths, checked with EXPLAIN: cc-api, cc-matcher and the claim
+-- function only append (cc_outbox_append: an INSERT, no lookup); a relay
+-- reads unpublished rows through outbox_pending (0003). Readers by
+-- resource (the audit, tests, an operator's "what happened to ticket X")
+-- all filter on resource_id and then on event: resource_id alone is
+-- selective enough (a ticket has a few dozen rows at most) and keeps the
+-- index small for every append to pay for.
+CREATE INDEX outbox_by_resource ON outbox (resource_id);
