@@ -39,7 +39,8 @@ allowed() { # allowed FILE_LAYER INCLUDED_LAYER
 	esac
 }
 
-game_io_headers='^(sys/(pg|redis|http_server|http_client|admin|migrate)\.h|libpq-fe\.h|libpq/.*|hiredis/.*|microhttpd\.h|curl/.*)$'
+# Matched anywhere after a '/' too: <postgresql/libpq-fe.h> is the same libpq.
+game_io_headers='(^|/)(sys/(pg|redis|http_server|http_client|admin|migrate)\.h|libpq-fe\.h|libpq/.*|hiredis/.*|microhttpd\.h|curl/.*)$'
 
 while IFS= read -r file; do
 	case $file in
@@ -51,6 +52,11 @@ while IFS= read -r file; do
 	esac
 	while IFS=: read -r line inc; do
 		name=$(sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*["<]([^">]+)[">].*/\1/' <<<"$inc")
+		# "../sys/pg.h" and "libcommon/store/x.h" reach the same headers as
+		# "sys/pg.h" (-Ilibcommon, -I.): judge them by the layer they reach.
+		if [[ $inc =~ \" ]]; then
+			name=$(sed -E 's#^(\./|\.\./)+##; s#^libcommon/##' <<<"$name")
+		fi
 		if [[ $inc =~ \" && $name != */* && -n ${layer_of[$name]:-} ]]; then
 			violation "$file:$line: #include \"$name\" must name its layer (\"${layer_of[$name]}/$name\")"
 			continue

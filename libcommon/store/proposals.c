@@ -128,7 +128,12 @@ out:
 	return rc;
 }
 
-int cc_proposals_expire_overdue(struct cc_pg *pg, int limit, int *n)
+bool cc_proposals_moves_full(const struct cc_ticket_moves *moves)
+{
+	return CC_TICKET_MOVES_MAX - moves->n < CC_PROPOSAL_MAX_PARTICIPANTS;
+}
+
+int cc_proposals_expire_overdue(struct cc_pg *pg, int limit, int *n, struct cc_ticket_moves *moves)
 {
 	char lim[16];
 	PGresult *res = NULL;
@@ -136,9 +141,9 @@ int cc_proposals_expire_overdue(struct cc_pg *pg, int limit, int *n)
 	const char *p[] = { lim };
 	int rc = cc_pg_exec(pg, sql_overdue, 1, p, &res);
 	*n = 0;
-	for (int i = 0; rc == 0 && i < PQntuples(res); i++) {
+	for (int i = 0; rc == 0 && i < PQntuples(res) && !(moves && cc_proposals_moves_full(moves)); i++) {
 		bool expired = false;
-		rc = cc_proposal_expire_if_due(pg, PQgetvalue(res, i, 0), &expired, NULL);
+		rc = cc_proposal_expire_if_due(pg, PQgetvalue(res, i, 0), &expired, moves);
 		*n += expired;
 	}
 	PQclear(res);

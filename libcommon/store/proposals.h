@@ -48,9 +48,17 @@ int cc_proposal_expire_if_due(struct cc_pg *pg, const char *proposal_id, bool *e
 
 /*
  * Expires up to limit overdue OPEN proposals (FOR UPDATE SKIP LOCKED, so
- * replicas share the work); *n receives how many were expired.
+ * replicas share the work); *n receives how many were expired. moves (may
+ * be NULL) receives the tickets they moved, for the caller's candidate
+ * index after the commit (a requeued accepter missing from the index is
+ * hidden from the head page until its next heartbeat); with moves, the
+ * sweep stops before a proposal that might not fit, so a caller wanting
+ * limit proposals runs it again while moves is that full.
  */
-int cc_proposals_expire_overdue(struct cc_pg *pg, int limit, int *n) CC_MUST_CHECK;
+int cc_proposals_expire_overdue(struct cc_pg *pg, int limit, int *n, struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
+/* True when moves has no room for another proposal's tickets (run the sweep again). */
+bool cc_proposals_moves_full(const struct cc_ticket_moves *moves);
 
 enum cc_proposal_verdict {
 	CC_PROPOSAL_OK,              /* the response was recorded (or repeated identically) */

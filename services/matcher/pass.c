@@ -337,14 +337,39 @@ static void pass_report(struct matcher *m, int rc, const char *source, const str
 #define EXPIRE_BATCH 64 /* overdue proposals settled per pass at most */
 
 struct expire_ctx {
-	int n; /* proposals expired by this attempt */
+	int limit;                    /* proposals this transaction may expire */
+	bool moves_wanted;            /* an index to refresh */
+	int n;                        /* proposals expired by this attempt */
+	struct cc_ticket_moves moves; /* the tickets they moved, for the index after the commit */
 };
 
 static int expire_run(struct cc_pg *pg, void *arg)
 {
 	struct expire_ctx *ex = arg;
 	ex->n = 0;
-	return cc_proposals_expire_overdue(pg, EXPIRE_BATCH, &ex->n);
+	cc_ticket_moves_reset(&ex->moves);
+	return cc_proposals_expire_overdue(pg, ex->limit, &ex->n, ex->moves_wanted ? &ex->moves : NULL);
+}
+
+/*
+ * Puts the tickets an expiry requeued back into the index (any playlist's:
+ * the sweep settles them all) and drops the ones it ended, after the
+ * commit. Without this, a requeued accepter keeps its old place in
+ * PostgreSQL but is missing from the index, whose head page then hides it
+ * behind newer tickets until its next heartbeat refreshes the entry.
+ */
+static void index_apply(struct matcher *m, const struct cc_ticket_moves *moves)
+{
+	for (size_t i = 0; m->index && i < moves->n; i++) {
+		const struct cc_ticket *t = &moves->v[i];
+		int rc = t->state == CC_TICKET_QUEUED ? cc_candidate_index_put(m->index, t->playlist, &t->cand)
+						      : cc_candidate_index_remove(m->index, t->playlist, t->id);
+		if (rc != 0) {
+			cc_log_debug("candidate_index_refresh_failed", CC_LOG_STR("ticket_id", t->id),
+				     CC_LOG_STR("error", cc_errname(rc)));
+			return; /* Redis is down: the rest would fail too, and an empty index is rebuilt */
+		}
+	}
 }
 
 /* Takes the pass lease: 0 with *held telling whether this replica has it, or cc_pg_exec's error. */
@@ -408,12 +433,18 @@ int matcher_pass(struct matcher *m)
 	 * race us: the decision is compare-and-set and penalties are
 	 * exactly-once, so whoever wins, each non-responder is penalised once.
 	 */
-	struct expire_ctx ex = { 0 };
-	if ((rc = cc_pg_run_serializable(m->pg, expire_run, &ex)) != 0)
-		goto out;
-	if (ex.n > 0) {
+	struct expire_ctx ex = { .moves_wanted = m->index != NULL };
+	int expired = 0;
+	do { /* transactions of as many proposals as moves can hold, EXPIRE_BATCH in all */
+		ex.limit = EXPIRE_BATCH - expired;
+		if ((rc = cc_pg_run_serializable(m->pg, expire_run, &ex)) != 0)
+			goto out;
+		expired += ex.n;
+		index_apply(m, &ex.moves);
+	} while (ex.moves_wanted && ex.n > 0 && cc_proposals_moves_full(&ex.moves) && expired < EXPIRE_BATCH);
+	if (expired > 0) {
 		const char *lv_exp[] = { m->cfg->playlist };
-		cc_metric_add(m->metrics.expired, lv_exp, ex.n);
+		cc_metric_add(m->metrics.expired, lv_exp, expired);
 	}
 
 	ran = true;

@@ -23,6 +23,10 @@ plant libcommon/game/formation.c '#include "sys/pg.h"' 'game/ is pure rules and 
 plant libcommon/game/glicko2.h '#include <libpq-fe.h>' 'may not include libpq-fe.h'
 plant libcommon/game/tiers.c '#include <hiredis/hiredis.h>' 'may not include hiredis/hiredis.h'
 plant libcommon/game/arenas.c '#include "store/proposals.h"' 'game/ may not include store/proposals.h'
+# Spellings that reach the same headers another way (-Ilibcommon, relative paths, a libpq subfolder).
+plant libcommon/game/formation.c '#include "../sys/pg.h"' 'game/ is pure rules and may not include sys/pg.h'
+plant libcommon/game/tiers.c '#include "libcommon/store/tickets.h"' 'game/ may not include store/tickets.h'
+plant libcommon/game/glicko2.c '#include <postgresql/libpq-fe.h>' 'may not include postgresql/libpq-fe.h'
 plant libcommon/sys/log.c '#include "game/formation.h"' 'sys/ may not include game/formation.h'
 plant libcommon/store/outbox.c '#include "pg.h"' 'must name its layer ("sys/pg.h")'
 plant services/api/queue.c '#include "formation.h"' 'must name its layer ("game/formation.h")'

@@ -17,10 +17,19 @@ source "$(dirname "$0")/lib.sh"
 WINDOW=5  # --proposal-window-seconds
 TTL=30    # cc-api's --ticket-ttl-seconds (its default)
 
-start_api A --regions=eu-west --ticket-ttl-seconds=$TTL
+# With PROPOSAL_TIMEOUT_INDEX=1 (proposal_timeout_index.sh) cc-api and the
+# matchers share the harness's Redis candidate index, as in production: the
+# matcher's sweep must then put the requeued accepters back into the index,
+# whose head page would otherwise hide them behind newer tickets.
+index=()
+if [[ ${PROPOSAL_TIMEOUT_INDEX:-0} == 1 ]]; then
+	index=(--redis-host="$CC_TEST_REDIS_HOST" --redis-port="$CC_TEST_REDIS_PORT")
+fi
+start_api A --regions=eu-west --ticket-ttl-seconds=$TTL "${index[@]}"
 for playlist in ranked casual; do
 	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/matcher-$playlist.log" "$BIN/cc-matcher" \
-		--playlist=$playlist --poll-interval-ms=100 --proposal-window-seconds=$WINDOW --admin-port="$(free_port)"
+		--playlist=$playlist --poll-interval-ms=100 --proposal-window-seconds=$WINDOW --admin-port="$(free_port)" \
+		"${index[@]}"
 	printf -v "MATCHER_$playlist" '%s' "$LAST_PID"
 done
 
