@@ -59,3 +59,27 @@ if bad=$(grep -E ' (cc_pg_|PQ|cc_redis|redis|cc_http_|MHD_|cc_admin_|curl_)' <<<
 	fail "sys/service.o needs $(tr '\n' ' ' <<<"$bad")- a binary using the skeleton would have to link them"
 fi
 pass "sys/service.o calls no pg, redis, HTTP or admin code ($(wc -l <<<"$undefined") undefined symbols, all libc/sys)"
+
+# The includes are one half; the linker sees the other. A game/ file that
+# declares a store or I/O function itself (no #include) passes the include
+# check, so the archives' symbols are checked too: game's undefined symbols
+# name nothing that store/ or sys/'s I/O modules define and no libpq,
+# hiredis, microhttpd or curl function; sys's name nothing of game/ or store/.
+rel="$TOP/build/rel"
+for a in sys game store; do [[ -f $rel/libcc-$a.a ]] || fail "$rel/libcc-$a.a is missing (make builds it)"; done
+defined() { nm -g --defined-only "$@" 2>/dev/null | awk 'NF == 3 { print $3 }' | sort -u; }
+undefined() { nm -u "$@" 2>/dev/null | awk 'NF == 2 { print $2 }' | sort -u; }
+io_objs=()
+for m in pg redis http_server http_client admin migrate; do
+	[[ -f $rel/libcommon/sys/$m.o ]] || fail "$rel/libcommon/sys/$m.o is missing (make builds it)"
+	io_objs+=("$rel/libcommon/sys/$m.o")
+done
+game_undef=$(undefined "$rel/libcc-game.a")
+grep -q 'cc_hash_fnv1a32' <<<"$game_undef" || fail "nm -u libcc-game.a lists no cc_hash_fnv1a32, so this check reads the wrong archive: $game_undef"
+bad=$(comm -12 <(echo "$game_undef") <({ defined "$rel/libcc-store.a"; defined "${io_objs[@]}"; } | sort -u))
+bad+=$(grep -E '^(PQ|pg_|redis|MHD_|curl_)' <<<"$game_undef" || true)
+[[ -z $bad ]] || fail "libcc-game.a calls store/ or I/O code: $(tr '\n' ' ' <<<"$bad")"
+pass "libcc-game.a calls no store/ or I/O code ($(wc -l <<<"$game_undef") undefined symbols)"
+bad=$(comm -12 <(undefined "$rel/libcc-sys.a") <({ defined "$rel/libcc-game.a"; defined "$rel/libcc-store.a"; } | sort -u))
+[[ -z $bad ]] || fail "libcc-sys.a calls game/ or store/ code: $(tr '\n' ' ' <<<"$bad")"
+pass "libcc-sys.a calls no game/ or store/ code"
