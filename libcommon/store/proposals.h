@@ -15,9 +15,10 @@
  *                  and must never hold live players twice); the players
  *                  who accepted are requeued at once.
  * Requeued tickets keep queued_at (their place in the queue). After a
- * decline they get a fresh heartbeat deadline (SPEC 7); after a timeout
- * they keep the one their owner earned, so a requeue never keeps a ticket
- * alive that its owner stopped heartbeating. Each change writes its outbox
+ * decline those who accepted get a fresh heartbeat deadline (SPEC 7);
+ * non-responders, and everyone after a timeout, keep the one their owner
+ * earned, so a requeue never keeps a ticket alive that its owner stopped
+ * heartbeating. Each change writes its outbox
  * rows.
  *
  * This module owns the proposals and proposal_participants tables (the

@@ -90,10 +90,18 @@ static const char sql_cancel_proposed[] =
 	"UPDATE tickets AS t SET state = 'CANCELLED', revision = t.revision + 1, updated_at = now() "
 	"WHERE t.proposal_id = $1 AND t.player_id = $2 AND t.state = 'PROPOSED' RETURNING " COLUMNS;
 
-/* Requeue keeps queued_at, so the innocent keep their place in the queue. */
+/*
+ * Requeue keeps queued_at, so the innocent keep their place in the queue.
+ * With a ttl ($2 > 0, a decline) only the players who accepted get a fresh
+ * heartbeat deadline: they proved they are there. A participant who never
+ * answered keeps the deadline it earned (SPEC 7: requeueing never extends
+ * it), so a client that has gone away cannot hold live players again.
+ */
 static const char sql_requeue[] =
 	"UPDATE tickets AS t SET state = 'QUEUED', proposal_id = NULL, revision = t.revision + 1, "
-	"  updated_at = now(), expires_at = CASE WHEN $2::int > 0 "
+	"  updated_at = now(), expires_at = CASE WHEN $2::int > 0 AND EXISTS ("
+	"      SELECT 1 FROM proposal_participants pp WHERE pp.proposal_id = $1 "
+	"      AND pp.ticket_id = t.id AND pp.response = 'ACCEPT') "
 	"    THEN now() + make_interval(secs => $2::int) ELSE t.expires_at END "
 	"WHERE t.proposal_id = $1 AND t.state = 'PROPOSED' RETURNING " COLUMNS;
 
@@ -113,11 +121,16 @@ void cc_ticket_moves_reset(struct cc_ticket_moves *m)
 	m->dropped = 0;
 }
 
-static void ticket_from_row(const PGresult *res, int i, struct cc_ticket *t)
+/*
+ * Fills *t from row i. Returns 0, or CC_EDB for a state this build does not
+ * know (a newer release's migration added it during a rolling deploy): an
+ * error for this request, never an abort of the whole replica.
+ */
+static int ticket_from_row(const PGresult *res, int i, struct cc_ticket *t)
 {
 	memset(t, 0, sizeof *t);
 	if (cc_ticket_state_parse(PQgetvalue(res, i, 0), &t->state) != 0)
-		CC_BUG("a tickets row in a state transitions.h does not know");
+		return CC_EDB;
 	t->revision = strtoll(PQgetvalue(res, i, 1), NULL, 10);
 	snprintf(t->proposal_id, sizeof t->proposal_id, "%s", PQgetvalue(res, i, 2));
 	snprintf(t->match_id, sizeof t->match_id, "%s", PQgetvalue(res, i, 3));
@@ -126,6 +139,7 @@ static void ticket_from_row(const PGresult *res, int i, struct cc_ticket *t)
 	snprintf(t->player_id, sizeof t->player_id, "%s", t->cand.player_id);
 	snprintf(t->playlist, sizeof t->playlist, "%s", PQgetvalue(res, i, COL_CANDIDATE + CC_CANDIDATE_NCOLUMNS - 1));
 	t->expires_at_ms = t->cand.expires_at_ms;
+	return 0;
 }
 
 static void note(struct cc_ticket_moves *moves, const struct cc_ticket *t)
@@ -177,7 +191,8 @@ static int transition(struct cc_pg *pg, const char *sql, int np, const char *con
 	int rows = rc == 0 ? PQntuples(res) : 0;
 	for (int i = 0; rc == 0 && i < rows; i++) {
 		struct cc_ticket t;
-		ticket_from_row(res, i, &t);
+		if ((rc = ticket_from_row(res, i, &t)) != 0)
+			break;
 		if (event)
 			rc = announce(pg, event, &t, payload);
 		note(moves, &t);
@@ -243,7 +258,8 @@ int cc_ticket_enqueue(struct cc_pg *pg, const struct cc_ticket_new *n, struct cc
 		if (PQntuples(res) == 0)
 			break;
 		struct cc_ticket t;
-		ticket_from_row(res, 0, &t);
+		if ((rc = ticket_from_row(res, 0, &t)) != 0)
+			goto out;
 		if (t.state == CC_TICKET_QUEUED) {
 			if ((rc = announce(pg, "ticket.queued", &t, NULL)) == 0 && (rc = take_json(res, 0, json)) == 0) {
 				note(moves, &t);
@@ -267,8 +283,8 @@ int cc_ticket_enqueue(struct cc_pg *pg, const struct cc_ticket_new *n, struct cc
 		rc = CC_ESERIALIZATION; /* committed after our snapshot: the retry sees it */
 		goto out;
 	}
-	ticket_from_row(res, 0, out);
-	rc = CC_ECONFLICT;
+	if ((rc = ticket_from_row(res, 0, out)) == 0)
+		rc = CC_ECONFLICT;
 out:
 	PQclear(res);
 	return rc;
@@ -282,10 +298,10 @@ int cc_ticket_get(struct cc_pg *pg, const char *ticket_id, const char *player_id
 	int rc = cc_pg_exec(pg, for_update ? sql_get_for_update : sql_get, 2, p, &res);
 	if (rc == 0 && PQntuples(res) != 1)
 		rc = CC_ENOTFOUND;
-	if (rc == 0) {
-		ticket_from_row(res, 0, out);
+	if (rc == 0)
+		rc = ticket_from_row(res, 0, out);
+	if (rc == 0)
 		rc = take_json(res, 0, json);
-	}
 	PQclear(res);
 	return rc;
 }
@@ -308,7 +324,8 @@ int cc_ticket_heartbeat(struct cc_pg *pg, const char *ticket_id, const char *pla
 			rc = CC_ECONFLICT;
 		goto out;
 	}
-	ticket_from_row(res, 0, out);
+	if ((rc = ticket_from_row(res, 0, out)) != 0)
+		goto out;
 	note(moves, out);
 	if (out->state == CC_TICKET_EXPIRED) /* too late: the expiry is the change to announce */
 		rc = announce(pg, "ticket.expired", out, NULL);

@@ -187,9 +187,11 @@ int cc_tickets_cancel_proposed(struct cc_pg *pg, const char *proposal_id, const 
 
 /*
  * Every ticket still PROPOSED in proposal_id back to QUEUED, keeping
- * queued_at (the player's place in the queue). ttl_seconds > 0 gives it a
- * fresh heartbeat deadline now() + ttl_seconds; 0 keeps the deadline its
- * owner earned. *n (may be NULL) receives how many moved.
+ * queued_at (the player's place in the queue). ttl_seconds > 0 gives the
+ * participants who ACCEPTED a fresh heartbeat deadline now() + ttl_seconds;
+ * everyone else, and everyone with 0, keeps the deadline its owner earned
+ * (SPEC 7: a requeue never extends it, so a client that went away cannot
+ * hold live players twice). *n (may be NULL) receives how many moved.
  */
 int cc_tickets_requeue(struct cc_pg *pg, const char *proposal_id, int64_t ttl_seconds, int *n,
 		       struct cc_ticket_moves *moves) CC_MUST_CHECK;

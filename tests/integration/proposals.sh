@@ -67,14 +67,18 @@ expect_eq "allocator's outbox event" 1 "$(sql "SELECT count(*) FROM outbox WHERE
 respond "$TOK0" "$A_URL" accept; expect_http "an identical repeat after the decision" 200
 pass "all accept: ACCEPTED, MATCHED, match ALLOCATING with its outbox event"
 
-# 2. A decline.
+# 2. A decline. Player 0 has not answered and its heartbeat deadline is
+# 15 s away (its client may be gone): the requeue keeps that deadline
+# rather than granting a fresh one (SPEC 7: never extend what its owner
+# earned), so a vanished client cannot hold live players a second time.
 pair decline
 await_proposal
+sql "UPDATE tickets SET expires_at = now() + interval '15 seconds' WHERE id = '$TICKET0'" >/dev/null
 respond "$TOK1" "$B_URL" decline; expect_http "decline" 200
 expect_eq "proposal" DECLINED "$(jq -r .state <<<"$BODY")"
 expect_eq "decliner's ticket" CANCELLED "$(sql "SELECT state FROM tickets WHERE id = '$TICKET1'")"
-expect_eq "other ticket requeued with a fresh expiry" "QUEUED 1" \
-	"$(sql "SELECT state || ' ' || (expires_at > now() + interval '20 seconds')::int FROM tickets WHERE id = '$TICKET0'")"
+expect_eq "the silent other requeued keeping its deadline" "QUEUED 1" \
+	"$(sql "SELECT state || ' ' || (expires_at < now() + interval '16 seconds')::int FROM tickets WHERE id = '$TICKET0'")"
 expect_eq "DECLINE penalties of the decliner" 1 "$(sql "SELECT count(*) FROM penalties WHERE player_id = '$PLAYER1' AND kind = 'DECLINE'")"
 expect_eq "penalties of the other" 0 "$(sql "SELECT count(*) FROM penalties WHERE player_id = '$PLAYER0'")"
 http POST "$B_URL/v1/queue" "$TOK1" '{"playlist":"ranked","protocol_version":1,"build":"decline"}' -H "Idempotency-Key: after-decline"
@@ -84,6 +88,19 @@ respond "$TOK0" "$A_URL" accept; expect_http "accept after the decline" 409 prop
 http POST "$A_URL/v1/queue/$TICKET0/cancel" "$TOK0" "{\"revision\":$(sql "SELECT revision FROM tickets WHERE id = '$TICKET0'")}"
 expect_http "the requeued player cancels" 200
 pass "decline: decliner CANCELLED with a cooldown, the other requeued at once"
+
+# 2b. A decline after the other accepted: the accepter proved it is there
+# and is requeued at once with a fresh deadline.
+pair acceptdecline
+await_proposal
+sql "UPDATE tickets SET expires_at = now() + interval '15 seconds' WHERE id = '$TICKET0'" >/dev/null
+respond "$TOK0" "$A_URL" accept; expect_http "accept before the decline" 200
+respond "$TOK1" "$B_URL" decline; expect_http "decline after an accept" 200
+expect_eq "the accepter requeued with a fresh deadline" "QUEUED 1" \
+	"$(sql "SELECT state || ' ' || (expires_at > now() + interval '20 seconds')::int FROM tickets WHERE id = '$TICKET0'")"
+http POST "$A_URL/v1/queue/$TICKET0/cancel" "$TOK0" "{\"revision\":$(sql "SELECT revision FROM tickets WHERE id = '$TICKET0'")}"
+expect_http "the requeued accepter cancels" 200
+pass "decline after an accept: the accepter requeued with a fresh deadline"
 
 # 3. A timeout raced by eight requests on two replicas.
 pair timeout
