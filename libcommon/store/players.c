@@ -92,13 +92,6 @@ int cc_player_unban(struct cc_pg *pg, const char *player_id)
 
 int cc_player_view(struct cc_pg *pg, const char *player_id, char **json)
 {
-	PGresult *res = NULL;
 	const char *params[] = { player_id };
-	int rc = one_row(pg, sql_view, 1, params, &res);
-	if (rc != 0)
-		return rc;
-	if (!(*json = strdup(PQgetvalue(res, 0, 0))))
-		rc = CC_ENOMEM;
-	PQclear(res);
-	return rc;
+	return cc_pg_exec_text(pg, sql_view, 1, params, json);
 }

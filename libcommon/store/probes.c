@@ -33,28 +33,13 @@ static const char sql_store_rtt[] =
 	"RETURNING json_build_object('region', region, 'rtt_ms', rtt_ms, "
 	"  'measured_at', " CC_PG_RFC3339("measured_at") ")::text";
 
-/* Runs sql, which returns one text column, into *json (malloc'd). */
-static int json_row(struct cc_pg *pg, const char *sql, int n, const char *const *params, char **json)
-{
-	PGresult *res = NULL;
-	int rc = cc_pg_exec(pg, sql, n, params, &res);
-	if (rc != 0)
-		return rc;
-	if (PQntuples(res) != 1)
-		rc = CC_ENOTFOUND;
-	else if (!(*json = strdup(PQgetvalue(res, 0, 0))))
-		rc = CC_ENOMEM;
-	PQclear(res);
-	return rc;
-}
-
 int cc_probe_issue(struct cc_pg *pg, const char *nonce_hash, const char *player_id, const char *region,
 		   int64_t ttl_seconds, const char *nonce, char **json)
 {
 	char ttl[24];
 	snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_seconds);
 	const char *params[] = { nonce_hash, player_id, region, ttl, nonce };
-	return json_row(pg, sql_issue, 5, params, json);
+	return cc_pg_exec_text(pg, sql_issue, 5, params, json);
 }
 
 int cc_probe_answer(struct cc_pg *pg, const char *nonce_hash, const char *player_id, const char *region,
@@ -94,5 +79,5 @@ int cc_region_rtt_store(struct cc_pg *pg, const char *player_id, const char *reg
 	char rtt[40];
 	snprintf(rtt, sizeof rtt, "%.17g", rtt_ms);
 	const char *params[] = { player_id, region, rtt };
-	return json_row(pg, sql_store_rtt, 3, params, json);
+	return cc_pg_exec_text(pg, sql_store_rtt, 3, params, json);
 }

@@ -266,13 +266,6 @@ int cc_proposal_decline_by_cancel(struct cc_pg *pg, const char *proposal_id, con
 
 int cc_proposal_view(struct cc_pg *pg, const char *proposal_id, const char *player_id, char **json)
 {
-	PGresult *res = NULL;
 	const char *p[] = { proposal_id, player_id };
-	int rc = cc_pg_exec(pg, sql_view, 2, p, &res);
-	if (rc == 0 && PQntuples(res) != 1)
-		rc = CC_ENOTFOUND;
-	if (rc == 0 && !(*json = strdup(PQgetvalue(res, 0, 0))))
-		rc = CC_ENOMEM;
-	PQclear(res);
-	return rc;
+	return cc_pg_exec_text(pg, sql_view, 2, p, json);
 }

@@ -22,15 +22,6 @@ static const char sql_queue_stats[] =
 
 int cc_queue_stats_json(struct cc_pg *pg, const char *regions_pg_array, char **json)
 {
-	PGresult *res = NULL;
 	const char *params[] = { regions_pg_array };
-	int rc = cc_pg_exec(pg, sql_queue_stats, 1, params, &res);
-	if (rc != 0)
-		return rc;
-	if (PQntuples(res) != 1)
-		rc = CC_ENOTFOUND;
-	else if (!(*json = strdup(PQgetvalue(res, 0, 0))))
-		rc = CC_ENOMEM;
-	PQclear(res);
-	return rc;
+	return cc_pg_exec_text(pg, sql_queue_stats, 1, params, json);
 }

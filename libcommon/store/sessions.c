@@ -54,19 +54,10 @@ out:
 int cc_session_create(struct cc_pg *pg, const char *player_id, const char *token_hash, int64_t ttl_seconds,
 		      const char *token, char **json)
 {
-	PGresult *res = NULL;
 	char ttl[24];
 	snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_seconds);
 	const char *params[] = { player_id, token_hash, ttl, token };
-	int rc = cc_pg_exec(pg, sql_insert_session, 4, params, &res);
-	if (rc != 0)
-		return rc;
-	if (PQntuples(res) != 1)
-		rc = CC_ENOTFOUND;
-	else if (!(*json = strdup(PQgetvalue(res, 0, 0))))
-		rc = CC_ENOMEM;
-	PQclear(res);
-	return rc;
+	return cc_pg_exec_text(pg, sql_insert_session, 4, params, json);
 }
 
 int cc_sessions_revoke_all(struct cc_pg *pg, const char *player_id, int64_t *revoked)

@@ -1205,3 +1205,20 @@ int64_t cc_pg_rows_affected(const PGresult *res)
 		n = n * 10 + (*text - '0');
 	return n;
 }
+
+int cc_pg_exec_text(struct cc_pg *pg, const char *sql, int nparams, const char *const *params, char **out)
+{
+	PGresult *res = NULL;
+	int rc = cc_pg_exec(pg, sql, nparams, params, &res);
+	if (rc != 0)
+		return rc;
+	char *text = NULL;
+	if (PQntuples(res) != 1 || PQnfields(res) < 1)
+		rc = CC_ENOTFOUND;
+	else if (!(text = strdup(PQgetvalue(res, 0, 0))))
+		rc = CC_ENOMEM;
+	PQclear(res);
+	if (rc == 0)
+		*out = text;
+	return rc;
+}

@@ -123,6 +123,15 @@ CC_MUST_CHECK int cc_pg_exec(struct cc_pg *pg, const char *sql, int nparams, con
 			     PGresult **out);
 
 /*
+ * Runs sql (as cc_pg_exec) for exactly one row and returns its first
+ * column as a malloc'd string in *out, which the caller free()s. Returns 0;
+ * CC_ENOTFOUND when no row (or more than one) came back; CC_ENOMEM; or
+ * cc_pg_exec's error. *out is written only on success.
+ */
+CC_MUST_CHECK int cc_pg_exec_text(struct cc_pg *pg, const char *sql, int nparams, const char *const *params,
+				  char **out);
+
+/*
  * Ends the current transaction with ROLLBACK. Also the one way to
  * acknowledge a connection lost inside a transaction (the transaction is
  * gone; the next call reconnects). A no-op outside a transaction. Returns
