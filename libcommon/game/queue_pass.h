@@ -62,6 +62,9 @@
 #define CC_QUEUE_PASS_READ_FACTOR 10  /* SPEC 6: the head page is 10x the match size ... */
 #define CC_QUEUE_PASS_READ_CAP 200    /* ... at most 200; later pages are this size */
 #define CC_QUEUE_PASS_MAX_PAGES 16    /* reads per pass, the head page included */
+/* cc-matcher's default pacing, shared with queue_sim so the simulation runs the production loop. */
+#define CC_QUEUE_PASS_POLL_MS 500         /* --poll-interval-ms: a pass at least this often */
+#define CC_QUEUE_PASS_MIN_INTERVAL_MS 50  /* --min-pass-interval-ms: wake-ups closer than this wait */
 
 struct cc_queue_pass_config {
 	struct cc_formation_params params; /* formation rules */

@@ -51,6 +51,10 @@ extern const char cc_build_version[];
 /* Bytes of a buffer that holds a UUID in text: 36 characters and the NUL. */
 #define CC_UUID_BUF 37
 
+/* The text of a macro's value: CC_STRINGIFY(50) is "50" (for option defaults). */
+#define CC__STRINGIFY(x) #x
+#define CC_STRINGIFY(x) CC__STRINGIFY(x)
+
 #define CC_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 /* BUG(): an invariant we own is broken; abort with a location. */

@@ -41,9 +41,9 @@ static const struct cc_config_option matcher_options[] = {
 	  .offset = OPT(playlist) },
 	{ .name = "team-size", .type = CC_CFG_INT, .default_value = "0", .min = 0, .max = CC_FORMATION_MAX_TEAM_SIZE,
 	  .help = "players per team; 0 = the playlist's own (libcommon/game/playlist.c)", .offset = OPT(team_size) },
-	{ .name = "poll-interval-ms", .type = CC_CFG_INT, .default_value = "500", .min = 10, .max = 60000,
+	{ .name = "poll-interval-ms", .type = CC_CFG_INT, .default_value = CC_STRINGIFY(CC_QUEUE_PASS_POLL_MS), .min = 10, .max = 60000,
 	  .help = "run a pass at least this often when no NOTIFY arrives", .offset = OPT(poll_interval_ms) },
-	{ .name = "min-pass-interval-ms", .type = CC_CFG_INT, .default_value = "50", .min = 0, .max = 60000,
+	{ .name = "min-pass-interval-ms", .type = CC_CFG_INT, .default_value = CC_STRINGIFY(CC_QUEUE_PASS_MIN_INTERVAL_MS), .min = 0, .max = 60000,
 	  .help = "wake-ups never start passes closer than this (bounds the cost of NOTIFY storms; a pass that formed matches is followed at once)",
 	  .offset = OPT(min_pass_interval_ms) },
 	/* 3 s: a frozen holder stalls its playlist for this plus a standby's poll interval (issue 14:

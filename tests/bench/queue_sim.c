@@ -55,8 +55,8 @@
 #include "game/queue_pass.h"
 #include "sys/banned.h"
 
-#define STEP_MS 50           /* cc-matcher's default --min-pass-interval-ms */
-#define POLL_MS 500          /* cc-matcher's default --poll-interval-ms */
+#define STEP_MS CC_QUEUE_PASS_MIN_INTERVAL_MS /* cc-matcher's default --min-pass-interval-ms */
+#define POLL_MS CC_QUEUE_PASS_POLL_MS         /* cc-matcher's default --poll-interval-ms */
 #define N_REGIONS 4
 #define MAX_QUEUE 100000     /* tickets queued at once; a run that needs more stops with an error */
 #define WARMUP_MS (600 * 1000) /* the first 10 simulated minutes are not measured */
