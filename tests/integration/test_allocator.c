@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -56,6 +57,7 @@
 #include "sys/migrate.h"
 #include "sys/pg.h"
 #include "game/roster.h"
+#include "game/workload_token.h"
 #include "store/allocations.h"
 #include "store/formation_claim.h"
 #include "store/game_servers.h"
@@ -247,9 +249,12 @@ static void remove_tree(const char *path)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
+static void stop_fake_k8s(void);
+
 static void scratch_teardown(void)
 {
 	kill_procs();
+	stop_fake_k8s();
 	n_procs = 0;
 	PQfinish(db);
 	db = NULL;
@@ -370,7 +375,11 @@ static struct proc *spawn_allocator(const char *bin_name, const char *crash_at, 
 	argv[argc++] = wl_flag;
 	argv[argc++] = "--backoff-min-ms=20";
 	argv[argc++] = "--backoff-max-ms=200";
-	argv[argc++] = "--claim-lease-ms=1000";
+	bool own_lease = false;
+	for (int i = 0; extra && extra[i]; i++)
+		own_lease |= strncmp(extra[i], "--claim-lease-ms=", 17) == 0;
+	if (!own_lease)
+		argv[argc++] = "--claim-lease-ms=1000";
 	for (int i = 0; extra && extra[i]; i++)
 		argv[argc++] = extra[i];
 	argv[argc] = NULL;
@@ -872,6 +881,309 @@ START_TEST(test_notify_wakes_the_allocator)
 }
 END_TEST
 
+
+/* ---- agones: the fake Kubernetes API ------------------------------------------------------------ */
+
+static pid_t fake_pid;
+
+/* Starts build/fakes/fake_k8s requiring token_file's bearer token; returns its port. */
+static int spawn_fake_k8s(const char *token_file)
+{
+	char bin[4096], tok[1300];
+	int fds[2];
+	const char *top = getenv("CC_TOP");
+	snprintf(bin, sizeof bin, "%s/build/fakes/fake_k8s", top && *top ? top : ".");
+	snprintf(tok, sizeof tok, "--token-file=%s", token_file);
+	ck_assert_int_eq(pipe(fds), 0);
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	ck_assert(pid >= 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		dup2(fds[1], 1);
+		close(fds[0]);
+		execl(bin, bin, "--port=0", tok, "--capacity=4", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	fake_pid = pid;
+	FILE *out = fdopen(fds[0], "r");
+	char line[128] = "";
+	ck_assert_msg(out && fgets(line, sizeof line, out), "fake_k8s printed nothing");
+	fclose(out);
+	int port = 0;
+	ck_assert_msg(sscanf(line, "listening %d", &port) == 1 && port > 0, "fake_k8s said '%s'", line);
+	return port;
+}
+
+static void stop_fake_k8s(void)
+{
+	if (fake_pid > 0) {
+		kill(fake_pid, SIGTERM);
+		waitpid(fake_pid, NULL, 0);
+		fake_pid = 0;
+	}
+}
+
+/* GET path on the fake: the parsed JSON (caller frees). */
+static cJSON *fake_get(int port, const char *path)
+{
+	struct cc_test_request req = { .path = path, .timeout_ms = 5000 };
+	struct cc_test_reply reply;
+	memset(&reply, 0, sizeof reply);
+	ck_assert_int_eq(cc_test_fetch(port, &req, &reply), 0);
+	ck_assert_int_eq(reply.status, 200);
+	cJSON *root = cJSON_Parse(reply.body);
+	cc_test_reply_release(&reply);
+	ck_assert_ptr_nonnull(root);
+	return root;
+}
+
+static void fake_script(int port, const char *json)
+{
+	const char *headers[] = { "Content-Type: application/json", NULL };
+	struct cc_test_request req = { .method = "POST", .path = "/fake/script", .body = json, .body_len = strlen(json),
+				       .headers = headers, .timeout_ms = 5000 };
+	struct cc_test_reply reply;
+	memset(&reply, 0, sizeof reply);
+	ck_assert_int_eq(cc_test_fetch(port, &req, &reply), 0);
+	ck_assert_int_eq(reply.status, 200);
+	cc_test_reply_release(&reply);
+}
+
+/* The properties object of swagger definition name. */
+static const cJSON *definition(const cJSON *swagger, const char *name)
+{
+	const cJSON *defs = cJSON_GetObjectItemCaseSensitive(swagger, "definitions");
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(defs, name);
+	const cJSON *props = cJSON_GetObjectItemCaseSensitive(d, "properties");
+	ck_assert_msg(cJSON_IsObject(props), "allocation.swagger.json has no definition %s", name);
+	return props;
+}
+
+/* Fails naming the field when obj has a member that props (plus extra, may be NULL) does not define. */
+static void only_defined(const cJSON *obj, const cJSON *props, const char *extra, const char *where)
+{
+	const cJSON *m;
+	if (!obj || cJSON_IsNull(obj))
+		return;
+	ck_assert_msg(cJSON_IsObject(obj), "%s is not an object", where);
+	cJSON_ArrayForEach(m, obj)
+	ck_assert_msg(cJSON_GetObjectItemCaseSensitive(props, m->string) || (extra && strcmp(extra, m->string) == 0),
+		      "%s.%s is not in allocation.swagger.json", where, m->string);
+}
+
+/* True when value is one of the enum of definition name, compared case-insensitively (the proto spells READY). */
+static bool in_enum(const cJSON *swagger, const char *name, const char *value)
+{
+	const cJSON *e = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(swagger, "definitions"), name), "enum");
+	const cJSON *v;
+	cJSON_ArrayForEach(v, e)
+	if (cJSON_IsString(v) && strcasecmp(v->valuestring, value) == 0)
+		return true;
+	return false;
+}
+
+/* Loads the vendored swagger file; when ../shared/agones is present, it must be the same bytes. */
+static cJSON *load_swagger(void)
+{
+	const char *top = getenv("CC_TOP");
+	char path[4096], shared[4096];
+	char *text = NULL, *other = NULL;
+	size_t len = 0, olen = 0;
+	struct cc_file_error fe;
+	snprintf(path, sizeof path, "%s/tests/fakes/agones/allocation.swagger.json", top && *top ? top : ".");
+	snprintf(shared, sizeof shared, "%s/../shared/agones/allocation.swagger.json", top && *top ? top : ".");
+	ck_assert_msg(cc_file_read(path, 1 << 20, 0, &text, &len, &fe) == 0, "cannot read %s", path);
+	if (cc_file_read(shared, 1 << 20, 0, &other, &olen, &fe) == 0) {
+		ck_assert_msg(olen == len && memcmp(text, other, len) == 0, "%s differs from %s", path, shared);
+		free(other);
+	}
+	cJSON *root = cJSON_Parse(text);
+	free(text);
+	ck_assert_ptr_nonnull(root);
+	return root;
+}
+
+/* Every request the allocator sent and every answer the fake gave, against the published field names. */
+static void check_against_swagger(const cJSON *log)
+{
+	cJSON *sw = load_swagger();
+	const cJSON *resp_props = definition(sw, "allocationAllocationResponse");
+	const cJSON *port_props = definition(sw, "AllocationResponseGameServerStatusPort");
+	const cJSON *addr_props = definition(sw, "AllocationResponseGameServerStatusAddress");
+	const cJSON *meta_props = definition(sw, "AllocationResponseGameServerMetadata");
+	const cJSON *req_props = definition(sw, "allocationAllocationRequest");
+	const cJSON *sel_props = definition(sw, "allocationGameServerSelector");
+	const cJSON *patch_props = definition(sw, "allocationMetaPatch");
+	const cJSON *a, *r, *x;
+	int checked = 0;
+	cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(log, "answers"))
+	{
+		int status = cJSON_GetObjectItemCaseSensitive(a, "status")->valueint;
+		const cJSON *body = cJSON_GetObjectItemCaseSensitive(a, "body");
+		if (status == 429) {
+			/* The allocator's own error (../shared/agones/README.md). */
+			cJSON_ArrayForEach(x, body)
+			ck_assert_msg(strcmp(x->string, "code") == 0 || strcmp(x->string, "message") == 0,
+				      "429 body field %s", x->string);
+			continue;
+		}
+		if (status != 201)
+			continue;
+		const cJSON *st = cJSON_GetObjectItemCaseSensitive(body, "status");
+		only_defined(st, resp_props, "state", "status");
+		const cJSON *state = cJSON_GetObjectItemCaseSensitive(st, "state");
+		ck_assert_msg(cJSON_IsString(state) && (strcmp(state->valuestring, "Allocated") == 0 ||
+							strcmp(state->valuestring, "UnAllocated") == 0 ||
+							strcmp(state->valuestring, "Contention") == 0),
+			      "status.state");
+		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(st, "ports"))
+		only_defined(x, port_props, NULL, "status.ports[]");
+		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(st, "addresses"))
+		only_defined(x, addr_props, NULL, "status.addresses[]");
+		only_defined(cJSON_GetObjectItemCaseSensitive(st, "metadata"), meta_props, NULL, "status.metadata");
+		checked++;
+	}
+	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(log, "requests"))
+	{
+		const cJSON *spec_ = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "body"), "spec");
+		cJSON_ArrayForEach(x, spec_)
+		{
+			/* spec.selectors is the Kubernetes name of the service's gameServerSelectors. */
+			const char *name = strcmp(x->string, "selectors") == 0 ? "gameServerSelectors" : x->string;
+			ck_assert_msg(cJSON_GetObjectItemCaseSensitive(req_props, name), "spec.%s is not in the swagger file",
+				      x->string);
+		}
+		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(spec_, "selectors"))
+		{
+			only_defined(x, sel_props, NULL, "spec.selectors[]");
+			const cJSON *gs = cJSON_GetObjectItemCaseSensitive(x, "gameServerState");
+			ck_assert_msg(!gs || in_enum(sw, "GameServerSelectorGameServerState", gs->valuestring),
+				      "gameServerState %s", gs ? gs->valuestring : "");
+		}
+		only_defined(cJSON_GetObjectItemCaseSensitive(spec_, "metadata"), patch_props, NULL, "spec.metadata");
+		checked++;
+	}
+	ck_assert_int_gt(checked, 8);
+	cJSON_Delete(sw);
+}
+
+static const char *annotation(const cJSON *body, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(body, "spec"), "metadata"),
+			"annotations"),
+		name);
+	return cJSON_IsString(v) ? v->valuestring : "(absent)";
+}
+
+static const char *label_of(const cJSON *selector, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(selector, "matchLabels"), name);
+	return cJSON_IsString(v) ? v->valuestring : "(absent)";
+}
+
+/*
+ * One match through every outcome the fake has, in order: UnAllocated and
+ * 429 (no capacity, attempts counted), Contention and 409 (retry soon), 500
+ * and a slow answer past --k8s-timeout-ms (retry), 403 (rejected), then
+ * Allocated. The slow answer allocated gs-1 after the allocator gave up;
+ * the next request's first selector (this allocation's label, state
+ * Allocated) finds it again, so one GameServer serves the match.
+ */
+START_TEST(test_agones_outcomes)
+{
+	char token_file[1200], url[128], tok_flag[1300], m[CC_UUID_BUF], server[CC_GAME_SERVER_ID_BUF];
+	snprintf(token_file, sizeof token_file, "%s/sa-token", dir);
+	write_file(token_file, "sa-token-for-tests\n");
+	int port = spawn_fake_k8s(token_file);
+	fake_script(port, "{\"outcomes\":[\"unallocated\",\"429\",\"contention\",\"409\",\"500\",\"slow:2500\",\"403\"]}");
+	snprintf(url, sizeof url, "--k8s-url=http://127.0.0.1:%d/", port);
+	snprintf(tok_flag, sizeof tok_flag, "--k8s-token-file=%s", token_file);
+	const char *flags[] = { "--provider=agones", url, tok_flag, "--k8s-ca-file=", "--k8s-namespace=games",
+				"--k8s-timeout-ms=1000", "--claim-lease-ms=3000", "--workers=1", NULL };
+	struct proc *p = spawn_allocator("cc-allocator", NULL, flags);
+	create_match(m);
+	char sql[256];
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM allocations WHERE match_id = '%s' AND state = 'PUBLISHED'", m);
+	WAIT_FOR(count_is(sql, 1), 40000, "publication through the fake Agones");
+	expect_published_once(m, server);
+	ck_assert_str_eq(server, "gs-1");
+	const char *pm[] = { m };
+	char endpoint[256];
+	sql_text("SELECT address || ':' || port || ' ' || node_name || ' ' || attempts || ' ' || provider "
+		 "FROM allocations WHERE match_id = $1",
+		 1, pm, endpoint, sizeof endpoint);
+	ck_assert_str_eq(endpoint, "10.0.0.2:7001 node-1 3 agones");
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM game_servers WHERE provider = 'agones' AND state = 'ALLOCATED' "
+				"AND id = 'gs-1' AND address = '10.0.0.2' AND port = 7001",
+				0, NULL),
+			 1);
+	/* Each outcome was counted as what it is. */
+	ck_assert_msg(allocations_metric(p, "no_capacity") == 2, "no_capacity %g", allocations_metric(p, "no_capacity"));
+	ck_assert_msg(allocations_metric(p, "contention") == 2, "contention %g", allocations_metric(p, "contention"));
+	ck_assert_msg(allocations_metric(p, "retry") == 2, "retry %g", allocations_metric(p, "retry"));
+	ck_assert_msg(allocations_metric(p, "rejected") == 1, "rejected %g", allocations_metric(p, "rejected"));
+	ck_assert_msg(allocations_metric(p, "allocated") == 1, "allocated %g", allocations_metric(p, "allocated"));
+	ck_assert_msg(metric(p, "cosmic_clash_allocator_no_capacity_total", "provider=\"agones\"") == 2, "no_capacity_total");
+
+	/* One GameServer in all: the slow answer's, found again. */
+	cJSON *gss = fake_get(port, "/fake/gameservers");
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(gss, "gameservers")), 1);
+	cJSON_Delete(gss);
+
+	/* What the allocator sent, every time. */
+	cJSON *log = fake_get(port, "/fake/log");
+	const cJSON *reqs = cJSON_GetObjectItemCaseSensitive(log, "requests"), *r;
+	ck_assert_int_eq(cJSON_GetArraySize(reqs), 8);
+	char alloc_id[CC_UUID_BUF], arena[64];
+	sql_text("SELECT id FROM allocations WHERE match_id = $1", 1, pm, alloc_id, sizeof alloc_id);
+	sql_text("SELECT arena FROM matches WHERE id = $1", 1, pm, arena, sizeof arena);
+	struct cc_keyset *wk = NULL;
+	char err[256];
+	ck_assert_int_eq(cc_keyset_load_file(workload_keys, &wk, err, sizeof err), 0);
+	cJSON_ArrayForEach(r, reqs)
+	{
+		const cJSON *body = cJSON_GetObjectItemCaseSensitive(r, "body");
+		ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(r, "namespace")->valuestring, "games");
+		ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(r, "authorization")->valuestring, "Bearer sa-token-for-tests");
+		const cJSON *sel = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(body, "spec"), "selectors");
+		ck_assert_int_eq(cJSON_GetArraySize(sel), 2);
+		const cJSON *mine = cJSON_GetArrayItem(sel, 0), *ready = cJSON_GetArrayItem(sel, 1);
+		ck_assert_str_eq(label_of(mine, "cosmic-clash.io/allocation-id"), alloc_id);
+		ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(mine, "gameServerState")->valuestring, "Allocated");
+		ck_assert_str_eq(label_of(ready, "agones.dev/fleet"), "cosmic-clash");
+		ck_assert_str_eq(label_of(ready, "cosmic-clash.io/region"), "eu");
+		ck_assert_str_eq(label_of(ready, "cosmic-clash.io/build"), "race");
+		ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(ready, "gameServerState")->valuestring, "Ready");
+		ck_assert_str_eq(annotation(body, "cosmic-clash.io/match-id"), m);
+		ck_assert_str_eq(annotation(body, "cosmic-clash.io/allocation-id"), alloc_id);
+		ck_assert_str_eq(annotation(body, "cosmic-clash.io/playlist"), "casual");
+		ck_assert_str_eq(annotation(body, "cosmic-clash.io/region"), "eu");
+		ck_assert_str_eq(annotation(body, "cosmic-clash.io/build"), "race");
+		ck_assert_str_eq(annotation(body, "cosmic-clash.io/protocol"), "1");
+		ck_assert_str_eq(annotation(body, "cosmic-clash.io/arena"), arena);
+		/* The workload token names this allocation and verifies with the control plane's secret. */
+		struct cc_workload_claims wc;
+		enum cc_token_refusal why = CC_TOKEN_OK;
+		ck_assert_int_eq(cc_workload_token_verify(wk, annotation(body, "cosmic-clash.io/workload-token"), time(NULL),
+							  &wc, &why),
+				 0);
+		ck_assert_str_eq(wc.allocation_id, alloc_id);
+	}
+	cc_keyset_free(wk);
+	check_against_swagger(log);
+	cJSON_Delete(log);
+	stop_allocator(p);
+	stop_fake_k8s();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("allocator");
@@ -887,5 +1199,10 @@ int main(void)
 	tcase_add_test(tc, test_production_binary_has_no_hook);
 	tcase_add_test(tc, test_notify_wakes_the_allocator);
 	suite_add_tcase(s, tc);
+	TCase *ta = tcase_create("agones");
+	tcase_add_checked_fixture(ta, scratch_setup, scratch_teardown);
+	tcase_set_timeout(ta, 120);
+	tcase_add_test(ta, test_agones_outcomes);
+	suite_add_tcase(s, ta);
 	return cc_test_run_suite(s);
 }
