@@ -21,6 +21,9 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lm -lpthread
 # nor libmicrohttpd.
 PKGS_cc-migrate := libpq libsodium libcjson
 PKGS_cc-matcher := libmicrohttpd libpq hiredis libcjson libsodium
+# cc-gameserver: sys without pg, redis and the HTTP server, plus ENet (SPEC 1);
+# tests/integration/layers.sh proves it with ldd and nm.
+PKGS_cc-gameserver := libenet libcurl libcjson libsodium
 pkg_libs_for = $(shell pkg-config --libs $(or $(PKGS_$(1)),$(PKGS))) -lm -lpthread
 CHECK_LIBS = $(shell pkg-config --libs check)
 
@@ -170,7 +173,15 @@ $(B)/fakes/%: tests/fakes/%.c $(REL_LIBS)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(REL_CFLAGS) -o $@ $^ $(PKG_LIBS)
 
-tests-build: all tools $(UNIT_BINS) $(INTEG_BINS) $(FAKE_BINS) $(BENCH_BINS) $(THIRD_BINS)
+# gsclient: the game-server test client (mints rosters and join tokens, plays,
+# misbehaves), driven by tests/integration/gameserver_*.sh over real ENet.
+GSCLIENT := $(if $(wildcard tests/gameserver/*.c),$(B)/tests/gsclient)
+$(B)/tests/gsclient: $(patsubst %.c,$(B)/rel/%.o,$(wildcard tests/gameserver/*.c)) $(REL_LIBS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ $(PKG_LIBS) -lenet
+
+tests-build: all tools $(UNIT_BINS) $(INTEG_BINS) $(FAKE_BINS) $(BENCH_BINS) $(THIRD_BINS) $(GSCLIENT)
 
 deps:
 	$(Q)scripts/ensure-deps.sh

@@ -1,0 +1,561 @@
+/*
+ * server.c - see server.h. One ENet host; peer->data points at our
+ * struct peer while the peer is ours and is cleared the moment we kick
+ * it or it disconnects, so a late event or a later send cannot reach a
+ * torn-down record.
+ */
+#include "server.h"
+
+#include <enet/enet.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "admission.h"
+#include "match.h"
+#include "reporter.h"
+#include "wire_glue.h"
+#include "sys/clock.h"
+#include "sys/log.h"
+#include "sys/metrics.h"
+#include "sys/banned.h"
+
+#define TICK_HZ 60
+#define TICK_NS (1000000000LL / TICK_HZ)
+#define MAX_CATCH_UP 5          /* ticks run back to back after a stall before the clock resyncs */
+#define STALL_LOG_MS 100        /* a tick this late is a server_stalled line */
+
+enum peer_phase {
+	PEER_HELLO,   /* connected, no admitted hello yet */
+	PEER_PLAYING, /* admitted: holds a slot */
+};
+
+struct peer {
+	ENetPeer *enet;            /* cleared when detached */
+	uint64_t id;               /* ours, never reused: logs and the admission's holder */
+	enum peer_phase phase;
+	int64_t connected_ms;      /* monotonic: the handshake deadline counts from here */
+	int bad;                   /* truncated/oversized/wrong-channel messages */
+	uint64_t unknown;          /* messages with an id we do not know: skipped */
+	struct gs_admit who;       /* PLAYING: slot, team, identity */
+	struct gs_input_state input; /* sequence bookkeeping (wire_glue.h) */
+	char addr[48];             /* "ip:port" for logs */
+};
+
+struct gs_server {
+	struct gs_server_options opts;
+	ENetHost *host;
+	struct gs_admission *admission; /* owned */
+	struct gs_match *match;         /* owned */
+	struct cc_reporter *reporter;   /* the caller's; may be NULL (tests, bench) */
+	struct peer *by_slot[GS_MATCH_MAX_SLOTS]; /* PLAYING peers by roster slot */
+	uint64_t next_peer_id;
+	atomic_bool ready;             /* the loop ran a tick */
+	bool ended;                    /* the match reached RESULTS and the result was queued */
+	int64_t ended_ms;              /* monotonic time of the end */
+	struct {
+		struct cc_metric *ticks, *missed, *kicks, *bad, *unknown, *tick_seconds, *peers;
+		struct cc_metric *snapshot_bytes;
+	} m;
+};
+
+/* ---- logging helpers ------------------------------------------------------ */
+
+static void peer_addr(const ENetPeer *p, char *out, size_t cap)
+{
+	char ip[40] = "?";
+	(void)enet_address_get_host_ip(&p->address, ip, sizeof ip);
+	snprintf(out, cap, "%s:%u", ip, (unsigned)p->address.port);
+}
+
+/* ---- sending ---------------------------------------------------------------- */
+
+/* Sends len bytes on channel to a live peer; reliable on channel 0 only. */
+static void send_bytes(struct peer *p, int channel, const uint8_t *buf, size_t len)
+{
+	if (!p || !p->enet || len == 0)
+		return;
+	ENetPacket *pkt = enet_packet_create(buf, len, channel == GS_CH_CONTROL ? ENET_PACKET_FLAG_RELIABLE : 0);
+	if (pkt && enet_peer_send(p->enet, (enet_uint8)channel, pkt) != 0)
+		enet_packet_destroy(pkt);
+}
+
+/* Sends to every admitted peer. */
+static void broadcast(struct gs_server *s, int channel, const uint8_t *buf, size_t len)
+{
+	for (int i = 0; i < GS_MATCH_MAX_SLOTS; i++)
+		send_bytes(s->by_slot[i], channel, buf, len);
+}
+
+/* ---- peers -------------------------------------------------------------------- */
+
+/* Queues a disconnect receipt for an admitted peer that is leaving. */
+static void report_disconnect(struct gs_server *s, struct peer *p, const char *reason)
+{
+	if (p->phase != PEER_PLAYING || !s->reporter)
+		return;
+	char body[256];
+	snprintf(body, sizeof body, "{\"player_id\":\"%s\",\"generation\":%" PRId64 ",\"reason\":\"%s\"}",
+		 p->who.player_id, p->who.generation, reason);
+	cc_reporter_post(s->reporter, "disconnect", body, 30000);
+}
+
+/*
+ * Forgets p: releases its slot, tells the match, unlinks it from ENet.
+ * The ENet peer itself is left to the caller (kick or disconnect event).
+ */
+static void detach(struct gs_server *s, struct peer *p)
+{
+	if (p->phase == PEER_PLAYING) {
+		if (s->by_slot[p->who.slot] == p)
+			s->by_slot[p->who.slot] = NULL;
+		if (s->admission)
+			gs_admission_release(s->admission, p->id);
+		gs_match_set_present(s->match, p->who.slot, p->who.team, false);
+	}
+	if (p->enet)
+		p->enet->data = NULL;
+	p->enet = NULL;
+	cc_metric_add(s->m.peers, NULL, -1);
+	free(p);
+}
+
+/*
+ * Kicks p with a reason: logged, sent as a refusal on the control channel,
+ * then a disconnect once that is delivered. p is freed.
+ */
+static void kick(struct gs_server *s, struct peer *p, const char *reason, const char *detail)
+{
+	cc_log_warn("peer_kicked", CC_LOG_INT("peer", p->id), CC_LOG_STR("addr", p->addr), CC_LOG_STR("reason", reason),
+		    CC_LOG_STR("detail", detail ? detail : ""), CC_LOG_INT("slot", p->phase == PEER_PLAYING ? p->who.slot : -1),
+		    CC_LOG_STR("player_id", p->phase == PEER_PLAYING ? p->who.player_id : ""),
+		    CC_LOG_INT("bad_messages", p->bad), CC_LOG_INT("unknown_messages", (int64_t)p->unknown));
+	const char *labels[] = { reason, NULL };
+	cc_metric_add(s->m.kicks, labels, 1);
+	uint8_t buf[GS_REFUSAL_MAX];
+	size_t n = gs_wire_refusal(buf, sizeof buf, reason, detail);
+	send_bytes(p, GS_CH_CONTROL, buf, n);
+	report_disconnect(s, p, reason);
+	ENetPeer *e = p->enet;
+	detach(s, p);
+	if (e)
+		enet_peer_disconnect_later(e, 0);
+}
+
+/* Counts one bad message; kicks past the threshold. Returns true when p was kicked (freed). */
+static bool count_bad(struct gs_server *s, struct peer *p, const char *kind, uint16_t id, size_t len)
+{
+	const char *labels[] = { kind, NULL };
+	cc_metric_add(s->m.bad, labels, 1);
+	p->bad++;
+	cc_log_debug("bad_message", CC_LOG_INT("peer", p->id), CC_LOG_STR("kind", kind), CC_LOG_INT("id", id),
+		     CC_LOG_INT("bytes", (int64_t)len), CC_LOG_INT("count", p->bad));
+	if (p->bad > s->opts.max_bad_messages) {
+		char detail[96];
+		snprintf(detail, sizeof detail, "%d bad messages, last %s (id %u, %zu bytes)", p->bad, kind, (unsigned)id, len);
+		kick(s, p, "malformed_messages", detail);
+		return true;
+	}
+	return false;
+}
+
+/* ---- the handshake ---------------------------------------------------------------- */
+
+static void on_hello(struct gs_server *s, struct peer *p, const uint8_t *payload, size_t len)
+{
+	struct gs_hello h;
+	const char *why = NULL;
+	if (gs_wire_hello_decode(payload, len, &h, &why) != 0) {
+		kick(s, p, "malformed_hello", why);
+		return;
+	}
+	if (h.protocol_version != GS_PROTOCOL_VERSION) {
+		char detail[64];
+		snprintf(detail, sizeof detail, "server speaks protocol %d, client %u", GS_PROTOCOL_VERSION,
+			 (unsigned)h.protocol_version);
+		kick(s, p, "protocol_mismatch", detail);
+		return;
+	}
+	if (h.tick_rate != TICK_HZ) {
+		char detail[64];
+		snprintf(detail, sizeof detail, "server ticks at %d Hz, client %u", TICK_HZ, (unsigned)h.tick_rate);
+		kick(s, p, "tick_rate_mismatch", detail);
+		return;
+	}
+	if (!s->admission || !h.token[0]) {
+		kick(s, p, "join_token_required", "allocated mode admits only roster players with a join token");
+		return;
+	}
+	struct gs_admit who;
+	const char *reason = "malformed";
+	int rc = gs_admission_admit(s->admission, h.token, (int64_t)time(NULL), p->id, &who, &reason);
+	if (rc != 0) {
+		kick(s, p, reason, "join token refused");
+		return;
+	}
+	if (s->by_slot[who.slot] && s->by_slot[who.slot] != p) {
+		/* admission's holder table says free but a peer sits there: our bug, refuse rather than alias. */
+		kick(s, p, "token_replayed", "slot held");
+		return;
+	}
+	p->phase = PEER_PLAYING;
+	p->who = who;
+	s->by_slot[who.slot] = p;
+	gs_input_state_init(&p->input);
+	gs_match_set_present(s->match, who.slot, who.team, true);
+	cc_log_info("peer_admitted", CC_LOG_INT("peer", p->id), CC_LOG_STR("addr", p->addr), CC_LOG_INT("slot", who.slot),
+		    CC_LOG_INT("team", who.team), CC_LOG_STR("player_id", who.player_id),
+		    CC_LOG_INT("generation", who.generation));
+	uint8_t buf[GS_WELCOME_MAX];
+	size_t n = gs_wire_welcome(buf, sizeof buf, who.slot, who.team, gs_match_tick(s->match), gs_match_state(s->match));
+	send_bytes(p, GS_CH_CONTROL, buf, n);
+	if (s->reporter) {
+		char body[128];
+		snprintf(body, sizeof body, "{\"player_id\":\"%s\"}", who.player_id);
+		cc_reporter_post(s->reporter, "connect", body, 30000);
+	}
+}
+
+/* ---- receiving ------------------------------------------------------------------ */
+
+static void on_packet(struct gs_server *s, struct peer *p, int channel, const uint8_t *data, size_t len)
+{
+	uint16_t id;
+	if (len < 2) {
+		if (p->phase == PEER_HELLO)
+			kick(s, p, "hello_required", "a message shorter than its id");
+		else
+			(void)count_bad(s, p, "truncated", 0, len);
+		return;
+	}
+	id = (uint16_t)(data[0] | data[1] << 8);
+	const struct gs_msg_rule *rule = gs_wire_rule(id);
+	if (p->phase == PEER_HELLO && (!rule || rule->id != GS_MSG_HELLO)) {
+		kick(s, p, "hello_required", "the first message must be a hello");
+		return;
+	}
+	if (!rule || !rule->from_client) {
+		/* Unknown ids are skipped: a newer client may send what we do not know yet. */
+		p->unknown++;
+		cc_metric_add(s->m.unknown, NULL, 1);
+		if (p->unknown == 1)
+			cc_log_info("unknown_message", CC_LOG_INT("peer", p->id), CC_LOG_INT("id", id),
+				    CC_LOG_INT("bytes", (int64_t)len));
+		return;
+	}
+	size_t plen = len - 2;
+	if (channel != rule->channel) {
+		(void)count_bad(s, p, "wrong_channel", id, len);
+		return;
+	}
+	if (plen < rule->min_payload) {
+		if (p->phase == PEER_HELLO)
+			kick(s, p, "malformed_hello", "truncated");
+		else
+			(void)count_bad(s, p, "truncated", id, len);
+		return;
+	}
+	if (plen > rule->max_payload) {
+		if (p->phase == PEER_HELLO)
+			kick(s, p, "malformed_hello", "oversized");
+		else
+			(void)count_bad(s, p, "oversized", id, len);
+		return;
+	}
+	switch (id) {
+	case GS_MSG_HELLO:
+		if (p->phase == PEER_HELLO)
+			on_hello(s, p, data + 2, plen);
+		else
+			(void)count_bad(s, p, "repeated_hello", id, len);
+		break;
+	case GS_MSG_INPUT: {
+		const char *why = NULL;
+		if (gs_wire_input_receive(&p->input, data + 2, plen, &why) != 0)
+			(void)count_bad(s, p, why ? why : "bad_input", id, len);
+		break;
+	}
+	case GS_MSG_PING: {
+		uint8_t buf[GS_PONG_MAX];
+		size_t n = gs_wire_pong(buf, sizeof buf, data + 2, plen, gs_match_tick(s->match));
+		send_bytes(p, GS_CH_CONTROL, buf, n);
+		break;
+	}
+	default:
+		break; /* a client id we accept but ignore in this mode */
+	}
+}
+
+/* ---- the tick -------------------------------------------------------------------- */
+
+struct event_ctx {
+	struct gs_server *s;
+};
+
+static void post_result(struct gs_server *s, const int score[2], bool overtime)
+{
+	if (!s->reporter)
+		return;
+	char body[1024];
+	size_t off = (size_t)snprintf(body, sizeof body, "{\"score\":[%d,%d],\"overtime\":%s,\"players\":[", score[0],
+				      score[1], overtime ? "true" : "false");
+	const struct cc_roster *r = s->admission ? gs_admission_roster(s->admission) : NULL;
+	for (size_t i = 0; r && i < r->count && off < sizeof body; i++) {
+		const struct cc_roster_entry *e = &r->entries[i];
+		off += (size_t)snprintf(body + off, sizeof body - off, "%s{\"player_id\":\"%s\",\"team\":%d,\"slot\":%d}",
+					i ? "," : "", e->player_id, e->team, e->slot);
+	}
+	if (off < sizeof body)
+		snprintf(body + off, sizeof body - off, "]}");
+	cc_reporter_post(s->reporter, "result", body, 60000);
+}
+
+static void on_event(void *ctx, const struct gs_event *ev)
+{
+	struct gs_server *s = ((struct event_ctx *)ctx)->s;
+	uint32_t tick = gs_match_tick(s->match);
+	uint8_t buf[64];
+	size_t n = 0;
+	switch (ev->kind) {
+	case GS_EVENT_STATE:
+		n = gs_wire_state_event(buf, sizeof buf, tick, ev->state);
+		cc_log_info("match_state", CC_LOG_INT("tick", tick), CC_LOG_STR("state", gs_wire_state_name(ev->state)));
+		break;
+	case GS_EVENT_GOAL:
+		n = gs_wire_goal_event(buf, sizeof buf, tick, ev->team, ev->slot, ev->score);
+		cc_log_info("goal", CC_LOG_INT("tick", tick), CC_LOG_INT("team", ev->team), CC_LOG_INT("slot", ev->slot),
+			    CC_LOG_INT("score_0", ev->score[0]), CC_LOG_INT("score_1", ev->score[1]));
+		break;
+	case GS_EVENT_KICKOFF:
+		cc_log_info("kickoff", CC_LOG_INT("tick", tick));
+		break;
+	case GS_EVENT_ENDED:
+		n = gs_wire_ended_event(buf, sizeof buf, tick, ev->score, ev->overtime);
+		cc_log_info("match_ended", CC_LOG_INT("tick", tick), CC_LOG_INT("score_0", ev->score[0]),
+			    CC_LOG_INT("score_1", ev->score[1]), CC_LOG_BOOL("overtime", ev->overtime));
+		post_result(s, ev->score, ev->overtime);
+		s->ended = true;
+		s->ended_ms = cc_clock_ms();
+		break;
+	}
+	if (n)
+		broadcast(s, GS_CH_CONTROL, buf, n);
+}
+
+/* One simulation tick: consume inputs, step, maybe snapshot, kick slow handshakes. */
+static void tick(struct gs_server *s)
+{
+	for (int i = 0; i < GS_MATCH_MAX_SLOTS; i++) {
+		struct peer *p = s->by_slot[i];
+		const struct gs_input *in = p ? gs_input_next(&p->input) : NULL;
+		if (in)
+			gs_match_input(s->match, i, in);
+	}
+	struct event_ctx ec = { .s = s };
+	gs_match_step(s->match, on_event, &ec);
+	uint32_t t = gs_match_tick(s->match);
+	if (s->opts.snapshot_interval > 0 && t % (uint32_t)s->opts.snapshot_interval == 0) {
+		uint8_t buf[GS_SNAPSHOT_MAX];
+		uint32_t acks[GS_MATCH_MAX_SLOTS] = { 0 };
+		for (int i = 0; i < GS_MATCH_MAX_SLOTS; i++)
+			acks[i] = s->by_slot[i] ? s->by_slot[i]->input.last_consumed : 0;
+		size_t n = gs_wire_snapshot(buf, sizeof buf, s->match, acks);
+		if (n) {
+			broadcast(s, GS_CH_SNAPSHOT, buf, n);
+			cc_metric_add(s->m.snapshot_bytes, NULL, (double)n);
+		}
+	}
+	/* Slow handshakes: peers are few (max_peers), a scan per tick is cheap. */
+	int64_t now = cc_clock_ms();
+	for (size_t i = 0; i < s->host->peerCount; i++) {
+		ENetPeer *e = &s->host->peers[i];
+		struct peer *p = e->data;
+		if (p && p->phase == PEER_HELLO && now - p->connected_ms > s->opts.handshake_timeout_ms)
+			kick(s, p, "handshake_timeout", "no hello in time");
+	}
+	cc_metric_add(s->m.ticks, NULL, 1);
+}
+
+static void on_connect(struct gs_server *s, ENetPeer *e)
+{
+	struct peer *p = calloc(1, sizeof *p);
+	if (!p) {
+		enet_peer_disconnect_now(e, 0);
+		return;
+	}
+	p->enet = e;
+	p->id = ++s->next_peer_id;
+	p->phase = PEER_HELLO;
+	p->connected_ms = cc_clock_ms();
+	peer_addr(e, p->addr, sizeof p->addr);
+	e->data = p;
+	cc_metric_add(s->m.peers, NULL, 1);
+	cc_log_debug("peer_connected", CC_LOG_INT("peer", p->id), CC_LOG_STR("addr", p->addr));
+}
+
+static void on_disconnect(struct gs_server *s, ENetPeer *e)
+{
+	struct peer *p = e->data;
+	if (!p)
+		return; /* kicked earlier: already detached */
+	cc_log_info("peer_left", CC_LOG_INT("peer", p->id), CC_LOG_STR("addr", p->addr),
+		    CC_LOG_INT("slot", p->phase == PEER_PLAYING ? p->who.slot : -1),
+		    CC_LOG_STR("player_id", p->phase == PEER_PLAYING ? p->who.player_id : ""));
+	report_disconnect(s, p, "left");
+	detach(s, p);
+}
+
+static void handle(struct gs_server *s, ENetEvent *ev)
+{
+	switch (ev->type) {
+	case ENET_EVENT_TYPE_CONNECT:
+		on_connect(s, ev->peer);
+		break;
+	case ENET_EVENT_TYPE_DISCONNECT:
+		on_disconnect(s, ev->peer);
+		break;
+	case ENET_EVENT_TYPE_RECEIVE: {
+		struct peer *p = ev->peer->data;
+		if (p)
+			on_packet(s, p, ev->channelID, ev->packet->data, ev->packet->dataLength);
+		enet_packet_destroy(ev->packet);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+int gs_server_run(struct gs_server *s, bool (*stopping)(void *ctx), void *ctx)
+{
+	int64_t next = cc_clock_ns();
+	while (!stopping(ctx)) {
+		/* Service the network until the next tick is due. */
+		ENetEvent ev;
+		for (;;) {
+			int64_t left_ms = (next - cc_clock_ns()) / 1000000;
+			int rc = enet_host_service(s->host, &ev, left_ms > 0 ? (enet_uint32)left_ms : 0);
+			if (rc > 0) {
+				handle(s, &ev);
+				continue;
+			}
+			if (cc_clock_ns() >= next)
+				break;
+		}
+		int64_t started = cc_clock_ns();
+		int64_t late_ms = (started - next) / 1000000;
+		if (late_ms > STALL_LOG_MS)
+			cc_log_warn("server_stalled", CC_LOG_INT("late_ms", late_ms), CC_LOG_INT("tick", gs_match_tick(s->match)));
+		int runs = 0;
+		while (cc_clock_ns() >= next && runs < MAX_CATCH_UP) {
+			tick(s);
+			next += TICK_NS;
+			runs++;
+		}
+		if (cc_clock_ns() >= next) {
+			/* Too far behind: drop the backlog rather than fast-forward the match. */
+			int64_t missed = (cc_clock_ns() - next) / TICK_NS + 1;
+			cc_metric_add(s->m.missed, NULL, (double)missed);
+			next = cc_clock_ns() + TICK_NS;
+		}
+		enet_host_flush(s->host);
+		cc_metric_observe(s->m.tick_seconds, NULL, (double)(cc_clock_ns() - started) / 1e9 / runs);
+		atomic_store(&s->ready, true);
+		if (s->ended && cc_clock_ms() - s->ended_ms >= s->opts.end_linger_ms)
+			return 0;
+	}
+	return 1;
+}
+
+bool gs_server_ready(void *server, char *why, size_t whylen)
+{
+	struct gs_server *s = server;
+	if (!atomic_load(&s->ready)) {
+		snprintf(why, whylen, "the tick loop has not run yet");
+		return false;
+	}
+	return true;
+}
+
+int gs_server_port(const struct gs_server *s)
+{
+	return s->host->address.port;
+}
+
+struct gs_server *gs_server_create(const struct gs_server_options *opts, struct gs_admission *admission,
+				   struct gs_match *match, struct cc_reporter *reporter)
+{
+	struct gs_server *s = calloc(1, sizeof *s);
+	ENetAddress addr = { .port = (enet_uint16)opts->port };
+	if (!s)
+		goto out_fail;
+	s->opts = *opts;
+	s->admission = admission;
+	s->match = match;
+	s->reporter = reporter;
+	if (enet_address_set_host_ip(&addr, opts->bind) != 0) {
+		cc_log_error("start_failed", CC_LOG_STR("reason", "--bind is not an IPv4 address"));
+		goto out_fail;
+	}
+	s->host = enet_host_create(&addr, (size_t)opts->max_peers, GS_CHANNELS, 0, 0);
+	if (!s->host) {
+		cc_log_error("start_failed", CC_LOG_STR("reason", "cannot bind the UDP game port"),
+			     CC_LOG_STR("bind", opts->bind), CC_LOG_INT("port", opts->port));
+		goto out_fail;
+	}
+	/* Caps on what one peer can make us hold: our largest message is far below these. */
+	s->host->maximumPacketSize = 64 * 1024;
+	s->host->maximumWaitingData = 256 * 1024;
+	s->host->duplicatePeers = 8;
+	if (opts->port == 0) {
+		/* ENet does not read back an ephemeral port: ask the socket. */
+		ENetAddress bound;
+		if (enet_socket_get_address(s->host->socket, &bound) == 0)
+			s->host->address.port = bound.port;
+	}
+	const char *reason_l[] = { "reason", NULL };
+	const char *kind_l[] = { "kind", NULL };
+	static const double buckets[] = { 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.0167, 0.05 };
+	s->m.ticks = cc_counter("cosmic_clash_gameserver_ticks_total", "Simulation ticks run.", NULL, 1);
+	s->m.missed = cc_counter("cosmic_clash_gameserver_missed_ticks_total",
+				 "Ticks skipped because the loop fell more than 5 ticks behind.", NULL, 1);
+	s->m.kicks = cc_counter("cosmic_clash_gameserver_peers_kicked_total", "Peers kicked, by reason.", reason_l, 32);
+	s->m.bad = cc_counter("cosmic_clash_gameserver_bad_messages_total",
+			      "Truncated, oversized or misrouted messages, by kind.", kind_l, 16);
+	s->m.unknown = cc_counter("cosmic_clash_gameserver_unknown_messages_total", "Messages with an unknown id, skipped.",
+				  NULL, 1);
+	s->m.tick_seconds = cc_histogram("cosmic_clash_gameserver_tick_duration_seconds", "CPU time of one tick.", NULL, 1,
+					 buckets, CC_ARRAY_LEN(buckets));
+	s->m.peers = cc_gauge("cosmic_clash_gameserver_peers", "Connected peers.", NULL, 1);
+	s->m.snapshot_bytes = cc_counter("cosmic_clash_gameserver_snapshot_bytes_total",
+					 "Snapshot payload bytes encoded (each sent to every player).", NULL, 1);
+	return s;
+out_fail:
+	gs_admission_free(admission);
+	gs_match_free(match);
+	free(s);
+	return NULL;
+}
+
+void gs_server_free(struct gs_server *s)
+{
+	if (!s)
+		return;
+	if (s->host) {
+		for (size_t i = 0; i < s->host->peerCount; i++) {
+			ENetPeer *e = &s->host->peers[i];
+			struct peer *p = e->data;
+			if (p)
+				detach(s, p);
+			if (e->state == ENET_PEER_STATE_CONNECTED)
+				enet_peer_disconnect_now(e, 0);
+		}
+		enet_host_destroy(s->host);
+	}
+	gs_admission_free(s->admission);
+	gs_match_free(s->match);
+	free(s);
+}
