@@ -33,7 +33,11 @@
  * the wrong mode inside a pod.
  */
 #include <cjson/cJSON.h>
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -479,7 +483,7 @@ static char **child_env(const struct allocation *a)
  */
 static int child_start(struct child *c, const struct allocation *a, const char *roster_path)
 {
-	char exe[PATH_MAX], port[16], server_id[160], roster[2 * PATH_MAX], api[1100], bind[80], playlist[64];
+	char exe[PATH_MAX], port[32], server_id[160], roster[2 * PATH_MAX], api[1100], bind[80], playlist[64];
 	int pipefd[2];
 	if (cfg.gameserver)
 		snprintf(exe, sizeof exe, "%s", cfg.gameserver);
@@ -599,11 +603,40 @@ static void classify(int status, char *reason, size_t cap, int *code, int *sig, 
 	}
 }
 
-/* GETs the child's /readyz until 200, the deadline, or its death. Returns true when ready. */
+/*
+ * One ready probe: GET /readyz over TCP 127.0.0.1:port (HTTP/1.0, a few
+ * lines of socket code rather than libcurl, whose failures while the child
+ * starts would each be a log line). True when the answer is 200.
+ */
+static bool probe_once(int port)
+{
+	bool ok = false;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	struct timeval tv = { 0, 200 * 1000 };
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	static const char req[] = "GET /readyz HTTP/1.0\r\n\r\n";
+	char answer[64] = "";
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+	    send(fd, req, sizeof req - 1, MSG_NOSIGNAL) == (ssize_t)(sizeof req - 1)) {
+		size_t have = 0;
+		ssize_t n;
+		while (have < sizeof answer - 1 && (n = recv(fd, answer + have, sizeof answer - 1 - have, 0)) > 0)
+			have += (size_t)n;
+		answer[have] = '\0';
+		ok = strncmp(answer, "HTTP/1.0 200 ", 13) == 0 || strncmp(answer, "HTTP/1.1 200 ", 13) == 0;
+	}
+	close(fd);
+	return ok;
+}
+
+/* Probes the child's /readyz until 200, the deadline, or its death. Returns true when ready. */
 static bool wait_ready(struct child *c, int *status, bool *died)
 {
-	char url[64];
-	snprintf(url, sizeof url, "http://127.0.0.1:%d/readyz", (int)cfg.game_port);
 	int64_t end = c->started_ms + cfg.ready_timeout_ms;
 	*died = false;
 	while (cc_clock_ms() < end && !cc_service_stopping(&service)) {
@@ -611,17 +644,11 @@ static bool wait_ready(struct child *c, int *status, bool *died)
 			*died = true;
 			return false;
 		}
-		struct cc_http_client_request req = { .url = url, .timeout_ms = 200, .connect_timeout_ms = 100 };
-		struct cc_http_client_response resp = { 0 };
-		if (cc_http_client_do(&req, &resp) == 0) {
-			long st = resp.status;
-			cc_http_client_response_release(&resp);
-			if (st == 200) {
-				cc_log_info("child_ready", CC_LOG_INT("pid", c->pid), CC_LOG_INT("ms", cc_clock_ms() - c->started_ms));
-				return true;
-			}
+		if (probe_once((int)cfg.game_port)) {
+			cc_log_info("child_ready", CC_LOG_INT("pid", c->pid), CC_LOG_INT("ms", cc_clock_ms() - c->started_ms));
+			return true;
 		}
-		(void)cc_service_nap(&service, 5);
+		(void)cc_service_nap(&service, 2);
 	}
 	return false;
 }
