@@ -52,6 +52,8 @@ struct gameserver_config {
 	int64_t match_seconds;
 	int64_t warmup_seconds;
 	int64_t connect_window_seconds;
+	int64_t goal_pause_seconds;
+	int64_t overtime_max_seconds;
 	int64_t max_peers;
 	int64_t max_bad_messages;
 	int64_t handshake_timeout_ms;
@@ -83,7 +85,8 @@ static const struct cc_config_option gameserver_options[] = {
 	{ .name = "workload-token", .type = CC_CFG_STRING, .secret = true, .required = true,
 	  .help = "this allocation's workload token (Authorization for the server routes)", .offset = OPT(workload_token) },
 	{ .name = "playlist", .type = CC_CFG_STRING, .default_value = "casual",
-	  .help = "playlist of the match (team size), as in libcommon/game/playlist.c", .offset = OPT(playlist) },
+	  .help = "playlist of the match, as in libcommon/game/playlist.c (the roster gives slots and teams)",
+	  .offset = OPT(playlist) },
 	{ .name = "match-seconds", .type = CC_CFG_INT, .default_value = "300", .min = 5, .max = 3600,
 	  .help = "regulation length; the clock banks every stoppage", .offset = OPT(match_seconds) },
 	{ .name = "warmup-seconds", .type = CC_CFG_INT, .default_value = "3", .min = 0, .max = 120,
@@ -91,6 +94,11 @@ static const struct cc_config_option gameserver_options[] = {
 	{ .name = "connect-window-seconds", .type = CC_CFG_INT, .default_value = "30", .min = 1, .max = 600,
 	  .help = "LOADING waits this long for every roster player, then starts with those present",
 	  .offset = OPT(connect_window_seconds) },
+	{ .name = "goal-pause-seconds", .type = CC_CFG_INT, .default_value = "3", .min = 1, .max = 60,
+	  .help = "GOAL_PAUSE after each goal (the clock is banked meanwhile)", .offset = OPT(goal_pause_seconds) },
+	{ .name = "overtime-max-seconds", .type = CC_CFG_INT, .default_value = "300", .min = 0, .max = 3600,
+	  .help = "golden-goal overtime after a draw ends as a draw after this (0 = only a goal ends it)",
+	  .offset = OPT(overtime_max_seconds) },
 	{ .name = "max-peers", .type = CC_CFG_INT, .default_value = "16", .min = 2, .max = 64,
 	  .help = "ENet peer slots (players plus room to refuse strangers)", .offset = OPT(max_peers) },
 	{ .name = "max-bad-messages", .type = CC_CFG_INT, .default_value = "8", .min = 0, .max = 100000,
@@ -256,13 +264,22 @@ int main(int argc, char **argv)
 	enet_up = true;
 	admission = gs_admission_create(keys, &roster, cfg.server_id);
 	keys = NULL; /* the admission owns it now, even on failure */
-	struct gs_match_options mo = { .team_size = pl->team_size, .match_seconds = cfg.match_seconds,
+	struct gs_match_options mo = { .expected = (int)roster.count, .match_seconds = cfg.match_seconds,
 				       .warmup_seconds = cfg.warmup_seconds,
-				       .connect_window_seconds = cfg.connect_window_seconds };
+				       .connect_window_seconds = cfg.connect_window_seconds,
+				       .goal_pause_seconds = cfg.goal_pause_seconds,
+				       .overtime_max_seconds = cfg.overtime_max_seconds };
+	for (size_t i = 0; i < roster.count; i++) {
+		const struct cc_roster_entry *e = &roster.entries[i];
+		mo.teams[e->slot] = (uint8_t)e->team;
+		if (e->slot + 1 > mo.n_slots)
+			mo.n_slots = e->slot + 1;
+	}
 	match = gs_match_create(&mo);
 	reporter = cc_reporter_start(cfg.api_url, cfg.server_id, cfg.workload_token, cfg.api_timeout_ms);
 	if (!admission || !match || !reporter) {
-		cc_log_error("start_failed", CC_LOG_STR("reason", "out of memory"));
+		cc_log_error("start_failed", CC_LOG_STR("reason", match ? "out of memory"
+								 : "the roster does not fit the simulation (slots 0..7, two teams of at most 4)"));
 		gs_admission_free(admission);
 		gs_match_free(match);
 		goto out;

@@ -23,11 +23,14 @@
 #define GS_MATCH_MAX_SLOTS 16
 
 struct gs_match_options {
-	int team_size;               /* players per team (3 for 3v3) */
-	int64_t match_seconds;       /* regulation length */
-	int64_t warmup_seconds;      /* WARMUP before the first kickoff */
+	int n_slots;                    /* ships: roster slots 0..n_slots-1 (at most CC_SIM_MAX_SHIPS) */
+	int expected;                   /* roster players: LOADING ends when this many are present */
+	uint8_t teams[GS_MATCH_MAX_SLOTS]; /* team of each slot, 0 or 1 */
+	int64_t match_seconds;          /* regulation length (PLAYING time: stoppages are banked) */
+	int64_t warmup_seconds;         /* WARMUP before the first kickoff */
 	int64_t connect_window_seconds; /* LOADING waits this long for everyone, then starts with who came */
-	uint64_t seed;               /* deterministic tie-breaks (never sent: kickoffs broadcast transforms) */
+	int64_t goal_pause_seconds;     /* GOAL_PAUSE after each goal */
+	int64_t overtime_max_seconds;   /* golden-goal overtime ends as a draw after this (0 = never) */
 };
 
 enum gs_event_kind {
@@ -44,13 +47,22 @@ struct gs_event {
 	int slot;     /* GOAL: scorer slot or -1 */
 	int score[2]; /* GOAL, ENDED: score after it */
 	bool overtime; /* ENDED: decided in overtime */
+	int winner;    /* ENDED: 0, 1, or -1 for a draw */
+	const char *end_reason; /* ENDED: "REGULATION", "GOLDEN_GOAL", ... */
 };
 
 typedef void (*gs_event_fn)(void *ctx, const struct gs_event *ev);
 
 struct gs_match;
 
+/* NULL when the options do not fit the simulation (more slots than ships, a bad team) or out of memory. */
 struct gs_match *gs_match_create(const struct gs_match_options *opts);
+
+struct cc_sim;
+struct cc_match;
+/* The simulation and the lifecycle, read-only (snapshots, benchmarks). */
+const struct cc_sim *gs_match_sim(const struct gs_match *m);
+const struct cc_match *gs_match_lifecycle(const struct gs_match *m);
 
 /* A player took (present) or left a slot on team. */
 void gs_match_set_present(struct gs_match *m, int slot, int team, bool present);

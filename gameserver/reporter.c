@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
+#include "sys/cc.h"
 #include "sys/clock.h"
 #include "sys/http_client.h"
 #include "sys/log.h"
@@ -19,9 +22,13 @@
 struct job {
 	struct job *next;
 	char route[32];      /* "connect", "disconnect", "result", ... */
-	char *body;          /* JSON, owned */
+	char *body;          /* JSON, owned; NULL for a disconnect (written when sent) */
 	int64_t deadline_ms; /* monotonic: give up after this */
+	char player_id[CC_UUID_BUF]; /* connect, disconnect */
+	char reason[40];     /* disconnect */
 };
+
+#define LEASES_MAX 64 /* players whose lease generation is remembered (a match has at most 16) */
 
 struct cc_reporter {
 	char *base;           /* {api_url}/v1/servers/{escaped id}/ */
@@ -39,7 +46,37 @@ struct cc_reporter {
 		uint64_t n;
 	} succeeded[8];         /* 2xx jobs per route (first 8 routes seen) */
 	struct cc_metric *sent; /* cosmic_clash_gameserver_reports_total{route,outcome} */
+	struct {
+		char player_id[CC_UUID_BUF];
+		int64_t generation;
+	} leases[LEASES_MAX];   /* from connect answers; reporter thread only */
 };
+
+/* Remembers the generation a connect answered for player_id. Reporter thread. */
+static void lease_remember(struct cc_reporter *r, const char *player_id, const char *answer)
+{
+	cJSON *o = cJSON_Parse(answer);
+	const cJSON *g = cJSON_GetObjectItemCaseSensitive(o, "generation");
+	if (cJSON_IsNumber(g)) {
+		size_t i = 0;
+		while (i < LEASES_MAX && r->leases[i].player_id[0] && strcmp(r->leases[i].player_id, player_id) != 0)
+			i++;
+		if (i < LEASES_MAX) {
+			snprintf(r->leases[i].player_id, sizeof r->leases[i].player_id, "%s", player_id);
+			r->leases[i].generation = (int64_t)g->valuedouble;
+		}
+	}
+	cJSON_Delete(o);
+}
+
+/* The generation of player_id's lease, or 0 when no connect succeeded. */
+static int64_t lease_generation(const struct cc_reporter *r, const char *player_id)
+{
+	for (size_t i = 0; i < LEASES_MAX && r->leases[i].player_id[0]; i++)
+		if (strcmp(r->leases[i].player_id, player_id) == 0)
+			return r->leases[i].generation;
+	return 0;
+}
 
 /* Wipes and frees a string that held a secret. NULL is a no-op. */
 static void wipe_free(char *s)
@@ -59,8 +96,23 @@ static void job_free(struct job *j)
 }
 
 /* One attempt. Returns 1 done (success or refused), 0 retry. */
-static int attempt(struct cc_reporter *r, const struct job *j)
+static int attempt(struct cc_reporter *r, struct job *j)
 {
+	if (!j->body) {
+		/* A disconnect: its lease's generation is known only now. */
+		int64_t gen = lease_generation(r, j->player_id);
+		char body[192];
+		if (gen <= 0) {
+			cc_log_warn("report_skipped", CC_LOG_STR("route", j->route), CC_LOG_STR("player_id", j->player_id),
+				    CC_LOG_STR("reason", "no connect was acknowledged for this player"));
+			return 1;
+		}
+		snprintf(body, sizeof body, "{\"player_id\":\"%s\",\"generation\":%lld,\"reason\":\"%s\"}", j->player_id,
+			 (long long)gen, j->reason);
+		j->body = strdup(body);
+		if (!j->body)
+			return 0;
+	}
 	char url[512];
 	snprintf(url, sizeof url, "%s%s", r->base, j->route);
 	const char *headers[] = { r->auth, "Content-Type: application/json", NULL };
@@ -77,6 +129,8 @@ static int attempt(struct cc_reporter *r, const struct job *j)
 	} else if (resp.status >= 200 && resp.status < 300) {
 		labels[1] = "ok";
 		done = 1;
+		if (strcmp(j->route, "connect") == 0)
+			lease_remember(r, j->player_id, resp.body);
 		cc_log_debug("report_sent", CC_LOG_STR("route", j->route), CC_LOG_INT("status", resp.status));
 	} else if (resp.status == 409) {
 		labels[1] = "conflict";
@@ -196,18 +250,10 @@ out_fail:
 	return NULL;
 }
 
-int cc_reporter_post(struct cc_reporter *r, const char *route, const char *json_body, int64_t deadline_ms)
+/* Appends j (owned from here on). */
+static int enqueue(struct cc_reporter *r, struct job *j)
 {
-	struct job *j = calloc(1, sizeof *j);
-	if (!j)
-		return CC_ENOMEM;
-	snprintf(j->route, sizeof j->route, "%s", route);
-	j->body = strdup(json_body);
-	j->deadline_ms = cc_clock_ms() + deadline_ms;
-	if (!j->body) {
-		job_free(j);
-		return CC_ENOMEM;
-	}
+	const char *route = j->route;
 	pthread_mutex_lock(&r->lock);
 	if (r->queued >= CC_REPORTER_QUEUE_MAX) {
 		pthread_mutex_unlock(&r->lock);
@@ -224,6 +270,50 @@ int cc_reporter_post(struct cc_reporter *r, const char *route, const char *json_
 	pthread_cond_signal(&r->wake);
 	pthread_mutex_unlock(&r->lock);
 	return 0;
+}
+
+/* A job for route; body copied unless NULL. NULL when out of memory (logged). */
+static struct job *job_new(const char *route, const char *body, int64_t deadline_ms)
+{
+	struct job *j = calloc(1, sizeof *j);
+	if (j) {
+		snprintf(j->route, sizeof j->route, "%s", route);
+		j->deadline_ms = cc_clock_ms() + deadline_ms;
+		if (body && !(j->body = strdup(body))) {
+			free(j);
+			j = NULL;
+		}
+	}
+	if (!j)
+		cc_log_error("report_dropped", CC_LOG_STR("route", route), CC_LOG_STR("reason", "out of memory"));
+	return j;
+}
+
+int cc_reporter_post(struct cc_reporter *r, const char *route, const char *json_body, int64_t deadline_ms)
+{
+	struct job *j = job_new(route, json_body, deadline_ms);
+	return j ? enqueue(r, j) : CC_ENOMEM;
+}
+
+int cc_reporter_connect(struct cc_reporter *r, const char *player_id, const char *connection_id)
+{
+	char body[160];
+	snprintf(body, sizeof body, "{\"player_id\":\"%s\",\"connection_id\":\"%s\"}", player_id, connection_id);
+	struct job *j = job_new("connect", body, 30000);
+	if (!j)
+		return CC_ENOMEM;
+	snprintf(j->player_id, sizeof j->player_id, "%s", player_id);
+	return enqueue(r, j);
+}
+
+int cc_reporter_disconnect(struct cc_reporter *r, const char *player_id, const char *reason)
+{
+	struct job *j = job_new("disconnect", NULL, 30000);
+	if (!j)
+		return CC_ENOMEM;
+	snprintf(j->player_id, sizeof j->player_id, "%s", player_id);
+	snprintf(j->reason, sizeof j->reason, "%s", reason);
+	return enqueue(r, j);
 }
 
 bool cc_reporter_drain(struct cc_reporter *r, int64_t timeout_ms)

@@ -51,6 +51,19 @@ struct cc_reporter *cc_reporter_start(const char *api_url, const char *server_id
 int cc_reporter_post(struct cc_reporter *r, const char *route, const char *json_body, int64_t deadline_ms);
 
 /*
+ * Connection leases (SPEC 8): POST connect {player_id, connection_id}
+ * answers the lease's generation, which the matching disconnect must
+ * carry. The reporter remembers it per player from the connect answer
+ * and writes the disconnect body when it sends it (connect always goes
+ * first: one FIFO). A disconnect whose connect never succeeded is dropped
+ * (logged "report_skipped"): there is no lease to end.
+ * connection_id: 1..64 bytes [A-Za-z0-9._:-], unique per connection.
+ * reason: 1..32 bytes [a-z_].
+ */
+int cc_reporter_connect(struct cc_reporter *r, const char *player_id, const char *connection_id);
+int cc_reporter_disconnect(struct cc_reporter *r, const char *player_id, const char *reason);
+
+/*
  * Waits until every queued job is done (sent, refused or past its deadline)
  * or timeout_ms passes. Returns true when the queue emptied.
  */

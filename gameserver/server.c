@@ -18,7 +18,9 @@
 #include "match.h"
 #include "reporter.h"
 #include "wire_glue.h"
+#include "game/match_lifecycle.h"
 #include "sys/clock.h"
+#include "sys/crypto.h"
 #include "sys/log.h"
 #include "sys/metrics.h"
 #include "sys/banned.h"
@@ -54,6 +56,8 @@ struct gs_server {
 	struct peer *by_slot[GS_MATCH_MAX_SLOTS]; /* PLAYING peers by roster slot */
 	uint64_t next_peer_id;
 	atomic_bool ready;             /* the loop ran a tick */
+	char nonce[17];                /* random hex: makes connection ids unique across restarts */
+	int goals[GS_MATCH_MAX_SLOTS]; /* goals scored by each slot (own goals count for nobody) */
 	bool ended;                    /* the match reached RESULTS and the result was queued */
 	int64_t ended_ms;              /* monotonic time of the end */
 	struct {
@@ -97,10 +101,7 @@ static void report_disconnect(struct gs_server *s, struct peer *p, const char *r
 {
 	if (p->phase != PEER_PLAYING || !s->reporter)
 		return;
-	char body[256];
-	snprintf(body, sizeof body, "{\"player_id\":\"%s\",\"generation\":%" PRId64 ",\"reason\":\"%s\"}",
-		 p->who.player_id, p->who.generation, reason);
-	cc_reporter_post(s->reporter, "disconnect", body, 30000);
+	cc_reporter_disconnect(s->reporter, p->who.player_id, reason);
 }
 
 /*
@@ -213,9 +214,10 @@ static void on_hello(struct gs_server *s, struct peer *p, const uint8_t *payload
 	size_t n = gs_wire_welcome(buf, sizeof buf, who.slot, who.team, gs_match_tick(s->match), gs_match_state(s->match));
 	send_bytes(p, GS_CH_CONTROL, buf, n);
 	if (s->reporter) {
-		char body[128];
-		snprintf(body, sizeof body, "{\"player_id\":\"%s\"}", who.player_id);
-		cc_reporter_post(s->reporter, "connect", body, 30000);
+		/* Unique per connection: this process's nonce and the peer's number. */
+		char connection_id[64];
+		snprintf(connection_id, sizeof connection_id, "gs-%s-%" PRIu64, s->nonce, p->id);
+		cc_reporter_connect(s->reporter, who.player_id, connection_id);
 	}
 }
 
@@ -295,22 +297,40 @@ struct event_ctx {
 	struct gs_server *s;
 };
 
-static void post_result(struct gs_server *s, const int score[2], bool overtime)
+/*
+ * The result (contracts/v1/openapi.json MatchResultRequest): score, the
+ * time played (PLAYING and OVERTIME ticks: stoppages excluded) and every
+ * roster player once, with the goals the server credited them.
+ */
+static void post_result(struct gs_server *s, const int score[2])
 {
 	if (!s->reporter)
 		return;
-	char body[1024];
-	size_t off = (size_t)snprintf(body, sizeof body, "{\"score\":[%d,%d],\"overtime\":%s,\"players\":[", score[0],
-				      score[1], overtime ? "true" : "false");
+	const struct cc_match *life = gs_match_lifecycle(s->match);
+	char body[4096];
+	size_t off = (size_t)snprintf(body, sizeof body, "{\"score\":[%d,%d],\"duration_seconds\":%u,\"players\":[",
+				      score[0], score[1], (life->playing_ticks + life->overtime_ticks) / 60);
 	const struct cc_roster *r = s->admission ? gs_admission_roster(s->admission) : NULL;
 	for (size_t i = 0; r && i < r->count && off < sizeof body; i++) {
 		const struct cc_roster_entry *e = &r->entries[i];
-		off += (size_t)snprintf(body + off, sizeof body - off, "%s{\"player_id\":\"%s\",\"team\":%d,\"slot\":%d}",
-					i ? "," : "", e->player_id, e->team, e->slot);
+		off += (size_t)snprintf(body + off, sizeof body - off,
+					"%s{\"player_id\":\"%s\",\"team\":%d,\"goals\":%d,\"assists\":0,\"saves\":0,\"shots\":0}",
+					i ? "," : "", e->player_id, e->team,
+					e->slot >= 0 && e->slot < GS_MATCH_MAX_SLOTS ? s->goals[e->slot] : 0);
 	}
 	if (off < sizeof body)
 		snprintf(body + off, sizeof body - off, "]}");
 	cc_reporter_post(s->reporter, "result", body, 60000);
+}
+
+/* The team of a roster slot, or -1. */
+static int slot_team(const struct gs_server *s, int slot)
+{
+	const struct cc_roster *r = s->admission ? gs_admission_roster(s->admission) : NULL;
+	for (size_t i = 0; r && i < r->count; i++)
+		if (r->entries[i].slot == slot)
+			return r->entries[i].team;
+	return -1;
 }
 
 static void on_event(void *ctx, const struct gs_event *ev)
@@ -325,6 +345,9 @@ static void on_event(void *ctx, const struct gs_event *ev)
 		cc_log_info("match_state", CC_LOG_INT("tick", tick), CC_LOG_STR("state", gs_wire_state_name(ev->state)));
 		break;
 	case GS_EVENT_GOAL:
+		/* The last toucher scores unless it was an own goal (then nobody does). */
+		if (ev->slot >= 0 && ev->slot < GS_MATCH_MAX_SLOTS && slot_team(s, ev->slot) == ev->team)
+			s->goals[ev->slot]++;
 		n = gs_wire_goal_event(buf, sizeof buf, tick, ev->team, ev->slot, ev->score);
 		cc_log_info("goal", CC_LOG_INT("tick", tick), CC_LOG_INT("team", ev->team), CC_LOG_INT("slot", ev->slot),
 			    CC_LOG_INT("score_0", ev->score[0]), CC_LOG_INT("score_1", ev->score[1]));
@@ -335,8 +358,9 @@ static void on_event(void *ctx, const struct gs_event *ev)
 	case GS_EVENT_ENDED:
 		n = gs_wire_ended_event(buf, sizeof buf, tick, ev->score, ev->overtime);
 		cc_log_info("match_ended", CC_LOG_INT("tick", tick), CC_LOG_INT("score_0", ev->score[0]),
-			    CC_LOG_INT("score_1", ev->score[1]), CC_LOG_BOOL("overtime", ev->overtime));
-		post_result(s, ev->score, ev->overtime);
+			    CC_LOG_INT("score_1", ev->score[1]), CC_LOG_BOOL("overtime", ev->overtime),
+			    CC_LOG_INT("winner", ev->winner), CC_LOG_STR("reason", ev->end_reason ? ev->end_reason : ""));
+		post_result(s, ev->score);
 		s->ended = true;
 		s->ended_ms = cc_clock_ms();
 		break;
@@ -493,6 +517,10 @@ struct gs_server *gs_server_create(const struct gs_server_options *opts, struct 
 	if (!s)
 		goto out_fail;
 	s->opts = *opts;
+	uint8_t raw[8];
+	cc_random_bytes(raw, sizeof raw);
+	for (size_t i = 0; i < sizeof raw; i++)
+		snprintf(s->nonce + 2 * i, 3, "%02x", raw[i]);
 	s->admission = admission;
 	s->match = match;
 	s->reporter = reporter;

@@ -592,12 +592,13 @@ static void classify(int status, char *reason, size_t cap, int *code, int *sig, 
 		case 3: snprintf(reason, cap, "result_not_acknowledged"); break;
 		case 4: snprintf(reason, cap, "stopped"); break;
 		case 2: snprintf(reason, cap, "bad_configuration"); break;
-		default: snprintf(reason, cap, "exited_%d", *code); break;
+		default: snprintf(reason, cap, "exited_with_error"); break;
 		}
 	} else if (WIFSIGNALED(status)) {
 		*sig = WTERMSIG(status);
 		*core = WCOREDUMP(status);
-		snprintf(reason, cap, "killed_by_signal_%d%s", *sig, *core ? "_core" : "");
+		/* cc-api takes [a-z_] reasons: the number and the core are in the log line. */
+		snprintf(reason, cap, "killed_by_signal");
 	} else {
 		snprintf(reason, cap, "unknown_exit");
 	}

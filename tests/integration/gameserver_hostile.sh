@@ -12,7 +12,7 @@ source "$(dirname "$0")/gameserver_lib.sh"
 gs_mint 6
 gs_start_fake
 port=$(free_port)
-gs_start_server "$port" --match-seconds=12 --warmup-seconds=1 --connect-window-seconds=2 --max-bad-messages=8
+gs_start_server "$port" --match-seconds=12 --warmup-seconds=1 --connect-window-seconds=2 --max-bad-messages=8 --overtime-max-seconds=1
 gs_pid=$LAST_PID
 
 # Honest players in slots 0, 1 and 5; slot 5 also sends an unknown id every 30 ticks.

@@ -31,7 +31,7 @@ mkdir -p "$T_DIR/alloc"
 start_supervisor() {
 	COSMIC_CLASH_SERVER_ID="$GS_SERVER_ID" COSMIC_CLASH_GAME_PORT="$port" COSMIC_CLASH_ALLOCATION_FILE="$alloc" \
 		COSMIC_CLASH_API_URL="$FAKE_URL" COSMIC_CLASH_JOIN_KEYS_FILE="$T_DIR/keys.json" \
-		COSMIC_CLASH_MATCH_SECONDS=6 COSMIC_CLASH_WARMUP_SECONDS=0 COSMIC_CLASH_CONNECT_WINDOW_SECONDS=1 \
+		COSMIC_CLASH_MATCH_SECONDS=6 COSMIC_CLASH_WARMUP_SECONDS=1 COSMIC_CLASH_CONNECT_WINDOW_SECONDS=1 COSMIC_CLASH_OVERTIME_MAX_SECONDS=1 \
 		start_bg "$1" "$SUP" --poll-interval-ms=20
 	SUP_PID=$LAST_PID
 	wait_log "$1" '"event":"waiting"' 1 "$SUP_PID" 20
@@ -108,8 +108,8 @@ wait_calls register 4 20
 child=$(grep '"event":"child_started"' "$T_DIR/sup.log" | tail -1 | jq .pid)
 kill -SEGV "$child"
 wait_calls shutdown 2 20
-expect_eq "shutdown reason after a crash" killed_by_signal_11 "$(calls shutdown | jq -r '.[1] | fromjson | .reason')"
-grep -q '"event":"child_exited".*"reason":"killed_by_signal_11".*"signal":11' "$T_DIR/sup.log" || fail "no child_exited line with signal 11"
+expect_eq "shutdown reason after a crash" killed_by_signal "$(calls shutdown | jq -r '.[1] | fromjson | .reason')"
+grep -q '"event":"child_exited".*"reason":"killed_by_signal".*"signal":11' "$T_DIR/sup.log" || fail "no child_exited line with signal 11"
 wait_log "$T_DIR/sup.log" '"event":"waiting"' 3 "$SUP_PID" 20
 pass "child killed by SIGSEGV: classified (signal 11), reported, supervisor waits for the next allocation"
 
