@@ -171,6 +171,11 @@ $(B)/asan/tests/%: $(B)/asan/tests/%.o $(SUPPORT_OBJS) $(ASAN_LIBS)
 $(B)/asan/tests/integration/test_steam: $(B)/asan/services/api/steam.o
 $(B)/asan/tests/unit/test_player_latency: $(B)/asan/tests/player/latency.o
 
+# The game-server bench links cc-gameserver's objects minus main.c, and ENet.
+$(B)/bench/gameserver: tests/bench/gameserver.c $(patsubst %.c,$(B)/rel/%.o,$(filter-out gameserver/main.c,$(wildcard gameserver/*.c))) $(REL_LIBS)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(REL_CFLAGS) -o $@ $^ $(PKG_LIBS) -lenet
+
 $(B)/bench/%: tests/bench/%.c $(REL_LIBS)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(REL_CFLAGS) -o $@ $^ $(PKG_LIBS)

@@ -80,6 +80,7 @@ struct supervisor_config {
 	int64_t poll_interval_ms;
 	int64_t ready_timeout_ms;
 	int64_t register_attempts;
+	int64_t roster_timeout_ms;
 	int64_t api_timeout_ms;
 	int64_t stop_grace_ms;
 	struct cc_service_options svc;
@@ -113,6 +114,8 @@ static const struct cc_config_option supervisor_options[] = {
 	  .help = "the child must answer its ready probe within this", .offset = OPT(ready_timeout_ms) },
 	{ .name = "register-attempts", .type = CC_CFG_INT, .default_value = "5", .min = 1, .max = 100,
 	  .help = "tries of each registration (backoff 200 ms doubling, 3 s cap)", .offset = OPT(register_attempts) },
+	{ .name = "roster-timeout-ms", .type = CC_CFG_INT, .default_value = "30000", .min = 100, .max = 600000,
+	  .help = "keep asking for the roster this long while cc-api says it is not published yet", .offset = OPT(roster_timeout_ms) },
 	{ .name = "api-timeout-ms", .type = CC_CFG_INT, .default_value = "3000", .min = 100, .max = 60000,
 	  .help = "deadline of one call to cc-api", .offset = OPT(api_timeout_ms) },
 	{ .name = "stop-grace-ms", .type = CC_CFG_INT, .default_value = "5000", .min = 100, .max = 120000,
@@ -288,17 +291,22 @@ static bool fetch_roster(const struct allocation *a, const char *path)
 	struct cc_json_error jerr = { { 0 }, { 0 } };
 	char digest[CC_SHA256_HEX_LEN + 1];
 	bool ok = false;
-	int64_t backoff = 200;
+	int64_t backoff = 50, end = cc_clock_ms() + cfg.roster_timeout_ms;
 	int st = 0;
-	for (int i = 1; i <= cfg.register_attempts; i++) {
+	/*
+	 * The allocator may write our allocation file a moment before it
+	 * publishes the roster: 404 and 409 are "not yet", like 5xx, 429 and
+	 * a refused connection, until --roster-timeout-ms. 400, 401 and 403
+	 * will not change by asking again.
+	 */
+	for (;;) {
 		free(body);
 		body = NULL;
 		st = api_call(a, "GET", "roster", NULL, &body);
-		if (st == 200 || (st >= 400 && st < 500 && st != 429))
+		bool retry = st < 0 || st >= 500 || st == 429 || st == 404 || st == 409;
+		if (st == 200 || !retry || cc_clock_ms() + backoff > end || !cc_service_nap(&service, backoff))
 			break;
-		if (i < cfg.register_attempts && !cc_service_nap(&service, backoff))
-			break;
-		backoff = backoff * 2 > 3000 ? 3000 : backoff * 2;
+		backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
 	}
 	if (st != 200) {
 		cc_log_error("roster_failed", CC_LOG_STR("match_id", a->match_id), CC_LOG_INT("status", st < 0 ? 0 : st),
@@ -679,8 +687,13 @@ static void shutdown_report(const struct allocation *a, const char *reason)
 	(void)api_post_retry(a, "shutdown", body, (int)cfg.register_attempts, "shutdown");
 }
 
-/* Serves allocation a to its end. */
-static void serve(struct allocation *a, const char *roster_path)
+/*
+ * Serves allocation a to its end. Writes the /shutdown reason into end
+ * (cap bytes) and returns true when the allocation must be shut down; the
+ * caller removes the allocation file first (after /shutdown frees the
+ * server, a file there could already be the next allocation's).
+ */
+static bool serve(struct allocation *a, const char *roster_path, char *end, size_t cap)
 {
 	struct child c = { 0 };
 	char body[256], reason[64];
@@ -690,21 +703,21 @@ static void serve(struct allocation *a, const char *roster_path)
 	if (strcmp(a->server_id, cfg.server_id) != 0 || a->port != cfg.game_port) {
 		cc_log_error("allocation_refused", CC_LOG_STR("match_id", a->match_id),
 			     CC_LOG_STR("why", "the allocation names another server or port"));
-		return; /* not ours: its token cannot be used for our id either */
+		return false; /* not ours: its token cannot be used for our id either */
 	}
 	if (a->protocol_version != PROTOCOL_VERSION) {
 		cc_log_error("allocation_refused", CC_LOG_STR("match_id", a->match_id),
 			     CC_LOG_INT("protocol_version", a->protocol_version), CC_LOG_INT("ours", PROTOCOL_VERSION));
-		shutdown_report(a, "protocol_mismatch");
-		return;
+		snprintf(end, cap, "%s", "protocol_mismatch");
+		return true;
 	}
 	if (!fetch_roster(a, roster_path)) {
-		shutdown_report(a, "roster_unavailable");
-		return;
+		snprintf(end, cap, "%s", "roster_unavailable");
+		return true;
 	}
 	if (child_start(&c, a, roster_path) != 0) {
-		shutdown_report(a, "child_start_failed");
-		return;
+		snprintf(end, cap, "%s", "child_start_failed");
+		return true;
 	}
 	if (!wait_ready(&c, &status, &died)) {
 		if (!died) {
@@ -717,15 +730,15 @@ static void serve(struct allocation *a, const char *roster_path)
 		cc_log_error("child_exited", CC_LOG_STR("match_id", a->match_id), CC_LOG_STR("reason", reason),
 			     CC_LOG_INT("code", code), CC_LOG_INT("signal", sig), CC_LOG_BOOL("core", core),
 			     CC_LOG_STR("stage", "before_ready"));
-		shutdown_report(a, died ? reason : "not_ready");
-		return;
+		snprintf(end, cap, "%s", died ? reason : "not_ready");
+		return true;
 	}
 	register_state(a, "process_ready", body, sizeof body);
 	if (!api_post_retry(a, "register", body, (int)cfg.register_attempts, "register_process_ready")) {
 		cc_log_error("register_failed", CC_LOG_STR("state", "process_ready"), CC_LOG_STR("action", "killing the child"));
 		status = child_stop(&c, SIGKILL);
-		shutdown_report(a, "register_failed");
-		return;
+		snprintf(end, cap, "%s", "register_failed");
+		return true;
 	}
 	register_state(a, "assignment_ready", body, sizeof body);
 	if (!api_post_retry(a, "register", body, (int)cfg.register_attempts, "register_assignment_ready"))
@@ -745,7 +758,8 @@ static void serve(struct allocation *a, const char *roster_path)
 		    (struct cc_log_field[]){ CC_LOG_STR("match_id", a->match_id), CC_LOG_STR("reason", reason),
 					     CC_LOG_INT("code", code), CC_LOG_INT("signal", sig), CC_LOG_BOOL("core", core) },
 		    5);
-	shutdown_report(a, reason);
+	snprintf(end, cap, "%s", reason);
+	return true;
 }
 
 /* Waits for and serves allocations until stopped. */
@@ -779,7 +793,8 @@ static void *supervisor_loop(void *arg)
 			continue;
 		}
 		struct allocation a;
-		char why[256];
+		char why[256], end[64] = "";
+		bool shut = false;
 		rc = allocation_parse(text, len, &a, why, sizeof why);
 		explicit_bzero(text, len);
 		free(text);
@@ -788,13 +803,16 @@ static void *supervisor_loop(void *arg)
 		} else {
 			cc_log_info("allocated", CC_LOG_STR("match_id", a.match_id), CC_LOG_STR("allocation_id", a.allocation_id),
 				    CC_LOG_STR("playlist", a.playlist));
-			serve(&a, roster_path);
+			shut = serve(&a, roster_path, end, sizeof end);
 		}
-		allocation_release(&a);
-		/* Done with it either way: a refused file would be refused again forever. */
+		/* Done with it either way (a refused file would be refused again for ever), and before
+		 * /shutdown: that frees the server, and a file removed after it could be the next allocation's. */
 		(void)unlink(roster_path);
 		if (unlink(cfg.allocation_file) != 0 && errno != ENOENT)
 			cc_log_error("allocation_unlink_failed", CC_LOG_STR("error", strerror(errno)));
+		if (shut)
+			shutdown_report(&a, end);
+		allocation_release(&a);
 		cc_log_info("waiting", CC_LOG_STR("allocation_file", cfg.allocation_file));
 	}
 	return NULL;

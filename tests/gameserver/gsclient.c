@@ -430,7 +430,9 @@ static int play(int argc, char **argv)
 		rc = 0;
 		goto out;
 	}
-	uint64_t snapshots = 0;
+	uint64_t snapshots = 0, snapshot_bytes = 0;
+	int64_t started = cc_clock_ms();
+	c.host->totalReceivedData = 0;
 	int64_t last_snap = 0, max_gap = 0, end = cc_clock_ms() + max_seconds * 1000;
 	int64_t next_input = cc_clock_ms();
 	uint32_t seq = 0, last_ack = 0, last_tick = 0;
@@ -452,6 +454,7 @@ static int play(int argc, char **argv)
 						max_gap = now - last_snap;
 					last_snap = now;
 					snapshots++;
+					snapshot_bytes += len;
 					uint32_t tick = get32(d + 2);
 					if (tick > last_tick) {
 						last_tick = tick;
@@ -486,9 +489,11 @@ static int play(int argc, char **argv)
 	}
 	const char *result = over ? "ended" : c.refused ? "refused" : c.gone ? "disconnected" : "timeout";
 	printf("{\"result\":\"%s\",\"reason\":\"%s\",\"slot\":%d,\"team\":%d,\"snapshots\":%llu,\"max_gap_ms\":%lld,"
-	       "\"inputs_sent\":%u,\"last_ack\":%u,\"last_tick\":%u,\"score\":[%d,%d],\"ended_score\":[%d,%d]}\n",
+	       "\"inputs_sent\":%u,\"last_ack\":%u,\"last_tick\":%u,\"score\":[%d,%d],\"ended_score\":[%d,%d],"
+	       "\"seconds\":%.2f,\"snapshot_bytes\":%llu,\"enet_bytes_in\":%u}\n",
 	       result, c.reason, c.slot, c.team, (unsigned long long)snapshots, (long long)max_gap, seq, last_ack, last_tick,
-	       score[0], score[1], ended[0], ended[1]);
+	       score[0], score[1], ended[0], ended[1], (double)(cc_clock_ms() - started) / 1000.0,
+	       (unsigned long long)snapshot_bytes, c.host->totalReceivedData);
 	rc = 0;
 out:
 	conn_close(&c);
