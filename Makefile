@@ -259,8 +259,9 @@ demo:
 
 bench:
 	$(Q)scripts/ensure-deps.sh
-	$(Q)$(MAKE) --no-print-directory all tools $(BENCH_BINS)
+	$(Q)$(MAKE) --no-print-directory all tools $(BENCH_BINS) $(GSCLIENT)
 	$(Q)tests/harness/with-services.sh scripts/bench.sh
+	$(Q)scripts/bench-gameserver.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/cosmic-clash/migrations \
