@@ -10,10 +10,12 @@
  *                (cc_server_record_process_ready), assignment_ready_at
  *                (cc_server_record_assignment_ready), and the release:
  *                state -> RELEASED, shutdown_at, shutdown_reason
- *                (cc_server_release, which also frees its game server);
- *   game_servers ALLOCATED -> IDLE (local: the warm pool serves the next
- *                match) or DEAD (agones: Agones replaces the pod), in the
- *                release's transaction;
+ *                (cc_server_release);
+ *   (game_servers is not written here: cc-allocator's release sweep,
+ *   woken by the release's outbox NOTIFY, returns a local server to IDLE
+ *   after removing its allocation file, in that order, so a new
+ *   allocation's file can never be removed by the old one's cleanup;
+ *   store/game_servers.h, cc_game_servers_release_finished);
  *   assignments  the connection lease: connection_generation, connected,
  *                connection_id, connected_at, disconnected_at,
  *                disconnect_reason (cc_server_connect, cc_server_disconnect).
@@ -116,9 +118,9 @@ int cc_server_disconnect(struct cc_pg *pg, struct cc_server_connection *c, int32
 
 /*
  * The game server is done with allocation a: ALLOCATED or PUBLISHED ->
- * RELEASED with shutdown_at = now() and reason, its game server
- * ALLOCATED -> IDLE (local) or DEAD (agones), and "allocation.released" in
- * the outbox (revision = the allocation's). a is updated. Returns 0,
+ * RELEASED with shutdown_at = now() and reason, and "allocation.released"
+ * in the outbox (revision = the allocation's; its NOTIFY wakes
+ * cc-allocator, whose sweep frees the server). a is updated. Returns 0,
  * CC_ESTATE when a was in another state, or a database error.
  */
 int cc_server_release(struct cc_pg *pg, struct cc_server_allocation *a, const char *reason) CC_MUST_CHECK;

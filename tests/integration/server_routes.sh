@@ -25,9 +25,11 @@
 #    with nothing changed; tickets COMPLETED; one outbox event per change;
 #    GET /v1/profile/ranked shows the new rating; casual moves only the
 #    hidden rating (ranked_games unchanged);
-#  - shutdown releases the allocation and frees the server; a shutdown
-#    before any result fails the match and its tickets.
+#  - shutdown releases the allocation (cc-allocator frees the server:
+#    allocator_e2e.sh); a shutdown before any result fails the match and
+#    its tickets.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib_match.sh"
 
 REF_TOKEN="$TOP/tests/integration/workload_token_ref.py"
 REF_GLICKO="$TOP/tests/integration/glicko2_ref.py"
@@ -42,49 +44,6 @@ for pl in ranked:2 casual:1; do
 		--playlist="$name" --team-size="$size" --poll-interval-ms=100 --proposal-window-seconds=30 \
 		--tolerance-start=5000 --tolerance-cap=5000 --admin-port="$(free_port)" --matcher-id="m-$name"
 done
-
-# make_match NAME PLAYLIST TEAM_SIZE [RATINGS...]: 2 x TEAM_SIZE fresh players
-# (rated "rating/deviation/volatility" in PLAYLIST first, when given) queue
-# with a build of their own, accept the proposal; sets MATCH, PLAYERS[],
-# TOKENS[] (by team, then id).
-make_match() {
-	local name=$1 playlist=$2 size=$3; shift 3
-	local n=$((2 * size)) i tok pid
-	local -a toks=() pids=()
-	for ((i = 0; i < n; i++)); do
-		tok=$(login "$A_URL" "$name-$i-$RANDOM$RANDOM")
-		probe "$A_URL" "$tok" eu-west
-		http POST "$A_URL/v1/queue" "$tok" "{\"playlist\":\"$playlist\",\"protocol_version\":1,\"build\":\"$name\"}" -H "Idempotency-Key: $name-$i"
-		expect_http "$name: player $i queues" 201
-		pid=$(jq -r .player_id <<<"$BODY")
-		toks+=("$tok"); pids+=("$pid")
-		# The rating a result will start from (read by the result, not from the ticket).
-		if [[ -n ${1:-} ]]; then
-			IFS=/ read -r r d v <<<"$1"; shift
-			sql "INSERT INTO ratings (player_id, playlist, rating, deviation, volatility) VALUES ('$pid', '$playlist', $r, $d, $v)" >/dev/null
-		fi
-	done
-	local deadline=$((SECONDS + 30)) proposal=""
-	while ((SECONDS < deadline)); do
-		proposal=$(sql "SELECT proposal_id FROM tickets WHERE player_id = '${pids[0]}' AND state = 'PROPOSED'")
-		[[ -n $proposal ]] && break
-		sleep 0.1
-	done
-	[[ -n $proposal ]] || fail "$name: no proposal within 30 s ($(sql "SELECT state FROM tickets WHERE player_id = '${pids[0]}'"))"
-	for ((i = 0; i < n; i++)); do
-		http POST "$A_URL/v1/proposals/$proposal/response" "${toks[$i]}" '{"response":"accept","revision":1}'
-		expect_http "$name: player $i accepts" 200
-	done
-	MATCH=$(jq -r .match_id <<<"$BODY")
-	[[ $MATCH =~ ^[0-9a-f-]{36}$ ]] || fail "$name: no match after every accept: $BODY"
-	PLAYERS=() TOKENS=()
-	while read -r p; do
-		PLAYERS+=("$p")
-		for ((i = 0; i < n; i++)); do
-			if [[ ${pids[$i]} == "$p" ]]; then TOKENS+=("${toks[$i]}"); fi
-		done
-	done < <(sql "SELECT player_id FROM match_players WHERE match_id = '$MATCH' ORDER BY team, player_id")
-}
 
 # fixture_allocate MATCH SERVER PORT: TEST FIXTURE standing in for cc-allocator's
 # claim + endpoint steps (game server IDLE -> ALLOCATED, allocation REQUESTED ->
@@ -292,11 +251,11 @@ pass "conflicting result 409 changes nothing; a late identical one answers the s
 replay_then_conflict shutdown POST local-sr-1 shutdown "$TA" '{"reason":"match_over"}' '{"reason":"crashed"}' replay_conflict
 expect_eq "shutdown answer" "RELEASED COMPLETED" "$(jq -r '"\(.state) \(.match_state)"' <<<"$BODY")"
 expect_eq "allocation" RELEASED "$(sql "SELECT state FROM allocations WHERE id = '$A1'")"
-expect_eq "server back in the pool" "IDLE " "$(sql "SELECT state || ' ' || coalesce(allocation_id::text, '') FROM game_servers WHERE id = 'local-sr-1'")"
+expect_eq "allocation.released events" 1 "$(sql "SELECT count(*) FROM outbox WHERE resource_id = '$A1' AND event = 'allocation.released'")"
 srv POST local-sr-1 register "$TA" "$reg_body"; expect_http "an identical register replay after the release" 200
 srv POST local-sr-1 connect "$TA" "{\"player_id\":\"${P1[0]}\",\"connection_id\":\"peer-9\"}"; expect_http "connect after the release" 409 invalid_state
 http GET "$A_URL/v1/matches/$M1/assignment" "${T1[0]}"; expect_http "assignment of a completed match" 409 match_closed
-pass "shutdown: allocation RELEASED, server IDLE, replays 200, another reason 409"
+pass "shutdown: allocation RELEASED (announced for the allocator, which frees the server), replays 200, another reason 409"
 
 # Match B shuts down before any result: it fails with its tickets, nobody's rating moves.
 srv POST local-sr-2 register "$TB" "$reg_body"; expect_http "B process_ready" 200
