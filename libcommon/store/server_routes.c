@@ -12,7 +12,7 @@
 
 #define ALLOCATION_COLUMNS                                                                                    \
 	"a.id, a.match_id, a.state, a.provider, coalesce(a.server_id, ''), "                                  \
-	"floor(extract(epoch FROM a.workload_expires_at))::bigint, floor(extract(epoch FROM now()))::bigint, " \
+	"extract(epoch FROM a.workload_expires_at)::bigint, floor(extract(epoch FROM now()))::bigint, " \
 	"coalesce(a.image_digest, ''), coalesce(a.server_protocol, 0), "                                      \
 	"coalesce(" CC_PG_RFC3339("a.process_ready_at") ", ''), "                                              \
 	"coalesce(" CC_PG_RFC3339("a.assignment_ready_at") ", ''), coalesce(a.shutdown_reason, '')"
@@ -59,12 +59,6 @@ static const char sql_release[] =
 	"UPDATE allocations SET state = 'RELEASED', revision = revision + 1, shutdown_at = now(), "
 	"  shutdown_reason = $2, updated_at = now() "
 	"WHERE id = $1 AND state IN ('ALLOCATED', 'PUBLISHED') RETURNING revision";
-
-/* The server goes back to the pool (local) or is gone (agones: the fleet replaces the pod). */
-static const char sql_free_server[] =
-	"UPDATE game_servers SET state = CASE provider WHEN 'local' THEN 'IDLE' ELSE 'DEAD' END, "
-	"  allocation_id = NULL, revision = revision + 1, updated_at = now() "
-	"WHERE id = $1 AND allocation_id = $2 AND state = 'ALLOCATED'";
 
 /*
  * One statement decides the player's view: no row = not a participant.
@@ -233,11 +227,6 @@ int cc_server_release(struct cc_pg *pg, struct cc_server_allocation *a, const ch
 	int64_t revision = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
 	snprintf(a->state, sizeof a->state, "RELEASED");
 	snprintf(a->shutdown_reason, sizeof a->shutdown_reason, "%s", reason);
-	if (a->server_id[0]) {
-		const char *ps[] = { a->server_id, a->id };
-		if ((rc = cc_pg_exec(pg, sql_free_server, 2, ps, NULL)) != 0)
-			goto out;
-	}
 	struct cc_outbox_event ev = {
 		.event = "allocation.released",
 		.resource_type = "allocation",
