@@ -56,10 +56,12 @@
 enum server_route { R_REGISTER, R_ROSTER, R_CONNECT, R_DISCONNECT, R_SHUTDOWN, R_RESULT, R_COUNT };
 static const char *const route_names[R_COUNT] = { "register", "roster", "connect", "disconnect", "shutdown", "result" };
 
-/* Why a workload token was refused (the refusal counter's reason label). */
-static const char *const refusal_reasons[] = { "missing",       "malformed",        "unknown_key", "bad_signature",
-					       "expired",       "unknown_allocation", "stale_token", "wrong_server",
-					       "not_configured" };
+/*
+ * Why a workload token was refused, the refusal counter's reason label:
+ * missing, malformed, unknown_key, bad_signature, expired,
+ * unknown_allocation, stale_token, wrong_server, not_configured.
+ */
+#define REFUSAL_REASONS 9
 
 int api_servers_open(struct api *api)
 {
@@ -70,7 +72,7 @@ int api_servers_open(struct api *api)
 					   "409 answers of the game-server routes, by route", kind, R_COUNT);
 	api->workload_refusals = cc_counter("cosmic_clash_api_workload_token_refusals_total",
 					    "workload tokens refused by the game-server routes, by reason", reason,
-					    CC_ARRAY_LEN(refusal_reasons));
+					    REFUSAL_REASONS);
 	/* Series exist from the start, so a dashboard sees 0 rather than nothing. */
 	for (int i = 0; i < R_COUNT; i++)
 		cc_metric_add(api->server_conflicts, (const char *const[]){ route_names[i] }, 0);
