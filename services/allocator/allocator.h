@@ -41,6 +41,7 @@ struct allocator_config {
 	int64_t workers;              /* worker threads (each its own connection) */
 	int64_t batch;                /* claims per transaction */
 	int64_t poll_interval_ms;     /* a pass at least this often without a NOTIFY */
+	int64_t min_pass_interval_ms; /* wake-ups never start an idle worker's passes closer than this */
 	int64_t claim_lease_ms;       /* a claim lapses after this; another replica takes over */
 	int64_t backoff_min_ms;       /* first no-capacity backoff */
 	int64_t backoff_max_ms;       /* no backoff grows past this */
