@@ -222,7 +222,7 @@ static void start_child(struct local_pool *p, struct local_child *c, struct cc_p
 	int rc = spawn(p, c);
 	if (rc == 0) {
 		struct register_tx t = { .p = p, .c = c };
-		rc = cc_pg_run_serializable(pg, register_tx, &t);
+		rc = cc_pg_run_locked(pg, register_tx, &t);
 		if (rc == 0) {
 			cc_log_info("child_started", CC_LOG_STR("server_id", c->id), CC_LOG_INT("port", c->port),
 				    CC_LOG_INT("pid", c->pid), CC_LOG_STR("state", t.out.state),
@@ -281,7 +281,7 @@ static int release_with(struct cc_pg *pg, const struct allocator *a, size_t *n)
 	if (!t)
 		return CC_ENOMEM;
 	t->a = a;
-	int rc = cc_pg_run_serializable(pg, release_tx, t);
+	int rc = cc_pg_run_locked(pg, release_tx, t);
 	for (size_t i = 0; rc == 0 && i < t->n; i++)
 		cc_log_info("server_released", CC_LOG_STR("server_id", t->ids[i]));
 	if (rc == 0)
@@ -357,7 +357,7 @@ static void child_exited(struct local_pool *p, struct local_child *c, int st, st
 	struct allocator *a = p->a;
 	int64_t lived = cc_clock_ms() - c->started_ms;
 	struct dead_tx t = { .id = c->id, .owner = a->instance };
-	int rc = cc_pg_run_serializable(pg, dead_tx, &t);
+	int rc = cc_pg_run_locked(pg, dead_tx, &t);
 	const char *state = rc != 0 ? "unknown" : t.changed ? "idle" : "allocated";
 	const char *l[] = { state };
 	cc_metric_add(a->metrics.children, l, 1);
@@ -441,7 +441,7 @@ static int allocate_tx(struct cc_pg *pg, void *arg)
 enum alloc_outcome local_allocate(struct allocator_worker *w, struct cc_allocation *al, char *why, size_t whylen)
 {
 	struct allocate_tx t = { .w = w, .id = al->id };
-	int rc = cc_pg_run_serializable(w->pg, allocate_tx, &t);
+	int rc = cc_pg_run_locked(w->pg, allocate_tx, &t);
 	switch (rc) {
 	case 0:
 		*al = t.out;
