@@ -16,8 +16,8 @@
 #                 server + endpoint), the allocation file, publish (7 signed
 #                 tokens, manifest, digest, 6 assignments, outbox).
 #   pgbench       the same SQL without the C (tests/bench/allocator.pgbench:
-#                 claim, allocate, publish as three SERIALIZABLE
-#                 transactions), -M prepared, -c W, on N matches and N idle
+#                 claim, allocate, publish as three READ COMMITTED
+#                 transactions, as cc-allocator runs them), -M prepared, -c W, on N matches and N idle
 #                 server rows of its own scratch database; its rate is read
 #                 from the rows the same way.
 # Target: at least 1,000 allocations per second through the local provider
@@ -46,7 +46,7 @@ OUT="$top/build/bench-results/allocator"
 rm -rf "$OUT" && mkdir -p "$OUT"
 say() { echo "bench-allocator: $*" >&2; }
 source "$top/scripts/lib/ports.sh" # free_port
-psql_() { "$CC_TEST_PG_BIN/psql" -qAtX -v ON_ERROR_STOP=1 "$@"; }
+psql_() { PGOPTIONS='-c client_min_messages=warning' "$CC_TEST_PG_BIN/psql" -qAtX -v ON_ERROR_STOP=1 "$@"; }
 
 keys="$OUT/keys"
 mkdir -p "$keys"
