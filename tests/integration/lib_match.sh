@@ -4,7 +4,7 @@
 # cc-testkit-api) and a cc-matcher for the playlist and team size.
 
 # make_match NAME PLAYLIST TEAM_SIZE [RATINGS...]: 2 x TEAM_SIZE fresh players
-# (rated "rating/deviation/volatility" in PLAYLIST first, when given) queue
+# (rated "rating/deviation/volatility[/games]" in PLAYLIST first, when given) queue
 # with a build of their own, accept the proposal; sets MATCH, PLAYERS[],
 # TOKENS[] (by team, then id).
 make_match() {
@@ -20,8 +20,8 @@ make_match() {
 		toks+=("$tok"); pids+=("$pid")
 		# The rating a result will start from (read by the result, not from the ticket).
 		if [[ -n ${1:-} ]]; then
-			IFS=/ read -r r d v <<<"$1"; shift
-			sql "INSERT INTO ratings (player_id, playlist, rating, deviation, volatility) VALUES ('$pid', '$playlist', $r, $d, $v)" >/dev/null
+			IFS=/ read -r r d v g <<<"$1"; shift
+			sql "INSERT INTO ratings (player_id, playlist, rating, deviation, volatility, games) VALUES ('$pid', '$playlist', $r, $d, $v, ${g:-0})" >/dev/null
 		fi
 	done
 	local deadline=$((SECONDS + 30)) proposal=""

@@ -97,7 +97,7 @@ replay_then_conflict() {
 }
 
 # ---- two ranked 2v2 matches with rated players, one casual 1v1 ----
-make_match r2a ranked 2 1650/120/0.06 1500/350/0.06 1420/80/0.059 1580/200/0.061
+make_match r2a ranked 2 1650/120/0.06/9 1500/350/0.06 1420/80/0.059 1580/200/0.061
 M1=$MATCH; P1=("${PLAYERS[@]}"); T1=("${TOKENS[@]}")
 make_match r2b ranked 2
 M2=$MATCH; P2=("${PLAYERS[@]}")
@@ -213,7 +213,7 @@ expect_eq "conflicts while racing" "$conflicts_before" "$(conflicts result)"
 expect_eq "match" COMPLETED "$(sql "SELECT state FROM matches WHERE id = '$M1'")"
 expect_eq "result rows" 1 "$(sql "SELECT count(*) FROM match_results WHERE match_id = '$M1'")"
 expect_eq "rating_changes rows" 4 "$(sql "SELECT count(*) FROM rating_changes WHERE match_id = '$M1'")"
-expect_eq "games of each player" "1 1 1 1" "$(sql "SELECT string_agg(games::text, ' ') FROM ratings WHERE playlist = 'ranked' AND player_id IN ('${P1[0]}','${P1[1]}','${P1[2]}','${P1[3]}')")"
+expect_eq "games of each player" "1 1 1 10" "$(sql "SELECT string_agg(games::text, ' ' ORDER BY games) FROM ratings WHERE playlist = 'ranked' AND player_id IN ('${P1[0]}','${P1[1]}','${P1[2]}','${P1[3]}')")"
 expect_eq "tickets COMPLETED" "COMPLETED COMPLETED COMPLETED COMPLETED" "$(sql "SELECT string_agg(state, ' ') FROM tickets WHERE match_id = '$M1'")"
 events=$(sql "SELECT string_agg(event || '=' || n, ' ' ORDER BY event) FROM (SELECT event, count(*) n FROM outbox WHERE event IN ('match.result_pending','match.completed','ticket.completed','rating.changed') GROUP BY event) e")
 expect_eq "outbox: one event per change" "match.completed=1 match.result_pending=1 rating.changed=4 ticket.completed=4" "$events"
@@ -232,8 +232,16 @@ pass "new ratings equal Glickman's Glicko-2 computed in Python (tau $TAU, compos
 
 http GET "$A_URL/v1/profile/ranked" "${T1[0]}"; expect_http "profile after the result" 200
 expect_eq "profile rating" "$(jq -r ".\"${P1[0]}\".rating" <<<"$want" | cut -c1-8)" "$(jq -r .rating <<<"$BODY" | cut -c1-8)"
-expect_eq "ranked_games" 1 "$(jq -r .ranked_games <<<"$BODY")"
-expect_eq "tier while provisional" PROVISIONAL "$(jq -r .tier <<<"$BODY")"
+for i in 0 1 2 3; do
+	http GET "$A_URL/v1/profile/ranked" "${T1[$i]}"; expect_http "profile of player $i" 200
+	games=$(sql "SELECT games FROM ratings WHERE playlist = 'ranked' AND player_id = '${P1[$i]}'")
+	band=PROVISIONAL provisional=true
+	if ((games >= 10)); then
+		provisional=false
+		band=$(sql "SELECT name FROM tier_bands WHERE min_rating <= (SELECT rating FROM ratings WHERE playlist = 'ranked' AND player_id = '${P1[$i]}') ORDER BY min_rating DESC LIMIT 1")
+	fi
+	expect_eq "player $i's profile" "$provisional $games $band" "$(jq -r '"\(.provisional) \(.ranked_games) \(.tier)"' <<<"$BODY")"
+done
 
 ratings_before=$(sql "SELECT string_agg(rating::text, ' ' ORDER BY player_id) FROM ratings WHERE playlist = 'ranked'")
 outbox_before=$(sql "SELECT count(*) FROM outbox")
