@@ -1,0 +1,778 @@
+/*
+ * wire.c, the game wire codec: every message round-trips byte for byte;
+ * golden packets pin the byte order and layout; every strict prefix of
+ * every sample is refused as truncated, a longer packet or a count/length
+ * over its cap as oversized, a value out of range as malformed (with the
+ * field named), an unknown id as unknown (CC_ENOTFOUND, to be skipped);
+ * the encoder refuses what the decoder refuses and never writes past its
+ * buffer; quantisation stays within the bounds wire.h documents; the table
+ * equals contracts/gameserver-messages.json.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "support.h"
+#include "game/wire.h"
+#include "sys/banned.h"
+
+/* ---- samples: one or more valid messages per id ---------------------------------- */
+
+static void set_str(char *dst, uint16_t *len, const char *s)
+{
+	size_t n = strlen(s);
+	memcpy(dst, s, n + 1);
+	*len = (uint16_t)n;
+}
+
+static struct cc_wire_body sample_body(int k)
+{
+	struct cc_wire_body b = {
+		.rot = 0x4ABCDEF1u ^ (uint32_t)k,
+		.angvel = 0x3FFFFFFFu & (0x12345678u + (uint32_t)k),
+		.pos = { (int16_t)(100 * k - 7), (int16_t)(-2000 + k), INT16_MAX },
+		.vel = { INT16_MIN, (int16_t)k, -1 },
+	};
+	return b;
+}
+
+enum { SAMPLE_COUNT = 19 };
+
+/* Fills *m with sample number i (0 .. SAMPLE_COUNT-1). */
+static void sample(int i, struct cc_wire_msg *m)
+{
+	memset(m, 0, sizeof(*m));
+	switch (i) {
+	case 0:
+		m->id = CC_MSG_HELLO;
+		m->u.hello = (struct cc_wire_hello){ .protocol_version = 1, .tick_rate = 60, .auth = CC_WIRE_AUTH_TOKEN };
+		set_str(m->u.hello.credential, &m->u.hello.credential_len, "v1.k1.abc-DEF_123~+/=");
+		break;
+	case 1:
+		m->id = CC_MSG_HELLO;
+		m->u.hello = (struct cc_wire_hello){ .protocol_version = 1, .tick_rate = 60, .auth = CC_WIRE_AUTH_NAME };
+		set_str(m->u.hello.credential, &m->u.hello.credential_len, "Zo\xc3\xab \xe2\x9a\xbd");
+		break;
+	case 2: {
+		m->id = CC_MSG_HELLO;
+		struct cc_wire_hello *h = &m->u.hello;
+		*h = (struct cc_wire_hello){ .protocol_version = 65535, .tick_rate = 0, .auth = CC_WIRE_AUTH_TOKEN };
+		memset(h->credential, 'x', CC_WIRE_TOKEN_MAX);
+		h->credential_len = CC_WIRE_TOKEN_MAX;
+		break;
+	}
+	case 3: {
+		m->id = CC_MSG_WELCOME;
+		struct cc_wire_welcome *w = &m->u.welcome;
+		*w = (struct cc_wire_welcome){ .protocol_version = 1, .tick_rate = 60, .snapshot_rate = 20,
+					       .mode = CC_WIRE_MODE_ALLOCATED, .slot = 4, .team = 1, .max_players = 6,
+					       .max_inputs = 16, .match_state = 0, .server_tick = 123456 };
+		for (int k = 0; k < CC_WIRE_RESUME_KEY_LEN; k++)
+			w->resume_key[k] = (uint8_t)(0xF0 + k);
+		set_str(w->arena, &w->arena_len, "aurora_ring");
+		break;
+	}
+	case 4: {
+		m->id = CC_MSG_WELCOME;
+		struct cc_wire_welcome *w = &m->u.welcome;
+		*w = (struct cc_wire_welcome){ .protocol_version = 1, .tick_rate = 60, .snapshot_rate = 60,
+					       .mode = CC_WIRE_MODE_COMMUNITY, .slot = CC_WIRE_SLOT_NONE,
+					       .team = CC_WIRE_TEAM_NONE, .max_players = 16, .max_inputs = 1,
+					       .match_state = 7, .server_tick = UINT32_MAX };
+		set_str(w->arena, &w->arena_len, "abcdefghijklmnopqrstuvwxyz_01234");
+		break;
+	}
+	case 5:
+		m->id = CC_MSG_REFUSED;
+		m->u.refused = (struct cc_wire_refused){ .reason = CC_REASON_PROTOCOL_MISMATCH, .protocol_version = 1 };
+		set_str(m->u.refused.detail, &m->u.refused.detail_len, "client speaks 2, server speaks 1");
+		break;
+	case 6:
+		m->id = CC_MSG_REFUSED;
+		m->u.refused = (struct cc_wire_refused){ .reason = 65535, .protocol_version = 9 };
+		break;
+	case 7:
+		m->id = CC_MSG_KICKED;
+		m->u.kicked = (struct cc_wire_kicked){ .reason = CC_REASON_RATE_LIMITED };
+		set_str(m->u.kicked.detail, &m->u.kicked.detail_len, "over 200 packets/s");
+		break;
+	case 8:
+		m->id = CC_MSG_PING;
+		m->u.ping.client_time = 0xDEADBEEFu;
+		break;
+	case 9:
+		m->id = CC_MSG_PONG;
+		m->u.pong = (struct cc_wire_pong){ .client_time = 7, .server_tick = 99999, .tick_fraction = 32768 };
+		break;
+	case 10:
+		m->id = CC_MSG_PLAYER_INFO;
+		m->u.player_info = (struct cc_wire_player_info){ .slot = 15, .team = 1, .flags = CC_WIRE_PI_BOT };
+		set_str(m->u.player_info.name, &m->u.player_info.name_len, "Bot Alpha");
+		break;
+	case 11:
+		m->id = CC_MSG_PLAYER_INFO;
+		m->u.player_info = (struct cc_wire_player_info){ .slot = 0, .team = 0, .flags = 0 };
+		break;
+	case 12: {
+		m->id = CC_MSG_INPUT;
+		struct cc_wire_input_msg *in = &m->u.input;
+		in->newest_seq = 2;
+		in->last_snapshot_tick = 4000;
+		in->count = CC_WIRE_MAX_INPUTS;
+		for (int k = 0; k < CC_WIRE_MAX_INPUTS; k++)
+			in->inputs[k] = (struct cc_wire_input){ { (int8_t)(k * 8 - 64), -127, 127 },
+								 { 0, (int8_t)-k, (int8_t)k },
+								 (uint8_t)(k & CC_WIRE_BTN_BOOST) };
+		break;
+	}
+	case 13:
+		m->id = CC_MSG_INPUT;
+		m->u.input.newest_seq = 65535;
+		m->u.input.count = 1;
+		break;
+	case 14: {
+		m->id = CC_MSG_SNAPSHOT;
+		struct cc_wire_snapshot *s = &m->u.snapshot;
+		s->tick = 777;
+		s->match_state = 2;
+		s->score[0] = 3;
+		s->score[1] = 255;
+		s->clock_ticks = 18000;
+		s->ball = sample_body(0);
+		s->player_count = 6;
+		for (int k = 0; k < 6; k++)
+			s->players[k] = (struct cc_wire_player_state){ (uint8_t)(5 - k), (uint8_t)(k == 2 ? 0xFF : k),
+								       (uint16_t)(65530 + k), (uint8_t)(40 * k),
+								       sample_body(k + 1) };
+		break;
+	}
+	case 15: {
+		m->id = CC_MSG_SNAPSHOT;
+		struct cc_wire_snapshot *s = &m->u.snapshot;
+		s->player_count = CC_WIRE_MAX_PLAYERS;
+		for (int k = 0; k < CC_WIRE_MAX_PLAYERS; k++) {
+			s->players[k].slot = (uint8_t)k;
+			s->players[k].body = sample_body(k);
+		}
+		break;
+	}
+	case 16:
+		m->id = CC_MSG_MATCH_STATE;
+		m->u.match_state = (struct cc_wire_match_state){ 500, 3, { 1, 0 }, 17999 };
+		break;
+	case 17:
+		m->id = CC_MSG_GOAL;
+		m->u.goal = (struct cc_wire_goal){ 501, 1, CC_WIRE_SLOT_NONE, { 0, 1 } };
+		break;
+	case 18: {
+		m->id = CC_MSG_KICKOFF;
+		struct cc_wire_kickoff *k = &m->u.kickoff;
+		k->tick = 700;
+		k->ball = sample_body(9);
+		k->ship_count = 2;
+		k->ships[0] = (struct cc_wire_kickoff_ship){ 1, sample_body(1) };
+		k->ships[1] = (struct cc_wire_kickoff_ship){ 0, sample_body(2) };
+		break;
+	}
+	}
+}
+
+/* match_end is sample SAMPLE_COUNT (kept apart so the loop bound is one constant). */
+static void sample_any(int i, struct cc_wire_msg *m)
+{
+	if (i < SAMPLE_COUNT) {
+		sample(i, m);
+		return;
+	}
+	memset(m, 0, sizeof(*m));
+	m->id = CC_MSG_MATCH_END;
+	m->u.match_end = (struct cc_wire_match_end){ 9000, { 2, 2 }, CC_WIRE_TEAM_NONE, 3 };
+}
+#define SAMPLES (SAMPLE_COUNT + 1)
+
+static size_t encode_sample(int i, uint8_t *buf, struct cc_wire_msg *m)
+{
+	size_t len = 0;
+	sample_any(i, m);
+	int rc = cc_wire_encode(m, buf, CC_WIRE_MAX_PACKET, &len);
+	ck_assert_msg(rc == 0, "sample %d (%s): encode: %s", i, cc_wire_msg_name(m->id), cc_strerror(rc));
+	return len;
+}
+
+/* Every id in the table has a sample: adding a message without one fails here. */
+START_TEST(every_message_has_a_sample)
+{
+	size_t n;
+	const struct cc_wire_msg_info *t = cc_wire_messages(&n);
+	for (size_t k = 0; k < n; k++) {
+		bool found = false;
+		for (int i = 0; i < SAMPLES && !found; i++) {
+			struct cc_wire_msg m;
+			sample_any(i, &m);
+			found = m.id == t[k].id;
+		}
+		ck_assert_msg(found, "no sample of %s (0x%04x)", t[k].name, t[k].id);
+	}
+}
+END_TEST
+
+START_TEST(round_trip)
+{
+	uint8_t buf[CC_WIRE_MAX_PACKET], again[CC_WIRE_MAX_PACKET];
+	struct cc_wire_msg m, got;
+	struct cc_wire_fault f;
+	size_t len = encode_sample(_i, buf, &m);
+	memset(&got, 0xA5, sizeof(got));
+	int rc = cc_wire_decode(buf, len, &got, &f);
+	ck_assert_msg(rc == 0, "sample %d: decode: %s", _i, f.text);
+	ck_assert_int_eq(f.kind, CC_WIRE_FAULT_NONE);
+	ck_assert_uint_eq(got.id, m.id);
+	/* The encoding is injective on field values, so equal bytes prove every field decoded as sent. */
+	size_t len2 = 0;
+	ck_assert_int_eq(cc_wire_encode(&got, again, sizeof(again), &len2), 0);
+	ck_assert_uint_eq(len, len2);
+	ck_assert(memcmp(buf, again, len) == 0);
+	/* The sizes the table states bound every sample. */
+	size_t lo, hi;
+	cc_wire_msg_sizes(cc_wire_msg_info(m.id), &lo, &hi);
+	ck_assert_msg(len >= lo && len <= hi && hi <= CC_WIRE_MAX_PACKET, "sample %d: %zu bytes outside %zu..%zu", _i,
+		      len, lo, hi);
+	/* A message on its own channel and direction passes decode_from; the other ones do not. */
+	const struct cc_wire_msg_info *info = cc_wire_msg_info(m.id);
+	ck_assert_int_eq(cc_wire_decode_from(buf, len, info->direction, (uint8_t)info->channel, &got, &f), 0);
+	enum cc_wire_direction other = info->direction == CC_WIRE_TO_SERVER ? CC_WIRE_TO_CLIENT : CC_WIRE_TO_SERVER;
+	ck_assert_int_eq(cc_wire_decode_from(buf, len, other, (uint8_t)info->channel, &got, &f), CC_EINVAL);
+	ck_assert_int_eq(f.kind, CC_WIRE_FAULT_MALFORMED);
+	ck_assert_msg(strstr(f.text, "wrong way"), "%s", f.text);
+	ck_assert_int_eq(cc_wire_decode_from(buf, len, info->direction, (uint8_t)((info->channel + 1) % 3), &got, &f),
+			 CC_EINVAL);
+	ck_assert_msg(strstr(f.text, "wrong channel"), "%s", f.text);
+}
+END_TEST
+
+/* Every strict prefix of every sample is truncated, and *out stays untouched. */
+START_TEST(every_prefix_truncated)
+{
+	uint8_t buf[CC_WIRE_MAX_PACKET];
+	struct cc_wire_msg m, got, untouched;
+	size_t len = encode_sample(_i, buf, &m);
+	memset(&untouched, 0x5A, sizeof(untouched));
+	for (size_t cut = 0; cut < len; cut++) {
+		struct cc_wire_fault f;
+		memcpy(&got, &untouched, sizeof(got));
+		/* A copy of exactly cut bytes on the heap, so ASan sees a read past it. */
+		uint8_t *prefix = malloc(cut ? cut : 1);
+		ck_assert_ptr_nonnull(prefix);
+		memcpy(prefix, buf, cut);
+		int rc = cc_wire_decode(cut ? prefix : NULL, cut, &got, &f);
+		free(prefix);
+		ck_assert_msg(rc == CC_EINVAL && f.kind == CC_WIRE_FAULT_TRUNCATED,
+			      "sample %d (%s) cut to %zu of %zu bytes: rc %d, fault %s (%s)", _i, cc_wire_msg_name(m.id),
+			      cut, len, rc, cc_wire_fault_name(f.kind), f.text);
+		ck_assert(memcmp(&got, &untouched, sizeof(got)) == 0);
+		ck_assert_msg(f.offset <= cut, "fault offset %zu past the %zu bytes", f.offset, cut);
+	}
+}
+END_TEST
+
+/* One byte more than the message is oversized, as is a packet over the global cap. */
+START_TEST(trailing_bytes_oversized)
+{
+	uint8_t buf[CC_WIRE_MAX_PACKET + 8];
+	struct cc_wire_msg m, got;
+	struct cc_wire_fault f;
+	size_t len = encode_sample(_i, buf, &m);
+	buf[len] = 0;
+	ck_assert_int_eq(cc_wire_decode(buf, len + 1, &got, &f), CC_EINVAL);
+	ck_assert_msg(f.kind == CC_WIRE_FAULT_OVERSIZED, "sample %d: %s", _i, f.text);
+	ck_assert_msg(strstr(f.text, "1 extra"), "%s", f.text);
+	memset(buf + len, 0, sizeof(buf) - len);
+	ck_assert_int_eq(cc_wire_decode(buf, CC_WIRE_MAX_PACKET + 1, &got, &f), CC_EINVAL);
+	ck_assert_int_eq(f.kind, CC_WIRE_FAULT_OVERSIZED);
+}
+END_TEST
+
+/* The encoder never writes past cap: each smaller buffer is CC_ETOOBIG, and the byte after it survives. */
+START_TEST(encode_small_buffers)
+{
+	uint8_t full[CC_WIRE_MAX_PACKET];
+	struct cc_wire_msg m;
+	size_t len = encode_sample(_i, full, &m);
+	for (size_t cap = 0; cap < len; cap++) {
+		uint8_t *buf = malloc(cap + 1);
+		ck_assert_ptr_nonnull(buf);
+		buf[cap] = 0xEE;
+		size_t got = 12345;
+		ck_assert_int_eq(cc_wire_encode(&m, buf, cap, &got), CC_ETOOBIG);
+		ck_assert_uint_eq(buf[cap], 0xEE);
+		ck_assert_uint_eq(got, 12345);
+		free(buf);
+	}
+}
+END_TEST
+
+/* ---- golden packets: byte order and layout, as the protocol document shows them ---- */
+
+static void hex(const char *h, uint8_t *out, size_t *len)
+{
+	size_t n = 0;
+	for (const char *p = h; *p;) {
+		if (*p == ' ') {
+			p++;
+			continue;
+		}
+		unsigned v;
+		ck_assert_int_eq(sscanf(p, "%2x", &v), 1);
+		out[n++] = (uint8_t)v;
+		p += 2;
+	}
+	*len = n;
+}
+
+START_TEST(golden_hello)
+{
+	struct cc_wire_msg m;
+	memset(&m, 0, sizeof(m));
+	m.id = CC_MSG_HELLO;
+	m.u.hello = (struct cc_wire_hello){ .protocol_version = 1, .tick_rate = 60, .auth = CC_WIRE_AUTH_NAME };
+	set_str(m.u.hello.credential, &m.u.hello.credential_len, "Ann");
+	uint8_t buf[64], want[64];
+	size_t len, wlen;
+	ck_assert_int_eq(cc_wire_encode(&m, buf, sizeof(buf), &len), 0);
+	hex("0100 0100 3c00 02 0300 416e6e", want, &wlen);
+	ck_assert_uint_eq(len, wlen);
+	ck_assert(memcmp(buf, want, len) == 0);
+	uint16_t v = 0;
+	ck_assert(cc_wire_peek_hello_version(buf, len, &v));
+	ck_assert_uint_eq(v, 1);
+	ck_assert(!cc_wire_peek_hello_version(buf, 3, &v));
+	buf[0] = 2;
+	ck_assert(!cc_wire_peek_hello_version(buf, len, &v));
+}
+END_TEST
+
+START_TEST(golden_input)
+{
+	struct cc_wire_msg m;
+	memset(&m, 0, sizeof(m));
+	m.id = CC_MSG_INPUT;
+	m.u.input.newest_seq = 0x1234;
+	m.u.input.last_snapshot_tick = 0x01020304;
+	m.u.input.count = 2;
+	m.u.input.inputs[0] = (struct cc_wire_input){ { 1, -1, 127 }, { -127, 0, 2 }, 1 };
+	m.u.input.inputs[1] = (struct cc_wire_input){ { 0, 0, 0 }, { 0, 0, 0 }, 0 };
+	uint8_t buf[64], want[64];
+	size_t len, wlen;
+	ck_assert_int_eq(cc_wire_encode(&m, buf, sizeof(buf), &len), 0);
+	hex("0001 3412 04030201 02 01ff7f 810002 01 000000 000000 00", want, &wlen);
+	ck_assert_uint_eq(len, wlen);
+	ck_assert(memcmp(buf, want, len) == 0);
+}
+END_TEST
+
+START_TEST(golden_snapshot)
+{
+	struct cc_wire_msg m;
+	memset(&m, 0, sizeof(m));
+	m.id = CC_MSG_SNAPSHOT;
+	struct cc_wire_snapshot *s = &m.u.snapshot;
+	s->tick = 0x00010203;
+	s->match_state = 2;
+	s->score[0] = 1;
+	s->score[1] = 2;
+	s->clock_ticks = 18000;
+	s->ball = (struct cc_wire_body){ .pos = { 0, 9216, -1 }, .rot = 0, .vel = { 256, 0, -256 }, .angvel = 0x10 };
+	s->player_count = 1;
+	s->players[0] = (struct cc_wire_player_state){ 3, CC_WIRE_PF_CONNECTED | CC_WIRE_PF_HAS_INPUT, 0xFFFE, 255,
+						       { .pos = { 1, 2, 3 }, .rot = 0xC0000000u, .vel = { 4, 5, 6 },
+							 .angvel = 0x3FF00000u } };
+	uint8_t buf[128], want[128];
+	size_t len, wlen;
+	ck_assert_int_eq(cc_wire_encode(&m, buf, sizeof(buf), &len), 0);
+	hex("0101 03020100 02 01 02 50460000"
+	    " 0000 0024 ffff 00000000 0001 0000 00ff 10000000"
+	    " 01 03 14 feff ff 0100 0200 0300 000000c0 0400 0500 0600 0000f03f",
+	    want, &wlen);
+	ck_assert_uint_eq(len, wlen);
+	ck_assert(memcmp(buf, want, len) == 0);
+	/* The ball: y = 9216 / 1024 = 9 m, vx = 1 m/s; angvel x = 16 / 16 = 1 rad/s; rot 0 = identity (w first). */
+	struct cc_wire_pose p;
+	cc_wire_dequantise(&s->ball, &p);
+	ck_assert(p.pos[1] == 9.0f && p.vel[0] == 1.0f && p.vel[2] == -1.0f && p.angvel[0] == 1.0f);
+	ck_assert(p.rot[0] == 1.0f && p.rot[1] == 0.0f && p.rot[2] == 0.0f && p.rot[3] == 0.0f);
+	/* The ship's angvel z is -1 (0x3FF): -1/16 rad/s; its rot index 3 (z) with all others 0. */
+	cc_wire_dequantise(&s->players[0].body, &p);
+	ck_assert(p.angvel[2] == -0.0625f && p.angvel[0] == 0.0f);
+	ck_assert(p.rot[3] == 1.0f && p.rot[0] == 0.0f);
+}
+END_TEST
+
+/* ---- refusals with the field named ----------------------------------------------- */
+
+struct bad_case {
+	const char *what;
+	const char *packet; /* hex */
+	int rc;
+	enum cc_wire_fault_kind kind;
+	const char *text; /* substring of the fault text */
+};
+
+static const struct bad_case bad_cases[] = {
+	{ "empty packet", "", CC_EINVAL, CC_WIRE_FAULT_TRUNCATED, "no message id" },
+	{ "one byte", "01", CC_EINVAL, CC_WIRE_FAULT_TRUNCATED, "an id needs 2" },
+	{ "id 0", "0000", CC_ENOTFOUND, CC_WIRE_FAULT_UNKNOWN, "id 0x0000" },
+	{ "reserved spectate range", "0002 0100", CC_ENOTFOUND, CC_WIRE_FAULT_UNKNOWN, "id 0x0200" },
+	{ "reserved lobby range", "0003", CC_ENOTFOUND, CC_WIRE_FAULT_UNKNOWN, "id 0x0300 (2 bytes), skipped" },
+	{ "experimental id", "ffff 00", CC_ENOTFOUND, CC_WIRE_FAULT_UNKNOWN, "id 0xffff" },
+	{ "hello auth 0", "0100 0100 3c00 00 0100 41", CC_EINVAL, CC_WIRE_FAULT_MALFORMED,
+	  "hello: malformed at byte 6 (auth): below its minimum, value 0" },
+	{ "hello auth 3", "0100 0100 3c00 03 0100 41", CC_EINVAL, CC_WIRE_FAULT_MALFORMED, "(auth): above its maximum" },
+	{ "hello empty credential", "0100 0100 3c00 01 0000", CC_EINVAL, CC_WIRE_FAULT_MALFORMED,
+	  "(credential): shorter than its minimum" },
+	{ "hello token over cap", "0100 0100 3c00 01 0102 41", CC_EINVAL, CC_WIRE_FAULT_OVERSIZED,
+	  "(credential): length over its cap, 513 bytes, cap 512" },
+	{ "hello token with a space", "0100 0100 3c00 01 0300 412042", CC_EINVAL, CC_WIRE_FAULT_MALFORMED,
+	  "(credential): a token is printable ASCII" },
+	{ "hello name of 33 bytes", "0100 0100 3c00 02 2100 414141414141414141414141414141414141414141414141414141414141414141",
+	  CC_EINVAL, CC_WIRE_FAULT_MALFORMED, "a name is at most 32 bytes" },
+	{ "hello name with a newline", "0100 0100 3c00 02 0300 410a42", CC_EINVAL, CC_WIRE_FAULT_MALFORMED,
+	  "without control characters" },
+	{ "hello name with C1 control", "0100 0100 3c00 02 0200 c285", CC_EINVAL, CC_WIRE_FAULT_MALFORMED,
+	  "without control characters" },
+	{ "hello name with bad UTF-8", "0100 0100 3c00 02 0200 c0af", CC_EINVAL, CC_WIRE_FAULT_MALFORMED,
+	  "well-formed UTF-8" },
+	{ "hello name with NUL", "0100 0100 3c00 02 0200 4100", CC_EINVAL, CC_WIRE_FAULT_MALFORMED, "(credential): holds a NUL byte" },
+	{ "input count 0", "0001 0100 00000000 00", CC_EINVAL, CC_WIRE_FAULT_MALFORMED,
+	  "(inputs): count below its minimum" },
+	{ "input count 17", "0001 0100 00000000 11", CC_EINVAL, CC_WIRE_FAULT_OVERSIZED, "(inputs): count over its cap, 17, cap 16" },
+	{ "input count 255", "0001 0100 00000000 ff", CC_EINVAL, CC_WIRE_FAULT_OVERSIZED, "count over its cap" },
+	{ "input axis -128", "0001 0100 00000000 02 000000000000 00 00800000000000", CC_EINVAL, CC_WIRE_FAULT_MALFORMED,
+	  "input: malformed at byte 17 (inputs[1].thrust_y): below its minimum, value -128" },
+	{ "input reserved button", "0001 0100 00000000 01 000000000000 02", CC_EINVAL, CC_WIRE_FAULT_MALFORMED,
+	  "(inputs[0].buttons): reserved bits set" },
+	{ "input short of its second input", "0001 0100 00000000 02 000000000000 00 0000", CC_EINVAL,
+	  CC_WIRE_FAULT_TRUNCATED, "(inputs[1].thrust_z): the packet ends inside the field" },
+	{ "ping with a byte too many", "0500 01020304 05", CC_EINVAL, CC_WIRE_FAULT_OVERSIZED,
+	  "ping: oversized at byte 6: bytes after the end of the message, 1 extra" },
+	{ "welcome slot above max_players",
+	  "0200 0100 3c00 1400 01 06 00 06 10 00 00000000 00000000000000000000000000000000 01 61", CC_EINVAL,
+	  CC_WIRE_FAULT_MALFORMED, "(slot): not below max_players" },
+	{ "welcome snapshot_rate above tick_rate",
+	  "0200 0100 3c00 3d00 01 00 00 06 10 00 00000000 00000000000000000000000000000000 01 61", CC_EINVAL,
+	  CC_WIRE_FAULT_MALFORMED, "(snapshot_rate): above tick_rate" },
+	{ "welcome arena upper case",
+	  "0200 0100 3c00 1400 01 00 00 06 10 00 00000000 00000000000000000000000000000000 01 41", CC_EINVAL,
+	  CC_WIRE_FAULT_MALFORMED, "(arena): holds a byte outside a-z, 0-9 and _" },
+	{ "refused reason 0", "0300 0000 0100 00", CC_EINVAL, CC_WIRE_FAULT_MALFORMED, "(reason): below its minimum" },
+	{ "kicked detail with a tab", "0400 0800 01 09", CC_EINVAL, CC_WIRE_FAULT_MALFORMED, "(detail): not printable ASCII" },
+	{ "player_info slot 16", "0700 10 00 00 00", CC_EINVAL, CC_WIRE_FAULT_MALFORMED, "(slot): above its maximum, value 16" },
+	{ "snapshot player count 17",
+	  "0101 00000000 02 00 00 00000000 0000 0000 0000 00000000 0000 0000 0000 00000000 11", CC_EINVAL,
+	  CC_WIRE_FAULT_OVERSIZED, "(players): count over its cap" },
+	{ "snapshot ball angvel reserved bits",
+	  "0101 00000000 02 00 00 00000000 0000 0000 0000 00000000 0000 0000 0000 00000040 00", CC_EINVAL,
+	  CC_WIRE_FAULT_MALFORMED, "(ball.angvel): reserved bits set" },
+	{ "snapshot duplicate slot",
+	  "0101 00000000 02 00 00 00000000 0000 0000 0000 00000000 0000 0000 0000 00000000 02"
+	  " 05 00 0000 00 0000 0000 0000 00000000 0000 0000 0000 00000000"
+	  " 05 00 0000 00 0000 0000 0000 00000000 0000 0000 0000 00000000",
+	  CC_EINVAL, CC_WIRE_FAULT_MALFORMED, "(players.slot): a slot appears twice" },
+	{ "snapshot player truncated in its body",
+	  "0101 00000000 02 00 00 00000000 0000 0000 0000 00000000 0000 0000 0000 00000000 02"
+	  " 05 00 0000 00 0000 0000 0000 00000000 0000 0000 0000 00000000"
+	  " 06 00 0000 00 0000 0000 0000 0000",
+	  CC_EINVAL, CC_WIRE_FAULT_TRUNCATED, "snapshot: truncated at byte 70 (players[1].body.rot): the packet ends "
+					      "inside the field, needs 4 bytes, 2 left" },
+	{ "goal team 2", "1101 00000000 02 ff 00 00", CC_EINVAL, CC_WIRE_FAULT_MALFORMED, "(team): above its maximum" },
+	{ "goal scorer 16", "1101 00000000 01 10 00 00", CC_EINVAL, CC_WIRE_FAULT_MALFORMED, "(scorer): neither a slot" },
+	{ "match_end winner 2", "1301 00000000 00 00 02 00", CC_EINVAL, CC_WIRE_FAULT_MALFORMED, "(winner): neither 0, 1 nor 255" },
+	{ "kickoff duplicate slot",
+	  "1201 00000000 0000 0000 0000 00000000 0000 0000 0000 00000000 02"
+	  " 01 0000 0000 0000 00000000 0000 0000 0000 00000000"
+	  " 01 0000 0000 0000 00000000 0000 0000 0000 00000000",
+	  CC_EINVAL, CC_WIRE_FAULT_MALFORMED, "(ships.slot): a slot appears twice" },
+};
+
+START_TEST(bad_packets)
+{
+	const struct bad_case *c = &bad_cases[_i];
+	uint8_t buf[CC_WIRE_MAX_PACKET];
+	size_t len;
+	hex(c->packet, buf, &len);
+	/* Exactly len bytes on the heap: a read past them is an ASan error. */
+	uint8_t *pkt = malloc(len ? len : 1);
+	ck_assert_ptr_nonnull(pkt);
+	memcpy(pkt, buf, len);
+	struct cc_wire_msg m, untouched;
+	memset(&m, 0x77, sizeof(m));
+	memcpy(&untouched, &m, sizeof(m));
+	struct cc_wire_fault f;
+	int rc = cc_wire_decode(len ? pkt : NULL, len, &m, &f);
+	free(pkt);
+	ck_assert_msg(rc == c->rc, "%s: rc %d, want %d (%s)", c->what, rc, c->rc, f.text);
+	ck_assert_msg(f.kind == c->kind, "%s: fault %s, want %s (%s)", c->what, cc_wire_fault_name(f.kind),
+		      cc_wire_fault_name(c->kind), f.text);
+	ck_assert_msg(strstr(f.text, c->text), "%s: fault text \"%s\" lacks \"%s\"", c->what, f.text, c->text);
+	ck_assert(memcmp(&m, &untouched, sizeof(m)) == 0);
+	/* Fault text is printable ASCII: it goes into logs. */
+	for (const char *p = f.text; *p; p++)
+		ck_assert_msg(*p >= 0x20 && *p < 0x7F, "%s: byte 0x%02x in fault text", c->what, (unsigned char)*p);
+}
+END_TEST
+
+/* A NULL fault is allowed everywhere. */
+START_TEST(null_fault)
+{
+	struct cc_wire_msg m;
+	uint8_t b[2] = { 0x01, 0x00 };
+	ck_assert_int_eq(cc_wire_decode(b, 2, &m, NULL), CC_EINVAL);
+	ck_assert_int_eq(cc_wire_decode(b, 1, &m, NULL), CC_EINVAL);
+	b[1] = 0x7F;
+	ck_assert_int_eq(cc_wire_decode(b, 2, &m, NULL), CC_ENOTFOUND);
+}
+END_TEST
+
+/* ---- the encoder refuses what the decoder would refuse ------------------------------- */
+
+struct enc_case {
+	const char *what;
+	int base; /* a sample */
+	void (*spoil)(struct cc_wire_msg *m);
+};
+
+static void spoil_unknown_id(struct cc_wire_msg *m) { m->id = 0x0200; }
+static void spoil_count_over(struct cc_wire_msg *m) { m->u.input.count = CC_WIRE_MAX_INPUTS + 1; }
+static void spoil_count_zero(struct cc_wire_msg *m) { m->u.input.count = 0; }
+static void spoil_axis(struct cc_wire_msg *m) { m->u.input.inputs[3].turn[1] = -128; }
+static void spoil_button(struct cc_wire_msg *m) { m->u.input.inputs[0].buttons = 0x80; }
+static void spoil_token_len(struct cc_wire_msg *m) { m->u.hello.credential_len = CC_WIRE_TOKEN_MAX + 1; }
+static void spoil_token_space(struct cc_wire_msg *m) { m->u.hello.credential[2] = ' '; }
+static void spoil_name_control(struct cc_wire_msg *m) { m->u.hello.credential[0] = '\x1b'; }
+static void spoil_players(struct cc_wire_msg *m) { m->u.snapshot.player_count = CC_WIRE_MAX_PLAYERS + 1; }
+static void spoil_dup_slot(struct cc_wire_msg *m) { m->u.snapshot.players[1].slot = m->u.snapshot.players[0].slot; }
+static void spoil_angvel(struct cc_wire_msg *m) { m->u.snapshot.ball.angvel |= 0x80000000u; }
+static void spoil_arena(struct cc_wire_msg *m) { m->u.welcome.arena[0] = '-'; }
+static void spoil_arena_empty(struct cc_wire_msg *m) { m->u.welcome.arena_len = 0; }
+static void spoil_detail(struct cc_wire_msg *m) { m->u.refused.detail[0] = '\n'; }
+static void spoil_reason(struct cc_wire_msg *m) { m->u.kicked.reason = 0; }
+
+static const struct enc_case enc_cases[] = {
+	{ "unknown id", 0, spoil_unknown_id },
+	{ "17 inputs", 12, spoil_count_over },
+	{ "no input", 12, spoil_count_zero },
+	{ "axis -128", 12, spoil_axis },
+	{ "reserved button", 12, spoil_button },
+	{ "token over cap", 0, spoil_token_len },
+	{ "token with a space", 0, spoil_token_space },
+	{ "name with ESC", 1, spoil_name_control },
+	{ "17 players", 14, spoil_players },
+	{ "duplicate slot", 14, spoil_dup_slot },
+	{ "angvel reserved bit", 14, spoil_angvel },
+	{ "arena with a hyphen", 3, spoil_arena },
+	{ "empty arena", 3, spoil_arena_empty },
+	{ "detail with a newline", 5, spoil_detail },
+	{ "reason 0", 7, spoil_reason },
+};
+
+START_TEST(encode_refuses)
+{
+	const struct enc_case *c = &enc_cases[_i];
+	struct cc_wire_msg m;
+	sample_any(c->base, &m);
+	c->spoil(&m);
+	uint8_t buf[CC_WIRE_MAX_PACKET];
+	size_t len = 999;
+	ck_assert_msg(cc_wire_encode(&m, buf, sizeof(buf), &len) == CC_EINVAL, "%s: encoded", c->what);
+	ck_assert_uint_eq(len, 999);
+}
+END_TEST
+
+/* ---- quantisation -------------------------------------------------------------------- */
+
+/* A small deterministic generator (xorshift32), so a failure repeats. */
+static uint32_t rng = 0x9E3779B9u;
+static float uniform(float lo, float hi)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 17;
+	rng ^= rng << 5;
+	return lo + (hi - lo) * (float)((double)rng / 4294967296.0);
+}
+
+/* The rotation angle between two unit quaternions (w, x, y, z). */
+static double quat_angle(const float a[4], const float b[4])
+{
+	double dot = 0;
+	for (int i = 0; i < 4; i++)
+		dot += (double)a[i] * b[i];
+	dot = fabs(dot);
+	if (dot > 1)
+		dot = 1;
+	return 2 * acos(dot);
+}
+
+START_TEST(quantise_bounds)
+{
+	double worst_pos = 0, worst_vel = 0, worst_ang = 0, worst_rot = 0;
+	int rot_switches = 0;
+	for (int n = 0; n < 200000; n++) {
+		struct cc_wire_pose p, back;
+		for (int i = 0; i < 3; i++) {
+			p.pos[i] = uniform(-31.99f, 31.99f);
+			p.vel[i] = uniform(-127.9f, 127.9f);
+			p.angvel[i] = uniform(-31.9f, 31.9f);
+		}
+		double norm = 0;
+		for (int i = 0; i < 4; i++) {
+			p.rot[i] = uniform(-1, 1);
+			norm += (double)p.rot[i] * p.rot[i];
+		}
+		if (norm < 1e-6)
+			continue;
+		for (int i = 0; i < 4; i++)
+			p.rot[i] = (float)(p.rot[i] / sqrt(norm));
+		struct cc_wire_body b, b2;
+		cc_wire_quantise(&p, &b);
+		cc_wire_dequantise(&b, &back);
+		for (int i = 0; i < 3; i++) {
+			worst_pos = fmax(worst_pos, fabs((double)p.pos[i] - back.pos[i]));
+			worst_vel = fmax(worst_vel, fabs((double)p.vel[i] - back.vel[i]));
+			worst_ang = fmax(worst_ang, fabs((double)p.angvel[i] - back.angvel[i]));
+		}
+		worst_rot = fmax(worst_rot, quat_angle(p.rot, back.rot));
+		double unit = 0;
+		for (int i = 0; i < 4; i++)
+			unit += (double)back.rot[i] * back.rot[i];
+		ck_assert_msg(fabs(unit - 1) < 1e-6, "dequantised quaternion has norm^2 %g", unit);
+		/*
+		 * Quantising what was dequantised gives the same integers, so a
+		 * relay (a spectator proxy, a replay) loses nothing more; only the
+		 * quaternion may switch its omitted component when two are nearly
+		 * equal, and then stays within the bound.
+		 */
+		cc_wire_quantise(&back, &b2);
+		ck_assert(memcmp(b.pos, b2.pos, sizeof(b.pos)) == 0 && memcmp(b.vel, b2.vel, sizeof(b.vel)) == 0);
+		ck_assert_uint_eq(b.angvel, b2.angvel);
+		if (b.rot != b2.rot) {
+			struct cc_wire_pose again;
+			cc_wire_dequantise(&b2, &again);
+			ck_assert_msg(quat_angle(back.rot, again.rot) <= CC_WIRE_ROT_ERROR_BOUND,
+				      "requantised rot %08x vs %08x", b.rot, b2.rot);
+			rot_switches++;
+		}
+	}
+	/* The documented bounds (wire.h), with float rounding slack of one part in 1e6. */
+	ck_assert_msg(worst_pos <= CC_WIRE_POS_STEP / 2 + 1e-5, "position error %g", worst_pos);
+	ck_assert_msg(worst_vel <= CC_WIRE_VEL_STEP / 2 + 1e-4, "velocity error %g", worst_vel);
+	ck_assert_msg(worst_ang <= CC_WIRE_ANGVEL_STEP / 2 + 1e-5, "angular velocity error %g", worst_ang);
+	ck_assert_msg(worst_rot <= CC_WIRE_ROT_ERROR_BOUND, "rotation error %g rad", worst_rot);
+	fprintf(stderr,
+		"quantise: worst errors pos %.6f m, vel %.6f m/s, angvel %.6f rad/s, rot %.6f rad; %d of 200000 "
+		"requantised quaternions switched component\n",
+		worst_pos, worst_vel, worst_ang, worst_rot, rot_switches);
+}
+END_TEST
+
+START_TEST(quantise_edges)
+{
+	struct cc_wire_pose p = { .pos = { 100.0f, -100.0f, NAN },
+				  .rot = { 0, 0, 0, 0 },
+				  .vel = { INFINITY, -INFINITY, 0.0f },
+				  .angvel = { 1000.0f, -1000.0f, NAN } };
+	struct cc_wire_body b;
+	cc_wire_quantise(&p, &b);
+	ck_assert_int_eq(b.pos[0], INT16_MAX);
+	ck_assert_int_eq(b.pos[1], -INT16_MAX);
+	ck_assert_int_eq(b.pos[2], 0);
+	ck_assert_int_eq(b.vel[0], INT16_MAX);
+	ck_assert_int_eq(b.vel[1], -INT16_MAX);
+	ck_assert_uint_eq(b.rot, 0); /* the identity: index 0 (w), the rest zero */
+	ck_assert_uint_eq(b.angvel & 0xC0000000u, 0);
+	struct cc_wire_pose back;
+	cc_wire_dequantise(&b, &back);
+	ck_assert(back.angvel[0] == 511.0f / 16 && back.angvel[1] == -511.0f / 16 && back.angvel[2] == 0.0f);
+	/* q and -q are one rotation and pack the same. */
+	float q[4] = { -0.5f, 0.5f, -0.5f, 0.5f }, nq[4] = { 0.5f, -0.5f, 0.5f, -0.5f };
+	ck_assert_uint_eq(cc_wire_quat_pack(q), cc_wire_quat_pack(nq));
+	/* A non-unit quaternion is normalised first. */
+	float big[4] = { 0, 0, 3, 0 }, unit[4] = { 0, 0, 1, 0 };
+	ck_assert_uint_eq(cc_wire_quat_pack(big), cc_wire_quat_pack(unit));
+	/* Exact values survive exactly: 1/1024 m, 1/256 m/s, 1/16 rad/s. */
+	struct cc_wire_pose e = { .pos = { 1.0f / 1024, -31.0f, 9.0f }, .rot = { 1, 0, 0, 0 },
+				  .vel = { 1.0f / 256, 35.0f, -50.0f }, .angvel = { 0.0625f, -5.5f, 0 } };
+	cc_wire_quantise(&e, &b);
+	cc_wire_dequantise(&b, &back);
+	for (int i = 0; i < 3; i++) {
+		ck_assert(back.pos[i] == e.pos[i]);
+		ck_assert(back.vel[i] == e.vel[i]);
+		ck_assert(back.angvel[i] == e.angvel[i]);
+	}
+	ck_assert(back.rot[0] == 1.0f);
+	/* Input axes. */
+	ck_assert_int_eq(cc_wire_axis_pack(1.0f), 127);
+	ck_assert_int_eq(cc_wire_axis_pack(-1.5f), -127);
+	ck_assert_int_eq(cc_wire_axis_pack(NAN), 0);
+	ck_assert_int_eq(cc_wire_axis_pack(0.5f), 64);
+	ck_assert(cc_wire_axis_unpack(-127) == -1.0f);
+	ck_assert(fabsf(cc_wire_axis_unpack(64) - 0.5039f) < 1e-3f);
+}
+END_TEST
+
+START_TEST(sequence_wrap)
+{
+	ck_assert_int_eq(cc_wire_seq_diff(5, 3), 2);
+	ck_assert_int_eq(cc_wire_seq_diff(3, 5), -2);
+	ck_assert_int_eq(cc_wire_seq_diff(1, 65535), 2);
+	ck_assert_int_eq(cc_wire_seq_diff(65535, 1), -2);
+	ck_assert_int_eq(cc_wire_seq_diff(32767, 0), 32767);
+	ck_assert_int_eq(cc_wire_seq_diff(32768, 0), -32768);
+	ck_assert(cc_wire_seq_newer(0, 65535));
+	ck_assert(!cc_wire_seq_newer(65535, 0));
+	ck_assert(!cc_wire_seq_newer(7, 7));
+}
+END_TEST
+
+START_TEST(names)
+{
+	ck_assert_str_eq(cc_wire_msg_name(CC_MSG_SNAPSHOT), "snapshot");
+	ck_assert_str_eq(cc_wire_msg_name(0x0200), "?");
+	ck_assert_str_eq(cc_wire_reason_name(CC_REASON_TOKEN_REPLAYED), "token_replayed");
+	ck_assert_str_eq(cc_wire_reason_name(0), "?");
+	ck_assert_uint_eq(cc_wire_reason_by_name("server_full"), CC_REASON_SERVER_FULL);
+	ck_assert_uint_eq(cc_wire_reason_by_name("nope"), 0);
+	ck_assert_uint_eq(cc_wire_reason_by_name(NULL), 0);
+	ck_assert_str_eq(cc_wire_lobby_result_name(CC_LOBBY_TOO_MANY), "too_many_lobbies");
+	ck_assert_str_eq(cc_wire_fault_name(CC_WIRE_FAULT_OVERSIZED), "oversized");
+	ck_assert_str_eq(cc_wire_fault_name(CC_WIRE_FAULT_END), "?");
+}
+END_TEST
+
+static Suite *wire_suite(void)
+{
+	Suite *s = suite_create("wire");
+	TCase *tc = tcase_create("codec");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, every_message_has_a_sample);
+	tcase_add_loop_test(tc, round_trip, 0, SAMPLES);
+	tcase_add_loop_test(tc, every_prefix_truncated, 0, SAMPLES);
+	tcase_add_loop_test(tc, trailing_bytes_oversized, 0, SAMPLES);
+	tcase_add_loop_test(tc, encode_small_buffers, 0, SAMPLES);
+	tcase_add_test(tc, golden_hello);
+	tcase_add_test(tc, golden_input);
+	tcase_add_test(tc, golden_snapshot);
+	tcase_add_loop_test(tc, bad_packets, 0, CC_ARRAY_LEN(bad_cases));
+	tcase_add_test(tc, null_fault);
+	tcase_add_loop_test(tc, encode_refuses, 0, CC_ARRAY_LEN(enc_cases));
+	tcase_add_test(tc, quantise_bounds);
+	tcase_add_test(tc, quantise_edges);
+	tcase_add_test(tc, sequence_wrap);
+	tcase_add_test(tc, names);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return cc_test_run_suite(wire_suite());
+}
