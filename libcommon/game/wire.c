@@ -175,7 +175,7 @@ static const char *check_match_end(const void *v, const char **field)
 static const struct cc_wire_field hello_fields[] = {
 	U16(S, protocol_version, "protocol_version", 0, UINT16_MAX),
 	U16(S, tick_rate, "tick_rate", 0, UINT16_MAX),
-	U8(S, auth, "auth", CC_WIRE_AUTH_TOKEN, CC_WIRE_AUTH_NAME),
+	SCALAR(CC_WIRE_U8, S, auth, "auth", CC_WIRE_AUTH_TOKEN, CC_WIRE_AUTH_NAME, 0, "auth"),
 	STRING(S, credential, "credential", 2, 1, CC_WIRE_TOKEN_MAX, CC_WIRE_CS_CREDENTIAL),
 };
 static const struct cc_wire_type hello_payload = TYPE("hello", S, hello_fields, check_hello);
@@ -186,7 +186,7 @@ static const struct cc_wire_field welcome_fields[] = {
 	U16(S, protocol_version, "protocol_version", 0, UINT16_MAX),
 	U16(S, tick_rate, "tick_rate", 1, UINT16_MAX),
 	U16(S, snapshot_rate, "snapshot_rate", 1, UINT16_MAX),
-	U8(S, mode, "mode", CC_WIRE_MODE_ALLOCATED, CC_WIRE_MODE_COMMUNITY),
+	SCALAR(CC_WIRE_U8, S, mode, "mode", CC_WIRE_MODE_ALLOCATED, CC_WIRE_MODE_COMMUNITY, 0, "mode"),
 	U8(S, slot, "slot", 0, UINT8_MAX),
 	U8(S, team, "team", 0, UINT8_MAX),
 	U8(S, max_players, "max_players", 1, CC_WIRE_MAX_PLAYERS),

@@ -13,8 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "support.h"
 #include "game/wire.h"
+#include "sys/file.h"
 #include "sys/banned.h"
 
 /* ---- samples: one or more valid messages per id ---------------------------------- */
@@ -748,6 +751,264 @@ START_TEST(names)
 }
 END_TEST
 
+/* ---- the JSON table equals the codec's table ------------------------------------------ */
+
+#define TABLE_MAX (1 << 20)
+
+/* Reads and parses $CC_TOP/contracts/gameserver-messages.json; fails the test when it cannot. */
+static cJSON *load_table(void)
+{
+	const char *top = getenv("CC_TOP");
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/contracts/gameserver-messages.json", top && *top ? top : ".");
+	char *text = NULL;
+	size_t len = 0;
+	struct cc_file_error err;
+	int rc = cc_file_read(path, TABLE_MAX, CC_FILE_REGULAR_ONLY, &text, &len, &err);
+	ck_assert_msg(rc == 0, "cannot read %s (is CC_TOP the checkout?): %s", path, cc_strerror(rc));
+	cJSON *doc = cJSON_ParseWithLength(text, len);
+	free(text);
+	ck_assert_msg(doc, "%s is not JSON", path);
+	return doc;
+}
+
+static const cJSON *get(const cJSON *o, const char *key)
+{
+	return cJSON_GetObjectItemCaseSensitive(o, key);
+}
+
+/* The integer at o.key, or dflt when absent; fails on a non-number. */
+static long long get_int(const cJSON *o, const char *key, long long dflt, const char *where)
+{
+	const cJSON *v = get(o, key);
+	if (!v)
+		return dflt;
+	ck_assert_msg(cJSON_IsNumber(v), "%s: %s is not a number", where, key);
+	return (long long)v->valuedouble;
+}
+
+static const char *get_str(const cJSON *o, const char *key, const char *where)
+{
+	const cJSON *v = get(o, key);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+	(void)where;
+}
+
+static const char *const ftype_names[] = { "u8", "u16", "u32", "i8", "i16", "bytes", "string", "array", "struct" };
+static const char *const charset_names[] = { "", "token", "text", "name", "slug", "credential" };
+
+/* The full range of a scalar type: what a field without min/max in the JSON means. */
+static void type_range(enum cc_wire_ftype t, long long *lo, long long *hi)
+{
+	switch (t) {
+	case CC_WIRE_U8: *lo = 0, *hi = UINT8_MAX; break;
+	case CC_WIRE_U16: *lo = 0, *hi = UINT16_MAX; break;
+	case CC_WIRE_U32: *lo = 0, *hi = UINT32_MAX; break;
+	case CC_WIRE_I8: *lo = INT8_MIN, *hi = INT8_MAX; break;
+	case CC_WIRE_I16: *lo = INT16_MIN, *hi = INT16_MAX; break;
+	default: *lo = *hi = 0; break;
+	}
+}
+
+static void compare_fields(const char *owner, const struct cc_wire_type *t, const cJSON *jfields, const cJSON *enums)
+{
+	ck_assert_msg(cJSON_IsArray(jfields), "%s: no fields array", owner);
+	ck_assert_msg((size_t)cJSON_GetArraySize(jfields) == t->n_fields, "%s: JSON has %d fields, the codec %zu", owner,
+		      cJSON_GetArraySize(jfields), t->n_fields);
+	for (size_t i = 0; i < t->n_fields; i++) {
+		const struct cc_wire_field *f = &t->fields[i];
+		const cJSON *j = cJSON_GetArrayItem(jfields, (int)i);
+		char where[160];
+		snprintf(where, sizeof(where), "%s field %zu (%s)", owner, i, f->name);
+		const char *name = get_str(j, "name", where), *type = get_str(j, "type", where);
+		ck_assert_msg(name && strcmp(name, f->name) == 0, "%s: JSON names it %s", where, name ? name : "(none)");
+		ck_assert_msg(type && strcmp(type, ftype_names[f->type]) == 0, "%s: JSON type %s, codec %s", where,
+			      type ? type : "(none)", ftype_names[f->type]);
+		long long lo, hi;
+		switch (f->type) {
+		case CC_WIRE_U8:
+		case CC_WIRE_U16:
+		case CC_WIRE_U32:
+		case CC_WIRE_I8:
+		case CC_WIRE_I16:
+			type_range(f->type, &lo, &hi);
+			ck_assert_msg(get_int(j, "min", lo, where) == f->min && get_int(j, "max", hi, where) == f->max,
+				      "%s: JSON range %lld..%lld, codec %lld..%lld", where, get_int(j, "min", lo, where),
+				      get_int(j, "max", hi, where), (long long)f->min, (long long)f->max);
+			ck_assert_msg(get_int(j, "reserved_mask", 0, where) == f->reserved_mask,
+				      "%s: JSON reserved_mask %lld, codec %u", where, get_int(j, "reserved_mask", 0, where),
+				      f->reserved_mask);
+			{
+				const char *en = get_str(j, "enum", where);
+				ck_assert_msg((!en && !f->enum_name) || (en && f->enum_name && !strcmp(en, f->enum_name)),
+					      "%s: JSON enum %s, codec %s", where, en ? en : "(none)",
+					      f->enum_name ? f->enum_name : "(none)");
+				if (en)
+					ck_assert_msg(cJSON_IsArray(get(enums, en)), "%s: enum %s is not in enums", where, en);
+			}
+			break;
+		case CC_WIRE_BYTES:
+			ck_assert_msg(get_int(j, "length", -1, where) == (long long)f->len, "%s: length", where);
+			break;
+		case CC_WIRE_STRING: {
+			const char *prefix = get_str(j, "length_prefix", where), *cs = get_str(j, "charset", where);
+			ck_assert_msg(prefix && !strcmp(prefix, f->len == 1 ? "u8" : "u16"), "%s: length_prefix", where);
+			ck_assert_msg(get_int(j, "min_length", -1, where) == f->min &&
+					      get_int(j, "max_length", -1, where) == f->max,
+				      "%s: JSON length %lld..%lld, codec %lld..%lld", where, get_int(j, "min_length", -1, where),
+				      get_int(j, "max_length", -1, where), (long long)f->min, (long long)f->max);
+			ck_assert_msg(cs && !strcmp(cs, charset_names[f->charset]), "%s: JSON charset %s, codec %s", where,
+				      cs ? cs : "(none)", charset_names[f->charset]);
+			break;
+		}
+		case CC_WIRE_ARRAY: {
+			const char *prefix = get_str(j, "count_prefix", where), *of = get_str(j, "of", where);
+			ck_assert_msg(prefix && !strcmp(prefix, "u8") && f->len == 1, "%s: count_prefix", where);
+			ck_assert_msg(get_int(j, "min_count", -1, where) == f->min &&
+					      get_int(j, "max_count", -1, where) == f->max,
+				      "%s: JSON count %lld..%lld, codec %lld..%lld", where, get_int(j, "min_count", -1, where),
+				      get_int(j, "max_count", -1, where), (long long)f->min, (long long)f->max);
+			ck_assert_msg(of && !strcmp(of, f->of->name), "%s: of %s, codec %s", where, of ? of : "(none)",
+				      f->of->name);
+			break;
+		}
+		case CC_WIRE_STRUCT: {
+			const char *of = get_str(j, "of", where);
+			ck_assert_msg(of && !strcmp(of, f->of->name), "%s: of %s, codec %s", where, of ? of : "(none)",
+				      f->of->name);
+			break;
+		}
+		}
+	}
+}
+
+/* The JSON enum named name lists exactly these (value, name) pairs, in order. */
+struct named_value {
+	long long value;
+	const char *name;
+};
+
+static void compare_enum(const cJSON *enums, const char *name, const struct named_value *want, size_t n)
+{
+	const cJSON *e = get(enums, name);
+	ck_assert_msg(cJSON_IsArray(e), "enum %s missing", name);
+	ck_assert_msg((size_t)cJSON_GetArraySize(e) == n, "enum %s: JSON has %d values, the codec %zu", name,
+		      cJSON_GetArraySize(e), n);
+	for (size_t i = 0; i < n; i++) {
+		const cJSON *v = cJSON_GetArrayItem(e, (int)i);
+		const char *vn = get_str(v, "name", name);
+		ck_assert_msg(get_int(v, "value", -1, name) == want[i].value && vn && !strcmp(vn, want[i].name),
+			      "enum %s entry %zu: JSON %lld %s, codec %lld %s", name, i, get_int(v, "value", -1, name),
+			      vn ? vn : "(none)", want[i].value, want[i].name);
+	}
+}
+
+static void compare_flags(const cJSON *flags, const char *name, const struct named_value *want, size_t n)
+{
+	const cJSON *e = get(flags, name);
+	ck_assert_msg(cJSON_IsArray(e) && (size_t)cJSON_GetArraySize(e) == n, "flags %s: wrong count", name);
+	for (size_t i = 0; i < n; i++) {
+		const cJSON *v = cJSON_GetArrayItem(e, (int)i);
+		const char *vn = get_str(v, "name", name);
+		ck_assert_msg(get_int(v, "mask", -1, name) == want[i].value && vn && !strcmp(vn, want[i].name),
+			      "flags %s entry %zu differs", name, i);
+	}
+}
+
+START_TEST(json_table_equals_codec)
+{
+	cJSON *doc = load_table();
+	ck_assert_int_eq(get_int(doc, "protocol_version", -1, "top"), CC_WIRE_PROTOCOL_VERSION);
+	ck_assert_int_eq(get_int(doc, "tick_rate", -1, "top"), CC_WIRE_TICK_RATE);
+	ck_assert_int_eq(get_int(doc, "max_packet", -1, "top"), CC_WIRE_MAX_PACKET);
+	ck_assert_str_eq(get_str(doc, "byte_order", "top"), "little-endian");
+	const cJSON *enums = get(doc, "enums");
+
+	/* Messages: same order, ids, names, channels, directions, sizes and fields. */
+	size_t n;
+	const struct cc_wire_msg_info *msgs = cc_wire_messages(&n);
+	const cJSON *jm = get(doc, "messages");
+	ck_assert_msg(cJSON_IsArray(jm) && (size_t)cJSON_GetArraySize(jm) == n, "JSON has %d messages, the codec %zu",
+		      cJSON_GetArraySize(jm), n);
+	for (size_t i = 0; i < n; i++) {
+		const cJSON *j = cJSON_GetArrayItem(jm, (int)i);
+		const struct cc_wire_msg_info *m = &msgs[i];
+		const char *name = get_str(j, "name", m->name), *dir = get_str(j, "direction", m->name);
+		ck_assert_msg(get_int(j, "id", -1, m->name) == m->id && name && !strcmp(name, m->name),
+			      "message %zu: JSON %lld %s, codec %u %s", i, get_int(j, "id", -1, m->name),
+			      name ? name : "(none)", m->id, m->name);
+		char hexid[8];
+		snprintf(hexid, sizeof(hexid), "0x%04x", m->id);
+		ck_assert_str_eq(get_str(j, "id_hex", m->name), hexid);
+		ck_assert_msg(get_int(j, "channel", -1, m->name) == m->channel, "%s: channel", m->name);
+		ck_assert_msg(dir && !strcmp(dir, m->direction == CC_WIRE_TO_SERVER ? "client_to_server" : "server_to_client"),
+			      "%s: direction", m->name);
+		ck_assert_msg(cJSON_IsBool(get(j, "reliable")) && cJSON_IsTrue(get(j, "reliable")) == m->reliable,
+			      "%s: reliable", m->name);
+		size_t lo, hi;
+		cc_wire_msg_sizes(m, &lo, &hi);
+		ck_assert_msg(get_int(j, "min_size", -1, m->name) == (long long)lo &&
+				      get_int(j, "max_size", -1, m->name) == (long long)hi,
+			      "%s: JSON sizes %lld..%lld, codec %zu..%zu", m->name, get_int(j, "min_size", -1, m->name),
+			      get_int(j, "max_size", -1, m->name), lo, hi);
+		ck_assert_msg(hi <= CC_WIRE_MAX_PACKET, "%s: max %zu over the packet cap", m->name, hi);
+		compare_fields(m->name, m->payload, get(j, "fields"), enums);
+	}
+
+	/* Struct types. */
+	const struct cc_wire_type *const *types = cc_wire_types(&n);
+	const cJSON *jt = get(doc, "types");
+	ck_assert_msg(cJSON_IsArray(jt) && (size_t)cJSON_GetArraySize(jt) == n, "JSON has %d types, the codec %zu",
+		      cJSON_GetArraySize(jt), n);
+	for (size_t i = 0; i < n; i++) {
+		const cJSON *j = cJSON_GetArrayItem(jt, (int)i);
+		const char *name = get_str(j, "name", "type");
+		ck_assert_msg(name && !strcmp(name, types[i]->name), "type %zu: JSON %s, codec %s", i,
+			      name ? name : "(none)", types[i]->name);
+		size_t lo, hi;
+		cc_wire_type_sizes(types[i], &lo, &hi);
+		ck_assert_msg(lo == hi && get_int(j, "size", -1, name) == (long long)lo, "type %s: size", name);
+		compare_fields(name, types[i], get(j, "fields"), enums);
+	}
+
+	/* Enums and flags the codec defines. */
+	static const struct named_value reasons[] = {
+#define NV(sym, value, text) { value, text },
+		CC_WIRE_REASONS(NV)
+	};
+	static const struct named_value lobby[] = { CC_WIRE_LOBBY_RESULTS(NV) };
+#undef NV
+	compare_enum(enums, "reason", reasons, CC_ARRAY_LEN(reasons));
+	compare_enum(enums, "lobby_result", lobby, CC_ARRAY_LEN(lobby));
+	static const struct named_value auth[] = { { CC_WIRE_AUTH_TOKEN, "token" }, { CC_WIRE_AUTH_NAME, "name" } };
+	static const struct named_value mode[] = { { CC_WIRE_MODE_ALLOCATED, "allocated" },
+						   { CC_WIRE_MODE_COMMUNITY, "community" } };
+	compare_enum(enums, "auth", auth, CC_ARRAY_LEN(auth));
+	compare_enum(enums, "mode", mode, CC_ARRAY_LEN(mode));
+	const cJSON *flags = get(doc, "flags");
+	static const struct named_value pf[] = { { CC_WIRE_PF_INPUT_STALLED, "input_stalled" },
+						 { CC_WIRE_PF_BOT, "bot" },
+						 { CC_WIRE_PF_CONNECTED, "connected" },
+						 { CC_WIRE_PF_BOOSTING, "boosting" },
+						 { CC_WIRE_PF_HAS_INPUT, "has_input" } };
+	static const struct named_value pi[] = { { CC_WIRE_PI_CONNECTED, "connected" }, { CC_WIRE_PI_BOT, "bot" } };
+	static const struct named_value btn[] = { { CC_WIRE_BTN_BOOST, "boost" } };
+	compare_flags(flags, "player_state_flags", pf, CC_ARRAY_LEN(pf));
+	compare_flags(flags, "player_info_flags", pi, CC_ARRAY_LEN(pi));
+	compare_flags(flags, "buttons", btn, CC_ARRAY_LEN(btn));
+
+	/* Reserved ids are unknown to this codec (so skipped) and sit in a reserved range. */
+	const cJSON *r;
+	cJSON_ArrayForEach(r, get(doc, "reserved"))
+	{
+		long long id = get_int(r, "id", -1, "reserved");
+		ck_assert_msg(id >= 0x0200 && id <= 0x03FF, "reserved id %lld outside 0x0200-0x03ff", id);
+		ck_assert_msg(!cc_wire_msg_info((uint16_t)id), "reserved id 0x%04llx is in the codec", id);
+	}
+	cJSON_Delete(doc);
+}
+END_TEST
+
 static Suite *wire_suite(void)
 {
 	Suite *s = suite_create("wire");
@@ -768,6 +1029,7 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, quantise_edges);
 	tcase_add_test(tc, sequence_wrap);
 	tcase_add_test(tc, names);
+	tcase_add_test(tc, json_table_equals_codec);
 	suite_add_tcase(s, tc);
 	return s;
 }
