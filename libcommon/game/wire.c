@@ -871,6 +871,122 @@ int cc_wire_encode(const struct cc_wire_msg *m, uint8_t *buf, size_t cap, size_t
 	return 0;
 }
 
+/* ---- text ------------------------------------------------------------------------ */
+
+/* An snprintf-style writer: counts every byte, stores those that fit. */
+struct text {
+	char *buf;
+	size_t cap, len;
+};
+
+static void text_put(struct text *t, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++, t->len++)
+		if (t->len + 1 < t->cap)
+			t->buf[t->len] = s[i];
+}
+
+static void text_printf(struct text *t, const char *fmt, ...) CC_PRINTF(2, 3);
+
+static void text_printf(struct text *t, const char *fmt, ...)
+{
+	char tmp[64];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		text_put(t, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+}
+
+/* A JSON string: bytes >= 0x80 pass through (strings are UTF-8 by their charset rules). */
+static void text_json_string(struct text *t, const char *s, size_t n)
+{
+	text_put(t, "\"", 1);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '"' || c == '\\')
+			text_printf(t, "\\%c", c);
+		else if (c < 0x20 || c == 0x7F)
+			text_printf(t, "\\u%04x", c);
+		else
+			text_put(t, &s[i], 1);
+	}
+	text_put(t, "\"", 1);
+}
+
+static void format_type(struct text *t, const struct cc_wire_type *type, const void *v);
+
+static void format_field(struct text *t, const struct cc_wire_field *f, const void *v)
+{
+	text_json_string(t, f->name, strlen(f->name));
+	text_put(t, ":", 1);
+	const uint8_t *p = (const uint8_t *)v + f->offset;
+	switch (f->type) {
+	case CC_WIRE_U8:
+	case CC_WIRE_U16:
+	case CC_WIRE_U32:
+	case CC_WIRE_I8:
+	case CC_WIRE_I16:
+		text_printf(t, "%lld", (long long)load_scalar(v, f));
+		break;
+	case CC_WIRE_BYTES:
+		text_put(t, "\"", 1);
+		for (size_t i = 0; i < f->len; i++)
+			text_printf(t, "%02x", p[i]);
+		text_put(t, "\"", 1);
+		break;
+	case CC_WIRE_STRING: {
+		uint16_t n = load_len(v, f);
+		text_json_string(t, (const char *)p, n <= f->max ? n : (size_t)f->max);
+		break;
+	}
+	case CC_WIRE_ARRAY: {
+		uint16_t n = load_len(v, f);
+		if (n > f->max)
+			n = (uint16_t)f->max;
+		text_put(t, "[", 1);
+		for (uint16_t i = 0; i < n; i++) {
+			if (i)
+				text_put(t, ",", 1);
+			format_type(t, f->of, p + i * f->of->size);
+		}
+		text_put(t, "]", 1);
+		break;
+	}
+	case CC_WIRE_STRUCT:
+		format_type(t, f->of, p);
+		break;
+	}
+}
+
+static void format_type(struct text *t, const struct cc_wire_type *type, const void *v)
+{
+	text_put(t, "{", 1);
+	for (size_t i = 0; i < type->n_fields; i++) {
+		if (i)
+			text_put(t, ",", 1);
+		format_field(t, &type->fields[i], v);
+	}
+	text_put(t, "}", 1);
+}
+
+size_t cc_wire_format(const struct cc_wire_msg *m, char *buf, size_t cap)
+{
+	const struct cc_wire_msg_info *info = cc_wire_msg_info(m->id);
+	if (cap > 0)
+		buf[0] = '\0';
+	if (!info)
+		return 0;
+	struct text t = { buf, cap, 0 };
+	text_printf(&t, "{\"id\":%u,\"name\":\"%s\",\"fields\":", m->id, info->name);
+	format_type(&t, info->payload, &m->u);
+	text_put(&t, "}", 1);
+	if (cap > 0)
+		buf[t.len < cap ? t.len : cap - 1] = '\0';
+	return t.len;
+}
+
 /* ---- quantisation ---------------------------------------------------------------- */
 
 /* round(v / step) clamped to [lo, hi]; NaN is 0. */

@@ -487,6 +487,18 @@ CC_MUST_CHECK int cc_wire_encode(const struct cc_wire_msg *m, uint8_t *buf, size
  */
 bool cc_wire_peek_hello_version(const uint8_t *buf, size_t len, uint16_t *version);
 
+/*
+ * Writes *m as one line of JSON into buf (cap bytes, NUL-terminated when
+ * cap > 0): {"id":257,"name":"snapshot","fields":{"tick":777,...}}, named as
+ * in the JSON table, bodies as their integers, strings escaped (control
+ * characters as \u00XX, quotes and backslashes with a backslash), fixed
+ * bytes as lower-case hex. For logs, the replay-log dump tool and the
+ * independent check of the table. Returns the length the whole text needs
+ * (as snprintf: truncated when that is >= cap), or 0 for an unknown id.
+ * Allocates nothing.
+ */
+size_t cc_wire_format(const struct cc_wire_msg *m, char *buf, size_t cap);
+
 /* ---- the table ------------------------------------------------------------ */
 
 /* Field kinds of the wire table (the "type" strings of gameserver-messages.json). */

@@ -1009,6 +1009,102 @@ START_TEST(json_table_equals_codec)
 }
 END_TEST
 
+/* ---- text form --------------------------------------------------------------------- */
+
+START_TEST(format_text)
+{
+	struct cc_wire_msg m;
+	memset(&m, 0, sizeof(m));
+	m.id = CC_MSG_PLAYER_INFO;
+	m.u.player_info = (struct cc_wire_player_info){ .slot = 2, .team = 1, .flags = 3 };
+	set_str(m.u.player_info.name, &m.u.player_info.name_len, "a\"b\\c\xc3\xa9");
+	char buf[256];
+	const char *want = "{\"id\":7,\"name\":\"player_info\",\"fields\":{\"slot\":2,\"team\":1,\"flags\":3,"
+			   "\"name\":\"a\\\"b\\\\c\xc3\xa9\"}}";
+	size_t n = cc_wire_format(&m, buf, sizeof(buf));
+	ck_assert_str_eq(buf, want);
+	ck_assert_uint_eq(n, strlen(want));
+	/* A short buffer gets a NUL-terminated prefix and the full length back. */
+	char small[10];
+	ck_assert_uint_eq(cc_wire_format(&m, small, sizeof(small)), strlen(want));
+	ck_assert_str_eq(small, "{\"id\":7,\"");
+	ck_assert_uint_eq(cc_wire_format(&m, NULL, 0), strlen(want));
+	/* Nested arrays, structs and fixed bytes. */
+	sample_any(18, &m);
+	char big[2048];
+	cc_wire_format(&m, big, sizeof(big));
+	ck_assert_msg(strstr(big, "\"ships\":[{\"slot\":1,\"body\":{\"pos_x\":93,"), "%s", big);
+	sample_any(3, &m);
+	cc_wire_format(&m, big, sizeof(big));
+	ck_assert_msg(strstr(big, "\"resume_key\":\"f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff\",\"arena\":\"aurora_ring\"}"), "%s", big);
+	m.id = 0x0300;
+	ck_assert_uint_eq(cc_wire_format(&m, big, sizeof(big)), 0);
+	ck_assert_str_eq(big, "");
+}
+END_TEST
+
+/*
+ * test_wire --vectors: prints every sample as {"hex", "message"} and a set
+ * of bodies as a kickoff packet with the dequantised floats, one JSON object
+ * a line, for tests/integration/wire_table_check.py (the independent check
+ * that decodes and encodes them from contracts/gameserver-messages.json).
+ */
+static void print_hex(const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		printf("%02x", b[i]);
+}
+
+static int print_vectors(void)
+{
+	uint8_t buf[CC_WIRE_MAX_PACKET];
+	static char text[16384];
+	for (int i = 0; i < SAMPLES; i++) {
+		struct cc_wire_msg m;
+		size_t len = 0;
+		sample_any(i, &m);
+		if (cc_wire_encode(&m, buf, sizeof(buf), &len) != 0)
+			return 1;
+		cc_wire_format(&m, text, sizeof(text));
+		printf("{\"hex\":\"");
+		print_hex(buf, len);
+		printf("\",\"message\":%s}\n", text);
+	}
+	for (int i = 0; i < 400; i++) {
+		struct cc_wire_msg m;
+		memset(&m, 0, sizeof(m));
+		m.id = CC_MSG_KICKOFF;
+		if (i < 20) {
+			m.u.kickoff.ball = sample_body(i);
+		} else {
+			struct cc_wire_pose p;
+			for (int k = 0; k < 3; k++) {
+				p.pos[k] = uniform(-40, 40);
+				p.vel[k] = uniform(-140, 140);
+				p.angvel[k] = uniform(-40, 40);
+			}
+			for (int k = 0; k < 4; k++)
+				p.rot[k] = uniform(-1, 1);
+			cc_wire_quantise(&p, &m.u.kickoff.ball);
+		}
+		size_t len = 0;
+		if (cc_wire_encode(&m, buf, sizeof(buf), &len) != 0)
+			return 1;
+		struct cc_wire_pose p;
+		cc_wire_dequantise(&m.u.kickoff.ball, &p);
+		printf("{\"hex\":\"");
+		print_hex(buf, len);
+		printf("\",\"ball_pose\":[");
+		const float *f[4] = { p.pos, p.rot, p.vel, p.angvel };
+		const int nf[4] = { 3, 4, 3, 3 };
+		for (int g = 0, first = 1; g < 4; g++)
+			for (int k = 0; k < nf[g]; k++, first = 0)
+				printf("%s%.17g", first ? "" : ",", (double)f[g][k]);
+		printf("]}\n");
+	}
+	return 0;
+}
+
 static Suite *wire_suite(void)
 {
 	Suite *s = suite_create("wire");
@@ -1030,11 +1126,14 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, sequence_wrap);
 	tcase_add_test(tc, names);
 	tcase_add_test(tc, json_table_equals_codec);
+	tcase_add_test(tc, format_text);
 	suite_add_tcase(s, tc);
 	return s;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc == 2 && strcmp(argv[1], "--vectors") == 0)
+		return print_vectors();
 	return cc_test_run_suite(wire_suite());
 }
