@@ -16,9 +16,13 @@
 #include <cjson/cJSON.h>
 
 #include "support.h"
+#include "game/join_token.h"
 #include "game/wire.h"
 #include "sys/file.h"
 #include "sys/banned.h"
+
+/* A join token always fits hello.credential, and is in its charset (base64url and '.': printable ASCII). */
+_Static_assert(CC_JOIN_TOKEN_MAX <= CC_WIRE_TOKEN_MAX, "a join token must fit hello.credential");
 
 /* ---- samples: one or more valid messages per id ---------------------------------- */
 
@@ -408,6 +412,41 @@ START_TEST(golden_snapshot)
 	cc_wire_dequantise(&s->players[0].body, &p);
 	ck_assert(p.angvel[2] == -0.0625f && p.angvel[0] == 0.0f);
 	ck_assert(p.rot[3] == 1.0f && p.rot[0] == 0.0f);
+}
+END_TEST
+
+/* The longest join token the tokens module can sign travels in a hello and comes back intact. */
+START_TEST(real_join_token_in_hello)
+{
+	static const char set[] = "{\"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk\":"
+				  "\"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\"}";
+	struct cc_keyset *keys = NULL;
+	char err[256];
+	ck_assert_int_eq(cc_keyset_parse("test", set, strlen(set), &keys, err, sizeof(err)), 0);
+	struct cc_join_claims c = { .slot = 15, .generation = INT32_MAX, .expires_at = INT64_MAX / 2 };
+	memset(c.key_id, 'k', 64);
+	memcpy(c.match_id, "3f2b8c1e-9d4a-4b6e-8f00-123456789abc", 37);
+	memset(c.server_id, 's', 128);
+	memcpy(c.player_id, "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee", 37);
+	struct cc_wire_msg m, got;
+	memset(&m, 0, sizeof(m));
+	m.id = CC_MSG_HELLO;
+	m.u.hello.protocol_version = CC_WIRE_PROTOCOL_VERSION;
+	m.u.hello.tick_rate = CC_WIRE_TICK_RATE;
+	m.u.hello.auth = CC_WIRE_AUTH_TOKEN;
+	ck_assert_int_eq(cc_join_token_sign(keys, &c, m.u.hello.credential, sizeof(m.u.hello.credential)), 0);
+	m.u.hello.credential_len = (uint16_t)strlen(m.u.hello.credential);
+	uint8_t buf[CC_WIRE_MAX_PACKET];
+	size_t len;
+	struct cc_wire_fault f;
+	ck_assert_int_eq(cc_wire_encode(&m, buf, sizeof(buf), &len), 0);
+	ck_assert_int_eq(cc_wire_decode(buf, len, &got, &f), 0);
+	ck_assert_str_eq(got.u.hello.credential, m.u.hello.credential);
+	struct cc_join_claims back;
+	enum cc_token_refusal why;
+	ck_assert_int_eq(cc_join_token_verify(keys, got.u.hello.credential, 0, &back, &why), 0);
+	ck_assert_int_eq(back.slot, 15);
+	cc_keyset_free(keys);
 }
 END_TEST
 
@@ -1118,6 +1157,7 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, golden_hello);
 	tcase_add_test(tc, golden_input);
 	tcase_add_test(tc, golden_snapshot);
+	tcase_add_test(tc, real_join_token_in_hello);
 	tcase_add_loop_test(tc, bad_packets, 0, CC_ARRAY_LEN(bad_cases));
 	tcase_add_test(tc, null_fault);
 	tcase_add_loop_test(tc, encode_refuses, 0, CC_ARRAY_LEN(enc_cases));
