@@ -1113,6 +1113,57 @@ float cc_wire_axis_unpack(int8_t q)
 	return (float)q / 127.0f;
 }
 
+void cc_wire_body_from_sim(const struct cc_sim_body *sim, struct cc_wire_body *out)
+{
+	struct cc_wire_pose p = {
+		.pos = { sim->pos.x, sim->pos.y, sim->pos.z },
+		.rot = { sim->rot.w, sim->rot.x, sim->rot.y, sim->rot.z },
+		.vel = { sim->vel.x, sim->vel.y, sim->vel.z },
+		.angvel = { sim->angvel.x, sim->angvel.y, sim->angvel.z },
+	};
+	cc_wire_quantise(&p, out);
+}
+
+void cc_wire_body_to_sim(const struct cc_wire_body *body, struct cc_sim_body *out)
+{
+	struct cc_wire_pose p;
+	cc_wire_dequantise(body, &p);
+	out->pos = (struct cc_sim_vec3){ p.pos[0], p.pos[1], p.pos[2] };
+	out->rot = (struct cc_sim_quat){ p.rot[0], p.rot[1], p.rot[2], p.rot[3] };
+	out->vel = (struct cc_sim_vec3){ p.vel[0], p.vel[1], p.vel[2] };
+	out->angvel = (struct cc_sim_vec3){ p.angvel[0], p.angvel[1], p.angvel[2] };
+}
+
+void cc_wire_input_from_sim(const struct cc_sim_input *sim, struct cc_wire_input *out)
+{
+	out->thrust[0] = cc_wire_axis_pack(sim->thrust.x);
+	out->thrust[1] = cc_wire_axis_pack(sim->thrust.y);
+	out->thrust[2] = cc_wire_axis_pack(sim->thrust.z);
+	out->turn[0] = cc_wire_axis_pack(sim->torque.x);
+	out->turn[1] = cc_wire_axis_pack(sim->torque.y);
+	out->turn[2] = cc_wire_axis_pack(sim->torque.z);
+	out->buttons = sim->boost ? CC_WIRE_BTN_BOOST : 0;
+}
+
+void cc_wire_input_to_sim(const struct cc_wire_input *in, struct cc_sim_input *out)
+{
+	out->thrust = (struct cc_sim_vec3){ cc_wire_axis_unpack(in->thrust[0]), cc_wire_axis_unpack(in->thrust[1]),
+					    cc_wire_axis_unpack(in->thrust[2]) };
+	out->torque = (struct cc_sim_vec3){ cc_wire_axis_unpack(in->turn[0]), cc_wire_axis_unpack(in->turn[1]),
+					    cc_wire_axis_unpack(in->turn[2]) };
+	out->boost = (in->buttons & CC_WIRE_BTN_BOOST) != 0;
+}
+
+uint8_t cc_wire_boost_pack(float meter)
+{
+	return (uint8_t)quantise(meter, 1.0 / 255.0, 0, 255);
+}
+
+float cc_wire_boost_unpack(uint8_t q)
+{
+	return (float)q / 255.0f;
+}
+
 int cc_wire_seq_diff(uint16_t a, uint16_t b)
 {
 	return (int16_t)(uint16_t)(a - b);

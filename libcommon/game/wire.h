@@ -33,6 +33,8 @@
 #include <stdint.h>
 
 #include "sys/cc.h"
+#include "game/match_lifecycle.h"
+#include "game/sim.h"
 
 /*
  * Version 1. Bumped for any change a version-1 peer would misread. Frozen
@@ -72,8 +74,9 @@ enum cc_wire_direction {
  * Match lifecycle states travel as a u8 (snapshot, match_state, welcome):
  * the values of enum cc_match_state in game/match_lifecycle.h, which owns
  * them (LOADING 0, WARMUP 1, PLAYING 2, GOAL_PAUSE 3, FULL_TIME 4,
- * OVERTIME 5, RESULTS 6, LOBBY 7; only ever appended). match_end.reason is
- * its enum cc_match_end_reason. A client shows a value it does not know
+ * OVERTIME 5, RESULTS 6, LOBBY 7; only ever appended; test_wire proves the
+ * JSON table lists the same). match_end.reason is its enum
+ * cc_match_end_reason. A client shows a value it does not know
  * as "unknown" rather than refusing the message: the lists grow.
  */
 #define CC__WIRE_ENUM(name, value, text) name = value,
@@ -220,6 +223,23 @@ uint32_t cc_wire_quat_pack(const float q[4]);
 
 /* Unpacks smallest three into a unit quaternion (w, x, y, z); the largest component comes out >= 0. */
 void cc_wire_quat_unpack(uint32_t packed, float q[4]);
+
+struct cc_wire_input;
+
+/*
+ * The simulation's own structs (game/sim.h) to and from the wire: what
+ * cc-gameserver puts in snapshots and kickoffs, what a client applies, and
+ * the inputs both sides exchange. Same rules as cc_wire_quantise (clamped,
+ * NaN 0); buttons other than boost are 0.
+ */
+void cc_wire_body_from_sim(const struct cc_sim_body *sim, struct cc_wire_body *out);
+void cc_wire_body_to_sim(const struct cc_wire_body *body, struct cc_sim_body *out);
+void cc_wire_input_from_sim(const struct cc_sim_input *sim, struct cc_wire_input *out);
+void cc_wire_input_to_sim(const struct cc_wire_input *in, struct cc_sim_input *out);
+
+/* A boost meter in [0, 1] (clamped, NaN 0) as the snapshot's u8, and back. */
+uint8_t cc_wire_boost_pack(float meter);
+float cc_wire_boost_unpack(uint8_t q);
 
 /* An input axis: [-1, 1] (clamped; NaN 0) to i8 [-127, 127] and back (q / 127). */
 int8_t cc_wire_axis_pack(float v);

@@ -761,6 +761,42 @@ START_TEST(quantise_edges)
 }
 END_TEST
 
+/* The simulation's structs map onto the wire field for field (w first in both quaternions). */
+START_TEST(sim_structs)
+{
+	struct cc_sim_body sb = { .pos = { 1.5f, 9.0f, -27.0f },
+				  .vel = { 35.0f, -0.5f, 0.25f },
+				  .rot = { 0.0f, 0.0f, 1.0f, 0.0f },
+				  .angvel = { 5.5f, -5.5f, 0.0625f } };
+	struct cc_wire_body wb;
+	cc_wire_body_from_sim(&sb, &wb);
+	ck_assert_int_eq(wb.pos[0], 1536);
+	ck_assert_int_eq(wb.pos[2], -27 * 1024);
+	ck_assert_int_eq(wb.vel[0], 35 * 256);
+	ck_assert_uint_eq(wb.rot >> 30, 2); /* y is the largest: index 2 in w, x, y, z */
+	struct cc_sim_body back;
+	cc_wire_body_to_sim(&wb, &back);
+	ck_assert(back.pos.x == 1.5f && back.pos.y == 9.0f && back.pos.z == -27.0f);
+	ck_assert(back.vel.x == 35.0f && back.vel.y == -0.5f && back.vel.z == 0.25f);
+	ck_assert(back.rot.y == 1.0f && back.rot.w == 0.0f);
+	ck_assert(back.angvel.x == 5.5f && back.angvel.y == -5.5f && back.angvel.z == 0.0625f);
+
+	struct cc_sim_input si = { .thrust = { 1.0f, -1.0f, 0.0f }, .torque = { 0.5f, NAN, -2.0f }, .boost = true };
+	struct cc_wire_input wi;
+	cc_wire_input_from_sim(&si, &wi);
+	ck_assert(wi.thrust[0] == 127 && wi.thrust[1] == -127 && wi.thrust[2] == 0);
+	ck_assert(wi.turn[0] == 64 && wi.turn[1] == 0 && wi.turn[2] == -127);
+	ck_assert_uint_eq(wi.buttons, CC_WIRE_BTN_BOOST);
+	struct cc_sim_input so;
+	cc_wire_input_to_sim(&wi, &so);
+	ck_assert(so.thrust.x == 1.0f && so.thrust.y == -1.0f && so.torque.z == -1.0f && so.boost);
+	ck_assert_uint_eq(cc_wire_boost_pack(1.0f), 255);
+	ck_assert_uint_eq(cc_wire_boost_pack(-3.0f), 0);
+	ck_assert_uint_eq(cc_wire_boost_pack(0.5f), 128);
+	ck_assert(cc_wire_boost_unpack(255) == 1.0f);
+}
+END_TEST
+
 START_TEST(sequence_wrap)
 {
 	ck_assert_int_eq(cc_wire_seq_diff(5, 3), 2);
@@ -1023,6 +1059,15 @@ START_TEST(json_table_equals_codec)
 	static const struct named_value mode[] = { { CC_WIRE_MODE_ALLOCATED, "allocated" },
 						   { CC_WIRE_MODE_COMMUNITY, "community" } };
 	compare_enum(enums, "auth", auth, CC_ARRAY_LEN(auth));
+	/* The lifecycle's lists (game/match_lifecycle.h owns them) are wire format too. */
+	static const struct named_value states[] = {
+#define NV(sym, value) { value, #sym },
+		CC_MATCH_STATES(NV)
+	};
+	static const struct named_value ends[] = { CC_MATCH_END_REASONS(NV) };
+#undef NV
+	compare_enum(enums, "match_state", states, CC_ARRAY_LEN(states));
+	compare_enum(enums, "match_end_reason", ends, CC_ARRAY_LEN(ends));
 	compare_enum(enums, "mode", mode, CC_ARRAY_LEN(mode));
 	const cJSON *flags = get(doc, "flags");
 	static const struct named_value pf[] = { { CC_WIRE_PF_INPUT_STALLED, "input_stalled" },
@@ -1163,6 +1208,7 @@ static Suite *wire_suite(void)
 	tcase_add_loop_test(tc, encode_refuses, 0, CC_ARRAY_LEN(enc_cases));
 	tcase_add_test(tc, quantise_bounds);
 	tcase_add_test(tc, quantise_edges);
+	tcase_add_test(tc, sim_structs);
 	tcase_add_test(tc, sequence_wrap);
 	tcase_add_test(tc, names);
 	tcase_add_test(tc, json_table_equals_codec);
