@@ -21,6 +21,8 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lm -lpthread
 # nor libmicrohttpd.
 PKGS_cc-migrate := libpq libsodium libcjson
 PKGS_cc-matcher := libmicrohttpd libpq hiredis libcjson libsodium
+PKGS_cc-allocator := libmicrohttpd libcurl libpq libcjson libsodium
+PKGS_cc-testkit-allocator := $(PKGS_cc-allocator)
 pkg_libs_for = $(shell pkg-config --libs $(or $(PKGS_$(1)),$(PKGS))) -lm -lpthread
 CHECK_LIBS = $(shell pkg-config --libs check)
 
@@ -47,8 +49,10 @@ SERVICE_DIRS := $(patsubst %/main.c,%,$(wildcard services/*/main.c gameserver/ma
 bin_name = $(if $(filter gameserver,$(1)),cc-gameserver,cc-$(notdir $(1)))
 BINS := $(foreach d,$(SERVICE_DIRS),$(call bin_name,$(d)))
 
-# Test-only binaries: cc-testkit-api is cc-api plus services/api/testkit_*.c.
-TESTKIT_BINS := $(if $(wildcard services/api/testkit_*.c),cc-testkit-api)
+# Test-only binaries: cc-testkit-api is cc-api plus services/api/testkit_*.c;
+# cc-testkit-allocator is cc-allocator plus services/allocator/testkit_*.c.
+TESTKIT_BINS := $(if $(wildcard services/api/testkit_*.c),cc-testkit-api) \
+	$(if $(wildcard services/allocator/testkit_*.c),cc-testkit-allocator)
 
 SUPPORT_SRCS := $(wildcard tests/support/*.c)
 UNIT_SRCS    := $(wildcard tests/unit/test_*.c)
@@ -103,6 +107,11 @@ $(B)/bin/cc-testkit-api: $(patsubst %.c,$(B)/rel/%.o,$(wildcard services/api/*.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(PKG_LIBS)
+
+$(B)/bin/cc-testkit-allocator: $(patsubst %.c,$(B)/rel/%.o,$(wildcard services/allocator/*.c)) $(REL_LIBS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ $(call pkg_libs_for,cc-testkit-allocator)
 
 # ---- a third playlist, for one test ------------------------------------------
 # tests/integration/third_playlist.sh proves that adding a playlist is one

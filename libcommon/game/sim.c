@@ -288,9 +288,42 @@ static void ball_walls(struct cc_sim_body *b)
 	wall(&b->pos.z, &b->vel.z, -zmax, zmax, e);
 }
 
-void cc_sim_step(struct cc_sim *sim, const struct cc_sim_input *inputs, struct cc_sim_events *ev)
+/*
+ * Every ship touching the ball hits it at once: each contact is resolved
+ * against the ball as it was before any of them, and the ball takes the
+ * sum. Resolving them one after another would let the last slot win every
+ * tie (two ships meeting the ball head-on at a kickoff would always send
+ * it toward team 0's goal). The ship that gave the largest impulse is the
+ * last toucher; a tie goes to the lower slot.
+ */
+static void hit_ball(struct cc_sim *sim)
 {
 	const float ship_inv = 1.0f / CC_SIM_SHIP_MASS, ball_inv = 1.0f / CC_SIM_BALL_MASS;
+	const struct cc_sim_body before = sim->ball;
+	struct cc_sim_vec3 dpos = v3(0, 0, 0), dvel = v3(0, 0, 0);
+	float strongest = -1.0f;
+	for (unsigned i = 0; i < sim->ship_count; i++) {
+		struct cc_sim_ship *s = &sim->ships[i];
+		struct cc_sim_body ball = before;
+		if (!s->active ||
+		    !collide(&s->body, CC_SIM_SHIP_RADIUS, ship_inv, &ball, CC_SIM_BALL_RADIUS, ball_inv))
+			continue;
+		struct cc_sim_vec3 kick = v_sub(ball.vel, before.vel);
+		dpos = v_add(dpos, v_sub(ball.pos, before.pos));
+		dvel = v_add(dvel, kick);
+		float strength = v_dot(kick, kick);
+		if (strength > strongest) {
+			strongest = strength;
+			sim->last_touch = (int8_t)i;
+		}
+	}
+	sim->ball.pos = v_add(before.pos, dpos);
+	sim->ball.vel = v_add(before.vel, dvel);
+}
+
+void cc_sim_step(struct cc_sim *sim, const struct cc_sim_input *inputs, struct cc_sim_events *ev)
+{
+	const float ship_inv = 1.0f / CC_SIM_SHIP_MASS;
 	int8_t goal = -1;
 
 	for (unsigned i = 0; i < sim->ship_count; i++)
@@ -306,10 +339,9 @@ void cc_sim_step(struct cc_sim *sim, const struct cc_sim_input *inputs, struct c
 			if (sim->ships[j].active)
 				(void)collide(&a->body, CC_SIM_SHIP_RADIUS, ship_inv, &sim->ships[j].body,
 					      CC_SIM_SHIP_RADIUS, ship_inv);
-		if (sim->ball_live &&
-		    collide(&a->body, CC_SIM_SHIP_RADIUS, ship_inv, &sim->ball, CC_SIM_BALL_RADIUS, ball_inv))
-			sim->last_touch = (int8_t)i;
 	}
+	if (sim->ball_live)
+		hit_ball(sim);
 	for (unsigned i = 0; i < sim->ship_count; i++) {
 		struct cc_sim_body *b = &sim->ships[i].body;
 		if (!sim->ships[i].active)

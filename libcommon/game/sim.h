@@ -39,7 +39,9 @@
  * velocity += thrust * accel * dt, damped by CC_SIM_SHIP_LIN_DRAG, clamped;
  * position += velocity * dt. Then the ball (drag, clamp, move). Then
  * collisions: ship-ship and ship-ball as spheres (impulse with restitution,
- * overlap pushed apart by inverse mass), walls (position clamped, the
+ * overlap pushed apart by inverse mass; every ship touching the ball hits
+ * it at once, each against the ball as it was, so no slot wins a tie by
+ * being processed later), walls (position clamped, the
  * normal velocity reflected times a restitution). Then goal detection.
  * Drag is linear: v *= (1 - drag * dt) per tick.
  *

@@ -324,6 +324,29 @@ START_TEST(ship_drives_ball_in)
 }
 END_TEST
 
+/*
+ * Two ships meeting the ball head-on at the same speed leave it where it
+ * was, whichever slot is processed first: contacts with the ball are
+ * simultaneous. (One after another, the last slot would win every tie,
+ * and a kickoff of mirrored players would always go one team's way.)
+ */
+START_TEST(head_on_is_a_draw)
+{
+	static const uint8_t teams[] = { 0, 1 };
+	struct cc_sim sim;
+	ck_assert_int_eq(cc_sim_init(&sim, 2, teams), 0);
+	sim.ships[0].body.pos = vec(0, 9, -2.6f);
+	sim.ships[1].body.pos = vec(0, 9, 2.6f);
+	sim.ships[0].body.vel = vec(0, 0, 20);
+	sim.ships[1].body.vel = vec(0, 0, -20);
+	for (int t = 0; t < 10; t++)
+		cc_sim_step(&sim, NULL, NULL);
+	ck_assert_msg(fabsf(sim.ball.vel.z) < 1e-3f && fabsf(sim.ball.pos.z) < 1e-3f,
+		      "the ball went z %f at %f m/s", (double)sim.ball.pos.z, (double)sim.ball.vel.z);
+	ck_assert_int_eq(sim.last_touch, 0); /* equal impulses: the lower slot */
+}
+END_TEST
+
 /* A deterministic input stream: a small LCG, so the test needs no libc rand state. */
 static uint32_t lcg(uint32_t *s)
 {
@@ -481,6 +504,7 @@ static Suite *sim_suite(void)
 	tcase_add_loop_test(tc, drag_decays, 0, CC_ARRAY_LEN(drag_cases));
 	tcase_add_loop_test(tc, goal_scores_once, 0, CC_ARRAY_LEN(goal_cases));
 	tcase_add_test(tc, ship_drives_ball_in);
+	tcase_add_test(tc, head_on_is_a_draw);
 	tcase_add_test(tc, determinism);
 	tcase_add_test(tc, bodies_stay_inside);
 	tcase_add_test(tc, non_finite_input);
