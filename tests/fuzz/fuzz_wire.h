@@ -18,24 +18,16 @@
 #include <string.h>
 
 #include "game/wire.h"
-
-/* Aborts (a crash the fuzzer keeps) when cond is false, naming it. */
-#define FUZZ_WIRE_ASSERT(cond)                                                                       \
-	do {                                                                                         \
-		if (!(cond)) {                                                                       \
-			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond); \
-			abort();                                                                     \
-		}                                                                                    \
-	} while (0)
+#include "fuzz_support.h"
 
 static void fuzz_wire_fault_sane(const struct cc_wire_fault *f, size_t size)
 {
 	size_t n = strnlen(f->text, sizeof(f->text));
-	FUZZ_WIRE_ASSERT(n < sizeof(f->text));
+	FUZZ_ASSERT(n < sizeof(f->text));
 	for (size_t i = 0; i < n; i++)
-		FUZZ_WIRE_ASSERT(f->text[i] >= 0x20 && f->text[i] < 0x7F);
-	FUZZ_WIRE_ASSERT(f->offset <= size);
-	FUZZ_WIRE_ASSERT(f->field != NULL && f->why != NULL);
+		FUZZ_ASSERT(f->text[i] >= 0x20 && f->text[i] < 0x7F);
+	FUZZ_ASSERT(f->offset <= size);
+	FUZZ_ASSERT(f->field != NULL && f->why != NULL);
 }
 
 static void fuzz_wire_body_sane(const struct cc_wire_body *b)
@@ -44,12 +36,12 @@ static void fuzz_wire_body_sane(const struct cc_wire_body *b)
 	double norm = 0;
 	cc_wire_dequantise(b, &p);
 	for (int i = 0; i < 3; i++)
-		FUZZ_WIRE_ASSERT(isfinite(p.pos[i]) && isfinite(p.vel[i]) && isfinite(p.angvel[i]));
+		FUZZ_ASSERT(isfinite(p.pos[i]) && isfinite(p.vel[i]) && isfinite(p.angvel[i]));
 	for (int i = 0; i < 4; i++) {
-		FUZZ_WIRE_ASSERT(isfinite(p.rot[i]));
+		FUZZ_ASSERT(isfinite(p.rot[i]));
 		norm += (double)p.rot[i] * p.rot[i];
 	}
-	FUZZ_WIRE_ASSERT(fabs(norm - 1) < 1e-5);
+	FUZZ_ASSERT(fabs(norm - 1) < 1e-5);
 }
 
 static void fuzz_wire_bodies_sane(const struct cc_wire_msg *m)
@@ -71,9 +63,9 @@ static void fuzz_wire_packet(const uint8_t *data, size_t size)
 	struct cc_wire_msg m;
 	struct cc_wire_fault f;
 	int rc = cc_wire_decode(data, size, &m, &f);
-	FUZZ_WIRE_ASSERT(rc == 0 || rc == CC_EINVAL || rc == CC_ENOTFOUND);
-	FUZZ_WIRE_ASSERT((rc == 0) == (f.kind == CC_WIRE_FAULT_NONE));
-	FUZZ_WIRE_ASSERT((rc == CC_ENOTFOUND) == (f.kind == CC_WIRE_FAULT_UNKNOWN));
+	FUZZ_ASSERT(rc == 0 || rc == CC_EINVAL || rc == CC_ENOTFOUND);
+	FUZZ_ASSERT((rc == 0) == (f.kind == CC_WIRE_FAULT_NONE));
+	FUZZ_ASSERT((rc == CC_ENOTFOUND) == (f.kind == CC_WIRE_FAULT_UNKNOWN));
 	if (rc != 0)
 		fuzz_wire_fault_sane(&f, size);
 
@@ -85,9 +77,9 @@ static void fuzz_wire_packet(const uint8_t *data, size_t size)
 			struct cc_wire_fault f2;
 			int rc2 = cc_wire_decode_from(data, size, (enum cc_wire_direction)dir, ch, &m2, &f2);
 			if (info && (info->channel != ch || info->direction != (enum cc_wire_direction)dir))
-				FUZZ_WIRE_ASSERT(rc2 == CC_EINVAL && f2.kind == CC_WIRE_FAULT_MALFORMED);
+				FUZZ_ASSERT(rc2 == CC_EINVAL && f2.kind == CC_WIRE_FAULT_MALFORMED);
 			else
-				FUZZ_WIRE_ASSERT(rc2 == rc && f2.kind == f.kind);
+				FUZZ_ASSERT(rc2 == rc && f2.kind == f.kind);
 		}
 	}
 	if (rc != 0)
@@ -96,21 +88,21 @@ static void fuzz_wire_packet(const uint8_t *data, size_t size)
 	/* Canonical: one byte string per message. */
 	uint8_t again[CC_WIRE_MAX_PACKET];
 	size_t len = 0;
-	FUZZ_WIRE_ASSERT(cc_wire_encode(&m, again, sizeof(again), &len) == 0);
-	FUZZ_WIRE_ASSERT(len == size && memcmp(again, data, size) == 0);
+	FUZZ_ASSERT(cc_wire_encode(&m, again, sizeof(again), &len) == 0);
+	FUZZ_ASSERT(len == size && memcmp(again, data, size) == 0);
 	/* Too small a buffer is refused, never overrun (ASan watches the heap copy). */
 	uint8_t *small = malloc(size - 1);
-	FUZZ_WIRE_ASSERT(small != NULL);
-	FUZZ_WIRE_ASSERT(cc_wire_encode(&m, small, size - 1, &len) == CC_ETOOBIG);
+	FUZZ_ASSERT(small != NULL);
+	FUZZ_ASSERT(cc_wire_encode(&m, small, size - 1, &len) == CC_ETOOBIG);
 	/* One byte short is truncated. */
 	memcpy(small, data, size - 1);
-	FUZZ_WIRE_ASSERT(cc_wire_decode(small, size - 1, &m, &f) == CC_EINVAL && f.kind == CC_WIRE_FAULT_TRUNCATED);
+	FUZZ_ASSERT(cc_wire_decode(small, size - 1, &m, &f) == CC_EINVAL && f.kind == CC_WIRE_FAULT_TRUNCATED);
 	free(small);
-	FUZZ_WIRE_ASSERT(cc_wire_decode(data, size, &m, &f) == 0);
+	FUZZ_ASSERT(cc_wire_decode(data, size, &m, &f) == 0);
 
 	char text[8192];
 	size_t need = cc_wire_format(&m, text, sizeof(text));
-	FUZZ_WIRE_ASSERT(need > 0 && need < sizeof(text) && strlen(text) == need);
+	FUZZ_ASSERT(need > 0 && need < sizeof(text) && strlen(text) == need);
 	fuzz_wire_bodies_sane(&m);
 }
 
@@ -125,7 +117,7 @@ static void fuzz_wire_packet(const uint8_t *data, size_t size)
 		if (size > CC_WIRE_MAX_PACKET)                                 \
 			return 0;                                              \
 		uint8_t *pkt = malloc(size + 2);                               \
-		FUZZ_WIRE_ASSERT(pkt != NULL);                                      \
+		FUZZ_ASSERT(pkt != NULL);                                      \
 		pkt[0] = (uint8_t)((ID) & 0xFF);                               \
 		pkt[1] = (uint8_t)((ID) >> 8);                                 \
 		if (size)                                                      \
