@@ -88,18 +88,28 @@ static const struct cc_wire_type kickoff_ship_type =
 static bool name_ok(const char *s, size_t len);
 static bool ascii_ok(const char *s, size_t len, char lo);
 
-/* hello: the credential's rules depend on auth. */
+/* A credential's rules depend on auth (hello, spectate, resume). */
+static const char *credential_problem(uint8_t auth, const char *s, size_t len)
+{
+	if (auth == CC_WIRE_AUTH_TOKEN)
+		return ascii_ok(s, len, 0x21) ? NULL : "a token is printable ASCII without spaces";
+	if (len > CC_WIRE_NAME_MAX)
+		return "a name is at most 32 bytes";
+	return name_ok(s, len) ? NULL : "a name is well-formed UTF-8 without control characters";
+}
+
 static const char *check_hello(const void *v, const char **field)
 {
 	const struct cc_wire_hello *h = v;
 	*field = "credential";
-	if (h->auth == CC_WIRE_AUTH_TOKEN)
-		return ascii_ok(h->credential, h->credential_len, 0x21) ? NULL
-			: "a token is printable ASCII without spaces";
-	if (h->credential_len > CC_WIRE_NAME_MAX)
-		return "a name is at most 32 bytes";
-	return name_ok(h->credential, h->credential_len) ? NULL
-		: "a name is well-formed UTF-8 without control characters";
+	return credential_problem(h->auth, h->credential, h->credential_len);
+}
+
+static const char *check_resume(const void *v, const char **field)
+{
+	const struct cc_wire_resume *r = v;
+	*field = "credential";
+	return credential_problem(r->auth, r->credential, r->credential_len);
 }
 
 /* A slot or "none", and a team or "none". */
@@ -153,6 +163,27 @@ static const char *check_kickoff(const void *v, const char **field)
 		slots[i] = k->ships[i].slot;
 	*field = "ships.slot";
 	return unique_slots(slots, k->ship_count);
+}
+
+static const char *check_lobby_summary(const void *v, const char **field)
+{
+	const struct cc_wire_lobby_summary *l = v;
+	*field = "members";
+	return l->members <= l->max_players ? NULL : "above max_players";
+}
+
+static const char *check_lobby_updated(const void *v, const char **field)
+{
+	const struct cc_wire_lobby_updated *l = v;
+	*field = "members";
+	if (l->member_count > l->max_players)
+		return "more members than max_players";
+	*field = "members.member_id";
+	for (size_t i = 0; i < l->member_count; i++)
+		for (size_t j = 0; j < i; j++)
+			if (l->members[i].member_id == l->members[j].member_id)
+				return "a member appears twice";
+	return NULL;
 }
 
 static const char *check_goal(const void *v, const char **field)
@@ -304,6 +335,138 @@ static const struct cc_wire_field match_end_fields[] = {
 static const struct cc_wire_type match_end_payload = TYPE("match_end", S, match_end_fields, check_match_end);
 #undef S
 
+static const struct cc_wire_type spectate_payload = TYPE("spectate", struct cc_wire_hello, hello_fields, check_hello);
+
+#define S struct cc_wire_resume
+static const struct cc_wire_field resume_fields[] = {
+	U16(S, protocol_version, "protocol_version", 0, UINT16_MAX),
+	U16(S, tick_rate, "tick_rate", 0, UINT16_MAX),
+	BYTES(S, resume_key, "resume_key", CC_WIRE_RESUME_KEY_LEN),
+	SCALAR(CC_WIRE_U8, S, auth, "auth", CC_WIRE_AUTH_TOKEN, CC_WIRE_AUTH_NAME, 0, "auth"),
+	STRING(S, credential, "credential", 2, 1, CC_WIRE_TOKEN_MAX, CC_WIRE_CS_CREDENTIAL),
+};
+static const struct cc_wire_type resume_payload = TYPE("resume", S, resume_fields, check_resume);
+#undef S
+
+/* Community lobbies. */
+#define S struct cc_wire_set_name
+static const struct cc_wire_field set_name_fields[] = {
+	U16(S, request, "request", 0, UINT16_MAX),
+	STRING(S, name, "name", 1, 1, CC_WIRE_NAME_MAX, CC_WIRE_CS_NAME),
+};
+static const struct cc_wire_type set_name_payload = TYPE("set_name", S, set_name_fields, NULL);
+#undef S
+
+#define S struct cc_wire_lobby_list_request
+static const struct cc_wire_field lobby_list_request_fields[] = {
+	U16(S, request, "request", 0, UINT16_MAX),
+	U16(S, first, "first", 0, UINT16_MAX),
+};
+static const struct cc_wire_type lobby_list_request_payload = TYPE("lobby_list_request", S, lobby_list_request_fields, NULL);
+#undef S
+
+#define S struct cc_wire_lobby_create
+static const struct cc_wire_field lobby_create_fields[] = {
+	U16(S, request, "request", 0, UINT16_MAX),
+	U8(S, max_players, "max_players", 2, CC_WIRE_LOBBY_MEMBERS_MAX),
+	STRING(S, name, "name", 1, 1, CC_WIRE_LOBBY_NAME_MAX, CC_WIRE_CS_NAME),
+};
+static const struct cc_wire_type lobby_create_payload = TYPE("lobby_create", S, lobby_create_fields, NULL);
+#undef S
+
+#define S struct cc_wire_lobby_join
+static const struct cc_wire_field lobby_join_fields[] = {
+	U16(S, request, "request", 0, UINT16_MAX),
+	U32(S, lobby_id, "lobby_id"),
+};
+static const struct cc_wire_type lobby_join_payload = TYPE("lobby_join", S, lobby_join_fields, NULL);
+#undef S
+
+static const struct cc_wire_field lobby_leave_fields[] = {
+	U16(struct cc_wire_lobby_leave, request, "request", 0, UINT16_MAX),
+};
+static const struct cc_wire_type lobby_leave_payload =
+	TYPE("lobby_leave", struct cc_wire_lobby_leave, lobby_leave_fields, NULL);
+
+#define S struct cc_wire_lobby_set_ready
+static const struct cc_wire_field lobby_set_ready_fields[] = {
+	U16(S, request, "request", 0, UINT16_MAX),
+	U8(S, ready, "ready", 0, 1),
+};
+static const struct cc_wire_type lobby_set_ready_payload = TYPE("lobby_set_ready", S, lobby_set_ready_fields, NULL);
+#undef S
+
+#define S struct cc_wire_lobby_result_msg
+static const struct cc_wire_field lobby_result_fields[] = {
+	U16(S, request, "request", 0, UINT16_MAX),
+	U16(S, request_msg, "request_msg", 0x0300, 0x037F),
+	ENUM8(S, result, "result", "lobby_result"),
+	U32(S, lobby_id, "lobby_id"),
+	U32(S, member_id, "member_id"),
+};
+static const struct cc_wire_type lobby_result_payload = TYPE("lobby_result", S, lobby_result_fields, NULL);
+#undef S
+
+#define S struct cc_wire_lobby_summary
+static const struct cc_wire_field lobby_summary_fields[] = {
+	U32(S, lobby_id, "lobby_id"),
+	ENUM8(S, state, "state", "lobby_state"),
+	U8(S, members, "members", 0, CC_WIRE_LOBBY_MEMBERS_MAX),
+	U8(S, max_players, "max_players", 2, CC_WIRE_LOBBY_MEMBERS_MAX),
+	STRING(S, name, "name", 1, 1, CC_WIRE_LOBBY_NAME_MAX, CC_WIRE_CS_NAME),
+};
+static const struct cc_wire_type lobby_summary_type = TYPE("lobby_summary", S, lobby_summary_fields, check_lobby_summary);
+#undef S
+
+#define S struct cc_wire_lobby_list
+static const struct cc_wire_field lobby_list_fields[] = {
+	U16(S, request, "request", 0, UINT16_MAX),
+	U16(S, total, "total", 0, UINT16_MAX),
+	U16(S, first, "first", 0, UINT16_MAX),
+	ARRAY(S, lobbies, count, "lobbies", 0, CC_WIRE_LOBBY_LIST_MAX, &lobby_summary_type),
+};
+static const struct cc_wire_type lobby_list_payload = TYPE("lobby_list", S, lobby_list_fields, NULL);
+#undef S
+
+#define S struct cc_wire_lobby_member
+static const struct cc_wire_field lobby_member_fields[] = {
+	U32(S, member_id, "member_id"),
+	U8(S, ready, "ready", 0, 1),
+	STRING(S, name, "name", 1, 1, CC_WIRE_NAME_MAX, CC_WIRE_CS_NAME),
+};
+static const struct cc_wire_type lobby_member_type = TYPE("lobby_member", S, lobby_member_fields, NULL);
+#undef S
+
+#define S struct cc_wire_lobby_updated
+static const struct cc_wire_field lobby_updated_fields[] = {
+	U32(S, revision, "revision"),
+	U32(S, lobby_id, "lobby_id"),
+	ENUM8(S, state, "state", "lobby_state"),
+	U8(S, max_players, "max_players", 2, CC_WIRE_LOBBY_MEMBERS_MAX),
+	STRING(S, name, "name", 1, 1, CC_WIRE_LOBBY_NAME_MAX, CC_WIRE_CS_NAME),
+	ARRAY(S, members, member_count, "members", 0, CC_WIRE_LOBBY_MEMBERS_MAX, &lobby_member_type),
+};
+static const struct cc_wire_type lobby_updated_payload = TYPE("lobby_updated", S, lobby_updated_fields, check_lobby_updated);
+#undef S
+
+#define S struct cc_wire_lobby_deleted
+static const struct cc_wire_field lobby_deleted_fields[] = {
+	U32(S, revision, "revision"),
+	U32(S, lobby_id, "lobby_id"),
+};
+static const struct cc_wire_type lobby_deleted_payload = TYPE("lobby_deleted", S, lobby_deleted_fields, NULL);
+#undef S
+
+#define S struct cc_wire_match_starting
+static const struct cc_wire_field match_starting_fields[] = {
+	U32(S, revision, "revision"),
+	U32(S, lobby_id, "lobby_id"),
+	U32(S, start_tick, "start_tick"),
+	U16(S, delay_ms, "delay_ms", 0, UINT16_MAX),
+};
+static const struct cc_wire_type match_starting_payload = TYPE("match_starting", S, match_starting_fields, NULL);
+#undef S
+
 static const struct cc_wire_msg_info messages[] = {
 #define CC__WIRE_MSG_INFO(NAME, ID, TEXT, CH, DIR, MEMBER) \
 	{ ID, TEXT, CH, DIR, CH == CC_WIRE_CH_CONTROL, &MEMBER##_payload },
@@ -316,6 +479,8 @@ static const struct cc_wire_type *const struct_types[] = {
 	&input_type,
 	&player_state_type,
 	&kickoff_ship_type,
+	&lobby_summary_type,
+	&lobby_member_type,
 };
 
 const struct cc_wire_msg_info *cc_wire_messages(size_t *n)
@@ -1198,6 +1363,14 @@ const char *cc_wire_lobby_result_name(uint8_t result)
 {
 	switch (result) {
 		CC_WIRE_LOBBY_RESULTS(CC__WIRE_NAME_CASE)
+	}
+	return "?";
+}
+
+const char *cc_wire_lobby_state_name(uint8_t state)
+{
+	switch (state) {
+		CC_WIRE_LOBBY_STATES(CC__WIRE_NAME_CASE)
 	}
 	return "?";
 }

@@ -115,8 +115,8 @@ enum cc_wire_reason {
 };
 
 /*
- * Typed results of community-mode lobby requests (SPEC 11; messages
- * reserved in 0x0300-0x03FF, see the protocol document). Wire format.
+ * Typed results of community-mode lobby requests (SPEC 11; lobby_result,
+ * 0x0380). Wire format, append-only.
  */
 #define CC_WIRE_LOBBY_RESULTS(X)                              \
 	X(CC_LOBBY_OK, 0, "ok")                                   \
@@ -264,8 +264,8 @@ bool cc_wire_seq_newer(uint16_t a, uint16_t b);
  * and logs), channel, direction, struct member of cc_wire_msg.u. Ids are
  * wire format: never reused. Ranges (see the protocol document):
  *   0x0001-0x00FF session and control     0x0100-0x01FF match
- *   0x0200-0x02FF reserved: spectate, reconnect (issue 12)
- *   0x0300-0x03FF reserved: community lobbies
+ *   0x0200-0x02FF spectate, reconnect (issue 12; more may follow there)
+ *   0x0300-0x03FF community lobbies (0x0300-0x037F requests, 0x0380-0x03FF answers and broadcasts)
  *   0x8000-0xFFFF never assigned (experiments); 0x0000 never assigned.
  */
 #define CC_WIRE_MESSAGES(X)                                                                        \
@@ -281,7 +281,22 @@ bool cc_wire_seq_newer(uint16_t a, uint16_t b);
 	X(CC_MSG_MATCH_STATE, 0x0110, "match_state", CC_WIRE_CH_CONTROL, CC_WIRE_TO_CLIENT, match_state) \
 	X(CC_MSG_GOAL, 0x0111, "goal", CC_WIRE_CH_CONTROL, CC_WIRE_TO_CLIENT, goal)                \
 	X(CC_MSG_KICKOFF, 0x0112, "kickoff", CC_WIRE_CH_CONTROL, CC_WIRE_TO_CLIENT, kickoff)       \
-	X(CC_MSG_MATCH_END, 0x0113, "match_end", CC_WIRE_CH_CONTROL, CC_WIRE_TO_CLIENT, match_end)
+	X(CC_MSG_MATCH_END, 0x0113, "match_end", CC_WIRE_CH_CONTROL, CC_WIRE_TO_CLIENT, match_end) \
+	X(CC_MSG_SPECTATE, 0x0200, "spectate", CC_WIRE_CH_CONTROL, CC_WIRE_TO_SERVER, spectate)    \
+	X(CC_MSG_RESUME, 0x0201, "resume", CC_WIRE_CH_CONTROL, CC_WIRE_TO_SERVER, resume)          \
+	X(CC_MSG_SET_NAME, 0x0300, "set_name", CC_WIRE_CH_CONTROL, CC_WIRE_TO_SERVER, set_name)    \
+	X(CC_MSG_LOBBY_LIST_REQUEST, 0x0301, "lobby_list_request", CC_WIRE_CH_CONTROL, CC_WIRE_TO_SERVER, \
+	  lobby_list_request)                                                                      \
+	X(CC_MSG_LOBBY_CREATE, 0x0302, "lobby_create", CC_WIRE_CH_CONTROL, CC_WIRE_TO_SERVER, lobby_create) \
+	X(CC_MSG_LOBBY_JOIN, 0x0303, "lobby_join", CC_WIRE_CH_CONTROL, CC_WIRE_TO_SERVER, lobby_join) \
+	X(CC_MSG_LOBBY_LEAVE, 0x0304, "lobby_leave", CC_WIRE_CH_CONTROL, CC_WIRE_TO_SERVER, lobby_leave) \
+	X(CC_MSG_LOBBY_SET_READY, 0x0305, "lobby_set_ready", CC_WIRE_CH_CONTROL, CC_WIRE_TO_SERVER, \
+	  lobby_set_ready)                                                                         \
+	X(CC_MSG_LOBBY_RESULT, 0x0380, "lobby_result", CC_WIRE_CH_CONTROL, CC_WIRE_TO_CLIENT, lobby_result) \
+	X(CC_MSG_LOBBY_LIST, 0x0381, "lobby_list", CC_WIRE_CH_CONTROL, CC_WIRE_TO_CLIENT, lobby_list) \
+	X(CC_MSG_LOBBY_UPDATED, 0x0382, "lobby_updated", CC_WIRE_CH_CONTROL, CC_WIRE_TO_CLIENT, lobby_updated) \
+	X(CC_MSG_LOBBY_DELETED, 0x0383, "lobby_deleted", CC_WIRE_CH_CONTROL, CC_WIRE_TO_CLIENT, lobby_deleted) \
+	X(CC_MSG_MATCH_STARTING, 0x0384, "match_starting", CC_WIRE_CH_CONTROL, CC_WIRE_TO_CLIENT, match_starting)
 
 enum cc_wire_msg_id {
 #define CC__WIRE_MSG_ENUM(name, id, text, ch, dir, member) name = id,
@@ -424,6 +439,130 @@ struct cc_wire_match_end {
 	uint8_t reason;	  /* enum cc_match_end_reason (game/match_lifecycle.h) */
 };
 
+/* ---- issue 12: spectators and reconnects ----------------------------------------
+ * spectate (0x0200) is a hello for a spectator: same struct and rules,
+ * answered welcome with slot CC_WIRE_SLOT_NONE or refused spectators_full.
+ */
+
+/* resume (client -> server, 0x0200 range): take back a reserved slot after a drop. */
+struct cc_wire_resume {
+	uint16_t protocol_version; /* as hello */
+	uint16_t tick_rate;	   /* as hello */
+	uint8_t resume_key[CC_WIRE_RESUME_KEY_LEN]; /* the welcome's of the dropped session */
+	uint8_t auth;		   /* enum cc_wire_auth: the same identity as before */
+	uint16_t credential_len;
+	char credential[CC_WIRE_TOKEN_MAX + 1]; /* as hello */
+};
+
+/* ---- community lobbies (0x0300-0x03FF, SPEC 11 community mode) --------------------
+ * Every request carries a client-chosen u16 `request` that the server echoes
+ * in the lobby_result answering it. Broadcasts (lobby_updated,
+ * lobby_deleted, match_starting) carry the server's lobby `revision`, one
+ * counter across all lobbies raised by every change, so a client applies
+ * them in the order state changed.
+ */
+#define CC_WIRE_LOBBY_NAME_MAX 32   /* lobby name, bytes of UTF-8 (name charset) */
+#define CC_WIRE_LOBBY_LIST_MAX 24   /* lobbies in one lobby_list page */
+#define CC_WIRE_LOBBY_MEMBERS_MAX CC_WIRE_MAX_PLAYERS
+
+/* Lobby states (u8, append-only). */
+#define CC_WIRE_LOBBY_STATES(X)               \
+	X(CC_LOBBY_OPEN, 0, "open")           \
+	X(CC_LOBBY_STARTING, 1, "starting")   \
+	X(CC_LOBBY_IN_MATCH, 2, "in_match")
+
+enum cc_wire_lobby_state {
+	CC_WIRE_LOBBY_STATES(CC__WIRE_ENUM)
+	CC_LOBBY_STATE_END
+};
+
+struct cc_wire_set_name { /* 0x0300: register or change the display name */
+	uint16_t request;
+	uint16_t name_len;
+	char name[CC_WIRE_NAME_MAX + 1]; /* 1..32 bytes, name charset */
+};
+
+struct cc_wire_lobby_list_request { /* 0x0301: one page of the lobby list */
+	uint16_t request;
+	uint16_t first; /* index of the first lobby wanted (0: from the start) */
+};
+
+struct cc_wire_lobby_create { /* 0x0302: create a lobby and join it */
+	uint16_t request;
+	uint8_t max_players; /* 2..16 */
+	uint16_t name_len;
+	char name[CC_WIRE_LOBBY_NAME_MAX + 1]; /* 1..32 bytes, name charset */
+};
+
+struct cc_wire_lobby_join { /* 0x0303 */
+	uint16_t request;
+	uint32_t lobby_id;
+};
+
+struct cc_wire_lobby_leave { /* 0x0304 */
+	uint16_t request;
+};
+
+struct cc_wire_lobby_set_ready { /* 0x0305 */
+	uint16_t request;
+	uint8_t ready; /* 0 or 1 */
+};
+
+struct cc_wire_lobby_result_msg { /* 0x0380: the typed answer to one request */
+	uint16_t request;     /* the request's, echoed */
+	uint16_t request_msg; /* the request's message id (0x0300-0x0305) */
+	uint8_t result;	      /* enum cc_wire_lobby_result (append-only) */
+	uint32_t lobby_id;    /* the lobby the requester is in after it, 0: none */
+	uint32_t member_id;   /* the requester's member id (0 before set_name) */
+};
+
+struct cc_wire_lobby_summary { /* one lobby in a lobby_list */
+	uint32_t lobby_id;
+	uint8_t state;	     /* enum cc_wire_lobby_state */
+	uint8_t members;     /* 0..max_players */
+	uint8_t max_players; /* 2..16 */
+	uint16_t name_len;
+	char name[CC_WIRE_LOBBY_NAME_MAX + 1];
+};
+
+struct cc_wire_lobby_list { /* 0x0381: one page */
+	uint16_t request;
+	uint16_t total; /* lobbies in all */
+	uint16_t first; /* index of lobbies[0] */
+	uint16_t count; /* 0..CC_WIRE_LOBBY_LIST_MAX */
+	struct cc_wire_lobby_summary lobbies[CC_WIRE_LOBBY_LIST_MAX];
+};
+
+struct cc_wire_lobby_member {
+	uint32_t member_id; /* unique per connected player, never reused while the server runs */
+	uint8_t ready;	    /* 0 or 1 */
+	uint16_t name_len;
+	char name[CC_WIRE_NAME_MAX + 1]; /* current display name (renames propagate) */
+};
+
+struct cc_wire_lobby_updated { /* 0x0382: a lobby's whole state after a change */
+	uint32_t revision;
+	uint32_t lobby_id;
+	uint8_t state;	     /* enum cc_wire_lobby_state */
+	uint8_t max_players; /* 2..16 */
+	uint16_t name_len;
+	char name[CC_WIRE_LOBBY_NAME_MAX + 1];
+	uint16_t member_count; /* 0..16 */
+	struct cc_wire_lobby_member members[CC_WIRE_LOBBY_MEMBERS_MAX];
+};
+
+struct cc_wire_lobby_deleted { /* 0x0383 */
+	uint32_t revision;
+	uint32_t lobby_id;
+};
+
+struct cc_wire_match_starting { /* 0x0384: the lobby's match starts at start_tick */
+	uint32_t revision;
+	uint32_t lobby_id;
+	uint32_t start_tick; /* server tick the match starts (5 s after the condition held) */
+	uint16_t delay_ms;   /* the same as a delay from this message, for a client without clock sync */
+};
+
 /* One message: id says which member of u is meaningful. */
 struct cc_wire_msg {
 	uint16_t id; /* enum cc_wire_msg_id */
@@ -441,6 +580,19 @@ struct cc_wire_msg {
 		struct cc_wire_goal goal;
 		struct cc_wire_kickoff kickoff;
 		struct cc_wire_match_end match_end;
+		struct cc_wire_hello spectate;
+		struct cc_wire_resume resume;
+		struct cc_wire_set_name set_name;
+		struct cc_wire_lobby_list_request lobby_list_request;
+		struct cc_wire_lobby_create lobby_create;
+		struct cc_wire_lobby_join lobby_join;
+		struct cc_wire_lobby_leave lobby_leave;
+		struct cc_wire_lobby_set_ready lobby_set_ready;
+		struct cc_wire_lobby_result_msg lobby_result;
+		struct cc_wire_lobby_list lobby_list;
+		struct cc_wire_lobby_updated lobby_updated;
+		struct cc_wire_lobby_deleted lobby_deleted;
+		struct cc_wire_match_starting match_starting;
 	} u;
 };
 
@@ -599,6 +751,7 @@ const struct cc_wire_type *const *cc_wire_types(size_t *n);
 const char *cc_wire_msg_name(uint16_t id);
 const char *cc_wire_reason_name(uint16_t reason);
 const char *cc_wire_lobby_result_name(uint8_t result);
+const char *cc_wire_lobby_state_name(uint8_t state);
 const char *cc_wire_fault_name(enum cc_wire_fault_kind kind);
 
 /* The value of a reason named name ("bad_token"), or 0 when there is none. */

@@ -1,6 +1,6 @@
 /*
  * fuzz_wire.h - the checks every game-wire fuzz target makes on a packet
- * (tests/fuzz/fuzz_wire*.c): cc_wire_decode never reads outside the packet
+ * (tests/fuzz/fuzz_wire.c, fuzz_wire_to_server.c, fuzz_wire_to_client.c): cc_wire_decode never reads outside the packet
  * (ASan), answers 0, CC_EINVAL or CC_ENOTFOUND with a fault that agrees
  * (kind, printable NUL-terminated text, an offset inside the packet), and
  * whatever it accepts is canonical: it encodes back to exactly the same
@@ -20,7 +20,7 @@
 #include "game/wire.h"
 #include "fuzz_support.h"
 
-static void fuzz_wire_fault_sane(const struct cc_wire_fault *f, size_t size)
+static inline void fuzz_wire_fault_sane(const struct cc_wire_fault *f, size_t size)
 {
 	size_t n = strnlen(f->text, sizeof(f->text));
 	FUZZ_ASSERT(n < sizeof(f->text));
@@ -30,7 +30,7 @@ static void fuzz_wire_fault_sane(const struct cc_wire_fault *f, size_t size)
 	FUZZ_ASSERT(f->field != NULL && f->why != NULL);
 }
 
-static void fuzz_wire_body_sane(const struct cc_wire_body *b)
+static inline void fuzz_wire_body_sane(const struct cc_wire_body *b)
 {
 	struct cc_wire_pose p;
 	double norm = 0;
@@ -44,7 +44,7 @@ static void fuzz_wire_body_sane(const struct cc_wire_body *b)
 	FUZZ_ASSERT(fabs(norm - 1) < 1e-5);
 }
 
-static void fuzz_wire_bodies_sane(const struct cc_wire_msg *m)
+static inline void fuzz_wire_bodies_sane(const struct cc_wire_msg *m)
 {
 	if (m->id == CC_MSG_SNAPSHOT) {
 		fuzz_wire_body_sane(&m->u.snapshot.ball);
@@ -58,7 +58,7 @@ static void fuzz_wire_bodies_sane(const struct cc_wire_msg *m)
 }
 
 /* Every check above on one packet of size bytes (data may be NULL only when size is 0). */
-static void fuzz_wire_packet(const uint8_t *data, size_t size)
+static inline void fuzz_wire_packet(const uint8_t *data, size_t size)
 {
 	struct cc_wire_msg m;
 	struct cc_wire_fault f;
@@ -107,24 +107,37 @@ static void fuzz_wire_packet(const uint8_t *data, size_t size)
 }
 
 /*
- * A target for one message: the fuzzer's bytes are the payload, the id is
- * prepended, so every input exercises that message's fields.
+ * A target for the messages one side decodes: the first input byte picks
+ * one of the messages going in direction dir (modulo their count), the rest
+ * is its payload (the id is prepended), so every input exercises a
+ * message's fields, and decode_from is called as that side calls it.
  */
-#define FUZZ_WIRE_MESSAGE_TARGET(ID)                                             \
-	int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);          \
-	int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)           \
-	{                                                                      \
-		if (size > CC_WIRE_MAX_PACKET)                                 \
-			return 0;                                              \
-		uint8_t *pkt = malloc(size + 2);                               \
-		FUZZ_ASSERT(pkt != NULL);                                      \
-		pkt[0] = (uint8_t)((ID) & 0xFF);                               \
-		pkt[1] = (uint8_t)((ID) >> 8);                                 \
-		if (size)                                                      \
-			memcpy(pkt + 2, data, size);                           \
-		fuzz_wire_packet(pkt, size + 2);                               \
-		free(pkt);                                                     \
-		return 0;                                                      \
-	}
+static inline void fuzz_wire_direction(enum cc_wire_direction dir, const uint8_t *data, size_t size)
+{
+	size_t n, count = 0;
+	const struct cc_wire_msg_info *t = cc_wire_messages(&n);
+	if (size < 1 || size > CC_WIRE_MAX_PACKET)
+		return;
+	for (size_t i = 0; i < n; i++)
+		count += t[i].direction == dir;
+	size_t pick = data[0] % count;
+	const struct cc_wire_msg_info *info = NULL;
+	for (size_t i = 0; i < n && !info; i++)
+		if (t[i].direction == dir && pick-- == 0)
+			info = &t[i];
+	FUZZ_ASSERT(info != NULL);
+	size_t len = size - 1 + 2;
+	uint8_t *pkt = malloc(len);
+	FUZZ_ASSERT(pkt != NULL);
+	pkt[0] = (uint8_t)(info->id & 0xFF);
+	pkt[1] = (uint8_t)(info->id >> 8);
+	memcpy(pkt + 2, data + 1, size - 1);
+	fuzz_wire_packet(pkt, len);
+	struct cc_wire_msg m;
+	struct cc_wire_fault f;
+	int rc = cc_wire_decode_from(pkt, len, dir, (uint8_t)info->channel, &m, &f);
+	FUZZ_ASSERT(rc == 0 || (rc == CC_EINVAL && f.kind != CC_WIRE_FAULT_UNKNOWN));
+	free(pkt);
+}
 
 #endif

@@ -133,7 +133,7 @@ class Table:
 
     def check_rules(self, name, m):
         """The cross-field rules, as the table's "rules" state them in prose."""
-        if name == "hello":
+        if name in ("hello", "spectate", "resume"):
             raw = m["credential"].encode("utf-8")
             ok = charset_ok("token", raw) if m["auth"] == 1 else (len(raw) <= 32 and charset_ok("name", raw))
             if not ok:
@@ -146,6 +146,11 @@ class Table:
         for key in ("players", "ships"):
             if key in m and len({p["slot"] for p in m[key]}) != len(m[key]):
                 raise Refused("malformed", "duplicate slot")
+        if name == "lobby_updated":
+            if len(m["members"]) > m["max_players"] or len({x["member_id"] for x in m["members"]}) != len(m["members"]):
+                raise Refused("malformed", "members")
+        if name == "lobby_list" and any(x["members"] > x["max_players"] for x in m["lobbies"]):
+            raise Refused("malformed", "lobby members")
         if name == "goal" and not (m["scorer"] < 16 or m["scorer"] == 255):
             raise Refused("malformed", "scorer")
         if name == "match_end" and m["winner"] not in (0, 1, 255):

@@ -44,7 +44,7 @@ static struct cc_wire_body sample_body(int k)
 	return b;
 }
 
-enum { SAMPLE_COUNT = 19 };
+enum { SAMPLE_COUNT = 33 };
 
 /* Fills *m with sample number i (0 .. SAMPLE_COUNT-1). */
 static void sample(int i, struct cc_wire_msg *m)
@@ -182,6 +182,101 @@ static void sample(int i, struct cc_wire_msg *m)
 		k->ships[1] = (struct cc_wire_kickoff_ship){ 0, sample_body(2) };
 		break;
 	}
+	case 19:
+		m->id = CC_MSG_SPECTATE;
+		m->u.spectate = (struct cc_wire_hello){ .protocol_version = 1, .tick_rate = 60, .auth = CC_WIRE_AUTH_NAME };
+		set_str(m->u.spectate.credential, &m->u.spectate.credential_len, "Watcher");
+		break;
+	case 20: {
+		m->id = CC_MSG_RESUME;
+		struct cc_wire_resume *r = &m->u.resume;
+		r->protocol_version = 1;
+		r->tick_rate = 60;
+		for (int k = 0; k < CC_WIRE_RESUME_KEY_LEN; k++)
+			r->resume_key[k] = (uint8_t)(k * 17);
+		r->auth = CC_WIRE_AUTH_TOKEN;
+		set_str(r->credential, &r->credential_len, "token.sig");
+		break;
+	}
+	case 21:
+		m->id = CC_MSG_SET_NAME;
+		m->u.set_name.request = 1;
+		set_str(m->u.set_name.name, &m->u.set_name.name_len, "Ren\xc3\xa9" "e");
+		break;
+	case 22:
+		m->id = CC_MSG_LOBBY_LIST_REQUEST;
+		m->u.lobby_list_request = (struct cc_wire_lobby_list_request){ 2, 24 };
+		break;
+	case 23:
+		m->id = CC_MSG_LOBBY_CREATE;
+		m->u.lobby_create.request = 3;
+		m->u.lobby_create.max_players = 6;
+		set_str(m->u.lobby_create.name, &m->u.lobby_create.name_len, "Friday 3v3");
+		break;
+	case 24:
+		m->id = CC_MSG_LOBBY_JOIN;
+		m->u.lobby_join = (struct cc_wire_lobby_join){ 4, 0xCAFEF00Du };
+		break;
+	case 25:
+		m->id = CC_MSG_LOBBY_LEAVE;
+		m->u.lobby_leave.request = 65535;
+		break;
+	case 26:
+		m->id = CC_MSG_LOBBY_SET_READY;
+		m->u.lobby_set_ready = (struct cc_wire_lobby_set_ready){ 6, 1 };
+		break;
+	case 27:
+		m->id = CC_MSG_LOBBY_RESULT;
+		m->u.lobby_result = (struct cc_wire_lobby_result_msg){ 3, CC_MSG_LOBBY_CREATE, CC_LOBBY_TOO_MANY, 0, 77 };
+		break;
+	case 28: {
+		m->id = CC_MSG_LOBBY_LIST;
+		struct cc_wire_lobby_list *l = &m->u.lobby_list;
+		l->request = 2;
+		l->total = 100;
+		l->first = 24;
+		l->count = CC_WIRE_LOBBY_LIST_MAX;
+		for (int k = 0; k < CC_WIRE_LOBBY_LIST_MAX; k++) {
+			struct cc_wire_lobby_summary *e = &l->lobbies[k];
+			e->lobby_id = (uint32_t)(1000 + k);
+			e->state = (uint8_t)(k % 3);
+			e->max_players = 16;
+			e->members = (uint8_t)(k % 17);
+			memset(e->name, 'a' + k % 26, CC_WIRE_LOBBY_NAME_MAX);
+			e->name_len = CC_WIRE_LOBBY_NAME_MAX;
+		}
+		break;
+	}
+	case 29: {
+		m->id = CC_MSG_LOBBY_UPDATED;
+		struct cc_wire_lobby_updated *u = &m->u.lobby_updated;
+		u->revision = 9;
+		u->lobby_id = 1001;
+		u->state = CC_LOBBY_STARTING;
+		u->max_players = 16;
+		set_str(u->name, &u->name_len, "Friday 3v3");
+		u->member_count = CC_WIRE_LOBBY_MEMBERS_MAX;
+		for (int k = 0; k < CC_WIRE_LOBBY_MEMBERS_MAX; k++) {
+			u->members[k].member_id = (uint32_t)(k + 1);
+			u->members[k].ready = 1;
+			memset(u->members[k].name, 'A' + k, CC_WIRE_NAME_MAX);
+			u->members[k].name_len = CC_WIRE_NAME_MAX;
+		}
+		break;
+	}
+	case 30:
+		m->id = CC_MSG_LOBBY_DELETED;
+		m->u.lobby_deleted = (struct cc_wire_lobby_deleted){ 10, 1001 };
+		break;
+	case 31:
+		m->id = CC_MSG_MATCH_STARTING;
+		m->u.match_starting = (struct cc_wire_match_starting){ 11, 1002, 123456, 5000 };
+		break;
+	case 32:
+		m->id = CC_MSG_LOBBY_UPDATED;
+		m->u.lobby_updated = (struct cc_wire_lobby_updated){ .revision = 12, .lobby_id = 5, .max_players = 2 };
+		set_str(m->u.lobby_updated.name, &m->u.lobby_updated.name_len, "x");
+		break;
 	}
 }
 
@@ -464,8 +559,9 @@ static const struct bad_case bad_cases[] = {
 	{ "empty packet", "", CC_EINVAL, CC_WIRE_FAULT_TRUNCATED, "no message id" },
 	{ "one byte", "01", CC_EINVAL, CC_WIRE_FAULT_TRUNCATED, "an id needs 2" },
 	{ "id 0", "0000", CC_ENOTFOUND, CC_WIRE_FAULT_UNKNOWN, "id 0x0000" },
-	{ "reserved spectate range", "0002 0100", CC_ENOTFOUND, CC_WIRE_FAULT_UNKNOWN, "id 0x0200" },
-	{ "reserved lobby range", "0003", CC_ENOTFOUND, CC_WIRE_FAULT_UNKNOWN, "id 0x0300 (2 bytes), skipped" },
+	{ "unassigned in the issue 12 range", "ff02 0100", CC_ENOTFOUND, CC_WIRE_FAULT_UNKNOWN, "id 0x02ff" },
+	{ "unassigned in the lobby range", "0603", CC_ENOTFOUND, CC_WIRE_FAULT_UNKNOWN, "id 0x0306 (2 bytes), skipped" },
+	{ "unassigned range", "0004", CC_ENOTFOUND, CC_WIRE_FAULT_UNKNOWN, "id 0x0400" },
 	{ "experimental id", "ffff 00", CC_ENOTFOUND, CC_WIRE_FAULT_UNKNOWN, "id 0xffff" },
 	{ "hello auth 0", "0100 0100 3c00 00 0100 41", CC_EINVAL, CC_WIRE_FAULT_MALFORMED,
 	  "hello: malformed at byte 6 (auth): below its minimum, value 0" },
@@ -529,6 +625,22 @@ static const struct bad_case bad_cases[] = {
 	{ "goal team 2", "1101 00000000 02 ff 00 00", CC_EINVAL, CC_WIRE_FAULT_MALFORMED, "(team): above its maximum" },
 	{ "goal scorer 16", "1101 00000000 01 10 00 00", CC_EINVAL, CC_WIRE_FAULT_MALFORMED, "(scorer): neither a slot" },
 	{ "match_end winner 2", "1301 00000000 00 00 02 00", CC_EINVAL, CC_WIRE_FAULT_MALFORMED, "(winner): neither 0, 1 nor 255" },
+	{ "resume name with a tab", "0102 0100 3c00 00000000000000000000000000000000 02 0200 4109", CC_EINVAL,
+	  CC_WIRE_FAULT_MALFORMED, "resume: malformed at byte 27 (credential): a name is well-formed UTF-8 without control" },
+	{ "lobby_create max_players 1", "0203 0100 01 01 41", CC_EINVAL, CC_WIRE_FAULT_MALFORMED, "(max_players): below its minimum" },
+	{ "lobby_create empty name", "0203 0100 06 00", CC_EINVAL, CC_WIRE_FAULT_MALFORMED, "(name): shorter than its minimum" },
+	{ "lobby_set_ready 2", "0503 0100 02", CC_EINVAL, CC_WIRE_FAULT_MALFORMED, "(ready): above its maximum" },
+	{ "lobby_result for a broadcast id", "8003 0100 8203 00 00000000 00000000", CC_EINVAL, CC_WIRE_FAULT_MALFORMED,
+	  "(request_msg): above its maximum" },
+	{ "lobby_list page over its cap", "8103 0000 0000 0000 19", CC_EINVAL, CC_WIRE_FAULT_OVERSIZED, "(lobbies): count over its cap, 25, cap 24" },
+	{ "lobby_list more members than seats", "8103 0000 0100 0000 01 01000000 00 03 02 0141", CC_EINVAL,
+	  CC_WIRE_FAULT_MALFORMED, "(lobbies[0].members): above max_players" },
+	{ "lobby_updated duplicate member",
+	  "8203 01000000 05000000 00 04 0141 02 07000000 01 0141 07000000 00 0142", CC_EINVAL, CC_WIRE_FAULT_MALFORMED,
+	  "(members.member_id): a member appears twice" },
+	{ "lobby_updated more members than seats",
+	  "8203 01000000 05000000 00 02 0141 03 07000000 01 0141 08000000 00 0142 09000000 00 0143", CC_EINVAL,
+	  CC_WIRE_FAULT_MALFORMED, "(members): more members than max_players" },
 	{ "kickoff duplicate slot",
 	  "1201 00000000 0000 0000 0000 00000000 0000 0000 0000 00000000 02"
 	  " 01 0000 0000 0000 00000000 0000 0000 0000 00000000"
@@ -583,7 +695,7 @@ struct enc_case {
 	void (*spoil)(struct cc_wire_msg *m);
 };
 
-static void spoil_unknown_id(struct cc_wire_msg *m) { m->id = 0x0200; }
+static void spoil_unknown_id(struct cc_wire_msg *m) { m->id = 0x02FF; }
 static void spoil_count_over(struct cc_wire_msg *m) { m->u.input.count = CC_WIRE_MAX_INPUTS + 1; }
 static void spoil_count_zero(struct cc_wire_msg *m) { m->u.input.count = 0; }
 static void spoil_axis(struct cc_wire_msg *m) { m->u.input.inputs[3].turn[1] = -128; }
@@ -598,6 +710,8 @@ static void spoil_arena(struct cc_wire_msg *m) { m->u.welcome.arena[0] = '-'; }
 static void spoil_arena_empty(struct cc_wire_msg *m) { m->u.welcome.arena_len = 0; }
 static void spoil_detail(struct cc_wire_msg *m) { m->u.refused.detail[0] = '\n'; }
 static void spoil_reason(struct cc_wire_msg *m) { m->u.kicked.reason = 0; }
+static void spoil_member_dup(struct cc_wire_msg *m) { m->u.lobby_updated.members[5].member_id = 1; }
+static void spoil_lobby_name(struct cc_wire_msg *m) { m->u.lobby_create.name[0] = '\x7f'; }
 
 static const struct enc_case enc_cases[] = {
 	{ "unknown id", 0, spoil_unknown_id },
@@ -615,6 +729,8 @@ static const struct enc_case enc_cases[] = {
 	{ "empty arena", 3, spoil_arena_empty },
 	{ "detail with a newline", 5, spoil_detail },
 	{ "reason 0", 7, spoil_reason },
+	{ "duplicate lobby member", 29, spoil_member_dup },
+	{ "lobby name with DEL", 23, spoil_lobby_name },
 };
 
 START_TEST(encode_refuses)
@@ -814,13 +930,16 @@ END_TEST
 START_TEST(names)
 {
 	ck_assert_str_eq(cc_wire_msg_name(CC_MSG_SNAPSHOT), "snapshot");
-	ck_assert_str_eq(cc_wire_msg_name(0x0200), "?");
+	ck_assert_str_eq(cc_wire_msg_name(0x02FF), "?");
+	ck_assert_str_eq(cc_wire_msg_name(0x0200), "spectate");
 	ck_assert_str_eq(cc_wire_reason_name(CC_REASON_TOKEN_REPLAYED), "token_replayed");
 	ck_assert_str_eq(cc_wire_reason_name(0), "?");
 	ck_assert_uint_eq(cc_wire_reason_by_name("server_full"), CC_REASON_SERVER_FULL);
 	ck_assert_uint_eq(cc_wire_reason_by_name("nope"), 0);
 	ck_assert_uint_eq(cc_wire_reason_by_name(NULL), 0);
 	ck_assert_str_eq(cc_wire_lobby_result_name(CC_LOBBY_TOO_MANY), "too_many_lobbies");
+	ck_assert_str_eq(cc_wire_lobby_state_name(CC_LOBBY_IN_MATCH), "in_match");
+	ck_assert_str_eq(cc_wire_lobby_state_name(3), "?");
 	ck_assert_str_eq(cc_wire_fault_name(CC_WIRE_FAULT_OVERSIZED), "oversized");
 	ck_assert_str_eq(cc_wire_fault_name(CC_WIRE_FAULT_END), "?");
 }
@@ -1042,7 +1161,9 @@ START_TEST(json_table_equals_codec)
 			      name ? name : "(none)", types[i]->name);
 		size_t lo, hi;
 		cc_wire_type_sizes(types[i], &lo, &hi);
-		ck_assert_msg(lo == hi && get_int(j, "size", -1, name) == (long long)lo, "type %s: size", name);
+		ck_assert_msg(get_int(j, "min_size", -1, name) == (long long)lo && get_int(j, "max_size", -1, name) == (long long)hi,
+			      "type %s: JSON sizes %lld..%lld, codec %zu..%zu", name, get_int(j, "min_size", -1, name),
+			      get_int(j, "max_size", -1, name), lo, hi);
 		compare_fields(name, types[i], get(j, "fields"), enums);
 	}
 
@@ -1055,6 +1176,12 @@ START_TEST(json_table_equals_codec)
 #undef NV
 	compare_enum(enums, "reason", reasons, CC_ARRAY_LEN(reasons));
 	compare_enum(enums, "lobby_result", lobby, CC_ARRAY_LEN(lobby));
+	static const struct named_value lobby_states[] = {
+#define NV(sym, value, text) { value, text },
+		CC_WIRE_LOBBY_STATES(NV)
+#undef NV
+	};
+	compare_enum(enums, "lobby_state", lobby_states, CC_ARRAY_LEN(lobby_states));
 	static const struct named_value auth[] = { { CC_WIRE_AUTH_TOKEN, "token" }, { CC_WIRE_AUTH_NAME, "name" } };
 	static const struct named_value mode[] = { { CC_WIRE_MODE_ALLOCATED, "allocated" },
 						   { CC_WIRE_MODE_COMMUNITY, "community" } };
@@ -1081,14 +1208,11 @@ START_TEST(json_table_equals_codec)
 	compare_flags(flags, "player_info_flags", pi, CC_ARRAY_LEN(pi));
 	compare_flags(flags, "buttons", btn, CC_ARRAY_LEN(btn));
 
-	/* Reserved ids are unknown to this codec (so skipped) and sit in a reserved range. */
-	const cJSON *r;
-	cJSON_ArrayForEach(r, get(doc, "reserved"))
-	{
-		long long id = get_int(r, "id", -1, "reserved");
-		ck_assert_msg(id >= 0x0200 && id <= 0x03FF, "reserved id %lld outside 0x0200-0x03ff", id);
-		ck_assert_msg(!cc_wire_msg_info((uint16_t)id), "reserved id 0x%04llx is in the codec", id);
-	}
+	/* Every message id lies in the assigned ranges, 0x0001-0x03ff. */
+	msgs = cc_wire_messages(&n);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_msg(msgs[i].id >= 0x0001 && msgs[i].id <= 0x03FF, "%s: id 0x%04x outside the assigned ranges",
+			      msgs[i].name, msgs[i].id);
 	cJSON_Delete(doc);
 }
 END_TEST
@@ -1121,7 +1245,7 @@ START_TEST(format_text)
 	sample_any(3, &m);
 	cc_wire_format(&m, big, sizeof(big));
 	ck_assert_msg(strstr(big, "\"resume_key\":\"f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff\",\"arena\":\"aurora_ring\"}"), "%s", big);
-	m.id = 0x0300;
+	m.id = 0x0306;
 	ck_assert_uint_eq(cc_wire_format(&m, big, sizeof(big)), 0);
 	ck_assert_str_eq(big, "");
 }

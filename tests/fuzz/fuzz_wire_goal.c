@@ -1,4 +1,0 @@
-/* fuzz_wire_goal: the goal message's payload (the id is prepended); see fuzz_wire.h. */
-#include "fuzz_wire.h"
-
-FUZZ_WIRE_MESSAGE_TARGET(CC_MSG_GOAL)
