@@ -29,6 +29,7 @@
 #include "reporter.h"
 #include "server.h"
 #include "wire_glue.h"
+#include "game/arenas.h"
 #include "game/playlist.h"
 #include "game/roster.h"
 #include "sys/clock.h"
@@ -49,6 +50,7 @@ struct gameserver_config {
 	char *api_url;
 	char *workload_token; /* secret */
 	char *playlist;
+	char *arena;
 	int64_t match_seconds;
 	int64_t warmup_seconds;
 	int64_t connect_window_seconds;
@@ -87,6 +89,8 @@ static const struct cc_config_option gameserver_options[] = {
 	{ .name = "playlist", .type = CC_CFG_STRING, .default_value = "casual",
 	  .help = "playlist of the match, as in libcommon/game/playlist.c (the roster gives slots and teams)",
 	  .offset = OPT(playlist) },
+	{ .name = "arena", .type = CC_CFG_STRING, .default_value = "aurora_ring",
+	  .help = "arena of the match (libcommon/game/arenas.c), told to clients in the welcome", .offset = OPT(arena) },
 	{ .name = "match-seconds", .type = CC_CFG_INT, .default_value = "300", .min = 5, .max = 3600,
 	  .help = "regulation length; the clock banks every stoppage", .offset = OPT(match_seconds) },
 	{ .name = "warmup-seconds", .type = CC_CFG_INT, .default_value = "3", .min = 0, .max = 120,
@@ -237,6 +241,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cc-gameserver: --playlist: not one of %s\n", names);
 		ok = false;
 	}
+	if (!cc_arena_find(cfg.arena)) {
+		fprintf(stderr, "cc-gameserver: --arena: not an arena of libcommon/game/arenas.c\n");
+		ok = false;
+	}
 	if (!cc_server_id_valid(cfg.server_id)) {
 		fprintf(stderr, "cc-gameserver: --server-id: 1..128 bytes of [A-Za-z0-9._-]\n");
 		ok = false;
@@ -288,7 +296,8 @@ int main(int argc, char **argv)
 	struct gs_server_options so = { .bind = cfg.bind, .port = (int)cfg.game_port, .max_peers = (int)cfg.max_peers,
 					.max_bad_messages = (int)cfg.max_bad_messages,
 					.handshake_timeout_ms = (int)cfg.handshake_timeout_ms,
-					.snapshot_interval = interval < 1 ? 1 : interval, .end_linger_ms = cfg.end_linger_ms };
+					.snapshot_interval = interval < 1 ? 1 : interval, .end_linger_ms = cfg.end_linger_ms,
+					.arena = cfg.arena };
 	lc.server = gs_server_create(&so, admission, match, reporter);
 	admission = NULL;
 	match = NULL;

@@ -59,6 +59,8 @@ struct gs_server {
 	char nonce[17];                /* random hex: makes connection ids unique across restarts */
 	int goals[GS_MATCH_MAX_SLOTS]; /* goals scored by each slot (own goals count for nobody) */
 	bool ended;                    /* the match reached RESULTS and the result was queued */
+	bool freeing;                  /* gs_server_free: tell nobody about leavers */
+	int64_t next_tick_ns;          /* monotonic time the next tick is due (pong's tick fraction) */
 	int64_t ended_ms;              /* monotonic time of the end */
 	struct {
 		struct cc_metric *ticks, *missed, *kicks, *bad, *unknown, *tick_seconds, *peers;
@@ -77,7 +79,7 @@ static void peer_addr(const ENetPeer *p, char *out, size_t cap)
 
 /* ---- sending ---------------------------------------------------------------- */
 
-/* Sends len bytes on channel to a live peer; reliable on channel 0 only. */
+/* Sends len bytes on channel to a live peer; reliable on the control channel only. */
 static void send_bytes(struct peer *p, int channel, const uint8_t *buf, size_t len)
 {
 	if (!p || !p->enet || len == 0)
@@ -87,11 +89,37 @@ static void send_bytes(struct peer *p, int channel, const uint8_t *buf, size_t l
 		enet_packet_destroy(pkt);
 }
 
-/* Sends to every admitted peer. */
-static void broadcast(struct gs_server *s, int channel, const uint8_t *buf, size_t len)
+/* Encodes m into buf; 0 (logged: a message we built is ours to get right) when it does not encode. */
+static size_t encode(const struct cc_wire_msg *m, uint8_t *buf, size_t cap)
 {
-	for (int i = 0; i < GS_MATCH_MAX_SLOTS; i++)
-		send_bytes(s->by_slot[i], channel, buf, len);
+	size_t len = 0;
+	int rc = cc_wire_encode(m, buf, cap, &len);
+	if (rc != 0) {
+		cc_log_error("encode_failed", CC_LOG_STR("message", cc_wire_msg_name(m->id)), CC_LOG_STR("error", cc_errname(rc)));
+		return 0;
+	}
+	return len;
+}
+
+/* Sends m to one peer on the message's own channel. */
+static void send_msg(struct peer *p, const struct cc_wire_msg *m)
+{
+	uint8_t buf[CC_WIRE_MAX_PACKET];
+	const struct cc_wire_msg_info *info = cc_wire_msg_info(m->id);
+	size_t n = info ? encode(m, buf, sizeof buf) : 0;
+	if (n)
+		send_bytes(p, (int)info->channel, buf, n);
+}
+
+/* Sends m to every admitted peer: encoded once. Returns the bytes of one copy. */
+static size_t broadcast_msg(struct gs_server *s, const struct cc_wire_msg *m)
+{
+	uint8_t buf[CC_WIRE_MAX_PACKET];
+	const struct cc_wire_msg_info *info = cc_wire_msg_info(m->id);
+	size_t n = info ? encode(m, buf, sizeof buf) : 0;
+	for (int i = 0; n && i < GS_MATCH_MAX_SLOTS; i++)
+		send_bytes(s->by_slot[i], (int)info->channel, buf, n);
+	return n;
 }
 
 /* ---- peers -------------------------------------------------------------------- */
@@ -104,13 +132,25 @@ static void report_disconnect(struct gs_server *s, struct peer *p, const char *r
 	cc_reporter_disconnect(s->reporter, p->who.player_id, reason);
 }
 
+/* Tells every player who holds slot (player_info, reliable). */
+static void announce_slot(struct gs_server *s, int slot, int team, bool connected)
+{
+	struct cc_wire_msg m = { .id = CC_MSG_PLAYER_INFO };
+	m.u.player_info.slot = (uint8_t)slot;
+	m.u.player_info.team = (uint8_t)team;
+	m.u.player_info.flags = connected ? CC_WIRE_PI_CONNECTED : 0;
+	(void)broadcast_msg(s, &m);
+}
+
 /*
- * Forgets p: releases its slot, tells the match, unlinks it from ENet.
- * The ENet peer itself is left to the caller (kick or disconnect event).
+ * Forgets p: releases its slot, tells the match and the others, unlinks it
+ * from ENet. The ENet peer itself is left to the caller (kick or
+ * disconnect event).
  */
 static void detach(struct gs_server *s, struct peer *p)
 {
-	if (p->phase == PEER_PLAYING) {
+	bool was_playing = p->phase == PEER_PLAYING;
+	if (was_playing) {
 		if (s->by_slot[p->who.slot] == p)
 			s->by_slot[p->who.slot] = NULL;
 		if (s->admission)
@@ -120,44 +160,68 @@ static void detach(struct gs_server *s, struct peer *p)
 	if (p->enet)
 		p->enet->data = NULL;
 	p->enet = NULL;
+	if (was_playing && !s->freeing)
+		announce_slot(s, p->who.slot, p->who.team, false);
 	cc_metric_add(s->m.peers, NULL, -1);
 	free(p);
 }
 
 /*
- * Kicks p with a reason: logged, sent as a refusal on the control channel,
- * then a disconnect once that is delivered. p is freed.
+ * Kicks p with a wire reason (enum cc_wire_reason) and a detail: logged
+ * "peer_kicked", sent as refused (before the handshake completed) or kicked
+ * (after) on the control channel, then a disconnect once that is delivered
+ * (ENet's disconnect_later; its data is the reason too). p is freed.
  */
-static void kick(struct gs_server *s, struct peer *p, const char *reason, const char *detail)
+static void kick(struct gs_server *s, struct peer *p, uint16_t reason, const char *detail)
 {
-	cc_log_warn("peer_kicked", CC_LOG_INT("peer", p->id), CC_LOG_STR("addr", p->addr), CC_LOG_STR("reason", reason),
+	const char *name = cc_wire_reason_name(reason);
+	cc_log_warn("peer_kicked", CC_LOG_INT("peer", p->id), CC_LOG_STR("addr", p->addr), CC_LOG_STR("reason", name),
 		    CC_LOG_STR("detail", detail ? detail : ""), CC_LOG_INT("slot", p->phase == PEER_PLAYING ? p->who.slot : -1),
 		    CC_LOG_STR("player_id", p->phase == PEER_PLAYING ? p->who.player_id : ""),
 		    CC_LOG_INT("bad_messages", p->bad), CC_LOG_INT("unknown_messages", (int64_t)p->unknown));
-	const char *labels[] = { reason, NULL };
+	const char *labels[] = { name, NULL };
 	cc_metric_add(s->m.kicks, labels, 1);
-	uint8_t buf[GS_REFUSAL_MAX];
-	size_t n = gs_wire_refusal(buf, sizeof buf, reason, detail);
-	send_bytes(p, GS_CH_CONTROL, buf, n);
-	report_disconnect(s, p, reason);
+	struct cc_wire_msg m;
+	memset(&m, 0, sizeof m);
+	char text[CC_WIRE_DETAIL_MAX + 1];
+	/* The detail travels as printable ASCII: ours always is, but cut and check anyway. */
+	size_t n = 0;
+	for (const char *c = detail ? detail : ""; *c && n < CC_WIRE_DETAIL_MAX; c++)
+		text[n++] = *c >= 0x20 && *c <= 0x7e ? *c : '?';
+	text[n] = '\0';
+	if (p->phase == PEER_PLAYING) {
+		m.id = CC_MSG_KICKED;
+		m.u.kicked.reason = reason;
+		m.u.kicked.detail_len = (uint16_t)n;
+		memcpy(m.u.kicked.detail, text, n + 1);
+	} else {
+		m.id = CC_MSG_REFUSED;
+		m.u.refused.reason = reason;
+		m.u.refused.protocol_version = GS_PROTOCOL_VERSION;
+		m.u.refused.detail_len = (uint16_t)n;
+		memcpy(m.u.refused.detail, text, n + 1);
+	}
+	send_msg(p, &m);
+	report_disconnect(s, p, name);
 	ENetPeer *e = p->enet;
 	detach(s, p);
 	if (e)
-		enet_peer_disconnect_later(e, 0);
+		enet_peer_disconnect_later(e, reason);
 }
 
-/* Counts one bad message; kicks past the threshold. Returns true when p was kicked (freed). */
-static bool count_bad(struct gs_server *s, struct peer *p, const char *kind, uint16_t id, size_t len)
+/* Counts one refused message; kicks past the threshold. Returns true when p was kicked (freed). */
+static bool count_bad(struct gs_server *s, struct peer *p, const struct cc_wire_fault *f, size_t len)
 {
+	const char *kind = cc_wire_fault_name(f->kind);
 	const char *labels[] = { kind, NULL };
 	cc_metric_add(s->m.bad, labels, 1);
 	p->bad++;
-	cc_log_debug("bad_message", CC_LOG_INT("peer", p->id), CC_LOG_STR("kind", kind), CC_LOG_INT("id", id),
-		     CC_LOG_INT("bytes", (int64_t)len), CC_LOG_INT("count", p->bad));
+	cc_log_debug("bad_message", CC_LOG_INT("peer", p->id), CC_LOG_STR("kind", kind), CC_LOG_INT("id", f->id),
+		     CC_LOG_INT("bytes", (int64_t)len), CC_LOG_INT("count", p->bad), CC_LOG_STR("fault", f->text));
 	if (p->bad > s->opts.max_bad_messages) {
-		char detail[96];
-		snprintf(detail, sizeof detail, "%d bad messages, last %s (id %u, %zu bytes)", p->bad, kind, (unsigned)id, len);
-		kick(s, p, "malformed_messages", detail);
+		char detail[CC_WIRE_DETAIL_MAX + 1];
+		snprintf(detail, sizeof detail, "%d bad messages, last: %.90s", p->bad, f->text);
+		kick(s, p, CC_REASON_MALFORMED, detail);
 		return true;
 	}
 	return false;
@@ -165,41 +229,28 @@ static bool count_bad(struct gs_server *s, struct peer *p, const char *kind, uin
 
 /* ---- the handshake ---------------------------------------------------------------- */
 
-static void on_hello(struct gs_server *s, struct peer *p, const uint8_t *payload, size_t len)
+static void on_hello(struct gs_server *s, struct peer *p, const struct cc_wire_hello *h)
 {
-	struct gs_hello h;
-	const char *why = NULL;
-	if (gs_wire_hello_decode(payload, len, &h, &why) != 0) {
-		kick(s, p, "malformed_hello", why);
-		return;
-	}
-	if (h.protocol_version != GS_PROTOCOL_VERSION) {
+	if (h->tick_rate != CC_WIRE_TICK_RATE) {
 		char detail[64];
-		snprintf(detail, sizeof detail, "server speaks protocol %d, client %u", GS_PROTOCOL_VERSION,
-			 (unsigned)h.protocol_version);
-		kick(s, p, "protocol_mismatch", detail);
+		snprintf(detail, sizeof detail, "server ticks at %d Hz, client %u", CC_WIRE_TICK_RATE, (unsigned)h->tick_rate);
+		kick(s, p, CC_REASON_TICK_RATE_MISMATCH, detail);
 		return;
 	}
-	if (h.tick_rate != TICK_HZ) {
-		char detail[64];
-		snprintf(detail, sizeof detail, "server ticks at %d Hz, client %u", TICK_HZ, (unsigned)h.tick_rate);
-		kick(s, p, "tick_rate_mismatch", detail);
-		return;
-	}
-	if (!s->admission || !h.token[0]) {
-		kick(s, p, "join_token_required", "allocated mode admits only roster players with a join token");
+	if (h->auth != CC_WIRE_AUTH_TOKEN || !s->admission) {
+		kick(s, p, CC_REASON_WRONG_MODE, "allocated mode admits only roster players with a join token");
 		return;
 	}
 	struct gs_admit who;
-	const char *reason = "malformed";
-	int rc = gs_admission_admit(s->admission, h.token, (int64_t)time(NULL), p->id, &who, &reason);
+	const char *refusal = "malformed";
+	int rc = gs_admission_admit(s->admission, h->credential, (int64_t)time(NULL), p->id, &who, &refusal);
 	if (rc != 0) {
-		kick(s, p, reason, "join token refused");
+		kick(s, p, gs_wire_reason_for_refusal(refusal), refusal);
 		return;
 	}
 	if (s->by_slot[who.slot] && s->by_slot[who.slot] != p) {
-		/* admission's holder table says free but a peer sits there: our bug, refuse rather than alias. */
-		kick(s, p, "token_replayed", "slot held");
+		/* The admission's holder table says free but a peer sits there: our bug; refuse rather than alias. */
+		kick(s, p, CC_REASON_TOKEN_REPLAYED, "slot held");
 		return;
 	}
 	p->phase = PEER_PLAYING;
@@ -210,9 +261,34 @@ static void on_hello(struct gs_server *s, struct peer *p, const uint8_t *payload
 	cc_log_info("peer_admitted", CC_LOG_INT("peer", p->id), CC_LOG_STR("addr", p->addr), CC_LOG_INT("slot", who.slot),
 		    CC_LOG_INT("team", who.team), CC_LOG_STR("player_id", who.player_id),
 		    CC_LOG_INT("generation", who.generation));
-	uint8_t buf[GS_WELCOME_MAX];
-	size_t n = gs_wire_welcome(buf, sizeof buf, who.slot, who.team, gs_match_tick(s->match), gs_match_state(s->match));
-	send_bytes(p, GS_CH_CONTROL, buf, n);
+	struct cc_wire_msg m;
+	memset(&m, 0, sizeof m);
+	m.id = CC_MSG_WELCOME;
+	struct cc_wire_welcome *w = &m.u.welcome;
+	w->protocol_version = GS_PROTOCOL_VERSION;
+	w->tick_rate = CC_WIRE_TICK_RATE;
+	w->snapshot_rate = (uint16_t)(CC_WIRE_TICK_RATE / s->opts.snapshot_interval);
+	w->mode = CC_WIRE_MODE_ALLOCATED;
+	w->slot = (uint8_t)who.slot;
+	w->team = (uint8_t)who.team;
+	w->max_players = (uint8_t)gs_match_sim(s->match)->ship_count;
+	w->max_inputs = CC_WIRE_MAX_INPUTS;
+	w->match_state = (uint8_t)gs_match_state(s->match);
+	w->server_tick = gs_match_tick(s->match);
+	w->arena_len = (uint16_t)strlen(s->opts.arena);
+	snprintf(w->arena, sizeof w->arena, "%s", s->opts.arena);
+	send_msg(p, &m);
+	/* Who else is here, to the newcomer; the newcomer, to everyone. */
+	for (int i = 0; i < GS_MATCH_MAX_SLOTS; i++) {
+		if (!s->by_slot[i] || s->by_slot[i] == p)
+			continue;
+		struct cc_wire_msg pi = { .id = CC_MSG_PLAYER_INFO };
+		pi.u.player_info.slot = (uint8_t)i;
+		pi.u.player_info.team = (uint8_t)s->by_slot[i]->who.team;
+		pi.u.player_info.flags = CC_WIRE_PI_CONNECTED;
+		send_msg(p, &pi);
+	}
+	announce_slot(s, who.slot, who.team, true);
 	if (s->reporter) {
 		/* Unique per connection: this process's nonce and the peer's number. */
 		char connection_id[64];
@@ -225,69 +301,64 @@ static void on_hello(struct gs_server *s, struct peer *p, const uint8_t *payload
 
 static void on_packet(struct gs_server *s, struct peer *p, int channel, const uint8_t *data, size_t len)
 {
-	uint16_t id;
-	if (len < 2) {
-		if (p->phase == PEER_HELLO)
-			kick(s, p, "hello_required", "a message shorter than its id");
+	struct cc_wire_msg m;
+	struct cc_wire_fault f;
+	uint16_t version;
+	/* A hello of another version may not decode as ours: refuse it by the version alone. */
+	if (p->phase == PEER_HELLO && cc_wire_peek_hello_version(data, len, &version) && version != GS_PROTOCOL_VERSION) {
+		char detail[64];
+		snprintf(detail, sizeof detail, "server speaks protocol %d, client %u", GS_PROTOCOL_VERSION, (unsigned)version);
+		kick(s, p, CC_REASON_PROTOCOL_MISMATCH, detail);
+		return;
+	}
+	int rc = cc_wire_decode_from(data, len, CC_WIRE_TO_SERVER, (uint8_t)channel, &m, &f);
+	if (p->phase == PEER_HELLO) {
+		/* Before its hello is admitted a peer may say nothing else, and nothing malformed. */
+		if (rc != 0)
+			kick(s, p, CC_REASON_MALFORMED, rc == CC_ENOTFOUND ? "the first message must be a hello" : f.text);
+		else if (m.id != CC_MSG_HELLO)
+			kick(s, p, CC_REASON_MALFORMED, "the first message must be a hello");
 		else
-			(void)count_bad(s, p, "truncated", 0, len);
+			on_hello(s, p, &m.u.hello);
 		return;
 	}
-	id = (uint16_t)(data[0] | data[1] << 8);
-	const struct gs_msg_rule *rule = gs_wire_rule(id);
-	if (p->phase == PEER_HELLO && (!rule || rule->id != GS_MSG_HELLO)) {
-		kick(s, p, "hello_required", "the first message must be a hello");
-		return;
-	}
-	if (!rule || !rule->from_client) {
+	if (rc == CC_ENOTFOUND) {
 		/* Unknown ids are skipped: a newer client may send what we do not know yet. */
 		p->unknown++;
 		cc_metric_add(s->m.unknown, NULL, 1);
 		if (p->unknown == 1)
-			cc_log_info("unknown_message", CC_LOG_INT("peer", p->id), CC_LOG_INT("id", id),
+			cc_log_info("unknown_message", CC_LOG_INT("peer", p->id), CC_LOG_INT("id", f.id),
 				    CC_LOG_INT("bytes", (int64_t)len));
 		return;
 	}
-	size_t plen = len - 2;
-	if (channel != rule->channel) {
-		(void)count_bad(s, p, "wrong_channel", id, len);
+	if (rc != 0) {
+		(void)count_bad(s, p, &f, len);
 		return;
 	}
-	if (plen < rule->min_payload) {
-		if (p->phase == PEER_HELLO)
-			kick(s, p, "malformed_hello", "truncated");
-		else
-			(void)count_bad(s, p, "truncated", id, len);
-		return;
-	}
-	if (plen > rule->max_payload) {
-		if (p->phase == PEER_HELLO)
-			kick(s, p, "malformed_hello", "oversized");
-		else
-			(void)count_bad(s, p, "oversized", id, len);
-		return;
-	}
-	switch (id) {
-	case GS_MSG_HELLO:
-		if (p->phase == PEER_HELLO)
-			on_hello(s, p, data + 2, plen);
-		else
-			(void)count_bad(s, p, "repeated_hello", id, len);
+	switch (m.id) {
+	case CC_MSG_INPUT:
+		gs_input_receive(&p->input, &m.u.input);
 		break;
-	case GS_MSG_INPUT: {
-		const char *why = NULL;
-		if (gs_wire_input_receive(&p->input, data + 2, plen, &why) != 0)
-			(void)count_bad(s, p, why ? why : "bad_input", id, len);
+	case CC_MSG_PING: {
+		struct cc_wire_msg pong = { .id = CC_MSG_PONG };
+		pong.u.pong.client_time = m.u.ping.client_time;
+		pong.u.pong.server_tick = gs_match_tick(s->match);
+		int64_t into = cc_clock_ns() - (s->next_tick_ns - TICK_NS);
+		into = into < 0 ? 0 : into >= TICK_NS ? TICK_NS - 1 : into;
+		pong.u.pong.tick_fraction = (uint16_t)(into * 65536 / TICK_NS);
+		send_msg(p, &pong);
 		break;
 	}
-	case GS_MSG_PING: {
-		uint8_t buf[GS_PONG_MAX];
-		size_t n = gs_wire_pong(buf, sizeof buf, data + 2, plen, gs_match_tick(s->match));
-		send_bytes(p, GS_CH_CONTROL, buf, n);
+	case CC_MSG_HELLO: {
+		struct cc_wire_fault again = { .kind = CC_WIRE_FAULT_MALFORMED, .id = m.id };
+		snprintf(again.text, sizeof again.text, "hello: a second hello on an admitted session");
+		(void)count_bad(s, p, &again, len);
 		break;
 	}
 	default:
-		break; /* a client id we accept but ignore in this mode */
+		/* Spectate, resume and the lobby messages belong to issue 12 and community mode: ignored here. */
+		cc_log_debug("message_ignored", CC_LOG_INT("peer", p->id), CC_LOG_STR("message", cc_wire_msg_name(m.id)));
+		break;
 	}
 }
 
@@ -337,26 +408,39 @@ static void on_event(void *ctx, const struct gs_event *ev)
 {
 	struct gs_server *s = ((struct event_ctx *)ctx)->s;
 	uint32_t tick = gs_match_tick(s->match);
-	uint8_t buf[64];
-	size_t n = 0;
+	struct cc_wire_msg m;
+	memset(&m, 0, sizeof m);
 	switch (ev->kind) {
 	case GS_EVENT_STATE:
-		n = gs_wire_state_event(buf, sizeof buf, tick, ev->state);
+		gs_wire_match_state(&m, s->match);
 		cc_log_info("match_state", CC_LOG_INT("tick", tick), CC_LOG_STR("state", gs_wire_state_name(ev->state)));
 		break;
 	case GS_EVENT_GOAL:
 		/* The last toucher scores unless it was an own goal (then nobody does). */
 		if (ev->slot >= 0 && ev->slot < GS_MATCH_MAX_SLOTS && slot_team(s, ev->slot) == ev->team)
 			s->goals[ev->slot]++;
-		n = gs_wire_goal_event(buf, sizeof buf, tick, ev->team, ev->slot, ev->score);
+		m.id = CC_MSG_GOAL;
+		m.u.goal.tick = tick;
+		m.u.goal.team = (uint8_t)ev->team;
+		m.u.goal.scorer = ev->slot >= 0 ? (uint8_t)ev->slot : CC_WIRE_SLOT_NONE;
+		m.u.goal.score[0] = (uint8_t)ev->score[0];
+		m.u.goal.score[1] = (uint8_t)ev->score[1];
 		cc_log_info("goal", CC_LOG_INT("tick", tick), CC_LOG_INT("team", ev->team), CC_LOG_INT("slot", ev->slot),
 			    CC_LOG_INT("score_0", ev->score[0]), CC_LOG_INT("score_1", ev->score[1]));
 		break;
 	case GS_EVENT_KICKOFF:
-		cc_log_info("kickoff", CC_LOG_INT("tick", tick));
+		/* The resulting transforms, never a seed (SPEC 11). */
+		gs_wire_kickoff(&m, s->match);
+		cc_log_info("kickoff", CC_LOG_INT("tick", tick), CC_LOG_INT("score_0", gs_match_lifecycle(s->match)->score[0]),
+			    CC_LOG_INT("score_1", gs_match_lifecycle(s->match)->score[1]));
 		break;
 	case GS_EVENT_ENDED:
-		n = gs_wire_ended_event(buf, sizeof buf, tick, ev->score, ev->overtime);
+		m.id = CC_MSG_MATCH_END;
+		m.u.match_end.tick = tick;
+		m.u.match_end.score[0] = (uint8_t)ev->score[0];
+		m.u.match_end.score[1] = (uint8_t)ev->score[1];
+		m.u.match_end.winner = ev->winner < 0 ? CC_WIRE_TEAM_NONE : (uint8_t)ev->winner;
+		m.u.match_end.reason = (uint8_t)gs_match_lifecycle(s->match)->end_reason;
 		cc_log_info("match_ended", CC_LOG_INT("tick", tick), CC_LOG_INT("score_0", ev->score[0]),
 			    CC_LOG_INT("score_1", ev->score[1]), CC_LOG_BOOL("overtime", ev->overtime),
 			    CC_LOG_INT("winner", ev->winner), CC_LOG_STR("reason", ev->end_reason ? ev->end_reason : ""));
@@ -365,8 +449,8 @@ static void on_event(void *ctx, const struct gs_event *ev)
 		s->ended_ms = cc_clock_ms();
 		break;
 	}
-	if (n)
-		broadcast(s, GS_CH_CONTROL, buf, n);
+	if (m.id)
+		(void)broadcast_msg(s, &m);
 }
 
 /* One simulation tick: consume inputs, step, maybe snapshot, kick slow handshakes. */
@@ -382,15 +466,16 @@ static void tick(struct gs_server *s)
 	gs_match_step(s->match, on_event, &ec);
 	uint32_t t = gs_match_tick(s->match);
 	if (s->opts.snapshot_interval > 0 && t % (uint32_t)s->opts.snapshot_interval == 0) {
-		uint8_t buf[GS_SNAPSHOT_MAX];
-		uint32_t acks[GS_MATCH_MAX_SLOTS] = { 0 };
-		for (int i = 0; i < GS_MATCH_MAX_SLOTS; i++)
-			acks[i] = s->by_slot[i] ? s->by_slot[i]->input.last_consumed : 0;
-		size_t n = gs_wire_snapshot(buf, sizeof buf, s->match, acks);
-		if (n) {
-			broadcast(s, GS_CH_SNAPSHOT, buf, n);
-			cc_metric_add(s->m.snapshot_bytes, NULL, (double)n);
+		bool connected[GS_MATCH_MAX_SLOTS] = { false };
+		const struct gs_input_state *inputs[GS_MATCH_MAX_SLOTS] = { NULL };
+		for (int i = 0; i < GS_MATCH_MAX_SLOTS; i++) {
+			connected[i] = s->by_slot[i] != NULL;
+			inputs[i] = s->by_slot[i] ? &s->by_slot[i]->input : NULL;
 		}
+		struct cc_wire_msg m;
+		gs_wire_snapshot(&m, s->match, connected, inputs);
+		size_t n = broadcast_msg(s, &m);
+		cc_metric_add(s->m.snapshot_bytes, NULL, (double)n);
 	}
 	/* Slow handshakes: peers are few (max_peers), a scan per tick is cheap. */
 	int64_t now = cc_clock_ms();
@@ -398,7 +483,7 @@ static void tick(struct gs_server *s)
 		ENetPeer *e = &s->host->peers[i];
 		struct peer *p = e->data;
 		if (p && p->phase == PEER_HELLO && now - p->connected_ms > s->opts.handshake_timeout_ms)
-			kick(s, p, "handshake_timeout", "no hello in time");
+			kick(s, p, CC_REASON_HANDSHAKE_TIMEOUT, "no hello in time");
 	}
 	cc_metric_add(s->m.ticks, NULL, 1);
 }
@@ -475,8 +560,9 @@ int gs_server_run(struct gs_server *s, bool (*stopping)(void *ctx), void *ctx)
 			cc_log_warn("server_stalled", CC_LOG_INT("late_ms", late_ms), CC_LOG_INT("tick", gs_match_tick(s->match)));
 		int runs = 0;
 		while (cc_clock_ns() >= next && runs < MAX_CATCH_UP) {
-			tick(s);
 			next += TICK_NS;
+			s->next_tick_ns = next;
+			tick(s);
 			runs++;
 		}
 		if (cc_clock_ns() >= next) {
@@ -572,6 +658,7 @@ void gs_server_free(struct gs_server *s)
 {
 	if (!s)
 		return;
+	s->freeing = true;
 	if (s->host) {
 		for (size_t i = 0; i < s->host->peerCount; i++) {
 			ENetPeer *e = &s->host->peers[i];

@@ -8,21 +8,23 @@
  * anything slow (cc-api receipts and the result) is handed to the
  * reporter (gameserver/reporter.h) without waiting.
  *
- * Channels (SPEC 11): 0 reliable control (hello, welcome, refusal, match
- * events), 1 unreliable-sequenced input, 2 unreliable snapshots. A message
- * is [u16 id][payload] (game/wire.h). For each message the server checks,
- * in order: at least the two id bytes ("truncated"); a known id, else it is
- * skipped and counted ("unknown", never fatal); the channel that id
- * travels on; the payload length the id allows ("truncated" or
- * "oversized"). Each truncated, oversized or wrong-channel message adds one
- * to the peer's bad count; past --max-bad-messages the peer is kicked
- * ("malformed_messages"). Before its hello is admitted a peer may send
- * only a hello: anything else is kicked at once ("hello_required").
+ * Channels (SPEC 11, game/wire.h): 0 reliable control, 1 unreliable-
+ * sequenced input (and ping), 2 unreliable snapshots (and pong). Every
+ * packet goes through cc_wire_decode_from() for its channel and direction:
+ * an unknown id is skipped and counted ("unknown", never fatal); a
+ * truncated, oversized or malformed one (wrong channel or direction
+ * included) adds one to the peer's bad count, and past --max-bad-messages
+ * the peer is kicked (reason "malformed"). Before its hello is admitted a
+ * peer may send only a well-formed hello: anything else is refused at
+ * once ("malformed"); a hello of another protocol version is refused by
+ * its version alone ("protocol_mismatch"), before the rest is decoded.
  *
- * A kick logs "peer_kicked" with the reason, sends a refusal on channel 0
- * carrying the same reason, and disconnects the peer once that is
- * delivered (ENet's disconnect_later); the peer's record is detached so
- * nothing is sent to it again, even within the same poll batch.
+ * A kick logs "peer_kicked" with the wire reason and a detail (for a token,
+ * the precise game/token.h refusal: "bad_signature", "wrong_server"),
+ * sends refused (handshake) or kicked (later) on channel 0 with the same
+ * reason, and disconnects the peer once that is delivered (ENet's
+ * disconnect_later); the peer's record is detached so nothing is sent to
+ * it again, even within the same poll batch.
  *
  * Ownership: gs_server_create() takes ownership of admission and match
  * (freed by gs_server_free); the reporter stays the caller's.
@@ -46,6 +48,7 @@ struct gs_server_options {
 	int max_bad_messages;       /* truncated/oversized/wrong-channel messages tolerated per peer */
 	int handshake_timeout_ms;   /* a peer without an admitted hello by then is kicked */
 	int snapshot_interval;      /* send a snapshot every N ticks (60 Hz / N per client) */
+	const char *arena;          /* arena name for the welcome ([a-z0-9_], 1..32 bytes) */
 	int64_t end_linger_ms;      /* after the result, keep serving this long so clients see it */
 };
 

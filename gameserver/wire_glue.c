@@ -1,72 +1,26 @@
 /*
- * wire_glue.c - see wire_glue.h. Little-endian fields throughout.
+ * wire_glue.c - see wire_glue.h.
  */
 #include "wire_glue.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "match.h"
+#include "game/match_lifecycle.h"
+#include "game/sim.h"
 #include "sys/banned.h"
 
-static const struct gs_msg_rule rules[] = {
-	/* hello: u16 version, u16 tick rate, u8 kind (0 token, 1 name), u16 length, bytes */
-	{ GS_MSG_HELLO, true, GS_CH_CONTROL, 7, 7 + CC_JOIN_TOKEN_MAX },
-	{ GS_MSG_WELCOME, false, GS_CH_CONTROL, 0, 0 },
-	{ GS_MSG_REFUSAL, false, GS_CH_CONTROL, 0, 0 },
-	/* input: u32 newest seq, u8 count 1..4, count x 7 bytes */
-	{ GS_MSG_INPUT, true, GS_CH_INPUT, 5 + 7, 5 + 7 * GS_INPUT_REDUNDANCY },
-	{ GS_MSG_SNAPSHOT, false, GS_CH_SNAPSHOT, 0, 0 },
-	{ GS_MSG_STATE, false, GS_CH_CONTROL, 0, 0 },
-	{ GS_MSG_GOAL, false, GS_CH_CONTROL, 0, 0 },
-	{ GS_MSG_ENDED, false, GS_CH_CONTROL, 0, 0 },
-	/* ping: u32 client time */
-	{ GS_MSG_PING, true, GS_CH_CONTROL, 4, 4 },
-	{ GS_MSG_PONG, false, GS_CH_CONTROL, 0, 0 },
-};
-
-const struct gs_msg_rule *gs_wire_rule(uint16_t id)
+uint16_t gs_wire_reason_for_refusal(const char *r)
 {
-	for (size_t i = 0; i < CC_ARRAY_LEN(rules); i++)
-		if (rules[i].id == id)
-			return &rules[i];
-	return NULL;
-}
-
-static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static uint32_t get32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
-static void put16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
-static void put32(uint8_t *p, uint32_t v) { put16(p, v); put16(p + 2, v >> 16); }
-
-int gs_wire_hello_decode(const uint8_t *p, size_t len, struct gs_hello *out, const char **why)
-{
-	if (len < 7) {
-		*why = "truncated";
-		return CC_EINVAL;
-	}
-	memset(out, 0, sizeof *out);
-	out->protocol_version = get16(p);
-	out->tick_rate = get16(p + 2);
-	uint8_t kind = p[4];
-	size_t n = get16(p + 5);
-	if (n != len - 7) {
-		*why = "length field disagrees with the payload";
-		return CC_EINVAL;
-	}
-	for (size_t i = 0; i < n; i++)
-		if (p[7 + i] < 0x21 || p[7 + i] > 0x7e) {
-			*why = kind == 0 ? "token is not printable ASCII" : "name has control characters";
-			return CC_EINVAL;
-		}
-	if (kind == 0 && n >= 1 && n <= CC_JOIN_TOKEN_MAX) {
-		memcpy(out->token, p + 7, n);
-	} else if (kind == 1 && n >= 1 && n <= GS_NAME_MAX) {
-		memcpy(out->name, p + 7, n);
-	} else {
-		*why = "unknown kind or bad length";
-		return CC_EINVAL;
-	}
-	return 0;
+	if (strcmp(r, "expired") == 0)
+		return CC_REASON_EXPIRED_TOKEN;
+	if (strcmp(r, "wrong_match") == 0 || strcmp(r, "wrong_server") == 0)
+		return CC_REASON_WRONG_MATCH;
+	if (strcmp(r, "not_in_roster") == 0 || strcmp(r, "wrong_slot") == 0 || strcmp(r, "wrong_generation") == 0)
+		return CC_REASON_NOT_IN_ROSTER;
+	if (strcmp(r, "token_replayed") == 0)
+		return CC_REASON_TOKEN_REPLAYED;
+	return CC_REASON_BAD_TOKEN; /* malformed, bad_version, unknown_key, bad_signature */
 }
 
 void gs_input_state_init(struct gs_input_state *st)
@@ -74,40 +28,37 @@ void gs_input_state_init(struct gs_input_state *st)
 	memset(st, 0, sizeof *st);
 }
 
-int gs_wire_input_receive(struct gs_input_state *st, const uint8_t *p, size_t len, const char **why)
+void gs_input_receive(struct gs_input_state *st, const struct cc_wire_input_msg *in)
 {
-	uint32_t newest = get32(p);
-	size_t count = p[4];
-	if (count < 1 || count > GS_INPUT_REDUNDANCY || len != 5 + 7 * count || newest < count) {
-		*why = "bad_input";
-		return CC_EINVAL;
-	}
-	for (size_t i = 0; i < count; i++) {
-		uint32_t seq = newest - (uint32_t)i;
+	/* Unwrap against the newest seen; the first message starts above 2^16 so 0 stays "none". */
+	uint32_t newest = st->newest ? (uint32_t)((int64_t)st->newest + cc_wire_seq_diff(in->newest_seq, (uint16_t)st->newest))
+				     : 65536u + in->newest_seq;
+	for (uint16_t i = 0; i < in->count; i++) {
+		uint32_t seq = newest - i;
 		if (seq <= st->last_consumed)
-			break; /* already applied (or given up): redundancy we no longer need */
-		const uint8_t *r = p + 5 + 7 * i;
-		struct gs_input *in = &st->ring[seq % GS_INPUT_WINDOW];
-		*in = (struct gs_input){ .seq = seq, .throttle = (int8_t)r[0], .strafe = (int8_t)r[1], .lift = (int8_t)r[2],
-					 .pitch = (int8_t)r[3], .yaw = (int8_t)r[4], .roll = (int8_t)r[5], .buttons = r[6] };
+			break; /* already applied or given up: redundancy we no longer need */
+		const struct cc_wire_input *w = &in->inputs[i];
+		st->ring[seq % GS_INPUT_WINDOW] = (struct gs_input){ .seq = seq, .strafe = w->thrust[0], .lift = w->thrust[1],
+								     .throttle = w->thrust[2], .pitch = w->turn[0],
+								     .yaw = w->turn[1], .roll = w->turn[2],
+								     .buttons = w->buttons };
 		st->have[seq % GS_INPUT_WINDOW] = true;
 	}
 	if (newest > st->newest)
 		st->newest = newest;
-	return 0;
 }
 
 const struct gs_input *gs_input_next(struct gs_input_state *st)
 {
 	if (st->newest <= st->last_consumed)
-		return st->last_consumed ? &st->current : NULL; /* nothing new: hold the last controls */
-	/* Too far behind: keep only the newest few, the rest count as lost. */
+		return st->last_consumed ? &st->current : NULL;
+	if (st->last_consumed == 0)
+		st->last_consumed = st->newest - 1; /* the first input: start from the newest */
 	if (st->newest - st->last_consumed > GS_INPUT_BACKLOG_MAX) {
 		uint32_t skip_to = st->newest - GS_INPUT_BACKLOG_MAX;
 		st->lost += skip_to - st->last_consumed;
 		st->last_consumed = skip_to;
 	}
-	/* The next in order if present; else the oldest newer one present proves the gap lost. */
 	for (uint32_t seq = st->last_consumed + 1; seq <= st->newest; seq++) {
 		struct gs_input *in = &st->ring[seq % GS_INPUT_WINDOW];
 		if (st->have[seq % GS_INPUT_WINDOW] && in->seq == seq) {
@@ -121,114 +72,77 @@ const struct gs_input *gs_input_next(struct gs_input_state *st)
 	return st->last_consumed ? &st->current : NULL;
 }
 
-size_t gs_wire_refusal(uint8_t *buf, size_t cap, const char *reason, const char *detail)
+static void body_of(const struct cc_sim_body *b, struct cc_wire_body *out)
 {
-	/* u8 reason length, reason, u8 detail length, detail */
-	size_t rl = strlen(reason), dl = detail ? strlen(detail) : 0;
-	if (rl > 64)
-		rl = 64;
-	if (dl > 160)
-		dl = 160;
-	if (cap < 4 + rl + dl)
-		return 0;
-	put16(buf, GS_MSG_REFUSAL);
-	buf[2] = (uint8_t)rl;
-	memcpy(buf + 3, reason, rl);
-	buf[3 + rl] = (uint8_t)dl;
-	if (dl)
-		memcpy(buf + 4 + rl, detail, dl);
-	return 4 + rl + dl;
+	struct cc_wire_pose p = { .pos = { b->pos.x, b->pos.y, b->pos.z },
+				  .rot = { b->rot.w, b->rot.x, b->rot.y, b->rot.z },
+				  .vel = { b->vel.x, b->vel.y, b->vel.z },
+				  .angvel = { b->angvel.x, b->angvel.y, b->angvel.z } };
+	cc_wire_quantise(&p, out);
 }
 
-size_t gs_wire_welcome(uint8_t *buf, size_t cap, int slot, int team, uint32_t tick, int state)
+static uint32_t clock_ticks(const struct cc_match *life)
 {
-	if (cap < 12)
-		return 0;
-	put16(buf, GS_MSG_WELCOME);
-	buf[2] = (uint8_t)slot;
-	buf[3] = (uint8_t)team;
-	put32(buf + 4, tick);
-	buf[8] = (uint8_t)state;
-	put16(buf + 9, 60);
-	buf[11] = GS_PROTOCOL_VERSION;
-	return 12;
+	return life->state == CC_MATCH_OVERTIME ? life->overtime_ticks : life->remaining_ticks;
 }
 
-size_t gs_wire_pong(uint8_t *buf, size_t cap, const uint8_t *ping, size_t ping_len, uint32_t tick)
+void gs_wire_snapshot(struct cc_wire_msg *m, const struct gs_match *match, const bool *connected,
+		      const struct gs_input_state *const *inputs)
 {
-	if (cap < 10 || ping_len != 4)
-		return 0;
-	put16(buf, GS_MSG_PONG);
-	memcpy(buf + 2, ping, 4);
-	put32(buf + 6, tick);
-	return 10;
-}
-
-size_t gs_wire_state_event(uint8_t *buf, size_t cap, uint32_t tick, int state)
-{
-	if (cap < 7)
-		return 0;
-	put16(buf, GS_MSG_STATE);
-	put32(buf + 2, tick);
-	buf[6] = (uint8_t)state;
-	return 7;
-}
-
-size_t gs_wire_goal_event(uint8_t *buf, size_t cap, uint32_t tick, int team, int slot, const int score[2])
-{
-	if (cap < 10)
-		return 0;
-	put16(buf, GS_MSG_GOAL);
-	put32(buf + 2, tick);
-	buf[6] = (uint8_t)team;
-	buf[7] = (uint8_t)(slot < 0 ? 255 : slot);
-	buf[8] = (uint8_t)score[0];
-	buf[9] = (uint8_t)score[1];
-	return 10;
-}
-
-size_t gs_wire_ended_event(uint8_t *buf, size_t cap, uint32_t tick, const int score[2], bool overtime)
-{
-	if (cap < 9)
-		return 0;
-	put16(buf, GS_MSG_ENDED);
-	put32(buf + 2, tick);
-	buf[6] = (uint8_t)score[0];
-	buf[7] = (uint8_t)score[1];
-	buf[8] = overtime;
-	return 9;
-}
-
-size_t gs_wire_snapshot(uint8_t *buf, size_t cap, const struct gs_match *m, const uint32_t *acks)
-{
-	/* u32 tick, u8 state, u8 score0, u8 score1, u8 n, n x (u8 slot, u32 ack) */
-	int score[2];
-	gs_match_score(m, score);
-	size_t n = 0;
-	for (int i = 0; i < GS_MATCH_MAX_SLOTS; i++)
-		n += acks[i] != 0;
-	size_t need = 2 + 8 + 5 * n;
-	if (cap < need)
-		return 0;
-	put16(buf, GS_MSG_SNAPSHOT);
-	put32(buf + 2, gs_match_tick(m));
-	buf[6] = (uint8_t)gs_match_state(m);
-	buf[7] = (uint8_t)score[0];
-	buf[8] = (uint8_t)score[1];
-	buf[9] = (uint8_t)n;
-	size_t off = 10;
-	for (int i = 0; i < GS_MATCH_MAX_SLOTS; i++)
-		if (acks[i]) {
-			buf[off] = (uint8_t)i;
-			put32(buf + off + 1, acks[i]);
-			off += 5;
+	const struct cc_sim *sim = gs_match_sim(match);
+	const struct cc_match *life = gs_match_lifecycle(match);
+	memset(m, 0, sizeof *m);
+	m->id = CC_MSG_SNAPSHOT;
+	struct cc_wire_snapshot *s = &m->u.snapshot;
+	s->tick = life->tick;
+	s->match_state = (uint8_t)life->state;
+	s->score[0] = (uint8_t)(life->score[0] > 255 ? 255 : life->score[0]);
+	s->score[1] = (uint8_t)(life->score[1] > 255 ? 255 : life->score[1]);
+	s->clock_ticks = clock_ticks(life);
+	body_of(&sim->ball, &s->ball);
+	for (unsigned i = 0; i < sim->ship_count && i < CC_WIRE_MAX_PLAYERS; i++) {
+		struct cc_wire_player_state *p = &s->players[s->player_count++];
+		const struct cc_sim_ship *ship = &sim->ships[i];
+		p->slot = (uint8_t)i;
+		p->flags = (uint8_t)((connected[i] ? CC_WIRE_PF_CONNECTED : 0) | (ship->boosting ? CC_WIRE_PF_BOOSTING : 0));
+		if (inputs[i] && inputs[i]->last_consumed) {
+			p->flags |= CC_WIRE_PF_HAS_INPUT;
+			p->last_input_seq = gs_input_ack(inputs[i]);
 		}
-	return off;
+		float b = ship->boost < 0 ? 0 : ship->boost > 1 ? 1 : ship->boost;
+		p->boost = (uint8_t)(b * 255.0f + 0.5f);
+		body_of(&ship->body, &p->body);
+	}
+}
+
+void gs_wire_kickoff(struct cc_wire_msg *m, const struct gs_match *match)
+{
+	const struct cc_sim *sim = gs_match_sim(match);
+	memset(m, 0, sizeof *m);
+	m->id = CC_MSG_KICKOFF;
+	struct cc_wire_kickoff *k = &m->u.kickoff;
+	k->tick = gs_match_lifecycle(match)->tick + 1; /* the first tick simulated from these transforms */
+	body_of(&sim->ball, &k->ball);
+	for (unsigned i = 0; i < sim->ship_count && i < CC_WIRE_MAX_PLAYERS; i++) {
+		k->ships[k->ship_count].slot = (uint8_t)i;
+		body_of(&sim->ships[i].body, &k->ships[k->ship_count].body);
+		k->ship_count++;
+	}
+}
+
+void gs_wire_match_state(struct cc_wire_msg *m, const struct gs_match *match)
+{
+	const struct cc_match *life = gs_match_lifecycle(match);
+	memset(m, 0, sizeof *m);
+	m->id = CC_MSG_MATCH_STATE;
+	m->u.match_state.tick = life->tick;
+	m->u.match_state.state = (uint8_t)life->state;
+	m->u.match_state.score[0] = (uint8_t)(life->score[0] > 255 ? 255 : life->score[0]);
+	m->u.match_state.score[1] = (uint8_t)(life->score[1] > 255 ? 255 : life->score[1]);
+	m->u.match_state.clock_ticks = clock_ticks(life);
 }
 
 const char *gs_wire_state_name(int state)
 {
-	static const char *const names[] = { "LOADING", "WARMUP", "PLAYING", "GOAL_PAUSE", "FULL_TIME",
-					     "OVERTIME", "RESULTS", "LOBBY" };
-	return state >= 0 && state < (int)CC_ARRAY_LEN(names) ? names[state] : "UNKNOWN";
+	return cc_match_state_name((enum cc_match_state)state);
 }

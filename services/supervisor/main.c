@@ -144,6 +144,7 @@ struct allocation {
 	int port;
 	char *workload_token; /* secret, malloc'd */
 	char playlist[CC_PLAYLIST_BUF];
+	char arena[40];
 	int protocol_version;
 };
 
@@ -188,6 +189,7 @@ static int allocation_parse(const char *text, size_t len, struct allocation *out
 	    !get_str(root, "server_id", out->server_id, sizeof out->server_id, &err) ||
 	    !get_str(root, "address", out->address, sizeof out->address, &err) ||
 	    !get_str(root, "playlist", out->playlist, sizeof out->playlist, &err) ||
+	    !get_str(root, "arena", out->arena, sizeof out->arena, &err) ||
 	    cc_json_get_int(root, "port", true, 1, 65535, &port, &err) != 0 ||
 	    cc_json_get_int(root, "protocol_version", true, 1, 65535, &proto, &err) != 0 ||
 	    cc_json_get_string(root, "workload_token", true, 1, 4096, &token, &err) != 0)
@@ -491,7 +493,7 @@ static char **child_env(const struct allocation *a)
  */
 static int child_start(struct child *c, const struct allocation *a, const char *roster_path)
 {
-	char exe[PATH_MAX], port[32], server_id[160], roster[2 * PATH_MAX], api[1100], bind[80], playlist[64];
+	char exe[PATH_MAX], port[32], server_id[160], roster[2 * PATH_MAX], api[1100], bind[80], playlist[64], arena[64];
 	int pipefd[2];
 	if (cfg.gameserver)
 		snprintf(exe, sizeof exe, "%s", cfg.gameserver);
@@ -503,7 +505,8 @@ static int child_start(struct child *c, const struct allocation *a, const char *
 	snprintf(api, sizeof api, "--api-url=%s", cfg.api_url);
 	snprintf(bind, sizeof bind, "--bind=%s", cfg.bind);
 	snprintf(playlist, sizeof playlist, "--playlist=%s", a->playlist);
-	char *argv[] = { exe, port, server_id, roster, api, bind, playlist, NULL };
+	snprintf(arena, sizeof arena, "--arena=%s", a->arena);
+	char *argv[] = { exe, port, server_id, roster, api, bind, playlist, arena, NULL };
 	char **env = child_env(a);
 	if (!env || pipe2(pipefd, O_CLOEXEC) != 0) {
 		cc_log_error("child_start_failed", CC_LOG_STR("error", env ? strerror(errno) : "out of memory"));

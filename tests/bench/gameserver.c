@@ -76,23 +76,32 @@ static struct gs_match *new_match(void)
 /* One server tick of one match: inputs, step, and every 3rd tick a snapshot encode. Returns bytes encoded. */
 static size_t tick_match(struct gs_match *m, uint32_t t, uint8_t *buf)
 {
-	uint32_t acks[GS_MATCH_MAX_SLOTS] = { 0 };
+	static struct gs_input_state st[GS_MATCH_MAX_SLOTS];
+	const struct gs_input_state *inputs[GS_MATCH_MAX_SLOTS] = { NULL };
+	bool connected[GS_MATCH_MAX_SLOTS] = { false };
 	for (int i = 0; i < 6; i++) {
 		/* A chasing-ish pattern that changes every tick, so no branch settles. */
 		struct gs_input in = { .seq = t, .throttle = (int8_t)(100 - (int)((t * 7 + (unsigned)i * 13) % 200)),
 				       .strafe = (int8_t)((t * 3 + (unsigned)i) % 255 - 127), .yaw = (int8_t)((t + (unsigned)i * 40) % 255 - 127),
 				       .pitch = (int8_t)((t * 5) % 255 - 127), .buttons = (uint8_t)((t / 90 + (unsigned)i) % 3 == 0) };
 		gs_match_input(m, i, &in);
-		acks[i] = t;
+		st[i].last_consumed = t;
+		inputs[i] = &st[i];
+		connected[i] = true;
 	}
 	gs_match_step(m, nop_event, NULL);
-	return t % 3 == 0 ? gs_wire_snapshot(buf, GS_SNAPSHOT_MAX, m, acks) : 0;
+	if (t % 3 != 0)
+		return 0;
+	struct cc_wire_msg msg;
+	size_t len = 0;
+	gs_wire_snapshot(&msg, m, connected, inputs);
+	return cc_wire_encode(&msg, buf, CC_WIRE_MAX_PACKET, &len) == 0 ? len : 0;
 }
 
 static int bench_sim(int argc, char **argv)
 {
 	long ticks = arg_long(argc, argv, "ticks", 3600), trial = arg_long(argc, argv, "trial-ticks", 120);
-	uint8_t buf[GS_SNAPSHOT_MAX];
+	uint8_t buf[CC_WIRE_MAX_PACKET];
 	struct gs_match *m = new_match();
 	if (!m)
 		return 1;

@@ -41,14 +41,13 @@
 
 #include "game/join_token.h"
 #include "game/roster.h"
+#include "game/wire.h"
 #include "sys/clock.h"
 #include "sys/crypto.h"
 #include "sys/file.h"
 #include "sys/banned.h"
 
-/* The wire as contracts/gameserver-protocol.md documents it, written out by hand on purpose. */
-enum { M_HELLO = 1, M_WELCOME = 2, M_REFUSAL = 3, M_INPUT = 4, M_SNAPSHOT = 5, M_STATE = 6, M_GOAL = 7, M_ENDED = 8 };
-#define PROTOCOL 1
+#define PROTOCOL CC_WIRE_PROTOCOL_VERSION
 
 static const char *arg(int argc, char **argv, const char *name)
 {
@@ -66,8 +65,6 @@ static long arg_long(int argc, char **argv, const char *name, long dflt)
 }
 
 static void put16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
-static void put32(uint8_t *p, uint32_t v) { put16(p, v); put16(p + 2, v >> 16); }
-static uint32_t get32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 
 /* ---- mint ------------------------------------------------------------------------ */
 
@@ -210,35 +207,63 @@ static void send_raw(struct conn *c, int channel, const void *buf, size_t len, b
 	enet_host_flush(c->host);
 }
 
-static void send_hello(struct conn *c, int version, const char *token)
+/* Encodes m; returns its length (0 when it does not encode). */
+static size_t encode(const struct cc_wire_msg *m, uint8_t *buf, size_t cap)
 {
-	uint8_t buf[2 + 7 + CC_JOIN_TOKEN_BUF];
-	size_t n = strlen(token);
-	put16(buf, M_HELLO);
-	put16(buf + 2, (uint32_t)version);
-	put16(buf + 4, 60);
-	buf[6] = 0;
-	put16(buf + 7, (uint32_t)n);
-	memcpy(buf + 9, token, n);
-	send_raw(c, 0, buf, 9 + n, true);
+	size_t len = 0;
+	return cc_wire_encode(m, buf, cap, &len) == 0 ? len : 0;
 }
 
-/* Reads a control message: welcome or refusal. */
+/* A hello with token; version other than ours is patched into bytes 2-3 after encoding. */
+static size_t hello_bytes(uint8_t *buf, size_t cap, int version, const char *token)
+{
+	struct cc_wire_msg m = { .id = CC_MSG_HELLO };
+	m.u.hello.protocol_version = PROTOCOL;
+	m.u.hello.tick_rate = CC_WIRE_TICK_RATE;
+	m.u.hello.auth = CC_WIRE_AUTH_TOKEN;
+	size_t n = strlen(token);
+	if (n > CC_WIRE_TOKEN_MAX)
+		n = CC_WIRE_TOKEN_MAX;
+	memcpy(m.u.hello.credential, token, n);
+	m.u.hello.credential_len = (uint16_t)n;
+	size_t len = encode(&m, buf, cap);
+	if (len >= 4)
+		put16(buf + 2, (uint32_t)version);
+	return len;
+}
+
+static void send_hello(struct conn *c, int version, const char *token)
+{
+	uint8_t buf[CC_WIRE_MAX_PACKET];
+	size_t n = hello_bytes(buf, sizeof buf, version, token);
+	if (n == 0) {
+		/* A token the codec refuses to carry (not printable): send it raw, as an attacker would. */
+		size_t tl = strlen(token);
+		put16(buf, CC_MSG_HELLO);
+		put16(buf + 2, (uint32_t)version);
+		put16(buf + 4, CC_WIRE_TICK_RATE);
+		buf[6] = CC_WIRE_AUTH_TOKEN;
+		put16(buf + 7, (uint32_t)tl);
+		memcpy(buf + 9, token, tl);
+		n = 9 + tl;
+	}
+	send_raw(c, 0, buf, n, true);
+}
+
+/* Reads a control message: welcome, refused or kicked. */
 static void on_control(struct conn *c, const uint8_t *d, size_t len)
 {
-	uint16_t id = (uint16_t)(d[0] | d[1] << 8);
-	if (id == M_WELCOME && len >= 4) {
+	struct cc_wire_msg m;
+	if (cc_wire_decode(d, len, &m, NULL) != 0)
+		return;
+	if (m.id == CC_MSG_WELCOME) {
 		c->welcomed = true;
-		c->slot = d[2];
-		c->team = d[3];
-	} else if (id == M_REFUSAL && len >= 4) {
-		size_t rl = d[2];
-		if (3 + rl + 1 <= len) {
-			size_t dl = d[3 + rl];
-			snprintf(c->reason, sizeof c->reason, "%.*s", (int)rl, (const char *)d + 3);
-			if (4 + rl + dl <= len)
-				snprintf(c->detail, sizeof c->detail, "%.*s", (int)dl, (const char *)d + 4 + rl);
-		}
+		c->slot = m.u.welcome.slot;
+		c->team = m.u.welcome.team;
+	} else if (m.id == CC_MSG_REFUSED || m.id == CC_MSG_KICKED) {
+		uint16_t reason = m.id == CC_MSG_REFUSED ? m.u.refused.reason : m.u.kicked.reason;
+		snprintf(c->reason, sizeof c->reason, "%s", cc_wire_reason_name(reason));
+		snprintf(c->detail, sizeof c->detail, "%s", m.id == CC_MSG_REFUSED ? m.u.refused.detail : m.u.kicked.detail);
 		c->refused = true;
 	}
 }
@@ -315,16 +340,20 @@ static void print_outcome(const struct conn *c)
 
 /* ---- hostile ------------------------------------------------------------------------ */
 
-static void send_input(struct conn *c, uint32_t seq, int count, size_t pad, int channel)
+/* An input message: seq newest, count inputs (throttle forward), pad extra bytes, on channel. */
+static void send_input(struct conn *c, uint16_t seq, int count, size_t pad, int channel)
 {
-	uint8_t buf[2048] = { 0 };
-	put16(buf, M_INPUT);
-	put32(buf + 2, seq);
-	buf[6] = (uint8_t)count;
-	size_t len = 7 + 7 * (size_t)count + pad;
-	for (int i = 0; i < count; i++)
-		buf[7 + 7 * i] = 100; /* throttle */
-	send_raw(c, channel, buf, len > sizeof buf ? sizeof buf : len, false);
+	struct cc_wire_msg m = { .id = CC_MSG_INPUT };
+	m.u.input.newest_seq = seq;
+	m.u.input.count = (uint16_t)count;
+	for (int i = 0; i < count; i++) {
+		m.u.input.inputs[i].thrust[2] = 100;
+		m.u.input.inputs[i].turn[1] = (int8_t)((seq - i) % 50 - 25);
+	}
+	uint8_t buf[CC_WIRE_MAX_PACKET + 1024] = { 0 };
+	size_t n = encode(&m, buf, CC_WIRE_MAX_PACKET);
+	if (n)
+		send_raw(c, channel, buf, n + pad, false);
 }
 
 static int hostile(int argc, char **argv)
@@ -346,22 +375,17 @@ static int hostile(int argc, char **argv)
 	uint8_t buf[4096];
 	if (strcmp(kind, "garbage") == 0) {
 		cc_random_bytes(buf, 64);
-		buf[0] = 0xfe; /* not a hello's id */
+		buf[0] = buf[1] = 0xfe; /* id 0xfefe: never assigned */
 		send_raw(&c, 0, buf, 64, true);
 	} else if (strcmp(kind, "short") == 0) {
 		send_raw(&c, 0, "\x01", 1, true);
 	} else if (strcmp(kind, "truncated-hello") == 0) {
-		put16(buf, M_HELLO);
-		put16(buf + 2, PROTOCOL);
-		send_raw(&c, 0, buf, 4, true);
+		size_t n = hello_bytes(buf, sizeof buf, PROTOCOL, token ? token : "x");
+		send_raw(&c, 0, buf, n > 8 ? 8 : n, true);
 	} else if (strcmp(kind, "oversized-hello") == 0) {
-		memset(buf, 'A', sizeof buf);
-		put16(buf, M_HELLO);
-		put16(buf + 2, PROTOCOL);
-		put16(buf + 4, 60);
-		buf[6] = 0;
-		put16(buf + 7, sizeof buf - 9);
-		send_raw(&c, 0, buf, sizeof buf, true);
+		size_t n = hello_bytes(buf, sizeof buf, PROTOCOL, token ? token : "x");
+		memset(buf + n, 'A', 600);
+		send_raw(&c, 0, buf, n + 600, true);
 	} else if (strcmp(kind, "version") == 0) {
 		send_hello(&c, 99, token ? token : "x");
 	} else if (strcmp(kind, "token") == 0) {
@@ -379,12 +403,12 @@ static int hostile(int argc, char **argv)
 		for (int i = 1; i <= 64 && !c.refused && !c.gone; i++) {
 			if (kind[0] == 't') {
 				uint8_t t[5] = { 0 };
-				put16(t, M_INPUT);
+				put16(t, CC_MSG_INPUT);
 				send_raw(&c, 1, t, 5, false);
 			} else if (kind[0] == 'o') {
-				send_input(&c, (uint32_t)i, 1, 600, 1);
+				send_input(&c, (uint16_t)i, 1, 600, 1);
 			} else {
-				send_input(&c, (uint32_t)i, 1, 0, 2);
+				send_input(&c, (uint16_t)i, 1, 0, 2);
 			}
 			await(&c, 20);
 		}
@@ -430,12 +454,12 @@ static int play(int argc, char **argv)
 		rc = 0;
 		goto out;
 	}
-	uint64_t snapshots = 0, snapshot_bytes = 0;
+	uint64_t snapshots = 0, snapshot_bytes = 0, bad_messages = 0, goals = 0;
 	int64_t started = cc_clock_ms();
 	c.host->totalReceivedData = 0;
 	int64_t last_snap = 0, max_gap = 0, end = cc_clock_ms() + max_seconds * 1000;
 	int64_t next_input = cc_clock_ms();
-	uint32_t seq = 0, last_ack = 0, last_tick = 0;
+	uint32_t seq = 0, last_ack = 0, last_tick = 0; /* seq: inputs sent (the wire carries it mod 2^16) */
 	int score[2] = { 0, 0 }, ended[2] = { -1, -1 };
 	bool over = false;
 	while (!over && !c.gone && !c.refused && cc_clock_ms() < end) {
@@ -447,27 +471,32 @@ static int play(int argc, char **argv)
 			} else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
 				const uint8_t *d = ev.packet->data;
 				size_t len = ev.packet->dataLength;
-				uint16_t id = len >= 2 ? (uint16_t)(d[0] | d[1] << 8) : 0;
-				if (id == M_SNAPSHOT && len >= 10) {
+				struct cc_wire_msg m;
+				if (cc_wire_decode(d, len, &m, NULL) != 0) {
+					bad_messages++;
+				} else if (m.id == CC_MSG_SNAPSHOT) {
 					int64_t now = cc_clock_ms();
 					if (last_snap && now - last_snap > max_gap)
 						max_gap = now - last_snap;
 					last_snap = now;
 					snapshots++;
 					snapshot_bytes += len;
-					uint32_t tick = get32(d + 2);
-					if (tick > last_tick) {
-						last_tick = tick;
-						score[0] = d[7];
-						score[1] = d[8];
-						for (size_t i = 0, off = 10; i < d[9] && off + 5 <= len; i++, off += 5)
-							if (d[off] == c.slot)
-								last_ack = get32(d + off + 1);
+					const struct cc_wire_snapshot *sn = &m.u.snapshot;
+					if (sn->tick > last_tick) {
+						last_tick = sn->tick;
+						score[0] = sn->score[0];
+						score[1] = sn->score[1];
+						for (uint16_t i = 0; i < sn->player_count; i++)
+							if (sn->players[i].slot == c.slot &&
+							    (sn->players[i].flags & CC_WIRE_PF_HAS_INPUT))
+								last_ack = sn->players[i].last_input_seq;
 					}
-				} else if (id == M_ENDED && len >= 9) {
-					ended[0] = d[6];
-					ended[1] = d[7];
+				} else if (m.id == CC_MSG_MATCH_END) {
+					ended[0] = m.u.match_end.score[0];
+					ended[1] = m.u.match_end.score[1];
 					over = true;
+				} else if (m.id == CC_MSG_GOAL) {
+					goals++;
 				} else if (ev.channelID == 0) {
 					on_control(&c, d, len);
 				}
@@ -480,7 +509,7 @@ static int play(int argc, char **argv)
 		next_input += 1000 / 60;
 		seq++;
 		int count = seq < 4 ? (int)seq : 4;
-		send_input(&c, seq, count, 0, 1);
+		send_input(&c, (uint16_t)seq, count, 0, 1);
 		if (unknown_every > 0 && seq % (uint32_t)unknown_every == 0) {
 			uint8_t u[8] = { 0 };
 			put16(u, 0x7777); /* an id no protocol version defines */
@@ -490,10 +519,11 @@ static int play(int argc, char **argv)
 	const char *result = over ? "ended" : c.refused ? "refused" : c.gone ? "disconnected" : "timeout";
 	printf("{\"result\":\"%s\",\"reason\":\"%s\",\"slot\":%d,\"team\":%d,\"snapshots\":%llu,\"max_gap_ms\":%lld,"
 	       "\"inputs_sent\":%u,\"last_ack\":%u,\"last_tick\":%u,\"score\":[%d,%d],\"ended_score\":[%d,%d],"
-	       "\"seconds\":%.2f,\"snapshot_bytes\":%llu,\"enet_bytes_in\":%u}\n",
+	       "\"seconds\":%.2f,\"snapshot_bytes\":%llu,\"enet_bytes_in\":%u,\"undecodable\":%llu,\"goals_seen\":%llu}\n",
 	       result, c.reason, c.slot, c.team, (unsigned long long)snapshots, (long long)max_gap, seq, last_ack, last_tick,
 	       score[0], score[1], ended[0], ended[1], (double)(cc_clock_ms() - started) / 1000.0,
-	       (unsigned long long)snapshot_bytes, c.host->totalReceivedData);
+	       (unsigned long long)snapshot_bytes, c.host->totalReceivedData, (unsigned long long)bad_messages,
+	       (unsigned long long)goals);
 	rc = 0;
 out:
 	conn_close(&c);

@@ -24,33 +24,35 @@ for slot in 0 1 5; do
 done
 wait_log "$T_DIR/gs.log" '"event":"peer_admitted"' 3 "$gs_pid" 20
 
-# hostile NAME KIND EXPECTED_REASON [TOKEN]: one misbehaving peer, refused with EXPECTED_REASON.
+# hostile NAME KIND EXPECTED_REASON [TOKEN [DETAIL]]: one misbehaving peer, refused with the
+# wire reason EXPECTED_REASON (and, for tokens, the precise refusal DETAIL in the message and log).
 hostile() {
-	local name=$1 kind=$2 want=$3 token=${4:-} out
+	local name=$1 kind=$2 want=$3 token=${4:-} detail=${5:-} out
 	local args=(hostile --port="$port" --kind="$kind")
 	[[ -n $token ]] && args+=(--token="$T_DIR/mint/$token")
 	out=$("$GSCLIENT" "${args[@]}") || fail "$name: gsclient ${args[*]} exited $?: $out"
 	[[ $(jq -r .result <<<"$out") == refused ]] || fail "$name: expected a refusal, saw $out"
 	[[ $(jq -r .reason <<<"$out") == "$want" ]] || fail "$name: expected reason $want, saw $out"
 	[[ $(jq -r .disconnected <<<"$out") == true ]] || fail "$name: refused but not disconnected: $out"
-	grep -q "\"event\":\"peer_kicked\".*\"reason\":\"$want\"" "$T_DIR/gs.log" ||
-		fail "$name: no peer_kicked line with reason $want in the server log"
+	[[ -z $detail || $(jq -r .detail <<<"$out") == "$detail" ]] || fail "$name: expected detail $detail, saw $out"
+	grep -q "\"event\":\"peer_kicked\".*\"reason\":\"$want\",\"detail\":\"${detail}" "$T_DIR/gs.log" ||
+		fail "$name: no peer_kicked line with reason $want (detail $detail) in the server log"
 	pass "$name: refused ($want: $(jq -r .detail <<<"$out")), logged and disconnected"
 }
-hostile "garbage before hello" garbage hello_required
-hostile "a message shorter than its id" short hello_required
-hostile "truncated hello" truncated-hello malformed_hello
-hostile "oversized hello" oversized-hello malformed_hello
+hostile "garbage before hello" garbage malformed
+hostile "a message shorter than its id" short malformed
+hostile "truncated hello" truncated-hello malformed token.3
+hostile "oversized hello" oversized-hello malformed token.3
 hostile "wrong protocol version" version protocol_mismatch token.3
-hostile "forged token (unknown key material)" token bad_signature forged.token
-hostile "expired token" token expired expired.token
-hostile "token for another server" token wrong_server foreign.token
-hostile "token for another match" token wrong_match othermatch.token
-hostile "token that is not a token" token malformed
-hostile "replayed token (slot 0 is connected)" token token_replayed token.0
-hostile "truncated inputs after joining" truncated-input malformed_messages token.2
-hostile "oversized inputs after joining" oversized-input malformed_messages token.3
-hostile "inputs on the snapshot channel" wrong-channel malformed_messages token.4
+hostile "forged token (unknown key material)" token bad_token forged.token bad_signature
+hostile "expired token" token expired_token expired.token expired
+hostile "token for another server" token wrong_match foreign.token wrong_server
+hostile "token for another match" token wrong_match othermatch.token wrong_match
+hostile "token that is not a token" token bad_token "" malformed
+hostile "replayed token (slot 0 is connected)" token token_replayed token.0 token_replayed
+hostile "truncated inputs after joining" truncated-input malformed token.2
+hostile "oversized inputs after joining" oversized-input malformed token.3
+hostile "inputs on the snapshot channel" wrong-channel malformed token.4
 
 # The honest players played the match to its end, undisturbed.
 for slot in 0 1 5; do
@@ -74,8 +76,8 @@ calls=$(curl -sf "$FAKE_URL/calls") || fail "GET $FAKE_URL/calls failed"
 n_connect=$(jq '[.calls[] | select(.route == "connect")] | length' <<<"$calls")
 # 3 honest players + the three that joined and were kicked for malformed input.
 expect_eq "connect receipts" 6 "$n_connect"
-n_kicked=$(jq '[.calls[] | select(.route == "disconnect") | select(.body | fromjson | .reason == "malformed_messages")] | length' <<<"$calls")
-expect_eq "disconnect receipts with reason malformed_messages" 3 "$n_kicked"
+n_kicked=$(jq '[.calls[] | select(.route == "disconnect") | select(.body | fromjson | .reason == "malformed")] | length' <<<"$calls")
+expect_eq "disconnect receipts with reason malformed" 3 "$n_kicked"
 result=$(jq -c '[.calls[] | select(.route == "result") | .body | fromjson][0]' <<<"$calls")
 [[ $(jq '.players | length' <<<"$result") == 6 ]] || fail "the result does not list the 6 roster players: $result"
 pass "receipts and result reached the server routes with the workload token: $result"
