@@ -74,6 +74,7 @@ struct supervisor_config {
 	char *api_url;
 	char *join_keys; /* secret: handed to the child in its environment */
 	char *gameserver;
+	char *gameserver_config;
 	char *work_dir;
 	char *bind;
 	char *image_digest;
@@ -101,6 +102,10 @@ static const struct cc_config_option supervisor_options[] = {
 	  .help = "join key set the child verifies tokens with (passed to it in its environment)", .offset = OPT(join_keys) },
 	{ .name = "gameserver", .type = CC_CFG_STRING,
 	  .help = "path of cc-gameserver (default: next to this binary)", .offset = OPT(gameserver) },
+	{ .name = "gameserver-config", .type = CC_CFG_STRING,
+	  .help = "config file handed to cc-gameserver as --config (its match length, rates, ...; the local "
+		  "provider passes no COSMIC_CLASH_* variables through)",
+	  .offset = OPT(gameserver_config) },
 	{ .name = "work-dir", .type = CC_CFG_STRING,
 	  .help = "where the roster file for the child is written (default: the allocation file's directory)",
 	  .offset = OPT(work_dir) },
@@ -493,7 +498,8 @@ static char **child_env(const struct allocation *a)
  */
 static int child_start(struct child *c, const struct allocation *a, const char *roster_path)
 {
-	char exe[PATH_MAX], port[32], server_id[160], roster[2 * PATH_MAX], api[1100], bind[80], playlist[64], arena[64];
+	char exe[PATH_MAX], port[32], server_id[160], roster[2 * PATH_MAX], api[1100], bind[80], playlist[64], arena[64],
+		config[PATH_MAX + 16];
 	int pipefd[2];
 	if (cfg.gameserver)
 		snprintf(exe, sizeof exe, "%s", cfg.gameserver);
@@ -506,7 +512,9 @@ static int child_start(struct child *c, const struct allocation *a, const char *
 	snprintf(bind, sizeof bind, "--bind=%s", cfg.bind);
 	snprintf(playlist, sizeof playlist, "--playlist=%s", a->playlist);
 	snprintf(arena, sizeof arena, "--arena=%s", a->arena);
-	char *argv[] = { exe, port, server_id, roster, api, bind, playlist, arena, NULL };
+	snprintf(config, sizeof config, "--config=%s", cfg.gameserver_config ? cfg.gameserver_config : "");
+	char *argv[] = { exe, port, server_id, roster, api, bind, playlist, arena,
+			 cfg.gameserver_config && cfg.gameserver_config[0] ? config : NULL, NULL };
 	char **env = child_env(a);
 	if (!env || pipe2(pipefd, O_CLOEXEC) != 0) {
 		cc_log_error("child_start_failed", CC_LOG_STR("error", env ? strerror(errno) : "out of memory"));
