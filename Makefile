@@ -243,7 +243,7 @@ demo:
 
 bench:
 	$(Q)scripts/ensure-deps.sh
-	$(Q)$(MAKE) --no-print-directory all tools $(BENCH_BINS)
+	$(Q)$(MAKE) --no-print-directory all tools $(BENCH_BINS) $(FAKE_BINS)
 	$(Q)tests/harness/with-services.sh scripts/bench.sh
 
 install: all
