@@ -729,7 +729,8 @@ START_TEST(test_pool_capacity_two_replicas)
 	char m[MATCHES][CC_UUID_BUF];
 	struct proc *p[2];
 	for (int i = 0; i < 2; i++) {
-		const char *workers[] = { "--workers=2", "--batch=1", NULL };
+		/* One replica claims one match at a time, the other batches (one transaction for several). */
+		const char *workers[] = { "--workers=2", i == 0 ? "--batch=1" : "--batch=4", NULL };
 		p[i] = spawn_allocator("cc-allocator", NULL,
 				       concat(argv[i], 24, local_flags(&f[i], i, CAP, port_base() + 10 * i, true), workers));
 	}
