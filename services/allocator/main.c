@@ -58,6 +58,11 @@ static const struct cc_config_option allocator_options[] = {
 	  .help = "allocations one claim transaction takes", .offset = OPT(batch) },
 	{ .name = "poll-interval-ms", .type = CC_CFG_INT, .default_value = "1000", .min = 10, .max = 60000,
 	  .help = "look for work at least this often when no NOTIFY arrives", .offset = OPT(poll_interval_ms) },
+	/* Every publication NOTIFYs "outbox" too: without a floor, idle workers would answer each of our own
+	 * commits with an empty claim transaction, whose reads then conflict with the busy workers' writes. */
+	{ .name = "min-pass-interval-ms", .type = CC_CFG_INT, .default_value = "20", .min = 0, .max = 60000,
+	  .help = "a NOTIFY never starts an idle worker's passes closer than this (bounds the cost of NOTIFY storms)",
+	  .offset = OPT(min_pass_interval_ms) },
 	{ .name = "claim-lease-ms", .type = CC_CFG_INT, .default_value = "15000", .min = 200, .max = 600000,
 	  .help = "a claimed allocation whose replica went silent this long is taken over by another "
 		  "(agones: at least twice --k8s-timeout-ms)",
@@ -90,8 +95,8 @@ static const struct cc_config_option allocator_options[] = {
 	{ .name = "local-port-max", .type = CC_CFG_INT, .default_value = "7199", .min = 1, .max = 65535,
 	  .help = "local: last game port the pool may use", .offset = OPT(local_port_max) },
 	{ .name = "local-server-command", .type = CC_CFG_STRING, .default_value = "",
-	  .help = "local: the game-server executable (a path; blank-separated arguments may follow; no shell). "
-		  "Until cc-supervisor exists: the stand-in build/fakes/standin_server",
+	  .help = "local: the game-server executable (a path; blank-separated arguments may follow; no shell); "
+		  "\"\" = cc-supervisor next to this binary with --join-keys-file (it runs cc-gameserver per match)",
 	  .offset = OPT(local_server_command) },
 	{ .name = "local-state-dir", .type = CC_CFG_STRING, .default_value = "/tmp/cosmic-clash-local",
 	  .help = "local: directory of the allocation files (<server id>.json) and child logs", .offset = OPT(local_state_dir) },
@@ -138,6 +143,7 @@ static void *worker_loop(void *arg)
 		uint64_t seq = a->wake_seq;
 		pthread_mutex_unlock(&a->lock);
 		bool did = false;
+		int64_t started = cc_clock_ms();
 		int rc = allocator_pass(w, &did);
 		if (did)
 			continue;
@@ -150,6 +156,9 @@ static void *worker_loop(void *arg)
 			if (pthread_cond_timedwait(&a->wake, &a->lock, &until) != 0)
 				break;
 		pthread_mutex_unlock(&a->lock);
+		int64_t since = cc_clock_ms() - started;
+		if (since < a->cfg->min_pass_interval_ms)
+			(void)cc_service_nap(&service, a->cfg->min_pass_interval_ms - since);
 	}
 	cc_pg_free(w->pg);
 	w->pg = NULL;
@@ -288,6 +297,30 @@ static bool load_keys(const char *flag, const char *path, const char *id_flag, c
 	return true;
 }
 
+/*
+ * "<this binary's directory>/cc-supervisor --join-keys-file=<keys>": the
+ * local provider's default command (split on blanks by local.c, so a path
+ * with blanks needs --local-server-command). malloc'd; NULL when out of memory.
+ */
+static char *default_server_command(const char *join_keys_file)
+{
+	char self[4096] = "";
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash)
+			*slash = '\0';
+	} else {
+		snprintf(self, sizeof self, ".");
+	}
+	size_t len = strlen(self) + strlen(join_keys_file ? join_keys_file : "") + 64;
+	char *cmd = malloc(len);
+	if (cmd)
+		snprintf(cmd, len, "%s/cc-supervisor --join-keys-file=%s", self, join_keys_file ? join_keys_file : "");
+	return cmd;
+}
+
 /* Checks what the table cannot; false (printed) on misconfiguration. */
 static bool allocator_configure(struct allocator *a, const struct allocator_config *cfg)
 {
@@ -312,7 +345,7 @@ static bool allocator_configure(struct allocator *a, const struct allocator_conf
 		first[strcspn(first, " \t")] = '\0';
 		if (!first[0] || access(first, X_OK) != 0) {
 			fprintf(stderr, "cc-allocator: --local-server-command: '%.200s' is not an executable file "
-					"(the local provider needs one; the stand-in is build/fakes/standin_server)\n",
+					"(the local provider needs one: cc-supervisor, or the stand-in build/fakes/standin_server in tests)\n",
 				first);
 			ok = false;
 		}
@@ -374,7 +407,7 @@ static void declare_metrics(struct allocator_metrics *m)
 				    "Provider calls that found no free game server (the allocation stays REQUESTED with a backoff).",
 				    provider, 4);
 	m->step_seconds = cc_histogram("cosmic_clash_allocator_step_duration_seconds",
-				       "Duration of each step: claim, allocate, deliver, publish.", step, 8, buckets,
+				       "Duration of each step over one claimed batch: claim, allocate, deliver, publish.", step, 8, buckets,
 				       CC_ARRAY_LEN(buckets));
 	m->passes = cc_counter("cosmic_clash_allocator_passes_total", "Worker passes by result.", result, 8);
 	m->children = cc_counter("cosmic_clash_allocator_local_child_exits_total",
@@ -411,6 +444,16 @@ int main(int argc, char **argv)
 	if (cc_crypto_init() != 0) {
 		fprintf(stderr, "cc-allocator: libsodium did not initialise\n");
 		goto out;
+	}
+	/* The local provider's default pool process: cc-supervisor beside us, verifying with our join keys. */
+	if (!cfg.local_server_command || !cfg.local_server_command[0]) {
+		char *cmd = default_server_command(cfg.join_keys_file);
+		if (!cmd) {
+			fprintf(stderr, "cc-allocator: out of memory\n");
+			goto out;
+		}
+		free(cfg.local_server_command);
+		cfg.local_server_command = cmd;
 	}
 	if (!allocator_configure(a, &cfg)) {
 		fprintf(stderr, "cc-allocator: see --help\n");
