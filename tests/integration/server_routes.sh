@@ -261,7 +261,9 @@ expect_eq "shutdown answer" "RELEASED COMPLETED" "$(jq -r '"\(.state) \(.match_s
 expect_eq "allocation" RELEASED "$(sql "SELECT state FROM allocations WHERE id = '$A1'")"
 expect_eq "allocation.released events" 1 "$(sql "SELECT count(*) FROM outbox WHERE resource_id = '$A1' AND event = 'allocation.released'")"
 srv POST local-sr-1 register "$TA" "$reg_body"; expect_http "an identical register replay after the release" 200
-srv POST local-sr-1 connect "$TA" "{\"player_id\":\"${P1[0]}\",\"connection_id\":\"peer-9\"}"; expect_http "connect after the release" 409 invalid_state
+srv POST local-sr-1 connect "$TA" "{\"player_id\":\"${P1[0]}\",\"connection_id\":\"peer-9\"}"; expect_http "a new connect after the release" 409 invalid_state
+srv POST local-sr-1 connect "$TA" "{\"player_id\":\"${P1[1]}\",\"connection_id\":\"peer-p1\"}"; expect_http "an identical connect replay after the release" 200
+srv POST local-sr-1 disconnect "$TA" "{\"player_id\":\"${P1[1]}\",\"generation\":1,\"reason\":\"server_shutdown\"}"; expect_http "a disconnect after the release" 200
 http GET "$A_URL/v1/matches/$M1/assignment" "${T1[0]}"; expect_http "assignment of a completed match" 409 match_closed
 pass "shutdown: allocation RELEASED (announced for the allocator, which frees the server), replays 200, another reason 409"
 
