@@ -118,8 +118,15 @@ srv POST local-sr-1 register "$(token "$(cat /proc/sys/kernel/random/uuid)" "$E1
 expect_http "well-signed token of an allocation never recorded" 401 unauthorized
 srv POST local-sr-1 register "$(token "$A1" "$((E1 + 60))")" "$reg_body"; expect_http "token with another expiry than the row's" 401 unauthorized
 srv POST local-sr-2 register "$TA" "$reg_body"; expect_http "A's token on B's server" 403 forbidden
+# Expiry is PostgreSQL's clock against the signed expiry (the row agreeing).
+past=$((E2 - 7200))
+sql "UPDATE allocations SET workload_expires_at = to_timestamp($past) WHERE id = '$A2'" >/dev/null
+srv POST local-sr-2 register "$(token "$A2" "$past")" "$reg_body"; expect_http "an expired token" 401 unauthorized
+sql "UPDATE allocations SET workload_expires_at = to_timestamp($E2) WHERE id = '$A2'" >/dev/null
+refusals=$(curl -s "$A_ADMIN/metrics" | awk '/^cosmic_clash_api_workload_token_refusals_total\{/ { split($1, a, "\""); printf "%s=%s ", a[2], $NF }')
+expect_eq "refusals counted by reason" "missing=1 bad_signature=1 unknown_allocation=1 stale_token=1 wrong_server=1 expired=1 " "$refusals"
 expect_eq "nothing registered for B" "ALLOCATING" "$(sql "SELECT state FROM matches WHERE id = '$M2'")"
-pass "auth: missing, forged, unrecorded and superseded tokens 401; A's token on B's server 403"
+pass "auth: missing, forged, unrecorded, superseded and expired tokens 401; A's token on B's server 403; each refusal counted by reason"
 
 # ---- register ----------------------------------------------------------------
 srv POST local-sr-1 register "$TA" '{"state":"process_ready","protocol_version":2,"image_digest":"sha256:aaaa"}'
