@@ -114,7 +114,9 @@ static int leave_proposals(struct cc_pg *pg, struct ban_tx *tx)
 	for (size_t i = 0; rc == 0 && i < proposed.n; i++) {
 		const char *proposal_id = proposed.id[i];
 		bool expired = false;
-		rc = cc_proposal_expire_if_due(pg, proposal_id, &expired, &tx->moves);
+		rc = cc_proposal_lock(pg, proposal_id); /* lock order: proposal, then tickets (store/README.md) */
+		if (rc == 0)
+			rc = cc_proposal_expire_if_due(pg, proposal_id, &expired, &tx->moves);
 		if (rc == 0 && !expired)
 			rc = cc_proposal_decline_by_cancel(pg, proposal_id, tx->player_id, tx->ticket_ttl, &tx->moves);
 		if (rc == CC_ESTATE)
@@ -204,7 +206,7 @@ int api_operator_ban(const struct cc_http_request *req, struct cc_http_response 
 	if (!(body = api_body_object(req, resp, fields)))
 		return 0;
 	if (cc_json_get_string(body, "until", true, 20, 40, &tx.until, &err) != 0 ||
-	    cc_json_get_string(body, "reason", true, 1, 256, &tx.reason, &err) != 0) {
+	    cc_json_get_text(body, "reason", true, 1, 256, &tx.reason, &err) != 0) { /* characters, as maxLength */
 		api_bad_field(resp, &err);
 		goto out;
 	}

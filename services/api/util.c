@@ -98,14 +98,20 @@ cJSON *api_body_object(const struct cc_http_request *req, struct cc_http_respons
 {
 	struct cc_json_error err = { 0 };
 	cJSON *obj = NULL;
-	int rc = cc_json_parse_object(req->body, req->body_len, req->body_len + 1, API_BODY_MAX_DEPTH,
-				      &obj, &err);
-	if (rc == 0 && allowed)
-		rc = cc_json_only_fields(obj, allowed, &err);
+	int rc = cc_json_parse(req->body, req->body_len, req->body_len + 1, API_BODY_MAX_DEPTH, &obj, &err);
 	if (rc != 0) {
+		cc_http_error(resp, 400, "invalid_json", err.message[0] ? err.message : "the body is not JSON", false);
+		return NULL;
+	}
+	/* Valid JSON of the wrong shape (an array, a number) is a bad request, not bad JSON. */
+	if (!cJSON_IsObject(obj)) {
 		cJSON_Delete(obj);
-		cc_http_error(resp, 400, err.field[0] ? "invalid_request" : "invalid_json",
-			      err.message[0] ? err.message : "the body is not a JSON object", false);
+		cc_http_error(resp, 400, "invalid_request", "the body must be a JSON object", false);
+		return NULL;
+	}
+	if (allowed && cc_json_only_fields(obj, allowed, &err) != 0) {
+		cJSON_Delete(obj);
+		cc_http_error(resp, 400, "invalid_request", err.message, false);
 		return NULL;
 	}
 	return obj;
