@@ -459,8 +459,13 @@ static void accept_all(struct cc_http_front *f)
 	}
 }
 
-/* Pending i is readable (or hung up): drain a lingering one, judge a head. */
-static void on_readable(struct cc_http_front *f, size_t i)
+/*
+ * Pending i is readable (or hung up): drain a lingering one, judge a head.
+ * hung_up: the client shut its sending side (POLLRDHUP/POLLHUP): what it
+ * sent is all there will be, and poll keeps reporting it, so an incomplete
+ * head is given up now rather than peeked again and again.
+ */
+static void on_readable(struct cc_http_front *f, size_t i, bool hung_up)
 {
 	struct pending *p = &f->pend[i];
 	struct cc_http_head_verdict v;
@@ -488,6 +493,14 @@ static void on_readable(struct cc_http_front *f, size_t i)
 		return;
 	}
 	cc_http_head_check(f->peek, (size_t)n, &f->o.head, &v);
+	if (v.status == 0 && hung_up) {
+		pthread_mutex_lock(&f->lock);
+		addr_release(f, p->key);
+		pthread_mutex_unlock(&f->lock);
+		close(p->fd);
+		pend_remove(f, i);
+		return;
+	}
 	if (v.status == 0) {
 		/* Wake again only when more than what we have seen has arrived. */
 		p->peeked = (size_t)n;
@@ -606,7 +619,7 @@ static void *front_main(void *arg)
 		 */
 		for (size_t i = n - 2; i-- > 0;)
 			if (f->pfds[i + 2].revents && i < f->n_pend && f->pend[i].fd == f->pfds[i + 2].fd)
-				on_readable(f, i);
+				on_readable(f, i, f->pfds[i + 2].revents & (POLLRDHUP | POLLHUP | POLLERR));
 		if (f->pfds[1].revents)
 			accept_all(f);
 	}

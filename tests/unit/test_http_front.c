@@ -339,6 +339,38 @@ START_TEST(test_per_address_cap_spares_other_addresses)
 }
 END_TEST
 
+/*
+ * Clients that send part of a head and then shut their sending side can
+ * never finish it: their slots are freed at once, not at the header
+ * deadline (and the front does not spin on their endless readability).
+ */
+START_TEST(test_half_closed_heads_release_their_slots)
+{
+	int held[PER_ADDRESS], fd;
+	char reply[4096];
+	bool eof;
+	int64_t start;
+
+	for (int i = 0; i < PER_ADDRESS; i++) {
+		held[i] = connect_from("127.0.0.1");
+		send_all(held[i], "GET /ok HT", 10);
+		shutdown(held[i], SHUT_WR);
+	}
+	start = cc_clock_ms();
+	do {
+		fd = connect_from("127.0.0.1");
+		send_all(fd, "GET /ok HTTP/1.1\r\nHost: a\r\n\r\n", 29);
+		read_reply(fd, reply, sizeof(reply), 3000, &eof);
+		close(fd);
+	} while (cc_test_raw_status(reply) != 200 && cc_clock_ms() - start < 3000);
+	ck_assert_msg(cc_test_raw_status(reply) == 200, "not served: %s", reply);
+	ck_assert_msg(cc_clock_ms() - start < HEADER_MS / 2, "served only after %lld ms: the slots waited for the deadline",
+		      (long long)(cc_clock_ms() - start));
+	for (int i = 0; i < PER_ADDRESS; i++)
+		close(held[i]);
+}
+END_TEST
+
 /* ---- deadlines independent of activity ---------------------------------------------- */
 
 /*
@@ -421,6 +453,7 @@ int main(void)
 	tcase_add_loop_test(tc, test_library_answers_are_ours, 0, (int)CC_ARRAY_LEN(wire_cases));
 	tcase_add_test(tc, test_thousands_of_headers);
 	tcase_add_test(tc, test_per_address_cap_spares_other_addresses);
+	tcase_add_test(tc, test_half_closed_heads_release_their_slots);
 	tcase_add_test(tc, test_trickled_head_cut_at_deadline);
 	tcase_add_test(tc, test_trickled_body_cut_at_deadline);
 	tcase_add_test(tc, test_silent_connection_cut);
