@@ -9,7 +9,7 @@
 #     BENCH_PLAYERS (1000) queued players, closed loop, BENCH_SECONDS (8);
 #   - pgbench -c C -j 2 -T BENCH_SECONDS -M prepared --max-tries=5 running
 #     tests/bench/heartbeat.pgbench: the session lookup, then BEGIN
-#     SERIALIZABLE, the two UPDATEs, COMMIT (five round trips), over
+#     SERIALIZABLE, the one heartbeat UPDATE, COMMIT (four round trips), over
 #     BENCH_PLAYERS rows made by tests/bench/heartbeat_setup.sql (client c
 #     owns rows = c mod C). -M prepared because cc-api prepares its
 #     statements (--db-prepared-statements, on by default): same protocol

@@ -12,6 +12,7 @@ packages=(
 	libsodium-dev libenet-dev check libsubunit-dev
 	postgresql postgresql-client redis-server redis-tools
 	prometheus curl jq procps iproute2 util-linux
+	python3 # /usr/bin/python3 runs tests/golden/tokens.py, the independent token implementation
 )
 
 missing=()
