@@ -160,6 +160,7 @@ START_TEST(test_unknown_rows_are_tolerated_foreign_keys_hold)
 				    0, NULL, &res),
 			 0);
 	ck_assert_str_eq(PQgetvalue(res, 0, 0), "matches:matches_playlist_fk proposals:proposals_playlist_fk "
+						 "rating_changes:rating_changes_playlist_fkey "
 						 "ratings:ratings_playlist_fk tickets:tickets_playlist_fk");
 	PQclear(res);
 	exec_ok("ROLLBACK");
