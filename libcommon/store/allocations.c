@@ -69,6 +69,12 @@ static const char sql_lock[] =
 	"SELECT " ALLOC_COLUMNS("a") ", " MATCH_COLUMNS("m") ", " NOW_COLUMN " "
 	"FROM allocations a JOIN matches m ON m.id = a.match_id WHERE a.id = $1 FOR UPDATE OF a";
 
+static const char sql_live_local[] =
+	"SELECT " ALLOC_COLUMNS("a") ", " MATCH_COLUMNS("m") ", " NOW_COLUMN " "
+	"FROM game_servers g JOIN allocations a ON a.id = g.allocation_id JOIN matches m ON m.id = a.match_id "
+	"WHERE g.provider = 'local' AND g.owner = $1 AND g.state = 'ALLOCATED' AND a.state IN ('ALLOCATED', 'PUBLISHED') "
+	"ORDER BY g.port LIMIT $2::int";
+
 static const char sql_set_published[] =
 	"WITH a AS (UPDATE allocations SET state = 'PUBLISHED', revision = revision + 1, claimed_by = NULL, "
 	"  claim_until = NULL, updated_at = now() WHERE id = $1 AND state = 'ALLOCATED' RETURNING *) "
@@ -189,6 +195,28 @@ int cc_allocation_lock(struct cc_pg *pg, const char *id, struct cc_allocation *o
 		return CC_EINVAL;
 	const char *p[] = { id };
 	return one_allocation(pg, sql_lock, 1, p, CC_ENOTFOUND, out);
+}
+
+int cc_allocations_live_local(struct cc_pg *pg, const char *owner, struct cc_allocation *out, size_t cap,
+			      size_t *n)
+{
+	char limit[24];
+	PGresult *res = NULL;
+	if (!owner || !out || cap == 0)
+		return CC_EINVAL;
+	snprintf(limit, sizeof limit, "%zu", cap);
+	const char *p[] = { owner, limit };
+	int rc = cc_pg_exec(pg, sql_live_local, 2, p, &res);
+	if (rc == 0) {
+		if (PQnfields(res) != NCOLUMNS)
+			CC_BUG("live allocations returned the wrong columns");
+		size_t rows = (size_t)PQntuples(res);
+		for (size_t i = 0; i < rows && i < cap; i++)
+			allocation_from_row(res, (int)i, &out[i]);
+		*n = rows < cap ? rows : cap;
+	}
+	PQclear(res);
+	return rc;
 }
 
 int cc_allocation_set_published(struct cc_pg *pg, const char *id, const char *const *players, size_t n,

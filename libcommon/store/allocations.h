@@ -123,6 +123,15 @@ int cc_allocation_defer(struct cc_pg *pg, const char *id, const char *replica, i
 int cc_allocation_lock(struct cc_pg *pg, const char *id, struct cc_allocation *out) CC_MUST_CHECK;
 
 /*
+ * The live (ALLOCATED or PUBLISHED) allocations served by local servers of
+ * owner, with their matches, up to cap into out (*n of them): what a
+ * restarted local provider hands to its servers again. Returns 0 or a
+ * database error.
+ */
+int cc_allocations_live_local(struct cc_pg *pg, const char *owner, struct cc_allocation *out, size_t cap,
+			      size_t *n) CC_MUST_CHECK;
+
+/*
  * ALLOCATED -> PUBLISHED (revision + 1, claim cleared), announcing
  * "allocation.published" to the n players. Call in the transaction that
  * wrote the roster. Returns 0 with *out; CC_ECONFLICT when the row is not

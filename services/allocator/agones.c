@@ -350,7 +350,7 @@ enum alloc_outcome agones_allocate(struct allocator_worker *w, struct cc_allocat
 			o = ALLOC_RETRY;
 		} else {
 			struct record_tx t = { .w = w, .al = al, .ans = &ans };
-			rc = cc_pg_run_serializable(w->pg, record_tx, &t);
+			rc = cc_pg_run_locked(w->pg, record_tx, &t);
 			if (rc == 0) {
 				*al = t.out;
 				o = ALLOC_OK;

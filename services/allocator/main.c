@@ -58,6 +58,11 @@ static const struct cc_config_option allocator_options[] = {
 	  .help = "allocations one claim transaction takes", .offset = OPT(batch) },
 	{ .name = "poll-interval-ms", .type = CC_CFG_INT, .default_value = "1000", .min = 10, .max = 60000,
 	  .help = "look for work at least this often when no NOTIFY arrives", .offset = OPT(poll_interval_ms) },
+	/* Every publication NOTIFYs "outbox" too: without a floor, idle workers would answer each of our own
+	 * commits with an empty claim transaction, whose reads then conflict with the busy workers' writes. */
+	{ .name = "min-pass-interval-ms", .type = CC_CFG_INT, .default_value = "20", .min = 0, .max = 60000,
+	  .help = "a NOTIFY never starts an idle worker's passes closer than this (bounds the cost of NOTIFY storms)",
+	  .offset = OPT(min_pass_interval_ms) },
 	{ .name = "claim-lease-ms", .type = CC_CFG_INT, .default_value = "15000", .min = 200, .max = 600000,
 	  .help = "a claimed allocation whose replica went silent this long is taken over by another "
 		  "(agones: at least twice --k8s-timeout-ms)",
@@ -138,6 +143,7 @@ static void *worker_loop(void *arg)
 		uint64_t seq = a->wake_seq;
 		pthread_mutex_unlock(&a->lock);
 		bool did = false;
+		int64_t started = cc_clock_ms();
 		int rc = allocator_pass(w, &did);
 		if (did)
 			continue;
@@ -150,6 +156,9 @@ static void *worker_loop(void *arg)
 			if (pthread_cond_timedwait(&a->wake, &a->lock, &until) != 0)
 				break;
 		pthread_mutex_unlock(&a->lock);
+		int64_t since = cc_clock_ms() - started;
+		if (since < a->cfg->min_pass_interval_ms)
+			(void)cc_service_nap(&service, a->cfg->min_pass_interval_ms - since);
 	}
 	cc_pg_free(w->pg);
 	w->pg = NULL;

@@ -117,7 +117,7 @@ int allocator_publish(struct allocator_worker *w, const char *allocation_id, boo
 		return CC_ENOMEM;
 	t->a = w->a;
 	t->id = allocation_id;
-	int rc = cc_pg_run_serializable(w->pg, publish_tx, t);
+	int rc = cc_pg_run_locked(w->pg, publish_tx, t);
 	if (rc == 0)
 		*published = t->published;
 	free(t);

@@ -103,7 +103,7 @@ static void defer(struct allocator_worker *w, const struct cc_allocation *al, in
 {
 	struct defer_tx t = { .id = al->id, .replica = w->replica, .reason = reason, .delay_ms = delay_ms,
 			      .count_attempt = count_attempt };
-	int rc = cc_pg_run_serializable(w->pg, defer_tx, &t);
+	int rc = cc_pg_run_locked(w->pg, defer_tx, &t);
 	if (rc != 0)
 		cc_log_warn("defer_failed", CC_LOG_STR("allocation_id", al->id), CC_LOG_STR("error", cc_errname(rc)));
 }
@@ -252,7 +252,7 @@ int allocator_pass(struct allocator_worker *w, bool *did_work)
 	};
 	struct claim_tx t = { .req = &req, .items = items[w->index], .cap = 2 * MAX_BATCH };
 	int64_t t0 = cc_clock_ns();
-	int rc = cc_pg_run_serializable(w->pg, claim_tx, &t);
+	int rc = cc_pg_run_locked(w->pg, claim_tx, &t);
 	allocator_observe(a, "claim", t0);
 	pthread_mutex_lock(&a->lock);
 	a->db_ready = rc == 0 || rc == CC_ERETRY_EXHAUSTED;

@@ -19,8 +19,9 @@
  *      assignment_ready. Each call is retried with a short backoff while
  *      the answer is retryable (connection refused, 5xx, 404/409 before
  *      publication) for up to 60 s;
- *   3. with --shutdown-after-ms: after that long, POST /shutdown and remove
- *      the file; otherwise holds the allocation until the file goes away
+ *   3. with --shutdown-after-ms: after that long, remove the file, then POST
+ *      /shutdown (which frees the server: a file removed after it could be
+ *      the next allocation's); otherwise holds the allocation until the file goes away
  *      (the allocator removes it once the allocation is over).
  * Every step is one line on stdout ("standin <event> key=value ..."), which
  * cc-allocator appends to <state dir>/<server id>.log. SIGTERM/SIGINT end
@@ -302,11 +303,12 @@ int main(int argc, char **argv)
 			nanosleep(&ts, NULL); /* the "match" this stand-in plays */
 			char path[512];
 			long st;
+			/* The file goes first: once /shutdown frees the server, the allocator may write the next one. */
+			if (unlink(file_path) != 0 && errno != ENOENT)
+				say("unlink_failed error=\"%s\"", strerror(errno));
 			snprintf(path, sizeof path, "/v1/servers/%s/shutdown", server_id);
 			st = call_until_ok("POST", path, &al, "{\"reason\":\"match_over\"}", NULL);
 			say("shutdown status=%ld", st);
-			if (unlink(file_path) != 0 && errno != ENOENT)
-				say("unlink_failed error=\"%s\"", strerror(errno));
 		}
 		sodium_memzero(&al, sizeof al);
 		wait_file(ino, false);
