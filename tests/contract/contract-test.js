@@ -1240,7 +1240,7 @@ async function holdConnections(S, n) {
   return socks;
 }
 
-async function serverCases(S, bare) {
+async function frontDoorCases(S, bare) {
   const many = ['GET /v1/profile/ranked HTTP/1.1\r\nHost: a\r\n'];
   for (let i = 0; i < 4000; i++) many.push(`X-H${i}: 1\r\n`);
   await serverAnswer(S, 'an HTTP/2 preface', 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 505, 'http_version_not_supported');
@@ -1334,7 +1334,7 @@ async function main() {
   await scenario('not configured', () => unconfiguredCases(bare, main));
   await scenario('every route', () => everyRouteCases(api, main));
   await scenario('rate limits', () => rateLimitCases(api));
-  await scenario('server answers', () => serverCases(api, bare));
+  await scenario('server answers', () => frontDoorCases(api, bare));
   serverCoverage();
 }
 
