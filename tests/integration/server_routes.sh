@@ -195,7 +195,7 @@ p2json="[{\"player_id\":\"${P2[0]}\",\"team\":0,\"goals\":0,\"assists\":0,\"save
 srv POST local-sr-1 result "$TA" "{\"score\":[0,0],\"duration_seconds\":300,\"players\":$p2json}"
 expect_http "A's token submits match B's players" 422 invalid_result
 srv POST local-sr-2 result "$TA" "$result"; expect_http "A's token on B's result route" 403 forbidden
-expect_eq "no result recorded yet" 0 "$(sql "SELECT count(*) FROM match_results")"
+expect_eq "no result recorded yet" 0 "$(sql "SELECT count(*) FROM match_results WHERE match_id IN ('$M1', '$M2', '$M3')")"
 
 before_json=$(sql "SELECT json_agg(json_build_object('id', r.player_id, 'team', mp.team, 'rating', r.rating, 'deviation', r.deviation, 'volatility', r.volatility))
 	FROM ratings r JOIN match_players mp ON mp.player_id = r.player_id AND mp.match_id = '$M1' WHERE r.playlist = 'ranked'")
