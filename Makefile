@@ -170,6 +170,7 @@ $(B)/asan/tests/%: $(B)/asan/tests/%.o $(SUPPORT_OBJS) $(ASAN_LIBS)
 # objects like this one are linked before the archive (see the recipe above).
 $(B)/asan/tests/integration/test_steam: $(B)/asan/services/api/steam.o
 $(B)/asan/tests/unit/test_player_latency: $(B)/asan/tests/player/latency.o
+$(B)/asan/tests/unit/test_gs_input: $(B)/asan/gameserver/wire_glue.o $(B)/asan/gameserver/match.o
 
 # The game-server bench links cc-gameserver's objects minus main.c, and ENet.
 $(B)/bench/gameserver: tests/bench/gameserver.c $(patsubst %.c,$(B)/rel/%.o,$(filter-out gameserver/main.c,$(wildcard gameserver/*.c))) $(REL_LIBS)
