@@ -664,6 +664,8 @@ struct play_stats {
 	struct pc_latency stage[5]; /* queue->proposal, proposal->assignment, assignment->connected,
 				     * connected->first snapshot, queue->connected */
 	struct pc_latency snapshot_bps; /* snapshot bytes per second, per player (connected to end) */
+	uint64_t inputs;                /* input messages sent by every player: player-ticks driven */
+	struct pc_game_stats cost;      /* the game threads' CPU and ticks */
 };
 
 static const char *const stage_name[5] = { "queue_to_proposal", "proposal_to_assignment", "assignment_to_connected",
@@ -705,6 +707,7 @@ static long play_report(const struct player_config *cfg, struct demo_player *pla
 		if (!d->played)
 			continue;
 		st->played++;
+		st->inputs += r->inputs_sent;
 		if (r->outcome != PC_GAME_OK) {
 			st->failed++;
 			errors++;
@@ -760,8 +763,11 @@ static void play_summary(struct play_stats *st, char *buf, size_t cap)
 					 pc_latency_percentile_ms(&st->stage[i], 50),
 					 pc_latency_percentile_ms(&st->stage[i], 95));
 	if (used < cap)
-		snprintf(buf + used, cap - used, " snapshot_bytes_per_s=%.0f",
-			 pc_latency_percentile_ms(&st->snapshot_bps, 50) * 1e6);
+		snprintf(buf + used, cap - used,
+			 " snapshot_bytes_per_s=%.0f game_cpu_ms=%.0f cpu_us_per_player_tick=%.1f late_ticks=%llu/%llu",
+			 pc_latency_percentile_ms(&st->snapshot_bps, 50) * 1e6, (double)st->cost.cpu_ns / 1e6,
+			 st->inputs ? (double)st->cost.cpu_ns / 1e3 / (double)st->inputs : 0.0,
+			 (unsigned long long)st->cost.late_ticks, (unsigned long long)st->cost.ticks);
 }
 
 static void play_stats_release(struct play_stats *st)
@@ -951,6 +957,7 @@ int pc_demo_run(const struct player_config *cfg)
 		for (int t = 0; t < threads; t++)
 			assigned += workers[t].counts.assigned;
 		total.errors += play_report(cfg, players, &play);
+		pc_game_stats(shared.game, &play.cost);
 		play_summary(&play, play_line, sizeof play_line);
 		/* A matched player that never got to play is as much a failure as one that failed playing. */
 		if (assigned != total.matched) {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "game/chase.h"
 #include "game/sim.h"
@@ -69,6 +70,8 @@ struct game_thread {
 	int n_mine;
 	int cap;                       /* of pending and mine */
 	struct cc_wire_msg msg;        /* decode scratch (a few KB: not on the stack per packet) */
+	uint64_t cpu_ns;               /* CPU time the thread used, written as it exits */
+	uint64_t ticks, late_ticks;    /* input ticks run; of those, begun more than a tick late */
 };
 
 struct pc_game {
@@ -526,6 +529,8 @@ static void *game_thread_main(void *arg)
 		}
 		now_ms = cc_clock_ms();
 		if (cc_clock_ns() >= next_tick) {
+			t->ticks++;
+			t->late_ticks += cc_clock_ns() - next_tick > TICK_NS;
 			for (int i = 0; i < t->n_mine; i++) {
 				struct gp *p = t->mine[i];
 				if (p->st == GP_PLAYING || p->st == GP_ENDED)
@@ -542,6 +547,9 @@ static void *game_thread_main(void *arg)
 		if (atomic_load(&t->g->stop) && all_done(t))
 			break;
 	}
+	struct timespec cpu;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+		t->cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
 	return NULL;
 }
 
@@ -631,6 +639,16 @@ void pc_game_finish(struct pc_game *g)
 		if (g->threads[i].started)
 			pthread_join(g->threads[i].tid, NULL);
 	g->finished = true;
+}
+
+void pc_game_stats(const struct pc_game *g, struct pc_game_stats *out)
+{
+	memset(out, 0, sizeof *out);
+	for (int i = 0; g && g->finished && i < g->opts.threads; i++) {
+		out->cpu_ns += g->threads[i].cpu_ns;
+		out->ticks += g->threads[i].ticks;
+		out->late_ticks += g->threads[i].late_ticks;
+	}
 }
 
 void pc_game_free(struct pc_game *g)

@@ -125,6 +125,16 @@ CC_MUST_CHECK int pc_game_add(struct pc_game *g, int index, const struct pc_game
  */
 void pc_game_finish(struct pc_game *g);
 
+/* What the game threads cost, for the report. */
+struct pc_game_stats {
+	uint64_t cpu_ns;     /* CPU time of all game threads */
+	uint64_t ticks;      /* input ticks they ran (each sends every playing player's input) */
+	uint64_t late_ticks; /* ticks begun more than one tick period late (the thread could not keep up) */
+};
+
+/* Fills *out after pc_game_finish() (zeros before it). */
+void pc_game_stats(const struct pc_game *g, struct pc_game_stats *out);
+
 /* Frees the engine (finishing it first). NULL is a no-op. */
 void pc_game_free(struct pc_game *g);
 
