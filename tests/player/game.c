@@ -192,16 +192,6 @@ static void send_hello(struct gp *p, int64_t now_ms)
 	set_state(p, GP_HELLO, now_ms);
 }
 
-static void body_from_wire(const struct cc_wire_body *w, struct cc_sim_body *b)
-{
-	struct cc_wire_pose pose;
-	cc_wire_dequantise(w, &pose);
-	b->pos = (struct cc_sim_vec3){ pose.pos[0], pose.pos[1], pose.pos[2] };
-	b->rot = (struct cc_sim_quat){ pose.rot[0], pose.rot[1], pose.rot[2], pose.rot[3] };
-	b->vel = (struct cc_sim_vec3){ pose.vel[0], pose.vel[1], pose.vel[2] };
-	b->angvel = (struct cc_sim_vec3){ pose.angvel[0], pose.angvel[1], pose.angvel[2] };
-}
-
 /*
  * The policy's input from the newest snapshot: the match as this player
  * sees it, rebuilt as a struct cc_sim (ships by slot, teams from
@@ -219,7 +209,7 @@ static void decide(const struct gp *p, struct cc_sim_input *in)
 	if (!p->have_snapshot)
 		return;
 	memset(&view, 0, sizeof view);
-	body_from_wire(&p->snap.ball, &view.ball);
+	cc_wire_body_to_sim(&p->snap.ball, &view.ball);
 	view.ball_live = true;
 	view.last_touch = -1;
 	for (unsigned i = 0; i < p->snap.player_count; i++) {
@@ -227,8 +217,8 @@ static void decide(const struct gp *p, struct cc_sim_input *in)
 		if (ps->slot >= CC_SIM_MAX_SHIPS)
 			continue;
 		struct cc_sim_ship *s = &view.ships[ps->slot];
-		body_from_wire(&ps->body, &s->body);
-		s->boost = (float)ps->boost / 255.0f;
+		cc_wire_body_to_sim(&ps->body, &s->body);
+		s->boost = cc_wire_boost_unpack(ps->boost);
 		s->team = p->team_of[ps->slot];
 		s->active = (ps->flags & (CC_WIRE_PF_CONNECTED | CC_WIRE_PF_BOT)) != 0 || ps->slot == me;
 		if (ps->slot + 1u > view.ship_count)
@@ -247,8 +237,8 @@ static void decide(const struct gp *p, struct cc_sim_input *in)
 		if (p->snap.players[i].slot != me)
 			continue;
 		struct cc_sim_body body;
-		body_from_wire(&p->snap.players[i].body, &body);
-		cc_chase_input(&body, (float)p->snap.players[i].boost / 255.0f, (unsigned)p->res->team, &view.ball, in);
+		cc_wire_body_to_sim(&p->snap.players[i].body, &body);
+		cc_chase_input(&body, cc_wire_boost_unpack(p->snap.players[i].boost), (unsigned)p->res->team, &view.ball, in);
 	}
 }
 
@@ -260,14 +250,7 @@ static void send_input(struct gp *p, int64_t now_ms)
 	decide(p, &in);
 	p->seq = (uint16_t)(p->seq + 1u); /* wraps: the server compares with serial arithmetic */
 	p->sent++;
-	struct cc_wire_input *w = &p->ring[p->seq % RING];
-	w->thrust[0] = cc_wire_axis_pack(in.thrust.x);
-	w->thrust[1] = cc_wire_axis_pack(in.thrust.y);
-	w->thrust[2] = cc_wire_axis_pack(in.thrust.z);
-	w->turn[0] = cc_wire_axis_pack(in.torque.x);
-	w->turn[1] = cc_wire_axis_pack(in.torque.y);
-	w->turn[2] = cc_wire_axis_pack(in.torque.z);
-	w->buttons = in.boost ? CC_WIRE_BTN_BOOST : 0;
+	cc_wire_input_from_sim(&in, &p->ring[p->seq % RING]);
 
 	memset(&m, 0, sizeof m);
 	m.id = CC_MSG_INPUT;

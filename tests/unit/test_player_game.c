@@ -83,17 +83,6 @@ static void broadcast(struct fake_server *s, const struct cc_wire_msg *m)
 			(void)send_to(s->peers[i].peer, m);
 }
 
-static void to_wire(const struct cc_sim_body *b, struct cc_wire_body *out)
-{
-	struct cc_wire_pose pose = {
-		{ b->pos.x, b->pos.y, b->pos.z },
-		{ b->rot.w, b->rot.x, b->rot.y, b->rot.z },
-		{ b->vel.x, b->vel.y, b->vel.z },
-		{ b->angvel.x, b->angvel.y, b->angvel.z },
-	};
-	cc_wire_quantise(&pose, out);
-}
-
 static void hello(struct fake_server *s, struct fake_peer *fp, const struct cc_wire_hello *h)
 {
 	struct cc_wire_msg m;
@@ -153,13 +142,7 @@ static void receive(struct fake_server *s, struct fake_peer *fp, const ENetEvent
 		ck_assert_uint_le(in->count, 8);
 		fp->inputs++;
 		if (!fp->have_input || cc_wire_seq_newer(in->newest_seq, fp->seq)) {
-			const struct cc_wire_input *w = &in->inputs[0];
-			fp->input.thrust = (struct cc_sim_vec3){ cc_wire_axis_unpack(w->thrust[0]),
-								 cc_wire_axis_unpack(w->thrust[1]),
-								 cc_wire_axis_unpack(w->thrust[2]) };
-			fp->input.torque = (struct cc_sim_vec3){ cc_wire_axis_unpack(w->turn[0]), cc_wire_axis_unpack(w->turn[1]),
-								 cc_wire_axis_unpack(w->turn[2]) };
-			fp->input.boost = (w->buttons & CC_WIRE_BTN_BOOST) != 0;
+			cc_wire_input_to_sim(&in->inputs[0], &fp->input);
 			fp->seq = in->newest_seq;
 			fp->have_input = true;
 		}
@@ -172,11 +155,11 @@ static void send_kickoff(struct fake_server *s)
 	memset(&m, 0, sizeof m);
 	m.id = CC_MSG_KICKOFF;
 	m.u.kickoff.tick = s->tick + 1;
-	to_wire(&s->sim.ball, &m.u.kickoff.ball);
+	cc_wire_body_from_sim(&s->sim.ball, &m.u.kickoff.ball);
 	m.u.kickoff.ship_count = PLAYERS;
 	for (int i = 0; i < PLAYERS; i++) {
 		m.u.kickoff.ships[i].slot = (uint8_t)i;
-		to_wire(&s->sim.ships[i].body, &m.u.kickoff.ships[i].body);
+		cc_wire_body_from_sim(&s->sim.ships[i].body, &m.u.kickoff.ships[i].body);
 	}
 	broadcast(s, &m);
 }
@@ -191,15 +174,15 @@ static void send_snapshot(struct fake_server *s)
 	m.u.snapshot.score[0] = (uint8_t)s->match.score[0];
 	m.u.snapshot.score[1] = (uint8_t)s->match.score[1];
 	m.u.snapshot.clock_ticks = s->match.remaining_ticks;
-	to_wire(&s->sim.ball, &m.u.snapshot.ball);
+	cc_wire_body_from_sim(&s->sim.ball, &m.u.snapshot.ball);
 	m.u.snapshot.player_count = PLAYERS;
 	for (int i = 0; i < PLAYERS; i++) {
 		struct cc_wire_player_state *ps = &m.u.snapshot.players[i];
 		ps->slot = (uint8_t)i;
 		ps->flags = CC_WIRE_PF_CONNECTED | (s->peers[i].have_input ? CC_WIRE_PF_HAS_INPUT : 0);
 		ps->last_input_seq = s->peers[i].seq;
-		ps->boost = (uint8_t)(s->sim.ships[i].boost * 255.0f);
-		to_wire(&s->sim.ships[i].body, &ps->body);
+		ps->boost = cc_wire_boost_pack(s->sim.ships[i].boost);
+		cc_wire_body_from_sim(&s->sim.ships[i].body, &ps->body);
 	}
 	broadcast(s, &m);
 }
@@ -217,11 +200,7 @@ static void tick(struct fake_server *s)
 		ck_assert_int_eq(cc_match_begin(&s->match, &mev), 0);
 		s->begun = true;
 	}
-	for (int i = 0; i < PLAYERS; i++) {
-		int slot = s->peers[i].slot;
-		(void)slot;
-		memset(&inputs[i], 0, sizeof inputs[i]);
-	}
+	memset(inputs, 0, sizeof inputs);
 	for (int i = 0; i < PLAYERS; i++)
 		if (s->peers[i].slot >= 0)
 			inputs[s->peers[i].slot] = s->peers[i].input;
