@@ -21,6 +21,8 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lm -lpthread
 # nor libmicrohttpd.
 PKGS_cc-migrate := libpq libsodium libcjson
 PKGS_cc-matcher := libmicrohttpd libpq hiredis libcjson libsodium
+PKGS_cc-allocator := libmicrohttpd libcurl libpq libcjson libsodium
+PKGS_cc-testkit-allocator := $(PKGS_cc-allocator)
 pkg_libs_for = $(shell pkg-config --libs $(or $(PKGS_$(1)),$(PKGS))) -lm -lpthread
 CHECK_LIBS = $(shell pkg-config --libs check)
 
@@ -47,8 +49,10 @@ SERVICE_DIRS := $(patsubst %/main.c,%,$(wildcard services/*/main.c gameserver/ma
 bin_name = $(if $(filter gameserver,$(1)),cc-gameserver,cc-$(notdir $(1)))
 BINS := $(foreach d,$(SERVICE_DIRS),$(call bin_name,$(d)))
 
-# Test-only binaries: cc-testkit-api is cc-api plus services/api/testkit_*.c.
-TESTKIT_BINS := $(if $(wildcard services/api/testkit_*.c),cc-testkit-api)
+# Test-only binaries: cc-testkit-api is cc-api plus services/api/testkit_*.c;
+# cc-testkit-allocator is cc-allocator plus services/allocator/testkit_*.c.
+TESTKIT_BINS := $(if $(wildcard services/api/testkit_*.c),cc-testkit-api) \
+	$(if $(wildcard services/allocator/testkit_*.c),cc-testkit-allocator)
 
 SUPPORT_SRCS := $(wildcard tests/support/*.c)
 UNIT_SRCS    := $(wildcard tests/unit/test_*.c)
@@ -103,6 +107,11 @@ $(B)/bin/cc-testkit-api: $(patsubst %.c,$(B)/rel/%.o,$(wildcard services/api/*.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(PKG_LIBS)
+
+$(B)/bin/cc-testkit-allocator: $(patsubst %.c,$(B)/rel/%.o,$(wildcard services/allocator/*.c)) $(REL_LIBS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ $(call pkg_libs_for,cc-testkit-allocator)
 
 # ---- a third playlist, for one test ------------------------------------------
 # tests/integration/third_playlist.sh proves that adding a playlist is one
@@ -173,7 +182,47 @@ $(B)/fakes/%: tests/fakes/%.c $(REL_LIBS)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(REL_CFLAGS) -o $@ $^ $(PKG_LIBS)
 
-tests-build: all tools $(UNIT_BINS) $(INTEG_BINS) $(FAKE_BINS) $(BENCH_BINS) $(THIRD_BINS)
+# ---- fuzzing (libFuzzer from clang; issue 13) ---------------------------------
+# Every tests/fuzz/fuzz_<name>.c is one libFuzzer target, build/fuzz/fuzz_<name>,
+# linked against the library and cc-api's objects compiled a third time by clang
+# with coverage and ASan/UBSan (make test runs each briefly through
+# tests/integration/fuzz_brief.sh; `make fuzz` runs a campaign, FUZZ_SECONDS per
+# target). Seeds: tests/fuzz/corpus/<name>/. How to add one: tests/fuzz/README.md.
+FUZZ_CC     ?= clang
+FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+# clang (not gcc) flags the one vsnprintf of a library-supplied format in http_server.c.
+FUZZ_CFLAGS  = $(BASE_CFLAGS) -Wno-format-nonliteral -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link
+FUZZ_SRCS   := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS   := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
+FUZZ_LIBS   := $(B)/fuzz/libcc-store.a $(B)/fuzz/libcc-game.a $(B)/fuzz/libcc-sys.a
+# cc-api's request decoders live beside its handlers: link its objects minus main.
+FUZZ_API_OBJS := $(patsubst %.c,$(B)/fuzz/%.o,$(filter-out services/api/main.c services/api/testkit_%.c,$(wildcard services/api/*.c)))
+FUZZ_SECONDS ?= 60
+
+$(B)/fuzz/%.o: %.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC-FUZZ $<")
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
+
+define fuzz_layer_rule
+$(B)/fuzz/libcc-$(1).a: $(patsubst %.c,$(B)/fuzz/%.o,$(call layer_srcs,$(1)))
+	$$(Q)rm -f $$@ && ar rcs $$@ $$^
+endef
+$(foreach l,$(LAYERS),$(eval $(call fuzz_layer_rule,$(l))))
+
+$(B)/fuzz/fuzz_%: $(B)/fuzz/tests/fuzz/fuzz_%.o $(FUZZ_API_OBJS) $(FUZZ_LIBS)
+	@$(if $(Q),echo "  LD-FUZZ $@")
+	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $(filter-out %.a,$^) $(filter %.a,$^) $(PKG_LIBS)
+
+fuzz-build: $(FUZZ_BINS)
+
+.PHONY: fuzz fuzz-build
+fuzz:
+	$(Q)scripts/ensure-deps.sh
+	$(Q)$(MAKE) --no-print-directory fuzz-build
+	$(Q)FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
+
+tests-build: all tools $(UNIT_BINS) $(INTEG_BINS) $(FAKE_BINS) $(BENCH_BINS) $(THIRD_BINS) $(FUZZ_BINS)
 
 deps:
 	$(Q)scripts/ensure-deps.sh

@@ -12,6 +12,7 @@ packages=(
 	libsodium-dev libenet-dev check libsubunit-dev
 	postgresql postgresql-client redis-server redis-tools
 	prometheus curl jq procps iproute2 util-linux
+	clang libclang-rt-14-dev # make fuzz: libFuzzer (tests/fuzz)
 	python3 # /usr/bin/python3 runs tests/golden/tokens.py, the independent token implementation
 )
 

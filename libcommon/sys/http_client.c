@@ -234,6 +234,8 @@ int cc_http_client_do(const struct cc_http_client_request *req, struct cc_http_c
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "cosmic-clash-backend");
+	if (req->ca_file)
+		curl_easy_setopt(h, CURLOPT_CAINFO, req->ca_file); /* in-cluster: the service account's CA */
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
 	/* Refuse an announced oversize body before reading it; on_body catches the rest. */

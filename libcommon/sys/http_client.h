@@ -44,6 +44,7 @@ struct cc_http_client_request {
 	long timeout_ms;	    /* whole request; 0 = default, < 0 invalid */
 	long connect_timeout_ms;    /* connect phase; 0 = default (capped by timeout_ms) */
 	size_t max_response_bytes;  /* body cap; 0 = default */
+	const char *ca_file;	    /* PEM bundle that verifies https peers instead of the system's; NULL = system */
 };
 
 struct cc_http_client_response {

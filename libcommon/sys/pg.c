@@ -851,7 +851,8 @@ static void rollback_keep_error(struct cc_pg *pg)
 	memcpy(pg->constraint, constraint, sizeof(constraint));
 }
 
-int cc_pg_run_serializable(struct cc_pg *pg, cc_pg_tx_fn fn, void *arg)
+/* The body of both runners: begin is the BEGIN statement (its isolation level). */
+static int run_transaction(struct cc_pg *pg, const char *begin, cc_pg_tx_fn fn, void *arg)
 {
 	int rc = 0, attempt;
 
@@ -864,7 +865,7 @@ int cc_pg_run_serializable(struct cc_pg *pg, cc_pg_tx_fn fn, void *arg)
 	pg->tx_attempts = 0;
 	for (attempt = 1;; attempt++) {
 		pg->tx_attempts = attempt;
-		rc = cc_pg_exec(pg, "BEGIN ISOLATION LEVEL SERIALIZABLE", 0, NULL, NULL);
+		rc = cc_pg_exec(pg, begin, 0, NULL, NULL);
 		if (rc == 0)
 			rc = fn(pg, arg);
 		if (rc == 0)
@@ -898,6 +899,16 @@ int cc_pg_run_serializable(struct cc_pg *pg, cc_pg_tx_fn fn, void *arg)
 		count_transaction("rolled_back");
 	}
 	return rc;
+}
+
+int cc_pg_run_serializable(struct cc_pg *pg, cc_pg_tx_fn fn, void *arg)
+{
+	return run_transaction(pg, "BEGIN ISOLATION LEVEL SERIALIZABLE", fn, arg);
+}
+
+int cc_pg_run_locked(struct cc_pg *pg, cc_pg_tx_fn fn, void *arg)
+{
+	return run_transaction(pg, "BEGIN ISOLATION LEVEL READ COMMITTED", fn, arg);
 }
 
 int cc_pg_tx_attempts(const struct cc_pg *pg)

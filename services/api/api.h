@@ -128,6 +128,42 @@ void api_db_release(struct api *api, struct cc_pg *pg);
 cJSON *api_body_object(const struct cc_http_request *req, struct cc_http_response *resp,
 		       const char *const *allowed);
 
+/*
+ * The pure half of api_body_object(): parses len bytes of text (NULL with
+ * len 0 is an empty body) as a JSON object with only the allowed members
+ * (NULL: any). Returns 0 with *out the tree (caller frees with
+ * cJSON_Delete), or the cc_json_parse_object / cc_json_only_fields code with
+ * err set; *out untouched on failure.
+ */
+int api_body_parse(const char *text, size_t len, const char *const *allowed, cJSON **out,
+		   struct cc_json_error *err) CC_MUST_CHECK;
+
+/*
+ * Each route's body: the members it allows (NULL-terminated, for
+ * api_body_object) and its reader, which checks every member's type, range
+ * and form and points the outputs into the tree. A reader returns 0, or
+ * CC_EINVAL with err naming the field (answered as 400 invalid_request).
+ * Pure, so tests/fuzz/fuzz_api_bodies.c drives exactly what the routes run.
+ */
+extern const char *const api_login_fields[];          /* POST /v1/session/steam */
+int api_login_read(const cJSON *body, const char **ticket, struct cc_json_error *err) CC_MUST_CHECK;
+extern const char *const api_enqueue_fields[];        /* POST /v1/queue */
+int api_enqueue_read(const cJSON *body, const char **playlist, int64_t *protocol_version,
+		     const char **build, struct cc_json_error *err) CC_MUST_CHECK;
+extern const char *const api_revision_fields[];       /* POST /v1/queue/{id}/heartbeat, /cancel */
+int api_revision_read(const cJSON *body, int64_t *revision, struct cc_json_error *err) CC_MUST_CHECK;
+extern const char *const api_probe_answer_fields[];   /* POST /v1/probes/{region}/answer */
+int api_probe_answer_read(const cJSON *body, const char **nonce, struct cc_json_error *err) CC_MUST_CHECK;
+extern const char *const api_proposal_response_fields[]; /* POST /v1/proposals/{id}/response */
+int api_proposal_response_read(const cJSON *body, bool *accept, int64_t *revision,
+			       struct cc_json_error *err) CC_MUST_CHECK;
+extern const char *const api_ban_fields[];            /* POST /v1/admin/players/{id}/ban */
+int api_ban_read(const cJSON *body, const char **until, const char **reason,
+		 struct cc_json_error *err) CC_MUST_CHECK;
+
+/* True when key is a valid Idempotency-Key: 1-128 characters [A-Za-z0-9_-]. */
+bool api_idempotency_key_valid(const char *key);
+
 /* Answers 400 invalid_request naming the field in err. */
 void api_bad_field(struct cc_http_response *resp, const struct cc_json_error *err);
 
@@ -192,6 +228,14 @@ int api_authenticate(struct api *api, struct cc_pg *pg, const struct cc_http_req
  * accepts: 1 to API_BEARER_TOKEN_MAX bytes of [A-Za-z0-9-._~+/=].
  */
 bool api_bearer_token_syntax_ok(const char *token, size_t len);
+
+/*
+ * Extracts the token of an Authorization header value "Bearer <token>"
+ * (scheme case-insensitive, one space) into buf (len bytes). Returns false
+ * for NULL, another scheme, a token that fails api_bearer_token_syntax_ok,
+ * or one that does not fit; buf is written only on success.
+ */
+bool api_bearer_parse(const char *header, char *buf, size_t len);
 
 /* Checks the operator bearer secret; answers 401/503 and returns false when refused. */
 bool api_operator_authorized(struct api *api, const struct cc_http_request *req,

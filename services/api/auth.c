@@ -25,9 +25,8 @@ bool api_bearer_token_syntax_ok(const char *token, size_t len)
  * Extracts the token of "Authorization: Bearer <token>" into buf, or returns
  * false for an absent, malformed or oversized header.
  */
-static bool bearer_token(const struct cc_http_request *req, char *buf, size_t len)
+bool api_bearer_parse(const char *h, char *buf, size_t len)
 {
-	const char *h = cc_http_header(req, "Authorization");
 	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
 		return false;
 	h += 7;
@@ -36,6 +35,11 @@ static bool bearer_token(const struct cc_http_request *req, char *buf, size_t le
 		return false;
 	memcpy(buf, h, n + 1);
 	return true;
+}
+
+static bool bearer_token(const struct cc_http_request *req, char *buf, size_t len)
+{
+	return api_bearer_parse(cc_http_header(req, "Authorization"), buf, len);
 }
 
 int api_authenticate(struct api *api, struct cc_pg *pg, const struct cc_http_request *req,

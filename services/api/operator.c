@@ -189,9 +189,26 @@ static void run_ban(struct api *api, const struct cc_http_request *req, struct c
 	api_db_release(api, pg);
 }
 
+const char *const api_ban_fields[] = { "until", "reason", NULL };
+
+int api_ban_read(const cJSON *body, const char **until, const char **reason,
+		 struct cc_json_error *err)
+{
+	int rc;
+
+	if ((rc = cc_json_get_string(body, "until", true, 20, 40, until, err)) != 0 ||
+	    (rc = cc_json_get_string(body, "reason", true, 1, 256, reason, err)) != 0)
+		return rc;
+	if (!rfc3339_valid(*until)) {
+		cc_json_error_set(err, "until", "field 'until' must be an RFC 3339 timestamp");
+		return CC_EINVAL;
+	}
+	return 0;
+}
+
 int api_operator_ban(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
 {
-	static const char *const fields[] = { "until", "reason", NULL };
+	static const char *const *const fields = api_ban_fields;
 	struct api *api = ctx;
 	struct cc_json_error err = { 0 };
 	struct ban_tx tx = { .api = ctx };
@@ -203,13 +220,8 @@ int api_operator_ban(const struct cc_http_request *req, struct cc_http_response 
 		return 0;
 	if (!(body = api_body_object(req, resp, fields)))
 		return 0;
-	if (cc_json_get_string(body, "until", true, 20, 40, &tx.until, &err) != 0 ||
-	    cc_json_get_string(body, "reason", true, 1, 256, &tx.reason, &err) != 0) {
+	if (api_ban_read(body, &tx.until, &tx.reason, &err) != 0) {
 		api_bad_field(resp, &err);
-		goto out;
-	}
-	if (!rfc3339_valid(tx.until)) {
-		cc_http_error(resp, 400, "invalid_request", "field 'until' must be an RFC 3339 timestamp", false);
 		goto out;
 	}
 	run_ban(api, req, resp, &tx);

@@ -129,9 +129,16 @@ out:
 	return rc;
 }
 
+const char *const api_probe_answer_fields[] = { "nonce", NULL };
+
+int api_probe_answer_read(const cJSON *body, const char **nonce, struct cc_json_error *err)
+{
+	return cc_json_get_string(body, "nonce", true, 1, 128, nonce, err);
+}
+
 int api_probe_answer(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
 {
-	static const char *const fields[] = { "nonce", NULL };
+	static const char *const *const fields = api_probe_answer_fields;
 	struct api *api = ctx;
 	struct api_player player;
 	struct answer_tx tx = { 0 };
@@ -150,7 +157,7 @@ int api_probe_answer(const struct cc_http_request *req, struct cc_http_response 
 	body = api_body_object(req, resp, fields);
 	if (!body)
 		goto out;
-	if (cc_json_get_string(body, "nonce", true, 1, 128, &nonce, &err) != 0) {
+	if (api_probe_answer_read(body, &nonce, &err) != 0) {
 		api_bad_field(resp, &err);
 		goto out;
 	}

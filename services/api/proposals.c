@@ -88,15 +88,33 @@ static int proposal_tx_run(struct cc_pg *pg, void *arg)
 	return rc;
 }
 
+const char *const api_proposal_response_fields[] = { "response", "revision", NULL };
+
+int api_proposal_response_read(const cJSON *body, bool *accept, int64_t *revision,
+			       struct cc_json_error *err)
+{
+	const char *response;
+	int rc;
+
+	if ((rc = cc_json_get_string(body, "response", true, 1, 16, &response, err)) != 0 ||
+	    (rc = cc_json_get_int(body, "revision", true, 1, INT64_MAX, revision, err)) != 0)
+		return rc;
+	if (strcmp(response, "accept") != 0 && strcmp(response, "decline") != 0) {
+		cc_json_error_set(err, "response", "field 'response' must be accept or decline");
+		return CC_EINVAL;
+	}
+	*accept = response[0] == 'a';
+	return 0;
+}
+
 static int proposal_route(const struct cc_http_request *req, struct cc_http_response *resp, struct api *api,
 			  bool respond)
 {
-	static const char *const fields[] = { "response", "revision", NULL };
+	static const char *const *const fields = api_proposal_response_fields;
 	struct proposal_tx tx = { .api = api, .respond = respond };
 	struct cc_json_error err = { 0 };
 	struct api_player player;
 	cJSON *body = NULL;
-	const char *response;
 
 	if (!(tx.proposal_id = proposal_param(req, resp)))
 		return 0;
@@ -108,16 +126,10 @@ static int proposal_route(const struct cc_http_request *req, struct cc_http_resp
 	if (respond) {
 		if (!(body = api_body_object(req, resp, fields)))
 			goto out;
-		if (cc_json_get_string(body, "response", true, 1, 16, &response, &err) != 0 ||
-		    cc_json_get_int(body, "revision", true, 1, INT64_MAX, &tx.revision, &err) != 0) {
+		if (api_proposal_response_read(body, &tx.accept, &tx.revision, &err) != 0) {
 			api_bad_field(resp, &err);
 			goto out;
 		}
-		if (strcmp(response, "accept") != 0 && strcmp(response, "decline") != 0) {
-			cc_http_error(resp, 400, "invalid_request", "field 'response' must be accept or decline", false);
-			goto out;
-		}
-		tx.accept = response[0] == 'a';
 	}
 	tx.player_id = player.id;
 	int rc = cc_pg_run_serializable(pg, proposal_tx_run, &tx);

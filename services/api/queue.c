@@ -171,7 +171,7 @@ out:
 }
 
 /* An Idempotency-Key is 1-128 bytes of [A-Za-z0-9_-]. */
-static bool idempotency_key_valid(const char *key)
+bool api_idempotency_key_valid(const char *key)
 {
 	return cc_charset_valid(key, 128, CC_CHARSET_ALNUM, "_-");
 }
@@ -181,9 +181,34 @@ static bool build_valid(const char *build)
 	return cc_charset_valid(build, 64, CC_CHARSET_ALNUM, "._-");
 }
 
+const char *const api_enqueue_fields[] = { "playlist", "protocol_version", "build", NULL };
+
+int api_enqueue_read(const cJSON *body, const char **playlist, int64_t *protocol_version,
+		     const char **build, struct cc_json_error *err)
+{
+	int rc;
+
+	if ((rc = cc_json_get_string(body, "playlist", true, 1, CC_PLAYLIST_NAME_MAX, playlist, err)) != 0 ||
+	    (rc = cc_json_get_int(body, "protocol_version", true, 1, INT32_MAX, protocol_version, err)) != 0 ||
+	    (rc = cc_json_get_string(body, "build", true, 1, 64, build, err)) != 0)
+		return rc;
+	if (!build_valid(*build)) {
+		cc_json_error_set(err, "build", "field 'build' must be 1-64 characters [A-Za-z0-9._-]");
+		return CC_EINVAL;
+	}
+	return 0;
+}
+
+const char *const api_revision_fields[] = { "revision", NULL };
+
+int api_revision_read(const cJSON *body, int64_t *revision, struct cc_json_error *err)
+{
+	return cc_json_get_int(body, "revision", true, 1, INT64_MAX, revision, err);
+}
+
 int api_queue_create(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
 {
-	static const char *const fields[] = { "playlist", "protocol_version", "build", NULL };
+	static const char *const *const fields = api_enqueue_fields;
 	struct api *api = ctx;
 	struct cc_json_error err = { 0 };
 	struct create_tx tx = { .api = api };
@@ -199,7 +224,7 @@ int api_queue_create(const struct cc_http_request *req, struct cc_http_response 
 	if (api_authenticate(api, pg, req, resp, &player) != 0)
 		goto out;
 	const char *key = cc_http_header(req, "Idempotency-Key");
-	if (!idempotency_key_valid(key)) {
+	if (!api_idempotency_key_valid(key)) {
 		cc_http_error(resp, 400, "invalid_request",
 			      "an Idempotency-Key header of 1-128 characters [A-Za-z0-9_-] is required", false);
 		goto out;
@@ -207,14 +232,8 @@ int api_queue_create(const struct cc_http_request *req, struct cc_http_response 
 	body = api_body_object(req, resp, fields);
 	if (!body)
 		goto out;
-	if (cc_json_get_string(body, "playlist", true, 1, CC_PLAYLIST_NAME_MAX, &tx.playlist, &err) != 0 ||
-	    cc_json_get_int(body, "protocol_version", true, 1, INT32_MAX, &protocol_version, &err) != 0 ||
-	    cc_json_get_string(body, "build", true, 1, 64, &tx.build, &err) != 0) {
+	if (api_enqueue_read(body, &tx.playlist, &protocol_version, &tx.build, &err) != 0) {
 		api_bad_field(resp, &err);
-		goto out;
-	}
-	if (!build_valid(tx.build)) {
-		cc_http_error(resp, 400, "invalid_request", "field 'build' must be 1-64 characters [A-Za-z0-9._-]", false);
 		goto out;
 	}
 	if (!cc_playlist_find(tx.playlist)) {
@@ -424,7 +443,7 @@ static int revision_tx_run(struct cc_pg *pg, void *arg)
 static int revision_route(const struct cc_http_request *req, struct cc_http_response *resp, struct api *api,
 			  bool cancel)
 {
-	static const char *const fields[] = { "revision", NULL };
+	static const char *const *const fields = api_revision_fields;
 	struct revision_tx tx = { .api = api, .cancel = cancel };
 	struct cc_json_error err = { 0 };
 	struct api_player player;
@@ -442,7 +461,7 @@ static int revision_route(const struct cc_http_request *req, struct cc_http_resp
 	body = api_body_object(req, resp, fields);
 	if (!body)
 		goto out;
-	if (cc_json_get_int(body, "revision", true, 1, INT64_MAX, &tx.revision, &err) != 0) {
+	if (api_revision_read(body, &tx.revision, &err) != 0) {
 		api_bad_field(resp, &err);
 		goto out;
 	}

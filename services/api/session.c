@@ -48,9 +48,16 @@ static int login_tx_run(struct cc_pg *pg, void *arg)
 	return rc;
 }
 
+const char *const api_login_fields[] = { "ticket", NULL };
+
+int api_login_read(const cJSON *body, const char **ticket, struct cc_json_error *err)
+{
+	return cc_json_get_string(body, "ticket", true, 1, 8192, ticket, err);
+}
+
 int api_session_steam(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
 {
-	static const char *const fields[] = { "ticket", NULL };
+	static const char *const *const fields = api_login_fields;
 	struct api *api = ctx;
 	struct cc_json_error err = { 0 };
 	struct login_tx tx = { 0 };
@@ -64,7 +71,7 @@ int api_session_steam(const struct cc_http_request *req, struct cc_http_response
 	cJSON *body = api_body_object(req, resp, fields);
 	if (!body)
 		return 0;
-	if (cc_json_get_string(body, "ticket", true, 1, 8192, &ticket, &err) != 0) {
+	if (api_login_read(body, &ticket, &err) != 0) {
 		api_bad_field(resp, &err);
 		goto out;
 	}

@@ -93,17 +93,29 @@ void api_db_release(struct api *api, struct cc_pg *pg)
 	cc_pg_pool_release(api->pool, pg);
 }
 
+int api_body_parse(const char *text, size_t len, const char *const *allowed, cJSON **out,
+		   struct cc_json_error *err)
+{
+	cJSON *obj = NULL;
+	/* No byte cap of its own: the HTTP server already refused bodies over --max-body-bytes. */
+	int rc = cc_json_parse_object(text, len, len + 1, API_BODY_MAX_DEPTH, &obj, err);
+	if (rc == 0 && allowed)
+		rc = cc_json_only_fields(obj, allowed, err);
+	if (rc != 0) {
+		cJSON_Delete(obj);
+		return rc;
+	}
+	*out = obj;
+	return 0;
+}
+
 cJSON *api_body_object(const struct cc_http_request *req, struct cc_http_response *resp,
 		       const char *const *allowed)
 {
 	struct cc_json_error err = { 0 };
 	cJSON *obj = NULL;
-	int rc = cc_json_parse_object(req->body, req->body_len, req->body_len + 1, API_BODY_MAX_DEPTH,
-				      &obj, &err);
-	if (rc == 0 && allowed)
-		rc = cc_json_only_fields(obj, allowed, &err);
-	if (rc != 0) {
-		cJSON_Delete(obj);
+
+	if (api_body_parse(req->body, req->body_len, allowed, &obj, &err) != 0) {
 		cc_http_error(resp, 400, err.field[0] ? "invalid_request" : "invalid_json",
 			      err.message[0] ? err.message : "the body is not a JSON object", false);
 		return NULL;

@@ -8,6 +8,7 @@ src_dir() { # the directory whose option table a binary is built from
 	case $1 in
 	cc-gameserver) echo "$TOP/gameserver" ;;
 	cc-testkit-api) echo "$TOP/services/api" ;;
+	cc-testkit-allocator) echo "$TOP/services/allocator" ;;
 	cc-player) echo "$TOP/tests/player" ;;
 	*) echo "$TOP/services/${1#cc-}" ;;
 	esac

@@ -1,0 +1,245 @@
+#include "store/allocations.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/outbox.h"
+#include "sys/crypto.h"
+#include "sys/banned.h"
+
+/*
+ * The allocation columns every statement returns (in this order), then the
+ * match's, then PostgreSQL's clock; read by allocation_from_row.
+ */
+#define ALLOC_COLUMNS(a)                                                                                   \
+	a ".id, " a ".match_id, " a ".state, " a ".revision, " a ".provider, coalesce(" a ".server_id, ''), " \
+	"coalesce(" a ".address, ''), coalesce(" a ".port, 0), coalesce(" a ".node_name, ''), "              \
+	"extract(epoch FROM " a ".workload_expires_at)::bigint, " a ".attempts"
+#define MATCH_COLUMNS(m) m ".playlist, " m ".region, " m ".arena, " m ".build, " m ".protocol_version"
+#define NOW_COLUMN "extract(epoch FROM now())::bigint"
+
+/*
+ * The claim, one statement: new rows for ALLOCATING matches without one
+ * (the matches locked SKIP LOCKED so replicas take different ones; the
+ * unique match_id is the final guard), and due, unclaimed rows taken over.
+ * Both CTEs see one snapshot, so a fresh row is never also taken over; the
+ * final SELECT cannot see the fresh rows in the table, so each CTE returns
+ * the columns itself.
+ */
+static const char sql_claim[] =
+	"WITH fresh AS ("
+	"  INSERT INTO allocations AS a (match_id, state, provider, workload_expires_at, claimed_by, claim_until) "
+	"  SELECT m.id, 'REQUESTED', $1, now() + make_interval(secs => $4::float8), $2, "
+	"    now() + make_interval(secs => $3::float8 / 1000) "
+	"  FROM matches m WHERE m.id IN (SELECT m2.id FROM matches m2 WHERE m2.state = 'ALLOCATING' "
+	"    AND NOT EXISTS (SELECT 1 FROM allocations x WHERE x.match_id = m2.id) "
+	"    ORDER BY m2.created_at LIMIT $5::int FOR NO KEY UPDATE SKIP LOCKED) "
+	"  ON CONFLICT (match_id) DO NOTHING "
+	"  RETURNING " ALLOC_COLUMNS("a") "), "
+	"taken AS ("
+	"  UPDATE allocations a SET claimed_by = $2, claim_until = now() + make_interval(secs => $3::float8 / 1000), "
+	"    updated_at = now() "
+	"  WHERE a.id IN (SELECT y.id FROM allocations y JOIN matches ym ON ym.id = y.match_id "
+	"    WHERE y.provider = $1 AND y.state IN ('REQUESTED', 'ALLOCATED') AND y.next_attempt_at <= now() "
+	"    AND (y.claim_until IS NULL OR y.claim_until < now()) AND ym.state NOT IN ('COMPLETED', 'FAILED') "
+	"    AND (y.state = 'REQUESTED' OR y.provider <> 'local' OR EXISTS (SELECT 1 FROM game_servers g "
+	"      WHERE g.id = y.server_id AND g.owner = $6)) "
+	"    ORDER BY y.next_attempt_at LIMIT $5::int FOR UPDATE OF y SKIP LOCKED) "
+	"  RETURNING " ALLOC_COLUMNS("a") ") "
+	"SELECT c.*, " MATCH_COLUMNS("m") ", " NOW_COLUMN " "
+	"FROM (SELECT * FROM fresh UNION ALL SELECT * FROM taken) c JOIN matches m ON m.id = c.match_id";
+
+/* The endpoint, written once, by the replica that holds the claim. */
+static const char sql_set_allocated[] =
+	"WITH a AS (UPDATE allocations SET state = 'ALLOCATED', server_id = $3, address = $4, port = $5::int, "
+	"  node_name = nullif($6, ''), revision = revision + 1, failure_reason = NULL, updated_at = now() "
+	"  WHERE id = $1 AND state = 'REQUESTED' AND claimed_by = $2 "
+	"  RETURNING *) "
+	"SELECT " ALLOC_COLUMNS("a") ", " MATCH_COLUMNS("m") ", " NOW_COLUMN " FROM a JOIN matches m ON m.id = a.match_id";
+
+static const char sql_defer[] =
+	"UPDATE allocations SET claimed_by = NULL, claim_until = NULL, "
+	"  next_attempt_at = now() + make_interval(secs => $3::float8 / 1000), "
+	"  attempts = attempts + CASE WHEN $4::bool THEN 1 ELSE 0 END, "
+	"  failure_reason = coalesce($5, failure_reason), updated_at = now() "
+	"WHERE id = $1 AND claimed_by = $2 AND state IN ('REQUESTED', 'ALLOCATED') RETURNING id";
+
+static const char sql_lock[] =
+	"SELECT " ALLOC_COLUMNS("a") ", " MATCH_COLUMNS("m") ", " NOW_COLUMN " "
+	"FROM allocations a JOIN matches m ON m.id = a.match_id WHERE a.id = $1 FOR UPDATE OF a";
+
+static const char sql_live_local[] =
+	"SELECT " ALLOC_COLUMNS("a") ", " MATCH_COLUMNS("m") ", " NOW_COLUMN " "
+	"FROM game_servers g JOIN allocations a ON a.id = g.allocation_id JOIN matches m ON m.id = a.match_id "
+	"WHERE g.provider = 'local' AND g.owner = $1 AND g.state = 'ALLOCATED' AND a.state IN ('ALLOCATED', 'PUBLISHED') "
+	"ORDER BY g.port LIMIT $2::int";
+
+static const char sql_set_published[] =
+	"WITH a AS (UPDATE allocations SET state = 'PUBLISHED', revision = revision + 1, claimed_by = NULL, "
+	"  claim_until = NULL, updated_at = now() WHERE id = $1 AND state = 'ALLOCATED' RETURNING *) "
+	"SELECT " ALLOC_COLUMNS("a") ", " MATCH_COLUMNS("m") ", " NOW_COLUMN " FROM a JOIN matches m ON m.id = a.match_id";
+
+#define NCOLUMNS 17
+
+/* Fills *out from row i of res (ALLOC_COLUMNS, MATCH_COLUMNS, NOW_COLUMN). */
+static void allocation_from_row(const PGresult *res, int i, struct cc_allocation *out)
+{
+	memset(out, 0, sizeof *out);
+	snprintf(out->id, sizeof out->id, "%s", PQgetvalue(res, i, 0));
+	snprintf(out->match_id, sizeof out->match_id, "%s", PQgetvalue(res, i, 1));
+	snprintf(out->state, sizeof out->state, "%s", PQgetvalue(res, i, 2));
+	out->revision = strtoll(PQgetvalue(res, i, 3), NULL, 10);
+	snprintf(out->provider, sizeof out->provider, "%s", PQgetvalue(res, i, 4));
+	snprintf(out->server_id, sizeof out->server_id, "%s", PQgetvalue(res, i, 5));
+	snprintf(out->address, sizeof out->address, "%s", PQgetvalue(res, i, 6));
+	out->port = (int)strtol(PQgetvalue(res, i, 7), NULL, 10);
+	snprintf(out->node_name, sizeof out->node_name, "%s", PQgetvalue(res, i, 8));
+	out->workload_expires_unix = strtoll(PQgetvalue(res, i, 9), NULL, 10);
+	out->attempts = (int)strtol(PQgetvalue(res, i, 10), NULL, 10);
+	snprintf(out->playlist, sizeof out->playlist, "%s", PQgetvalue(res, i, 11));
+	snprintf(out->region, sizeof out->region, "%s", PQgetvalue(res, i, 12));
+	snprintf(out->arena, sizeof out->arena, "%s", PQgetvalue(res, i, 13));
+	snprintf(out->build, sizeof out->build, "%s", PQgetvalue(res, i, 14));
+	out->protocol_version = (int32_t)strtol(PQgetvalue(res, i, 15), NULL, 10);
+	out->now_unix = strtoll(PQgetvalue(res, i, 16), NULL, 10);
+}
+
+/* Runs sql expecting one row (NCOLUMNS) into *out; no row is none. */
+static int one_allocation(struct cc_pg *pg, const char *sql, int n, const char *const *p, int none,
+			  struct cc_allocation *out)
+{
+	PGresult *res = NULL;
+	int rc = cc_pg_exec(pg, sql, n, p, &res);
+	if (rc == 0 && PQntuples(res) != 1)
+		rc = none;
+	if (rc == 0 && PQnfields(res) != NCOLUMNS)
+		CC_BUG("allocation statement returned the wrong columns");
+	if (rc == 0)
+		allocation_from_row(res, 0, out);
+	PQclear(res);
+	return rc;
+}
+
+int cc_allocations_claim(struct cc_pg *pg, const struct cc_allocation_claim *req, struct cc_allocation *out,
+			 size_t cap, size_t *n)
+{
+	char lease[24], ttl[24], limit[16];
+	PGresult *res = NULL;
+
+	if (!req || !req->provider || !req->replica || !req->replica[0] ||
+	    strlen(req->replica) >= CC_ALLOCATION_OWNER_BUF || req->lease_ms < 1 || req->workload_ttl_s < 1 ||
+	    req->limit < 1 || req->limit > 1000 || cap < 2 * (size_t)req->limit)
+		return CC_EINVAL;
+	snprintf(lease, sizeof lease, "%lld", (long long)req->lease_ms);
+	snprintf(ttl, sizeof ttl, "%lld", (long long)req->workload_ttl_s);
+	snprintf(limit, sizeof limit, "%d", req->limit);
+	const char *p[] = { req->provider, req->replica, lease, ttl, limit, req->owner ? req->owner : "" };
+	int rc = cc_pg_exec(pg, sql_claim, 6, p, &res);
+	if (rc != 0)
+		goto out;
+	if (PQnfields(res) != NCOLUMNS)
+		CC_BUG("claim returned the wrong columns");
+	size_t rows = (size_t)PQntuples(res);
+	for (size_t i = 0; i < rows && i < cap; i++)
+		allocation_from_row(res, (int)i, &out[i]);
+	*n = rows < cap ? rows : cap;
+out:
+	PQclear(res);
+	return rc;
+}
+
+int cc_allocation_set_allocated(struct cc_pg *pg, const char *id, const char *replica,
+				const struct cc_game_server *s, const char *node_name,
+				struct cc_allocation *out)
+{
+	char port[16];
+	if (!cc_uuid_valid(id) || !replica || !s || !cc_game_server_id_valid(s->id) || !s->address[0] ||
+	    s->port < 1 || s->port > 65535)
+		return CC_EINVAL;
+	snprintf(port, sizeof port, "%d", s->port);
+	const char *p[] = { id, replica, s->id, s->address, port, node_name ? node_name : "" };
+	int rc = one_allocation(pg, sql_set_allocated, 6, p, CC_ECONFLICT, out);
+	if (rc != 0)
+		return rc;
+	struct cc_outbox_event ev = {
+		.event = "allocation.allocated",
+		.resource_type = "allocation",
+		.resource_id = out->id,
+		.revision = out->revision,
+	};
+	return cc_outbox_append(pg, &ev);
+}
+
+int cc_allocation_defer(struct cc_pg *pg, const char *id, const char *replica, int64_t delay_ms, bool count_attempt,
+			const char *reason, bool *deferred)
+{
+	char delay[24], why[CC_ALLOCATION_REASON_MAX + 1];
+	PGresult *res = NULL;
+	if (!cc_uuid_valid(id) || !replica || delay_ms < 0)
+		return CC_EINVAL;
+	snprintf(delay, sizeof delay, "%lld", (long long)delay_ms);
+	if (reason)
+		snprintf(why, sizeof why, "%s", reason);
+	const char *p[] = { id, replica, delay, count_attempt ? "true" : "false", reason ? why : NULL };
+	int rc = cc_pg_exec(pg, sql_defer, 5, p, &res);
+	if (rc == 0)
+		*deferred = PQntuples(res) == 1;
+	PQclear(res);
+	return rc;
+}
+
+int cc_allocation_lock(struct cc_pg *pg, const char *id, struct cc_allocation *out)
+{
+	if (!cc_uuid_valid(id))
+		return CC_EINVAL;
+	const char *p[] = { id };
+	return one_allocation(pg, sql_lock, 1, p, CC_ENOTFOUND, out);
+}
+
+int cc_allocations_live_local(struct cc_pg *pg, const char *owner, struct cc_allocation *out, size_t cap,
+			      size_t *n)
+{
+	char limit[24];
+	PGresult *res = NULL;
+	if (!owner || !out || cap == 0)
+		return CC_EINVAL;
+	snprintf(limit, sizeof limit, "%zu", cap);
+	const char *p[] = { owner, limit };
+	int rc = cc_pg_exec(pg, sql_live_local, 2, p, &res);
+	if (rc == 0) {
+		if (PQnfields(res) != NCOLUMNS)
+			CC_BUG("live allocations returned the wrong columns");
+		size_t rows = (size_t)PQntuples(res);
+		for (size_t i = 0; i < rows && i < cap; i++)
+			allocation_from_row(res, (int)i, &out[i]);
+		*n = rows < cap ? rows : cap;
+	}
+	PQclear(res);
+	return rc;
+}
+
+int cc_allocation_set_published(struct cc_pg *pg, const char *id, const char *const *players, size_t n,
+				struct cc_allocation *out)
+{
+	char payload[256];
+	if (!cc_uuid_valid(id) || n > CC_OUTBOX_MAX_PLAYERS)
+		return CC_EINVAL;
+	const char *p[] = { id };
+	int rc = one_allocation(pg, sql_set_published, 1, p, CC_ECONFLICT, out);
+	if (rc != 0)
+		return rc;
+	/* Both ids are [A-Za-z0-9._-] (CHECKs), so they need no JSON escaping. */
+	snprintf(payload, sizeof payload, "{\"match_id\":\"%s\",\"server_id\":\"%s\"}", out->match_id,
+		 out->server_id);
+	struct cc_outbox_event ev = {
+		.event = "allocation.published",
+		.resource_type = "allocation",
+		.resource_id = out->id,
+		.revision = out->revision,
+		.player_ids = players,
+		.n_player_ids = n,
+		.payload_json = payload,
+	};
+	return cc_outbox_append(pg, &ev);
+}

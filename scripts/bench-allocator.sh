@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# bench-allocator.sh: cc-allocator's allocation throughput (issue 10),
+# beside a reference measured in the same run.
+#
+# For each worker count W (CC_BENCH_ALLOC_WORKERS, "2 4"), twice,
+# interleaved (the best round counts: other load only ever slows a run):
+#   cc-allocator  a fresh scratch database with N (CC_BENCH_ALLOCATIONS,
+#                 400) matches in ALLOCATING, created through the matcher's
+#                 claim and the players' accepts (build/bench/allocator);
+#                 then cc-allocator --workers=W with a warm local pool of N
+#                 stand-in processes (build/fakes/standin_server --idle).
+#                 The pool is started before any claim, so the run is the
+#                 allocations alone: N / (last rosters.published_at - first
+#                 allocations.created_at), both PostgreSQL's clock. Each
+#                 allocation: claim (batches of 16), allocate (SKIP LOCKED
+#                 server + endpoint), the allocation file, publish (7 signed
+#                 tokens, manifest, digest, 6 assignments, outbox).
+#   pgbench       the same SQL without the C (tests/bench/allocator.pgbench:
+#                 claim, allocate, publish as three READ COMMITTED
+#                 transactions, as cc-allocator runs them), -M prepared, -c W, on N matches and N idle
+#                 server rows of its own scratch database; its rate is read
+#                 from the rows the same way.
+# Target: at least 1,000 allocations per second through the local provider
+# (Agones' allocator is measured at about 300-400/s).
+#
+# Runs inside tests/harness/with-services.sh (make bench runs it from
+# scripts/bench.sh); started outside, it builds what it needs and re-runs
+# itself inside a fresh harness. Results in build/bench-results/allocator/.
+set -Eeuo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$top"
+if [[ -z "${CC_TEST_PG_DSN:-}" ]]; then
+	make -s --no-print-directory all build/bench/allocator build/fakes/standin_server
+	exec timeout --kill-after=15 900 tests/harness/with-services.sh "$0" "$@"
+fi
+for b in build/bench/allocator build/fakes/standin_server build/bin/cc-allocator build/bin/cc-migrate; do
+	[[ -x $b ]] || { echo "bench-allocator: $b is not built (make all $b)" >&2; exit 1; }
+done
+: "${CC_TEST_PG_BIN:?not set: run inside tests/harness/with-services.sh}"
+
+N=${CC_BENCH_ALLOCATIONS:-400}
+WORKERS=${CC_BENCH_ALLOC_WORKERS:-2 4}
+ROUNDS=${CC_BENCH_ALLOC_ROUNDS:-2}
+OUT="$top/build/bench-results/allocator"
+rm -rf "$OUT" && mkdir -p "$OUT"
+say() { echo "bench-allocator: $*" >&2; }
+source "$top/scripts/lib/ports.sh" # free_port
+psql_() { PGOPTIONS='-c client_min_messages=warning' "$CC_TEST_PG_BIN/psql" -qAtX -v ON_ERROR_STOP=1 "$@"; }
+
+keys="$OUT/keys"
+mkdir -p "$keys"
+printf '{"k2":"%s"}\n' "$(head -c 32 /dev/urandom | base64 -w0)" >"$keys/join.json"
+head -c 32 /dev/urandom | base64 -w0 >"$keys/workload.key"
+chmod 0600 "$keys"/*
+
+DBS=()
+ALLOC_PID=""
+cleanup() {
+	local rc=$?
+	if [[ -n "$ALLOC_PID" ]]; then kill "$ALLOC_PID" 2>/dev/null || true; wait "$ALLOC_PID" 2>/dev/null || true; fi
+	for db in "${DBS[@]:-}"; do
+		[[ -n "$db" ]] && psql_ "$CC_TEST_PG_ADMIN_DSN" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
+	done
+	exit "$rc"
+}
+trap cleanup EXIT
+
+# scratch NAME: a migrated database; sets DSN.
+scratch() {
+	local db="bench_alloc_${1//-/_}_$$"
+	psql_ "$CC_TEST_PG_ADMIN_DSN" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db" >/dev/null
+	DBS+=("$db")
+	DSN="${CC_TEST_PG_ADMIN_DSN%/*}/$db"
+	COSMIC_CLASH_DATABASE_URL="$DSN" COSMIC_CLASH_MIGRATIONS_DIR="$top/migrations" build/bin/cc-migrate up \
+		>"$OUT/migrate-$1.log" 2>&1 || { say "migrations failed: $(tail -5 "$OUT/migrate-$1.log")"; return 1; }
+}
+
+drop() {
+	psql_ "$CC_TEST_PG_ADMIN_DSN" -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)" >/dev/null
+}
+
+# allocator_run W ROUND: writes rate= and p50_ms= to $OUT/alloc-wW-rROUND.out.
+allocator_run() {
+	local w=$1 r=$2 name="alloc-w$1-r$2" base=$((30000 + ($$ % 40) * 500)) admin
+	admin=$(free_port)
+	scratch "$name"
+	build/bench/allocator matches "$DSN" "$N" 4 >"$OUT/$name.seed" 2>&1 || { say "$name: seeding failed: $(cat "$OUT/$name.seed")"; return 1; }
+	COSMIC_CLASH_DATABASE_URL="$DSN" build/bin/cc-allocator --admin-port="$admin" --workers="$w" --batch=16 \
+		--join-keys-file="$keys/join.json" --join-key-id=k2 --workload-secret-file="$keys/workload.key" \
+		--local-capacity="$N" --local-port-min="$base" --local-port-max="$((base + N - 1))" \
+		--local-server-command="$top/build/fakes/standin_server --idle" --local-state-dir="$OUT/state-$name" \
+		--instance-id="bench-$name" --log-level=warn >"$OUT/$name.log" 2>&1 &
+	ALLOC_PID=$!
+	local deadline=$((SECONDS + 180)) done_=0
+	while ((done_ < N)); do
+		kill -0 "$ALLOC_PID" 2>/dev/null || { say "$name: cc-allocator exited: $(tail -5 "$OUT/$name.log")"; return 1; }
+		((SECONDS < deadline)) || { say "$name: only $done_ of $N published within 180 s"; return 1; }
+		sleep 0.2
+		done_=$(psql_ "$DSN" -c "SELECT count(*) FROM allocations WHERE state = 'PUBLISHED'")
+	done
+	curl -sf "http://127.0.0.1:$admin/metrics" >"$OUT/$name.metrics" || say "$name: no /metrics"
+	kill -TERM "$ALLOC_PID"
+	wait "$ALLOC_PID" || { say "$name: cc-allocator did not stop cleanly"; return 1; }
+	ALLOC_PID=""
+	psql_ "$DSN" -F ' ' -c "SELECT 'rate=' || round(($N / extract(epoch FROM max(r.published_at) - min(a.created_at)))::numeric, 1), \
+		'p50_ms=' || round((percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM r.published_at - a.created_at)) * 1000)::numeric, 1), \
+		'no_capacity=' || sum(a.attempts) \
+		FROM allocations a JOIN rosters r ON r.allocation_id = a.id" | tr ' ' '\n' >"$OUT/$name.out"
+	# Mean time of each step, from the allocator's own histograms.
+	awk '/^cosmic_clash_allocator_step_duration_seconds_(sum|count)/ {
+		match($0, /step="[a-z]+"/); st = substr($0, RSTART + 6, RLENGTH - 7)
+		if ($0 ~ /_sum/) sum[st] = $NF; else cnt[st] = $NF }
+		END { for (st in cnt) if (cnt[st] > 0) printf "step_%s_ms=%.2f\n", st, sum[st] / cnt[st] * 1000 }' \
+		"$OUT/$name.metrics" >>"$OUT/$name.out" 2>/dev/null || true
+	rm -rf "$OUT/state-$name"
+	drop "bench_alloc_${name//-/_}_$$"
+}
+
+# pgbench_run W ROUND: writes rate= to $OUT/pgbench-wW-rROUND.out.
+pgbench_run() {
+	local w=$1 r=$2 name="pgbench-w$1-r$2"
+	scratch "$name"
+	build/bench/allocator matches "$DSN" "$N" 4 >"$OUT/$name.seed" 2>&1 || { say "$name: seeding failed"; return 1; }
+	build/bench/allocator servers "$DSN" "$N" pgbench 40000 >>"$OUT/$name.seed" 2>&1 || { say "$name: servers failed"; return 1; }
+	# Each client runs until the queue is empty: more scripts than matches; the empty ones claim nothing.
+	"$CC_TEST_PG_BIN/pgbench" -n -M prepared --max-tries=5 -c "$w" -j "$w" -t "$((N / w + N / 4 + 8))" \
+		-f "$top/tests/bench/allocator.pgbench" "$DSN" >"$OUT/$name.log" 2>&1 ||
+		say "$name: pgbench reported failed transactions (serialization retries exhausted): $(grep -m1 'failed transactions' "$OUT/$name.log")"
+	local published
+	published=$(psql_ "$DSN" -c "SELECT count(*) FROM allocations WHERE state = 'PUBLISHED'")
+	((published >= N * 9 / 10)) || { say "$name: pgbench published only $published of $N"; return 1; }
+	psql_ "$DSN" -F ' ' -c "SELECT 'rate=' || round((count(*) / extract(epoch FROM max(r.published_at) - min(a.created_at)))::numeric, 1), \
+		'p50_ms=' || round((percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM r.published_at - a.created_at)) * 1000)::numeric, 1) \
+		FROM allocations a JOIN rosters r ON r.allocation_id = a.id" | tr ' ' '\n' >"$OUT/$name.out"
+	drop "bench_alloc_${name//-/_}_$$"
+}
+
+kv() { sed -n "s/^$2=//p" "$1" | tail -n 1; }
+best() { # PREFIX: the round with the highest rate
+	local f bestf="" bestv=-1 v
+	for f in "$OUT/$1"-r*.out; do
+		v=$(kv "$f" rate)
+		if awk -v a="$v" -v b="$bestv" 'BEGIN { exit !(a > b) }'; then bestv=$v bestf=$f; fi
+	done
+	echo "$bestf"
+}
+
+say "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; $N allocations per run"
+results=()
+for w in $WORKERS; do
+	for ((r = 1; r <= ROUNDS; r++)); do
+		say "W=$w round $r: cc-allocator, then pgbench"
+		allocator_run "$w" "$r"
+		pgbench_run "$w" "$r"
+	done
+	a=$(best "alloc-w$w")
+	p=$(best "pgbench-w$w")
+	verdict=$(awk -v a="$(kv "$a" rate)" 'BEGIN { print a >= 1000 ? "met" : "NOT met" }')
+	results+=("$(printf 'W=%-2s cc-allocator %7.1f allocations/s (claim->published p50 %s ms; steps ms: claim %s allocate %s deliver %s publish %s) | pgbench, same SQL %7.1f allocations/s | ratio %s | target >= 1000/s: %s' \
+		"$w" "$(kv "$a" rate)" "$(kv "$a" p50_ms)" "$(kv "$a" step_claim_ms)" "$(kv "$a" step_allocate_ms)" \
+		"$(kv "$a" step_deliver_ms)" "$(kv "$a" step_publish_ms)" "$(kv "$p" rate)" \
+		"$(awk -v a="$(kv "$a" rate)" -v b="$(kv "$p" rate)" 'BEGIN { printf "%.2f", a / b }')" "$verdict")")
+done
+say "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "allocator bench: $N allocations per run through the local provider (warm pool of $N stand-ins), best of $ROUNDS interleaved rounds"
+printf '%s\n' "${results[@]}" | tee "$OUT/summary.txt"
