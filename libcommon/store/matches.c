@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "store/outbox.h"
+#include "sys/charset.h"
 #include "sys/banned.h"
 
 /* The match and its roster in one statement: one row per player, by team then player. */
@@ -60,4 +61,124 @@ int cc_match_create(struct cc_pg *pg, const char *proposal_id, struct cc_match *
 out:
 	PQclear(res);
 	return rc;
+}
+
+static const char sql_get[] =
+	"SELECT m.id, m.proposal_id, m.playlist, m.state, m.revision, m.region, m.arena, m.build, "
+	"  m.protocol_version, m.team_size, mp.player_id, mp.team "
+	"FROM matches m JOIN match_players mp ON mp.match_id = m.id WHERE m.id = $1 "
+	"ORDER BY mp.team, mp.player_id";
+static const char sql_get_for_update[] =
+	"SELECT m.id, m.proposal_id, m.playlist, m.state, m.revision, m.region, m.arena, m.build, "
+	"  m.protocol_version, m.team_size, mp.player_id, mp.team "
+	"FROM matches m JOIN match_players mp ON mp.match_id = m.id WHERE m.id = $1 "
+	"ORDER BY mp.team, mp.player_id FOR UPDATE OF m";
+
+/* The one compare-and-set every transition goes through: $2 -> $3, or no row. */
+static const char sql_move[] =
+	"UPDATE matches SET state = $3, revision = revision + 1, updated_at = now() "
+	"WHERE id = $1 AND state = $2 RETURNING revision";
+
+int cc_match_get(struct cc_pg *pg, const char *match_id, bool for_update, struct cc_match *out)
+{
+	PGresult *res = NULL;
+	const char *p[] = { match_id };
+	int rc = cc_pg_exec(pg, for_update ? sql_get_for_update : sql_get, 1, p, &res);
+	if (rc == 0 && PQntuples(res) == 0)
+		rc = CC_ENOTFOUND;
+	if (rc != 0)
+		goto out;
+	memset(out, 0, sizeof *out);
+	snprintf(out->id, sizeof out->id, "%s", PQgetvalue(res, 0, 0));
+	snprintf(out->proposal_id, sizeof out->proposal_id, "%s", PQgetvalue(res, 0, 1));
+	snprintf(out->playlist, sizeof out->playlist, "%s", PQgetvalue(res, 0, 2));
+	snprintf(out->state, sizeof out->state, "%s", PQgetvalue(res, 0, 3));
+	out->revision = strtoll(PQgetvalue(res, 0, 4), NULL, 10);
+	snprintf(out->region, sizeof out->region, "%s", PQgetvalue(res, 0, 5));
+	snprintf(out->arena, sizeof out->arena, "%s", PQgetvalue(res, 0, 6));
+	snprintf(out->build, sizeof out->build, "%s", PQgetvalue(res, 0, 7));
+	out->protocol_version = (int32_t)strtol(PQgetvalue(res, 0, 8), NULL, 10);
+	out->team_size = (int)strtol(PQgetvalue(res, 0, 9), NULL, 10);
+	for (int i = 0; i < PQntuples(res) && i < CC_FORMATION_MAX_PLAYERS; i++) {
+		snprintf(out->player_ids[i], CC_UUID_BUF, "%s", PQgetvalue(res, i, 10));
+		out->teams[i] = (uint8_t)strtol(PQgetvalue(res, i, 11), NULL, 10);
+		out->n_players++;
+	}
+out:
+	PQclear(res);
+	return rc;
+}
+
+/* Moves m from `from` to `to` and announces event (payload: JSON object text or NULL). */
+static int move(struct cc_pg *pg, struct cc_match *m, const char *from, const char *to, const char *event,
+		const char *payload)
+{
+	PGresult *res = NULL;
+	const char *players[CC_FORMATION_MAX_PLAYERS];
+	const char *p[] = { m->id, from, to };
+	int rc = cc_pg_exec(pg, sql_move, 3, p, &res);
+	if (rc == 0 && PQntuples(res) != 1)
+		rc = CC_ESTATE;
+	if (rc != 0)
+		goto out;
+	m->revision = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	snprintf(m->state, sizeof m->state, "%s", to);
+	for (size_t i = 0; i < m->n_players; i++)
+		players[i] = m->player_ids[i];
+	struct cc_outbox_event ev = {
+		.event = event,
+		.resource_type = "match",
+		.resource_id = m->id,
+		.revision = m->revision,
+		.player_ids = players,
+		.n_player_ids = m->n_players,
+		.payload_json = payload,
+	};
+	rc = cc_outbox_append(pg, &ev);
+out:
+	PQclear(res);
+	return rc;
+}
+
+int cc_match_mark_process_ready(struct cc_pg *pg, struct cc_match *m)
+{
+	return move(pg, m, "ALLOCATING", "PROCESS_READY", "match.process_ready", NULL);
+}
+
+int cc_match_mark_assignment_ready(struct cc_pg *pg, struct cc_match *m)
+{
+	return move(pg, m, "PROCESS_READY", "ASSIGNMENT_READY", "match.assignment_ready", NULL);
+}
+
+int cc_match_start(struct cc_pg *pg, struct cc_match *m)
+{
+	return move(pg, m, "ASSIGNMENT_READY", "IN_PROGRESS", "match.in_progress", NULL);
+}
+
+int cc_match_await_result(struct cc_pg *pg, struct cc_match *m)
+{
+	return move(pg, m, "IN_PROGRESS", "RESULT_PENDING", "match.result_pending", NULL);
+}
+
+int cc_match_complete(struct cc_pg *pg, struct cc_match *m)
+{
+	return move(pg, m, "RESULT_PENDING", "COMPLETED", "match.completed", NULL);
+}
+
+bool cc_match_state_terminal(const char *state)
+{
+	return strcmp(state, "COMPLETED") == 0 || strcmp(state, "FAILED") == 0;
+}
+
+int cc_match_fail(struct cc_pg *pg, struct cc_match *m, const char *reason)
+{
+	char payload[80];
+	char from[CC_MATCH_STATE_BUF];
+	if (cc_match_state_terminal(m->state))
+		return CC_ESTATE;
+	if (!reason || !cc_charset_valid(reason, 32, CC_CHARSET_LOWER, "_"))
+		return CC_EINVAL;
+	snprintf(payload, sizeof payload, "{\"reason\":\"%s\"}", reason);
+	snprintf(from, sizeof from, "%s", m->state);
+	return move(pg, m, from, "FAILED", "match.failed", payload);
 }

@@ -5,19 +5,31 @@
  * its revision (an int64), appends its outbox event here and nowhere else,
  * and returns the row it wrote, so no caller reads it back.
  *
- * Today one writer exists: a proposal that everyone accepted becomes a
- * match in ALLOCATING (cc_match_create, from store/proposals.c). The
- * allocator (ALLOCATING -> PROCESS_READY -> ASSIGNMENT_READY), the result
- * route (-> IN_PROGRESS -> RESULT_PENDING -> COMPLETED) and the maintenance
- * sweeps (-> FAILED) will add one function each here, in the same shape:
- * (pg, match_id, expected state, ..., struct cc_match *out), the move
- * checked against contracts/v1/state-transitions.json by the database.
+ * Writers: a proposal that everyone accepted becomes a match in
+ * ALLOCATING (cc_match_create, from store/proposals.c); cc-api's server
+ * routes (services/api/servers.c) move it on, one function per
+ * transition below, each a compare-and-set on the state it expects
+ * (CC_ESTATE when the match is elsewhere: nothing written), also
+ * checked against contracts/v1/state-transitions.json by the database:
+ *
+ *   function                        move                               outbox event
+ *   cc_match_mark_process_ready     ALLOCATING -> PROCESS_READY        match.process_ready
+ *   cc_match_mark_assignment_ready  PROCESS_READY -> ASSIGNMENT_READY  match.assignment_ready
+ *   cc_match_start                  ASSIGNMENT_READY -> IN_PROGRESS    match.in_progress
+ *   cc_match_await_result           IN_PROGRESS -> RESULT_PENDING      match.result_pending
+ *   cc_match_complete               RESULT_PENDING -> COMPLETED        match.completed
+ *   cc_match_fail                   any non-terminal -> FAILED         match.failed
+ *
+ * A transition takes the match as the caller read it (cc_match_get, in the
+ * same transaction) and updates its state and revision in place; every
+ * event goes to all of the match's players.
  *
  * struct cc_match is a plain value (no pointers).
  */
 #ifndef CC_STORE_MATCHES_H
 #define CC_STORE_MATCHES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,5 +67,24 @@ struct cc_match {
  * unique key).
  */
 int cc_match_create(struct cc_pg *pg, const char *proposal_id, struct cc_match *out) CC_MUST_CHECK;
+
+/*
+ * Reads match_id with its players (by team, then id) into *out; for_update
+ * locks the match row, so the transitions of one match serialize. Returns
+ * 0, CC_ENOTFOUND, or a database error.
+ */
+int cc_match_get(struct cc_pg *pg, const char *match_id, bool for_update, struct cc_match *out) CC_MUST_CHECK;
+
+/* The transitions (table above). 0 with m->state and m->revision updated; CC_ESTATE; or a database error. */
+int cc_match_mark_process_ready(struct cc_pg *pg, struct cc_match *m) CC_MUST_CHECK;
+int cc_match_mark_assignment_ready(struct cc_pg *pg, struct cc_match *m) CC_MUST_CHECK;
+int cc_match_start(struct cc_pg *pg, struct cc_match *m) CC_MUST_CHECK;
+int cc_match_await_result(struct cc_pg *pg, struct cc_match *m) CC_MUST_CHECK;
+int cc_match_complete(struct cc_pg *pg, struct cc_match *m) CC_MUST_CHECK;
+/* Any state but COMPLETED and FAILED -> FAILED; reason (a [a-z_] word) goes into the event's payload. */
+int cc_match_fail(struct cc_pg *pg, struct cc_match *m, const char *reason) CC_MUST_CHECK;
+
+/* True when state is COMPLETED or FAILED. */
+bool cc_match_state_terminal(const char *state);
 
 #endif

@@ -3,8 +3,11 @@
  */
 #include "store/ratings.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "store/outbox.h"
 #include "sys/banned.h"
 
 static const char sql_profile[] =
@@ -25,6 +28,98 @@ int cc_rating_profile_get(struct cc_pg *pg, const char *player_id, struct cc_rat
 	out->rating = strtod(PQgetvalue(res, 0, 0), NULL);
 	out->deviation = strtod(PQgetvalue(res, 0, 1), NULL);
 	out->games = strtol(PQgetvalue(res, 0, 2), NULL, 10);
+out:
+	PQclear(res);
+	return rc;
+}
+
+static const char sql_create_missing[] =
+	"INSERT INTO ratings (player_id, playlist) SELECT unnest($2::uuid[]), $1 ON CONFLICT DO NOTHING";
+
+static const char sql_lock[] =
+	"SELECT player_id, rating, deviation, volatility, games FROM ratings "
+	"WHERE playlist = $1 AND player_id = ANY($2::uuid[]) ORDER BY player_id FOR UPDATE";
+
+/* The revision: the player's rated games over every playlist, this one included (the subquery sees the old row). */
+static const char sql_record[] =
+	"UPDATE ratings SET rating = $3::float8, deviation = $4::float8, volatility = $5::float8, "
+	"  games = games + 1, updated_at = now() WHERE player_id = $1 AND playlist = $2 "
+	"RETURNING games, (SELECT sum(r.games) FROM ratings r WHERE r.player_id = $1) + 1";
+
+/* Writes "{a,b,...}" of the n ids into buf (cap bytes). */
+static void uuid_array(const char (*ids)[CC_UUID_BUF], size_t n, char *buf, size_t cap)
+{
+	size_t used = 0;
+	buf[used++] = '{';
+	for (size_t i = 0; i < n; i++)
+		used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? "," : "", ids[i]);
+	snprintf(buf + used, cap - used, "}");
+}
+
+int cc_ratings_lock(struct cc_pg *pg, const char *playlist, const char (*ids)[CC_UUID_BUF], size_t n,
+		    struct cc_glicko2_rating *out, long *games)
+{
+	char array[2 * CC_GLICKO2_TEAM_MAX * CC_UUID_BUF + 3];
+	PGresult *res = NULL;
+	if (n == 0 || n > 2 * CC_GLICKO2_TEAM_MAX)
+		return CC_EINVAL;
+	uuid_array(ids, n, array, sizeof array);
+	const char *p[] = { playlist, array };
+	int rc = cc_pg_exec(pg, sql_create_missing, 2, p, NULL);
+	if (rc == 0)
+		rc = cc_pg_exec(pg, sql_lock, 2, p, &res);
+	if (rc != 0)
+		goto out;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		int row = 0;
+		while (row < PQntuples(res) && strcmp(PQgetvalue(res, row, 0), ids[i]) != 0)
+			row++;
+		if (row == PQntuples(res)) { /* the insert above made every row: a player id twice is a caller bug */
+			rc = CC_EDB;
+			break;
+		}
+		struct cc_glicko2_rating r = { strtod(PQgetvalue(res, row, 1), NULL), strtod(PQgetvalue(res, row, 2), NULL),
+					       strtod(PQgetvalue(res, row, 3), NULL) };
+		/* A row someone edited out of the domain must not reach Glicko-2 as if it were valid. */
+		if (!cc_glicko2_rating_valid(&r))
+			rc = CC_EDB;
+		out[i] = r;
+		if (games)
+			games[i] = strtol(PQgetvalue(res, row, 4), NULL, 10);
+	}
+out:
+	PQclear(res);
+	return rc;
+}
+
+int cc_rating_record(struct cc_pg *pg, const char *player_id, const char *playlist, const char *match_id,
+		     const struct cc_glicko2_rating *after)
+{
+	char rating[40], deviation[40], volatility[40], payload[320];
+	PGresult *res = NULL;
+	snprintf(rating, sizeof rating, "%.17g", after->rating);
+	snprintf(deviation, sizeof deviation, "%.17g", after->deviation);
+	snprintf(volatility, sizeof volatility, "%.17g", after->volatility);
+	const char *p[] = { player_id, playlist, rating, deviation, volatility };
+	int rc = cc_pg_exec(pg, sql_record, 5, p, &res);
+	if (rc == 0 && PQntuples(res) != 1)
+		rc = CC_ENOTFOUND;
+	if (rc != 0)
+		goto out;
+	snprintf(payload, sizeof payload,
+		 "{\"playlist\":\"%s\",\"match_id\":\"%s\",\"rating\":%s,\"deviation\":%s,\"volatility\":%s,\"games\":%s}",
+		 playlist, match_id, rating, deviation, volatility, PQgetvalue(res, 0, 0));
+	const char *players[] = { player_id };
+	struct cc_outbox_event ev = {
+		.event = "rating.changed",
+		.resource_type = "rating",
+		.resource_id = player_id,
+		.revision = strtoll(PQgetvalue(res, 0, 1), NULL, 10),
+		.player_ids = players,
+		.n_player_ids = 1,
+		.payload_json = payload,
+	};
+	rc = cc_outbox_append(pg, &ev);
 out:
 	PQclear(res);
 	return rc;

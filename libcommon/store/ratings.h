@@ -1,8 +1,14 @@
 /*
- * ratings.h - the one owner of the ratings table (SPEC 9). Today it reads
- * the ranked profile's numbers; the result route will write ratings here
- * (game/glicko2 computes them). The enqueue's rating read is part of
- * store/tickets.h's one-statement enqueue facts.
+ * ratings.h - the one owner of the ratings table (SPEC 9): the ranked
+ * profile's read, and the result route's writes (game/glicko2 computes
+ * the numbers; services/api/servers.c calls cc_ratings_lock, then
+ * cc_rating_record once per player, in the result's transaction, behind
+ * the match_results and rating_changes primary keys of store/results.h,
+ * so a rating moves exactly once per match). A rating row is per player
+ * and playlist: the casual row is the hidden rating, and only the profile
+ * playlist's games are the "ranked games" of GET /v1/profile/ranked. The
+ * enqueue's rating read is part of store/tickets.h's one-statement enqueue
+ * facts.
  *
  * Runs on pg inside the caller's transaction, if any; struct cc_rating is
  * a plain value; no PGresult leaves this module.
@@ -10,8 +16,11 @@
 #ifndef CC_STORE_RATINGS_H
 #define CC_STORE_RATINGS_H
 
+#include <stddef.h>
+
 #include "sys/cc.h"
 #include "sys/pg.h"
+#include "game/glicko2.h"
 
 /* A player's stored rating in one playlist. */
 struct cc_rating {
@@ -27,5 +36,26 @@ struct cc_rating {
  * cc_pg_exec's error.
  */
 CC_MUST_CHECK int cc_rating_profile_get(struct cc_pg *pg, const char *player_id, struct cc_rating *out);
+
+/*
+ * Locks (FOR UPDATE) the ratings in playlist of the n players ids[i],
+ * creating the missing rows with the Glicko-2 defaults first, and writes
+ * each one's rating to out[i] (and its games to games[i] when games is not
+ * NULL). Returns 0; CC_EINVAL for n out of 1..CC_GLICKO2_TEAM_MAX * 2;
+ * CC_EDB when a stored rating lies outside Glicko-2's domain; or a
+ * database error.
+ */
+CC_MUST_CHECK int cc_ratings_lock(struct cc_pg *pg, const char *playlist, const char (*ids)[CC_UUID_BUF], size_t n,
+				  struct cc_glicko2_rating *out, long *games);
+
+/*
+ * Stores player_id's new rating in playlist after match_id, one more game
+ * played, and announces "rating.changed" (resource "rating" = the player;
+ * revision = the player's rated games over all playlists, which only grows;
+ * payload: playlist, match id and the new numbers). The row must exist
+ * (cc_ratings_lock). Returns 0, CC_ENOTFOUND, or a database error.
+ */
+CC_MUST_CHECK int cc_rating_record(struct cc_pg *pg, const char *player_id, const char *playlist,
+				   const char *match_id, const struct cc_glicko2_rating *after);
 
 #endif

@@ -115,6 +115,18 @@ static const char sql_match[] =
 	"UPDATE tickets AS t SET state = 'MATCHED', match_id = $2, revision = t.revision + 1, updated_at = now() "
 	"WHERE t.proposal_id = $1 AND t.state = 'PROPOSED' RETURNING " COLUMNS;
 
+static const char sql_assign[] =
+	"UPDATE tickets AS t SET state = 'ASSIGNED', revision = t.revision + 1, updated_at = now() "
+	"WHERE t.match_id = $1 AND t.state = 'MATCHED' RETURNING " COLUMNS;
+
+static const char sql_complete[] =
+	"UPDATE tickets AS t SET state = 'COMPLETED', revision = t.revision + 1, updated_at = now() "
+	"WHERE t.match_id = $1 AND t.state = 'ASSIGNED' RETURNING " COLUMNS;
+
+static const char sql_fail_match[] =
+	"UPDATE tickets AS t SET state = 'FAILED', revision = t.revision + 1, updated_at = now() "
+	"WHERE t.match_id = $1 AND t.state IN ('MATCHED', 'ASSIGNED') RETURNING " COLUMNS;
+
 void cc_ticket_moves_reset(struct cc_ticket_moves *m)
 {
 	m->n = 0;
@@ -410,6 +422,29 @@ int cc_tickets_match(struct cc_pg *pg, const char *proposal_id, const char *matc
 {
 	const char *p[] = { proposal_id, match_id };
 	return transition(pg, sql_match, 2, p, "ticket.matched", NULL, NULL, NULL, moves);
+}
+
+int cc_tickets_assign(struct cc_pg *pg, const char *match_id, int *n, struct cc_ticket_moves *moves)
+{
+	const char *p[] = { match_id };
+	return transition(pg, sql_assign, 1, p, "ticket.assigned", NULL, n, NULL, moves);
+}
+
+int cc_tickets_complete(struct cc_pg *pg, const char *match_id, int *n, struct cc_ticket_moves *moves)
+{
+	const char *p[] = { match_id };
+	return transition(pg, sql_complete, 1, p, "ticket.completed", NULL, n, NULL, moves);
+}
+
+int cc_tickets_fail_match(struct cc_pg *pg, const char *match_id, const char *reason, int *n,
+			  struct cc_ticket_moves *moves)
+{
+	char payload[64];
+	const char *p[] = { match_id };
+	if (!reason || !reason_valid(reason))
+		return CC_EINVAL;
+	snprintf(payload, sizeof payload, "{\"reason\":\"%s\"}", reason);
+	return transition(pg, sql_fail_match, 1, p, "ticket.failed", payload, n, NULL, moves);
 }
 
 static const char sql_proposals_of_player[] =

@@ -20,6 +20,9 @@
  *   propose               QUEUED -> PROPOSED            ticket.proposed
  *   cc_tickets_requeue    PROPOSED -> QUEUED            ticket.requeued
  *   cc_tickets_match      PROPOSED -> MATCHED           ticket.matched
+ *   cc_tickets_assign     MATCHED -> ASSIGNED           ticket.assigned
+ *   cc_tickets_complete   ASSIGNED -> COMPLETED         ticket.completed
+ *   cc_tickets_fail_match MATCHED|ASSIGNED -> FAILED    ticket.failed {"reason": ...}
  *   cc_ticket_set_rtt     predicted_rtt only            none (see below)
  *
  * The propose step is the exception that stays in SQL: cc_claim_proposal
@@ -208,6 +211,22 @@ int cc_tickets_expire_unanswered(struct cc_pg *pg, const char *proposal_id, int 
 /* Every ticket still PROPOSED in proposal_id -> MATCHED into match_id. */
 int cc_tickets_match(struct cc_pg *pg, const char *proposal_id, const char *match_id,
 		     struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
+/* ---- the tickets of one match (cc-api's server routes) ------------------ */
+
+/* Every ticket MATCHED into match_id -> ASSIGNED (the match reached ASSIGNMENT_READY); *n (may be NULL) how many. */
+int cc_tickets_assign(struct cc_pg *pg, const char *match_id, int *n, struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
+/* Every ticket ASSIGNED in match_id -> COMPLETED (its result was recorded); *n (may be NULL) how many. */
+int cc_tickets_complete(struct cc_pg *pg, const char *match_id, int *n, struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
+/*
+ * Every ticket MATCHED or ASSIGNED in match_id -> FAILED (the match failed:
+ * its server shut down without a result); reason, a [a-z_]{1,32} word, goes
+ * into each event's payload (else CC_EINVAL). *n (may be NULL) how many.
+ */
+int cc_tickets_fail_match(struct cc_pg *pg, const char *match_id, const char *reason, int *n,
+			  struct cc_ticket_moves *moves) CC_MUST_CHECK;
 
 /* ---- reads ---------------------------------------------------------------- */
 

@@ -50,6 +50,8 @@ struct api_config {
 	int64_t steam_timeout_ms;       /* whole Steam request deadline */
 	bool steam_reject_vac_banned;   /* 403 for VAC-banned accounts */
 	bool steam_reject_publisher_banned; /* 403 for publisher-banned accounts */
+	char *workload_secret_file;     /* key set verifying workload tokens (servers.c); unset = server routes 503 */
+	double rating_tau;              /* Glicko-2 system constant of the result route */
 	struct cc_service_options svc;  /* database (+pool), Redis (candidate index), admin port, log level */
 };
 
@@ -73,6 +75,9 @@ struct api {
 	size_t n_regions;                         /* parsed from cfg->regions */
 	char regions[API_MAX_REGIONS][API_REGION_MAX + 1];
 	char regions_pg_array[API_MAX_REGIONS * (API_REGION_MAX + 3) + 3]; /* "{a,b}" for SQL */
+	struct cc_keyset *workload_keys;          /* from --workload-secret-file; NULL = not configured */
+	struct cc_metric *server_conflicts;       /* 409s of the server routes, by kind (route) */
+	struct cc_metric *workload_refusals;      /* refused workload tokens, by reason */
 };
 
 extern const struct cc_service_spec api_service_spec;
@@ -237,6 +242,14 @@ bool api_bearer_token_syntax_ok(const char *token, size_t len);
  */
 bool api_bearer_parse(const char *header, char *buf, size_t len);
 
+/*
+ * Copies the token of "Authorization: Bearer <token>" into buf (cap bytes)
+ * when it is 1 to cap - 1 bytes of RFC 6750's b64token characters; false
+ * for an absent, malformed or longer header. For bearer tokens longer than
+ * API_BEARER_TOKEN_MAX (workload tokens).
+ */
+bool api_bearer_token(const struct cc_http_request *req, char *buf, size_t cap);
+
 /* Checks the operator bearer secret; answers 401/503 and returns false when refused. */
 bool api_operator_authorized(struct api *api, const struct cc_http_request *req,
 			     struct cc_http_response *resp);
@@ -267,5 +280,22 @@ int api_operator_player(const struct cc_http_request *req, struct cc_http_respon
 int api_proposal_get(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_proposal_respond(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_operator_queue_stats(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+
+/* The game server's routes and the player's assignment (servers.c). */
+int api_server_register(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_server_roster(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_server_connect(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_server_disconnect(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_server_shutdown(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_server_result(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_match_assignment(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+
+/*
+ * Loads --workload-secret-file into api->workload_keys (unset: stays NULL
+ * and the server routes answer 503 not_configured) and declares the server
+ * routes' metrics. Returns 0, or a negative code after printing the problem
+ * (never a key) to stderr: the process must not start.
+ */
+int api_servers_open(struct api *api) CC_MUST_CHECK;
 
 #endif

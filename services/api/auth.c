@@ -42,6 +42,19 @@ static bool bearer_token(const struct cc_http_request *req, char *buf, size_t le
 	return api_bearer_parse(cc_http_header(req, "Authorization"), buf, len);
 }
 
+bool api_bearer_token(const struct cc_http_request *req, char *buf, size_t cap)
+{
+	const char *h = cc_http_header(req, "Authorization");
+	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+		return false;
+	h += 7;
+	size_t n = strlen(h);
+	if (n == 0 || n >= cap || !cc_charset_all(h, n, CC_CHARSET_ALNUM, "-._~+/="))
+		return false;
+	memcpy(buf, h, n + 1);
+	return true;
+}
+
 int api_authenticate(struct api *api, struct cc_pg *pg, const struct cc_http_request *req,
 		     struct cc_http_response *resp, struct api_player *out)
 {

@@ -26,6 +26,7 @@
 #include "sys/service.h"
 #include "store/playlists.h"
 #include "store/tier_bands.h"
+#include "game/glicko2.h"
 #include "sys/banned.h"
 
 #define OPT(field) offsetof(struct api_config, field)
@@ -67,6 +68,13 @@ static const struct cc_config_option api_options[] = {
 	  .help = "refuse VAC-banned accounts with 403", .offset = OPT(steam_reject_vac_banned) },
 	{ .name = "steam-reject-publisher-banned", .type = CC_CFG_BOOL, .default_value = "true",
 	  .help = "refuse publisher-banned accounts with 403", .offset = OPT(steam_reject_publisher_banned) },
+	{ .name = "workload-secret-file", .type = CC_CFG_STRING,
+	  .help = "key set file verifying the game servers' workload tokens, as cc-allocator's (a JSON map "
+		  "id -> base64 secret, or one raw secret); unset: the /v1/servers routes answer 503",
+	  .offset = OPT(workload_secret_file) },
+	{ .name = "rating-tau", .type = CC_CFG_DOUBLE, .default_value = CC_STRINGIFY(CC_GLICKO2_DEFAULT_TAU),
+	  .min = CC_GLICKO2_TAU_MIN, .max = CC_GLICKO2_TAU_MAX,
+	  .help = "Glicko-2 system constant tau of the rating update (SPEC 9)", .offset = OPT(rating_tau) },
 };
 
 /* cc-api's own rows plus the shared ones it names (sys/service.h). */
@@ -240,6 +248,10 @@ int main(int argc, char **argv)
 		cc_log_error("start_failed", CC_LOG_STR("reason", "database pool"));
 		goto out;
 	}
+	if (api_servers_open(&api) != 0) {
+		status = 2;
+		goto out;
+	}
 	if (api_index_open(&api) != 0) {
 		cc_log_error("start_failed", CC_LOG_STR("reason", "candidate index"));
 		goto out;
@@ -279,6 +291,7 @@ out:
 	cc_http_server_stop(server);
 	cc_admin_stop(admin);
 	cc_candidate_index_free(api.index);
+	cc_keyset_free(api.workload_keys);
 	cc_pg_pool_free(api.pool);
 	free(atomic_load(&api.tier_bands));
 	cc_service_release(&service);

@@ -33,6 +33,9 @@
 //   CC_CONTRACT_PSQL           psql binary (default: psql on PATH)
 //   CC_CONTRACT_REGIONS        the first server's --regions (default eu-west,us-east)
 //   CC_CONTRACT_MIN_PROTOCOL   the first server's --min-protocol-version (default 2)
+//   CC_CONTRACT_WORKLOAD_SECRET the raw workload secret file the first two
+//                              servers verify workload tokens with (this test
+//                              signs them itself, with Node's crypto)
 // Optional: CC_CONTRACT_SPEC, CC_CONTRACT_ROUTES, CC_CONTRACT_NODE_PREFIX.
 'use strict';
 
@@ -52,6 +55,7 @@ const cfg = {
   psql: process.env.CC_CONTRACT_PSQL || 'psql',
   regions: (process.env.CC_CONTRACT_REGIONS || 'eu-west,us-east').split(','),
   minProtocol: Number(process.env.CC_CONTRACT_MIN_PROTOCOL || 2),
+  workloadSecret: process.env.CC_CONTRACT_WORKLOAD_SECRET,
 };
 
 // Statuses and codes no request can provoke from these servers. Keys are
@@ -70,6 +74,12 @@ const UNPROVOKABLE = {
   'POST /v1/proposals/{proposal_id}/response 503 retry_exhausted': RETRY_EXHAUSTED,
   'POST /v1/admin/players/{player_id}/ban 503 retry_exhausted': RETRY_EXHAUSTED,
   'POST /v1/admin/players/{player_id}/unban 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/servers/{server_id}/register 503 retry_exhausted': RETRY_EXHAUSTED,
+  'GET /v1/servers/{server_id}/roster 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/servers/{server_id}/connect 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/servers/{server_id}/disconnect 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/servers/{server_id}/shutdown 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/servers/{server_id}/result 503 retry_exhausted': RETRY_EXHAUSTED,
 };
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'];
@@ -451,6 +461,7 @@ function playerRoutes(id) {
     { op: 'POST /v1/probes/{region}/answer', params: { region }, json: { nonce: 'n-unknown' } },
     ...proposalRoutes(id),
     { op: 'GET /v1/profile/ranked' },
+    { op: 'GET /v1/matches/{match_id}/assignment', params: { match_id: id } },
   ];
 }
 
@@ -817,6 +828,194 @@ async function proposalCases(S) {
     check: ticketIs({ state: 'QUEUED', proposal_id: null }) });
 }
 
+// ---- the game server's routes (workload tokens) ----------------------------------
+
+// workloadToken: the token cc-allocator would sign (libcommon/game/workload_token.h,
+// contracts/join-token.md), computed here with Node's HMAC from the raw secret
+// file (one key under the id ""): "CCWT" | 1 | 0 | 16-byte allocation id | i64 expiry.
+function workloadToken(allocationId, expires, secretPath = cfg.workloadSecret) {
+  let key = fs.readFileSync(secretPath);
+  if (key.length >= 2 && key.subarray(-2).toString() === '\r\n') key = key.subarray(0, -2);
+  else if (key.length >= 1 && key.subarray(-1).toString() === '\n') key = key.subarray(0, -1);
+  const exp = Buffer.alloc(8);
+  exp.writeBigInt64BE(BigInt(expires));
+  const claims = Buffer.concat([Buffer.from('CCWT'), Buffer.from([1, 0]), Buffer.from(allocationId.replace(/-/g, ''), 'hex'), exp]);
+  const tag = crypto.createHmac('sha256', key).update(claims).digest();
+  return `${claims.toString('base64url')}.${tag.toString('base64url')}`;
+}
+
+// seedAllocation: what cc-allocator's claim and endpoint steps write (a local
+// game server ALLOCATED to a new ALLOCATED allocation of the match); returns
+// { id, server, token, as } for the server routes.
+function seedAllocation(matchId, server, port) {
+  const [id, expires] = sql(
+    `INSERT INTO game_servers (id, provider, region, address, port, state) VALUES (:'p2', 'local', 'eu-west', '127.0.0.1', :'p3'::int, 'IDLE');
+     INSERT INTO allocations (match_id, state, provider, workload_expires_at)
+       VALUES (:'p1', 'REQUESTED', 'local', date_trunc('second', now()) + interval '1 hour') RETURNING id AS alloc \\gset
+     UPDATE allocations SET state = 'ALLOCATED', server_id = :'p2', address = '127.0.0.1', port = :'p3'::int WHERE id = :'alloc';
+     UPDATE game_servers SET state = 'ALLOCATED', allocation_id = :'alloc' WHERE id = :'p2';
+     SELECT :'alloc', extract(epoch FROM workload_expires_at)::bigint FROM allocations WHERE id = :'alloc';`,
+    matchId, server, port,
+  ).split('|');
+  const token = workloadToken(id, expires);
+  return { id, server, token, as: { token, who: `workload token of ${server}` } };
+}
+
+// seedPublish: what cc-allocator's publish writes: one assignment per
+// participant, the roster manifest (game/roster.h's shape), PUBLISHED.
+function seedPublish(matchId, alloc) {
+  sql(
+    `INSERT INTO assignments (match_id, player_id, slot, team, join_token, expires_at)
+       SELECT match_id, player_id, (row_number() OVER (ORDER BY team, player_id) - 1)::smallint, team,
+              'contract-join-token', now() + interval '10 minutes'
+       FROM match_players WHERE match_id = :'p1';
+     INSERT INTO rosters (match_id, allocation_id, key_id, digest, manifest)
+       SELECT :'p1', :'p2', 'k1', repeat('ab', 32), jsonb_build_object('version', 1, 'match_id', :'p1', 'allocation_id', :'p2',
+         'server_id', :'p3', 'key_id', 'k1', 'digest', repeat('ab', 32),
+         'players', jsonb_agg(jsonb_build_object('slot', slot, 'team', team, 'player_id', player_id, 'generation', generation,
+                                                 'expires_at', extract(epoch FROM expires_at)::bigint) ORDER BY slot))
+       FROM assignments WHERE match_id = :'p1';
+     UPDATE allocations SET state = 'PUBLISHED' WHERE id = :'p2';`,
+    matchId, alloc.id, alloc.server,
+  );
+}
+
+// acceptedMatch: two queued players, a seeded proposal, both accept over HTTP;
+// returns { id, players: [a, b] } (a on team 0).
+async function acceptedMatch(S, who) {
+  const a = await queuedPlayer(S, `${who} A`);
+  const b = await queuedPlayer(S, `${who} B`);
+  const pid = seedProposal([a, b]);
+  for (const p of [a, b])
+    await call({ server: S, op: 'POST /v1/proposals/{proposal_id}/response', params: { proposal_id: pid }, as: p,
+      json: { response: 'accept', revision: 1 }, expect: [200], why: `${p.who} accepts` });
+  const id = sql("SELECT id FROM matches WHERE proposal_id = :'p1'", pid);
+  if (!/^[0-9a-f-]{36}$/.test(id)) throw new Error(`no match for proposal ${pid}`);
+  return { id, players: [a, b] };
+}
+
+const REGISTER = (state, extra = {}) => ({ state, protocol_version: cfg.minProtocol, image_digest: 'sha256:c0ffee', ...extra });
+
+// One request per server route, for the auth, outage and configuration cases.
+function serverRoutes(server) {
+  const params = { server_id: server };
+  const pid = NO_SUCH_ID();
+  return [
+    { op: 'POST /v1/servers/{server_id}/register', params, json: REGISTER('process_ready') },
+    { op: 'GET /v1/servers/{server_id}/roster', params },
+    { op: 'POST /v1/servers/{server_id}/connect', params, json: { player_id: pid, connection_id: 'c1' } },
+    { op: 'POST /v1/servers/{server_id}/disconnect', params, json: { player_id: pid, generation: 1, reason: 'left' } },
+    { op: 'POST /v1/servers/{server_id}/shutdown', params, json: { reason: 'match_over' } },
+    { op: 'POST /v1/servers/{server_id}/result', params, json: { score: [0, 0], duration_seconds: 1, players: [0, 1].map((team) =>
+      ({ player_id: NO_SUCH_ID(), team, goals: 0, assists: 0, saves: 0, shots: 0 })) } },
+  ];
+}
+
+async function serverCases(S) {
+  const reg = 'POST /v1/servers/{server_id}/register';
+  const roster = 'GET /v1/servers/{server_id}/roster';
+  const connect = 'POST /v1/servers/{server_id}/connect';
+  const disconnect = 'POST /v1/servers/{server_id}/disconnect';
+  const shutdown = 'POST /v1/servers/{server_id}/shutdown';
+  const result = 'POST /v1/servers/{server_id}/result';
+  const assignment = 'GET /v1/matches/{match_id}/assignment';
+  const tag = crypto.randomBytes(4).toString('hex');
+
+  const m = await acceptedMatch(S, 'server-route player');
+  const [a, b] = m.players;
+  const al = seedAllocation(m.id, `contract-${tag}-1`, 17101);
+  const at = al.as;
+  const sp = { server_id: al.server };
+  const other = { server_id: `contract-${tag}-other` };
+  const BAD_TOKEN = { token: workloadToken(al.id, 4102444800).replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')), who: 'a forged workload token' };
+  const UNRECORDED = { token: workloadToken(NO_SUCH_ID(), 4102444800), who: 'a token naming no allocation' };
+  const lease = (p, c) => ({ player_id: p.id, connection_id: c });
+  const players = (s0, s1) => [
+    { player_id: a.id, team: 0, goals: s0, assists: 0, saves: 2, shots: 4 },
+    { player_id: b.id, team: 1, goals: s1, assists: 1, saves: 0, shots: 3 },
+  ];
+
+  // Authentication, on every server route.
+  for (const r of serverRoutes(al.server)) {
+    await call({ server: S, ...r, as: NO_AUTH, expect: [401, 'unauthorized'], why: 'no workload token' });
+    await call({ server: S, ...r, as: BAD_TOKEN, expect: [401, 'unauthorized'], why: 'forged signature' });
+    await call({ server: S, ...r, as: UNRECORDED, expect: [401, 'unauthorized'], why: 'a well-signed token naming no recorded allocation' });
+    await call({ server: S, ...r, params: other, as: at, expect: [403, 'forbidden'], why: "the token's allocation serves another server" });
+    await call({ server: S, ...r, params: { server_id: 'bad id!' }, as: at, expect: [400, 'invalid_request'], why: 'server_id outside [A-Za-z0-9._-]' });
+    if (r.json) {
+      await call({ server: S, ...r, raw: '{"x":', as: at, expect: [400, 'invalid_json'], why: 'truncated JSON' });
+      await call({ server: S, ...r, json: { ...r.json, extra: 1 }, as: at, expect: [400, 'invalid_request'], why: 'unknown field' });
+      await call({ server: S, ...r, raw: OVERSIZED, as: at, expect: [413, 'body_too_large'], why: 'body over 64 KiB' });
+    }
+  }
+
+  // Before the roster is published.
+  await call({ server: S, op: roster, params: sp, as: at, expect: [404, 'roster_not_published'], why: 'roster before publication' });
+  await call({ server: S, op: assignment, params: { match_id: m.id }, as: a, expect: [409, 'assignment_pending'], why: 'assignment before publication' });
+  await call({ server: S, op: reg, params: sp, as: at, json: REGISTER('assignment_ready'), expect: [409, 'invalid_state'], why: 'assignment_ready before process_ready' });
+  await call({ server: S, op: reg, params: sp, as: at, json: REGISTER('process_ready', { protocol_version: cfg.minProtocol + 1 }), expect: [422, 'protocol_mismatch'], why: 'another protocol than the match' });
+  await call({ server: S, op: reg, params: sp, as: at, json: REGISTER('sideways'), expect: [400, 'invalid_request'], why: 'unknown state' });
+  const first = await call({ server: S, op: reg, params: sp, as: at, json: REGISTER('process_ready'), expect: [200], why: 'process_ready',
+    check: (j) => (j.match_id === m.id && j.allocation_id === al.id && j.state === 'process_ready' ? null : `registration ${JSON.stringify(j)}`) });
+  await call({ server: S, op: reg, params: sp, as: at, json: REGISTER('process_ready'), expect: [200], why: 'identical replay of process_ready',
+    check: (j) => (isDeepStrictEqual(j, first.json) ? null : 'the replay answered differently') });
+  await call({ server: S, op: reg, params: sp, as: at, json: REGISTER('process_ready', { image_digest: 'sha256:other' }), expect: [409, 'replay_conflict'], why: 'another image digest' });
+  await call({ server: S, op: reg, params: sp, as: at, json: REGISTER('assignment_ready'), expect: [409, 'assignments_not_live'], why: 'assignment_ready before the roster is published' });
+  await call({ server: S, op: connect, params: sp, as: at, json: lease(a, 'c1'), expect: [409, 'invalid_state'], why: 'connect before the roster is published' });
+
+  seedPublish(m.id, al);
+  await call({ server: S, op: roster, params: sp, as: at, expect: [200], why: 'the published roster',
+    check: (j) => (j.match_id === m.id && j.players.length === 2 ? null : `roster ${JSON.stringify(j)}`) });
+  await call({ server: S, op: connect, params: sp, as: at, json: lease(a, 'c1'), expect: [409, 'invalid_state'], why: 'connect before assignment_ready' });
+  await call({ server: S, op: reg, params: sp, as: at, json: REGISTER('assignment_ready'), expect: [200], why: 'assignment_ready' });
+  await call({ server: S, op: assignment, params: { match_id: m.id }, as: a, expect: [200], why: "a participant's assignment",
+    check: (j) => (j.server_id === al.server && j.port === 17101 && j.join_token === 'contract-join-token' ? null : `assignment ${JSON.stringify(j)}`) });
+  await call({ server: S, op: assignment, params: { match_id: 'x' }, as: a, expect: [400, 'invalid_request'], why: 'match_id not a UUID' });
+  await call({ server: S, op: assignment, params: { match_id: NO_SUCH_ID() }, as: a, expect: [404, 'not_found'], why: 'no such match' });
+  await call({ server: S, op: result, params: sp, as: at, json: { score: [1, 0], duration_seconds: 60, players: players(1, 0) }, expect: [409, 'invalid_state'], why: 'a result before anyone connected' });
+
+  // Leases.
+  await call({ server: S, op: connect, params: sp, as: at, json: { player_id: NO_SUCH_ID(), connection_id: 'c9' }, expect: [404, 'not_in_roster'], why: 'a player not in the match' });
+  await call({ server: S, op: disconnect, params: sp, as: at, json: { player_id: NO_SUCH_ID(), generation: 1, reason: 'left' }, expect: [404, 'not_in_roster'], why: 'a player not in the match' });
+  await call({ server: S, op: connect, params: sp, as: at, json: lease(a, 'c1'), expect: [200], why: 'connect',
+    check: (j) => (j.generation === 1 && j.connected && j.disconnect_reason === null ? null : `lease ${JSON.stringify(j)}`) });
+  await call({ server: S, op: connect, params: sp, as: at, json: lease(a, 'c1'), expect: [200], why: 'identical replay of the connect' });
+  await call({ server: S, op: connect, params: sp, as: at, json: lease(a, 'c2'), expect: [409, 'already_connected'], why: 'a second connection while connected' });
+  await call({ server: S, op: disconnect, params: sp, as: at, json: { player_id: a.id, generation: 2, reason: 'left' }, expect: [409, 'stale_generation'], why: 'another generation' });
+  await call({ server: S, op: disconnect, params: sp, as: at, json: { player_id: a.id, generation: 1, reason: 'left' }, expect: [200], why: 'disconnect',
+    check: (j) => (!j.connected && j.disconnect_reason === 'left' ? null : `lease ${JSON.stringify(j)}`) });
+  await call({ server: S, op: disconnect, params: sp, as: at, json: { player_id: a.id, generation: 1, reason: 'left' }, expect: [200], why: 'identical replay of the disconnect' });
+  await call({ server: S, op: disconnect, params: sp, as: at, json: { player_id: a.id, generation: 1, reason: 'kicked' }, expect: [409, 'replay_conflict'], why: 'another reason for the ended lease' });
+  await call({ server: S, op: connect, params: sp, as: at, json: lease(a, 'c3'), expect: [200], why: 'reconnect', check: (j) => (j.generation === 2 ? null : `generation ${j.generation}`) });
+
+  // Result.
+  await call({ server: S, op: result, params: sp, as: at, json: { score: [0, 1], duration_seconds: 60, players: players(1, 0) }, expect: [422, 'invalid_result'], why: "team 0's goals above its score" });
+  await call({ server: S, op: result, params: sp, as: at, json: { score: [1], duration_seconds: 60, players: players(1, 0) }, expect: [400, 'invalid_request'], why: 'one score' });
+  const done = await call({ server: S, op: result, params: sp, as: at, json: { score: [2, 1], duration_seconds: 300, players: players(2, 1) }, expect: [200], why: 'the result',
+    check: (j) => (j.state === 'COMPLETED' && j.winner === 0 && j.rating_changes.length === 2 ? null : `result ${JSON.stringify(j)}`) });
+  await call({ server: S, op: result, params: sp, as: at, json: { duration_seconds: 300, players: players(2, 1).reverse(), score: [2, 1] }, expect: [200], why: 'identical replay, players reordered',
+    check: (j) => (isDeepStrictEqual(j, done.json) ? null : 'the replay answered differently') });
+  await call({ server: S, op: result, params: sp, as: at, json: { score: [1, 2], duration_seconds: 300, players: players(1, 2) }, expect: [409, 'replay_conflict'], why: 'another result' });
+  await call({ server: S, op: 'GET /v1/profile/ranked', as: a, expect: [200], why: 'the winner is rated',
+    check: (j) => (j.ranked_games === 1 && j.rating > 1500 ? null : `profile ${JSON.stringify(j)}`) });
+
+  // Shutdown.
+  await call({ server: S, op: shutdown, params: sp, as: at, json: { reason: 'match_over' }, expect: [200], why: 'shutdown',
+    check: (j) => (j.state === 'RELEASED' && j.match_state === 'COMPLETED' ? null : `shutdown ${JSON.stringify(j)}`) });
+  await call({ server: S, op: shutdown, params: sp, as: at, json: { reason: 'match_over' }, expect: [200], why: 'identical replay of the shutdown' });
+  await call({ server: S, op: shutdown, params: sp, as: at, json: { reason: 'crashed' }, expect: [409, 'replay_conflict'], why: 'another reason' });
+  await call({ server: S, op: roster, params: sp, as: at, expect: [409, 'invalid_state'], why: 'roster after the release' });
+  await call({ server: S, op: disconnect, params: sp, as: at, json: { player_id: a.id, generation: 2, reason: 'left' }, expect: [409, 'invalid_state'], why: 'disconnect after the release' });
+  await call({ server: S, op: assignment, params: { match_id: m.id }, as: b, expect: [409, 'match_closed'], why: 'assignment of a completed match' });
+
+  // An allocation the allocator failed: its server's shutdown is refused.
+  const m2 = await acceptedMatch(S, 'failed-allocation player');
+  const al2 = seedAllocation(m2.id, `contract-${tag}-2`, 17102);
+  sql("UPDATE allocations SET state = 'FAILED' WHERE id = :'p1'", al2.id);
+  await call({ server: S, op: shutdown, params: { server_id: al2.server }, as: al2.as, json: { reason: 'match_over' }, expect: [409, 'invalid_state'], why: 'shutdown of a FAILED allocation' });
+  return al;
+}
+
 // Every player route refuses a missing, forged, expired or revoked session alike.
 async function authCases(S, expired) {
   for (const r of playerRoutes(NO_SUCH_ID())) {
@@ -884,10 +1083,16 @@ async function outageCases(S, p) {
     await call({ server: S, ...r, as: FORGED, expect: [503, 'unavailable'], why: 'database down' });
   for (const r of adminRoutes(p.id))
     await call({ server: S, ...r, as: OPERATOR, expect: [503, 'unavailable'], why: 'database down' });
+  const token = { token: workloadToken(NO_SUCH_ID(), 4102444800), who: 'a well-signed workload token' };
+  for (const r of serverRoutes('gs-outage'))
+    await call({ server: S, ...r, as: token, expect: [503, 'unavailable'], why: 'database down' });
 }
 
 async function unconfiguredCases(S, p) {
   await call({ server: S, op: 'POST /v1/session/steam', json: { ticket: hexTicket('0a') }, expect: [503, 'not_configured'], why: 'no Steam App ID or key' });
+  const token = { token: workloadToken(NO_SUCH_ID(), 4102444800), who: 'a well-signed workload token' };
+  for (const r of serverRoutes('gs-unconfigured'))
+    await call({ server: S, ...r, as: token, expect: [503, 'not_configured'], why: 'no --workload-secret-file' });
   for (const r of adminRoutes(p.id))
     await call({ server: S, ...r, as: OPERATOR, expect: [503, 'not_configured'], why: 'no operator token configured' });
 }
@@ -933,6 +1138,7 @@ async function main() {
   const bare = { name: 'unconfigured', url: need('CC_CONTRACT_BARE_API') };
   OPERATOR = { token: need('CC_CONTRACT_OPERATOR_TOKEN'), who: 'operator token' };
   need('CC_CONTRACT_PG_DSN');
+  need('CC_CONTRACT_WORKLOAD_SECRET');
 
   // Players: main (probed, queues), unprobed, cooled down, expired, banned.
   const main = await login(api, hexTicket(), 'main player');
@@ -948,6 +1154,7 @@ async function main() {
   await scenario('cooldown', async () => { await probe(api, cooled, cfg.regions[0]); await cooldownCases(api, cooled); });
   await scenario('profile', () => profileCases(api, main));
   await scenario('proposals', () => proposalCases(api));
+  await scenario('server routes', () => serverCases(api));
   await scenario('auth', () => authCases(api, expired));
   await scenario('ban', () => banCases(api, banned));
   await scenario('database down', () => outageCases(steam, main));

@@ -29,6 +29,7 @@ while read -r v; do unset "$v"; done < <(compgen -e | grep '^COSMIC_CLASH_' || t
 operator_token="op-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 steam_key="key-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 printf '%s\n' "$steam_key" >"$T_DIR/steam.key"
+head -c 48 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T_DIR/workload.secret"
 # No server listens on this port: connections are refused at once.
 dead_dsn="postgresql://cc@127.0.0.1:$(free_port)/cosmic_clash?connect_timeout=2"
 
@@ -50,7 +51,7 @@ api_port=$(free_port) api_admin=$(free_port)
 start_bg "$T_DIR/testkit-api.log" env COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" \
 	COSMIC_CLASH_OPERATOR_TOKEN="$operator_token" \
 	"$BIN/cc-testkit-api" --port="$api_port" --admin-port="$api_admin" \
-	--regions=eu-west,us-east --min-protocol-version=2
+	--regions=eu-west,us-east --min-protocol-version=2 --workload-secret-file="$T_DIR/workload.secret"
 api_pid=$LAST_PID
 
 steam_api_port=$(free_port) steam_api_admin=$(free_port)
@@ -58,7 +59,7 @@ start_bg "$T_DIR/steam-api.log" env COSMIC_CLASH_DATABASE_URL="$dead_dsn" \
 	COSMIC_CLASH_OPERATOR_TOKEN="$operator_token" COSMIC_CLASH_STEAM_PUBLISHER_KEY="$steam_key" \
 	"$BIN/cc-api" --port="$steam_api_port" --admin-port="$steam_api_admin" \
 	--regions=eu-west,us-east --min-protocol-version=2 --db-timeout-ms=1000 \
-	--steam-api-url="http://127.0.0.1:$steam_port" --steam-app-id=480 --steam-timeout-ms=2000
+	--workload-secret-file="$T_DIR/workload.secret" --steam-api-url="http://127.0.0.1:$steam_port" --steam-app-id=480 --steam-timeout-ms=2000
 steam_api_pid=$LAST_PID
 
 bare_port=$(free_port) bare_admin=$(free_port)
@@ -78,6 +79,7 @@ CC_CONTRACT_API="http://127.0.0.1:$api_port" \
 	CC_CONTRACT_PG_DSN="$CC_TEST_PG_DSN" \
 	CC_CONTRACT_PSQL="${CC_TEST_PG_BIN:+$CC_TEST_PG_BIN/}psql" \
 	CC_CONTRACT_REGIONS=eu-west,us-east CC_CONTRACT_MIN_PROTOCOL=2 \
+	CC_CONTRACT_WORKLOAD_SECRET="$T_DIR/workload.secret" \
 	node "$TOP/tests/contract/contract-test.js" || rc=$?
 [[ $rc -eq 0 ]] || fail "the live API breaks contracts/v1/openapi.json (FAIL lines above)"
 pass "every answer matches contracts/v1/openapi.json"

@@ -1,0 +1,843 @@
+/*
+ * servers.c - the game server's routes (SPEC 8, 9) and the player's
+ * assignment:
+ *   POST /v1/servers/{server_id}/register    process_ready | assignment_ready
+ *   GET  /v1/servers/{server_id}/roster      the published roster manifest
+ *   POST /v1/servers/{server_id}/connect     claim a player's connection lease
+ *   POST /v1/servers/{server_id}/disconnect  end it
+ *   POST /v1/servers/{server_id}/shutdown    release the allocation
+ *   POST /v1/servers/{server_id}/result      complete the match, move ratings once
+ *   GET  /v1/matches/{match_id}/assignment   (player session) endpoint + join token
+ *
+ * Who is calling: the workload token (game/workload_token.h) says only
+ * which allocation; its signature is checked against --workload-secret-file
+ * before the database is asked, then the allocations row is read in the
+ * route's transaction, locked, with PostgreSQL's clock (SPEC 2): the token
+ * must not have expired by that clock and must carry the expiry the row
+ * recorded, and the row's server must be the path's {server_id}. The match
+ * is always the row's match_id; no body names a match. So a token for
+ * allocation A cannot act on server B's path (403) nor on match B's
+ * players (404 not_in_roster / 422 invalid_result), and a well-signed token
+ * naming an allocation that was never recorded is 401.
+ *
+ * Every route is idempotent for identical replays (the recorded facts
+ * answer again: a step's timestamp, a lease's connection id and
+ * generation, the shutdown reason, the result's request hash) and answers
+ * 409 for a conflicting one; every 409 is counted in
+ * cosmic_clash_api_server_conflicts_total{kind = the route}, after the
+ * transaction (a retried attempt counts once).
+ *
+ * The SQL is store/server_routes.h (allocation columns, leases, release),
+ * store/matches.h and store/tickets.h (one function per transition, each
+ * with its outbox event), store/ratings.h and store/results.h (the result's
+ * exactly-once guards); the result's rules are game/match_result.h and the
+ * arithmetic game/glicko2.h.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "game/glicko2.h"
+#include "game/match_result.h"
+#include "game/workload_token.h"
+#include "store/matches.h"
+#include "store/ratings.h"
+#include "store/results.h"
+#include "store/server_routes.h"
+#include "store/tickets.h"
+#include "sys/charset.h"
+#include "sys/crypto.h"
+#include "sys/json.h"
+#include "sys/log.h"
+#include "sys/banned.h"
+
+/* The routes, as the conflict counter's kind label. */
+enum server_route { R_REGISTER, R_ROSTER, R_CONNECT, R_DISCONNECT, R_SHUTDOWN, R_RESULT, R_COUNT };
+static const char *const route_names[R_COUNT] = { "register", "roster", "connect", "disconnect", "shutdown", "result" };
+
+/*
+ * Why a workload token was refused, the refusal counter's reason label:
+ * missing, malformed, unknown_key, bad_signature, expired,
+ * unknown_allocation, stale_token, wrong_server, not_configured.
+ */
+#define REFUSAL_REASONS 9
+
+int api_servers_open(struct api *api)
+{
+	static const char *const kind[] = { "kind", NULL };
+	static const char *const reason[] = { "reason", NULL };
+	char err[256] = "";
+	api->server_conflicts = cc_counter("cosmic_clash_api_server_conflicts_total",
+					   "409 answers of the game-server routes, by route", kind, R_COUNT);
+	api->workload_refusals = cc_counter("cosmic_clash_api_workload_token_refusals_total",
+					    "workload tokens refused by the game-server routes, by reason", reason,
+					    REFUSAL_REASONS);
+	/* Series exist from the start, so a dashboard sees 0 rather than nothing. */
+	for (int i = 0; i < R_COUNT; i++)
+		cc_metric_add(api->server_conflicts, (const char *const[]){ route_names[i] }, 0);
+	if (!api->cfg->workload_secret_file)
+		return 0;
+	int rc = cc_keyset_load_file(api->cfg->workload_secret_file, &api->workload_keys, err, sizeof err);
+	if (rc != 0)
+		fprintf(stderr, "cc-api: --workload-secret-file: %s\n", err);
+	return rc;
+}
+
+static void refused(struct api *api, const char *reason)
+{
+	cc_metric_add(api->workload_refusals, (const char *const[]){ reason }, 1);
+}
+
+/* ---- the caller ------------------------------------------------------------ */
+
+/* What every server route's transaction shares. */
+struct server_tx {
+	struct api *api;
+	enum server_route route;
+	const char *server_id;             /* from the path */
+	struct cc_workload_claims claims;  /* signature checked; expiry and row checked in the transaction */
+	struct cc_server_allocation alloc; /* the caller's allocation, as read (and locked) */
+	struct cc_match match;             /* its match, when the route read it */
+	const char *refusal;               /* the workload refusal reason decided in the transaction */
+	struct api_answer answer;
+};
+
+/*
+ * The part of the authentication that needs no database: configuration,
+ * the header, the signature (expiry is judged later by PostgreSQL's
+ * clock, so the clock passed here is 0). Answers and returns false when
+ * refused.
+ */
+static bool server_token(struct api *api, const struct cc_http_request *req, struct cc_http_response *resp,
+			 struct server_tx *tx)
+{
+	char token[CC_WORKLOAD_TOKEN_BUF];
+	enum cc_token_refusal why = CC_TOKEN_OK;
+	const char *id = cc_http_param(req, "server_id");
+	if (!api->workload_keys) {
+		refused(api, "not_configured");
+		cc_http_error_unavailable(resp, "not_configured", "the server routes need --workload-secret-file");
+		return false;
+	}
+	if (!id || !cc_charset_valid(id, 128, CC_CHARSET_ALNUM, "._-")) {
+		cc_http_error(resp, 400, "invalid_request", "server_id must be 1-128 characters [A-Za-z0-9._-]", false);
+		return false;
+	}
+	if (!api_bearer_token(req, token, sizeof token)) {
+		refused(api, "missing");
+		cc_http_error(resp, 401, "unauthorized", "a workload bearer token is required", false);
+		return false;
+	}
+	if (cc_workload_token_verify(api->workload_keys, token, 0, &tx->claims, &why) != 0) {
+		const char *name = cc_token_refusal_name(why);
+		refused(api, why == CC_TOKEN_UNKNOWN_KEY || why == CC_TOKEN_BAD_SIGNATURE ? name : "malformed");
+		char msg[96];
+		snprintf(msg, sizeof msg, "the workload token was refused: %s", name);
+		cc_http_error(resp, 401, "unauthorized", msg, false);
+		return false;
+	}
+	tx->server_id = id;
+	return true;
+}
+
+/*
+ * Reads (and locks) the caller's allocation and judges the rest of the
+ * token against it. Returns 0 with *ok; when !*ok the answer is decided
+ * (401/403) and the transaction has nothing to write.
+ */
+static int caller_allocation(struct cc_pg *pg, struct server_tx *tx, bool *ok)
+{
+	*ok = false;
+	int rc = cc_server_allocation_get(pg, tx->claims.allocation_id, true, &tx->alloc);
+	if (rc == CC_ENOTFOUND) {
+		tx->refusal = "unknown_allocation";
+		api_answer_error(&tx->answer, 401, "unauthorized", "the workload token names no recorded allocation");
+		return 0;
+	}
+	if (rc != 0)
+		return rc;
+	if (tx->alloc.now >= tx->claims.expires_at) {
+		tx->refusal = "expired";
+		api_answer_error(&tx->answer, 401, "unauthorized", "the workload token has expired");
+	} else if (tx->alloc.workload_expires_at != tx->claims.expires_at) {
+		/* Signed for this allocation, but not the token its row records (a re-issue superseded it). */
+		tx->refusal = "stale_token";
+		api_answer_error(&tx->answer, 401, "unauthorized", "the workload token is not its allocation's current one");
+	} else if (strcmp(tx->alloc.server_id, tx->server_id) != 0) {
+		tx->refusal = "wrong_server";
+		api_answer_error(&tx->answer, 403, "forbidden", "the workload token's allocation does not serve this server");
+	} else {
+		*ok = true;
+	}
+	return 0;
+}
+
+/* Runs fn as the route's SERIALIZABLE transaction and answers; counts refusals and 409s once. */
+static void server_run(struct cc_pg *pg, struct server_tx *tx, cc_pg_tx_fn fn, struct cc_http_response *resp)
+{
+	int rc = cc_pg_run_serializable(pg, fn, tx);
+	if (rc == 0 && tx->refusal)
+		refused(tx->api, tx->refusal);
+	if (rc == 0 && tx->answer.status == 409)
+		cc_metric_add(tx->api->server_conflicts, (const char *const[]){ route_names[tx->route] }, 1);
+	if (rc != 0 && rc != CC_ERETRY_EXHAUSTED)
+		cc_log_warn("server_route_failed", CC_LOG_STR("route", route_names[tx->route]),
+			    CC_LOG_STR("allocation_id", tx->claims.allocation_id), CC_LOG_STR("error", cc_errname(rc)));
+	api_respond(resp, rc, &tx->answer);
+}
+
+/* Sets the answer to tree (200) and frees it; CC_ENOMEM when it could not be built. */
+static int answer_json(struct server_tx *tx, cJSON *tree)
+{
+	char *text = tree ? cc_json_print(tree) : NULL;
+	int rc = text ? api_answer_body(&tx->answer, 200, text) : CC_ENOMEM;
+	free(text);
+	cJSON_Delete(tree);
+	return rc;
+}
+
+/* Starts a route: token, database, body (fields: NULL for none). Returns the connection or NULL (answered). */
+static struct cc_pg *server_begin(struct api *api, const struct cc_http_request *req, struct cc_http_response *resp,
+				  struct server_tx *tx, const char *const *fields, cJSON **body)
+{
+	if (!server_token(api, req, resp, tx))
+		return NULL;
+	if (fields && !(*body = api_body_object(req, resp, fields)))
+		return NULL;
+	struct cc_pg *pg = api_db(api, resp);
+	if (!pg) {
+		cJSON_Delete(*body);
+		*body = NULL;
+	}
+	return pg;
+}
+
+/* A [a-z_]{1,32} reason field, or a 400. */
+static bool reason_field(const cJSON *body, const char **out, struct cc_http_response *resp)
+{
+	struct cc_json_error err = { 0 };
+	if (cc_json_get_string(body, "reason", true, 1, 32, out, &err) != 0) {
+		api_bad_field(resp, &err);
+		return false;
+	}
+	if (!cc_charset_valid(*out, 32, CC_CHARSET_LOWER, "_")) {
+		cc_http_error(resp, 400, "invalid_request", "field 'reason' must be 1-32 characters [a-z_]", false);
+		return false;
+	}
+	return true;
+}
+
+/* A lowercase-UUID player_id field, or a 400. */
+static bool player_field(const cJSON *body, const char **out, struct cc_http_response *resp)
+{
+	struct cc_json_error err = { 0 };
+	if (cc_json_get_string(body, "player_id", true, 36, 36, out, &err) != 0) {
+		api_bad_field(resp, &err);
+		return false;
+	}
+	if (!cc_uuid_valid(*out)) {
+		cc_http_error(resp, 400, "invalid_request", "field 'player_id' must be a lowercase UUID", false);
+		return false;
+	}
+	return true;
+}
+
+/* ---- register --------------------------------------------------------------- */
+
+struct register_tx {
+	struct server_tx s;
+	bool assignment_ready;   /* else process_ready */
+	int32_t protocol;
+	const char *image_digest;
+	struct cc_ticket_moves moves; /* tickets assigned (the candidate index drops them) */
+};
+
+static int registration_answer(struct register_tx *tx)
+{
+	const struct cc_server_allocation *a = &tx->s.alloc;
+	cJSON *o = cJSON_CreateObject();
+	if (o && (!cJSON_AddStringToObject(o, "allocation_id", a->id) || !cJSON_AddStringToObject(o, "match_id", a->match_id) ||
+		  !cJSON_AddStringToObject(o, "server_id", a->server_id) ||
+		  !cJSON_AddStringToObject(o, "state", tx->assignment_ready ? "assignment_ready" : "process_ready") ||
+		  !cJSON_AddNumberToObject(o, "protocol_version", a->server_protocol) ||
+		  !cJSON_AddStringToObject(o, "image_digest", a->image_digest) ||
+		  !cJSON_AddStringToObject(o, "registered_at",
+					   tx->assignment_ready ? a->assignment_ready_at : a->process_ready_at))) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	return answer_json(&tx->s, o);
+}
+
+/*
+ * The decision, in this order: a step recorded before answers again (the
+ * digest and protocol must be the recorded ones); a server speaking
+ * another protocol than the match is 422; then the step's own
+ * preconditions (allocation live, previous step done, assignments live).
+ */
+static int register_run(struct cc_pg *pg, void *arg)
+{
+	struct register_tx *tx = arg;
+	struct server_tx *s = &tx->s;
+	struct cc_server_allocation *a = &s->alloc;
+	bool ok;
+	int rc, participants = 0, live = 0;
+
+	api_answer_reset(&s->answer);
+	s->refusal = NULL;
+	cc_ticket_moves_reset(&tx->moves);
+	if ((rc = caller_allocation(pg, s, &ok)) != 0 || !ok)
+		return rc;
+	if ((rc = cc_match_get(pg, a->match_id, true, &s->match)) != 0)
+		return rc;
+	if (a->process_ready_at[0] && (strcmp(a->image_digest, tx->image_digest) != 0 || a->server_protocol != tx->protocol)) {
+		api_answer_error(&s->answer, 409, "replay_conflict",
+				 "process_ready was recorded with image %s and protocol %ld", a->image_digest,
+				 (long)a->server_protocol);
+		return 0;
+	}
+	if ((tx->assignment_ready ? a->assignment_ready_at : a->process_ready_at)[0])
+		return registration_answer(tx); /* an identical replay */
+	if (tx->protocol != s->match.protocol_version) {
+		api_answer_error(&s->answer, 422, "protocol_mismatch", "the match is protocol %ld, the server speaks %ld",
+				 (long)s->match.protocol_version, (long)tx->protocol);
+		return 0;
+	}
+	bool live_allocation = strcmp(a->state, "ALLOCATED") == 0 || strcmp(a->state, "PUBLISHED") == 0;
+	if (!tx->assignment_ready) {
+		if (!live_allocation || strcmp(s->match.state, "ALLOCATING") != 0) {
+			api_answer_error(&s->answer, 409, "invalid_state", "the match is %s; process_ready is over", s->match.state);
+			return 0;
+		}
+		if ((rc = cc_server_record_process_ready(pg, a, tx->protocol, tx->image_digest)) != 0 ||
+		    (rc = cc_match_mark_process_ready(pg, &s->match)) != 0)
+			return rc == CC_ESTATE ? CC_ESERIALIZATION : rc;
+		return registration_answer(tx);
+	}
+	if (!a->process_ready_at[0] || !live_allocation || strcmp(s->match.state, "PROCESS_READY") != 0) {
+		api_answer_error(&s->answer, 409, "invalid_state", "the match is %s; register process_ready first", s->match.state);
+		return 0;
+	}
+	if ((rc = cc_server_assignments_live(pg, a->match_id, &participants, &live)) != 0)
+		return rc;
+	if (strcmp(a->state, "PUBLISHED") != 0 || live < participants || participants == 0) {
+		api_answer_error(&s->answer, 409, "assignments_not_live",
+				 "%d of %d participants have a live assignment (allocation %s)",
+				 strcmp(a->state, "PUBLISHED") == 0 ? live : 0, participants, a->state);
+		return 0;
+	}
+	if ((rc = cc_server_record_assignment_ready(pg, a)) != 0 || (rc = cc_match_mark_assignment_ready(pg, &s->match)) != 0 ||
+	    (rc = cc_tickets_assign(pg, a->match_id, NULL, &tx->moves)) != 0)
+		return rc == CC_ESTATE ? CC_ESERIALIZATION : rc;
+	return registration_answer(tx);
+}
+
+int api_server_register(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	static const char *const fields[] = { "state", "protocol_version", "image_digest", NULL };
+	struct api *api = ctx;
+	struct register_tx tx = { .s = { .api = api, .route = R_REGISTER } };
+	struct cc_json_error err = { 0 };
+	cJSON *body = NULL;
+	const char *state;
+	int64_t protocol;
+
+	struct cc_pg *pg = server_begin(api, req, resp, &tx.s, fields, &body);
+	if (!pg)
+		return 0;
+	if (cc_json_get_string(body, "state", true, 1, 32, &state, &err) != 0 ||
+	    cc_json_get_int(body, "protocol_version", true, 1, INT32_MAX, &protocol, &err) != 0 ||
+	    cc_json_get_string(body, "image_digest", true, 1, 200, &tx.image_digest, &err) != 0) {
+		api_bad_field(resp, &err);
+		goto out;
+	}
+	if (strcmp(state, "process_ready") != 0 && strcmp(state, "assignment_ready") != 0) {
+		cc_http_error(resp, 400, "invalid_request", "field 'state' must be process_ready or assignment_ready", false);
+		goto out;
+	}
+	if (!cc_charset_valid(tx.image_digest, 200, CC_CHARSET_ALNUM, "._:@/+-")) {
+		cc_http_error(resp, 400, "invalid_request", "field 'image_digest' must be 1-200 characters [A-Za-z0-9._:@/+-]",
+			      false);
+		goto out;
+	}
+	tx.assignment_ready = state[0] == 'a';
+	tx.protocol = (int32_t)protocol;
+	server_run(pg, &tx.s, register_run, resp);
+	if (resp->status == 200) {
+		api_index_apply(api, &tx.moves);
+		cc_log_info("server_registered", CC_LOG_STR("server_id", tx.s.server_id),
+			    CC_LOG_STR("allocation_id", tx.s.claims.allocation_id), CC_LOG_STR("state", state));
+	}
+out:
+	cJSON_Delete(body);
+	api_db_release(api, pg);
+	return 0;
+}
+
+/* ---- roster ------------------------------------------------------------------ */
+
+static int roster_run(struct cc_pg *pg, void *arg)
+{
+	struct server_tx *s = arg;
+	char *json = NULL;
+	bool ok;
+	api_answer_reset(&s->answer);
+	s->refusal = NULL;
+	int rc = caller_allocation(pg, s, &ok);
+	if (rc != 0 || !ok)
+		return rc;
+	if (strcmp(s->alloc.state, "RELEASED") == 0 || strcmp(s->alloc.state, "FAILED") == 0) {
+		api_answer_error(&s->answer, 409, "invalid_state", "the allocation is %s", s->alloc.state);
+		return 0;
+	}
+	rc = strcmp(s->alloc.state, "PUBLISHED") == 0 ? cc_server_roster(pg, s->alloc.id, &json) : CC_ENOTFOUND;
+	if (rc == CC_ENOTFOUND) {
+		api_answer_error(&s->answer, 404, "roster_not_published", "the roster of this allocation is not published yet");
+		return 0;
+	}
+	if (rc == 0)
+		rc = api_answer_body(&s->answer, 200, json);
+	free(json);
+	return rc;
+}
+
+int api_server_roster(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	struct api *api = ctx;
+	struct server_tx tx = { .api = api, .route = R_ROSTER };
+	cJSON *none = NULL;
+	struct cc_pg *pg = server_begin(api, req, resp, &tx, NULL, &none);
+	if (!pg)
+		return 0;
+	server_run(pg, &tx, roster_run, resp);
+	api_db_release(api, pg);
+	return 0;
+}
+
+/* ---- connect and disconnect ----------------------------------------------------- */
+
+struct lease_tx {
+	struct server_tx s;
+	const char *player_id;
+	const char *connection_id; /* connect */
+	int32_t generation;        /* disconnect */
+	const char *reason;        /* disconnect */
+	struct cc_server_connection conn;
+};
+
+static int lease_answer(struct lease_tx *tx)
+{
+	const struct cc_server_connection *c = &tx->conn;
+	cJSON *o = cJSON_CreateObject();
+	if (o && (!cJSON_AddStringToObject(o, "match_id", c->match_id) || !cJSON_AddStringToObject(o, "player_id", c->player_id) ||
+		  !cJSON_AddNumberToObject(o, "slot", c->slot) || !cJSON_AddNumberToObject(o, "team", c->team) ||
+		  !cJSON_AddNumberToObject(o, "generation", c->generation) || !cJSON_AddBoolToObject(o, "connected", c->connected) ||
+		  !cJSON_AddStringToObject(o, "connection_id", c->connection_id) ||
+		  !(c->disconnect_reason[0] ? cJSON_AddStringToObject(o, "disconnect_reason", c->disconnect_reason)
+					    : cJSON_AddNullToObject(o, "disconnect_reason")))) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	return answer_json(&tx->s, o);
+}
+
+/* The caller's allocation, live, and the player's assignment in its match; 0 with *ok or an answer decided. */
+static int lease_load(struct cc_pg *pg, struct lease_tx *tx, bool *ok)
+{
+	struct server_tx *s = &tx->s;
+	int rc = caller_allocation(pg, s, ok);
+	if (rc != 0 || !*ok)
+		return rc;
+	*ok = false;
+	if (strcmp(s->alloc.state, "PUBLISHED") != 0) {
+		api_answer_error(&s->answer, 409, "invalid_state", "the allocation is %s, not PUBLISHED", s->alloc.state);
+		return 0;
+	}
+	rc = cc_server_connection_get(pg, s->alloc.match_id, tx->player_id, true, &tx->conn);
+	if (rc == CC_ENOTFOUND) {
+		api_answer_error(&s->answer, 404, "not_in_roster", "player %s is not in this match", tx->player_id);
+		return 0;
+	}
+	*ok = rc == 0;
+	return rc;
+}
+
+/*
+ * A connection id claims the lease once: the same id again is a replay
+ * (answered with the lease as it is now, never revived); another id while
+ * the player is connected is a conflict.
+ */
+static int connect_run(struct cc_pg *pg, void *arg)
+{
+	struct lease_tx *tx = arg;
+	struct server_tx *s = &tx->s;
+	bool ok;
+	api_answer_reset(&s->answer);
+	s->refusal = NULL;
+	int rc = lease_load(pg, tx, &ok);
+	if (rc != 0 || !ok)
+		return rc;
+	if (strcmp(tx->conn.connection_id, tx->connection_id) == 0)
+		return lease_answer(tx);
+	if ((rc = cc_match_get(pg, s->alloc.match_id, true, &s->match)) != 0)
+		return rc;
+	if (strcmp(s->match.state, "ASSIGNMENT_READY") != 0 && strcmp(s->match.state, "IN_PROGRESS") != 0) {
+		api_answer_error(&s->answer, 409, "invalid_state", "the match is %s; players connect in ASSIGNMENT_READY or IN_PROGRESS",
+			 s->match.state);
+		return 0;
+	}
+	if (tx->conn.connected) {
+		api_answer_error(&s->answer, 409, "already_connected",
+				 "the player is connected under another connection id (generation %ld); disconnect it first",
+				 (long)tx->conn.generation);
+		return 0;
+	}
+	if ((rc = cc_server_connect(pg, &tx->conn, tx->connection_id)) != 0)
+		return rc == CC_ESTATE ? CC_ESERIALIZATION : rc;
+	/* The first connection starts the match. */
+	if (strcmp(s->match.state, "ASSIGNMENT_READY") == 0 && (rc = cc_match_start(pg, &s->match)) != 0)
+		return rc == CC_ESTATE ? CC_ESERIALIZATION : rc;
+	return lease_answer(tx);
+}
+
+static int disconnect_run(struct cc_pg *pg, void *arg)
+{
+	struct lease_tx *tx = arg;
+	struct server_tx *s = &tx->s;
+	bool ok;
+	api_answer_reset(&s->answer);
+	s->refusal = NULL;
+	int rc = lease_load(pg, tx, &ok);
+	if (rc != 0 || !ok)
+		return rc;
+	if (tx->generation != tx->conn.generation) {
+		api_answer_error(&s->answer, 409, "stale_generation", "the lease is at generation %ld, not %ld",
+				 (long)tx->conn.generation, (long)tx->generation);
+		return 0;
+	}
+	if (!tx->conn.connected) {
+		if (strcmp(tx->conn.disconnect_reason, tx->reason) == 0)
+			return lease_answer(tx);
+		api_answer_error(&s->answer, 409, "replay_conflict", "this lease already ended with reason %s", tx->conn.disconnect_reason);
+		return 0;
+	}
+	if ((rc = cc_server_disconnect(pg, &tx->conn, tx->generation, tx->reason)) != 0)
+		return rc == CC_ESTATE ? CC_ESERIALIZATION : rc;
+	return lease_answer(tx);
+}
+
+static int lease_route(const struct cc_http_request *req, struct cc_http_response *resp, struct api *api, bool connect)
+{
+	static const char *const connect_fields[] = { "player_id", "connection_id", NULL };
+	static const char *const disconnect_fields[] = { "player_id", "generation", "reason", NULL };
+	struct lease_tx tx = { .s = { .api = api, .route = connect ? R_CONNECT : R_DISCONNECT } };
+	struct cc_json_error err = { 0 };
+	cJSON *body = NULL;
+	int64_t generation = 0;
+
+	struct cc_pg *pg = server_begin(api, req, resp, &tx.s, connect ? connect_fields : disconnect_fields, &body);
+	if (!pg)
+		return 0;
+	if (!player_field(body, &tx.player_id, resp))
+		goto out;
+	if (connect) {
+		if (cc_json_get_string(body, "connection_id", true, 1, 64, &tx.connection_id, &err) != 0) {
+			api_bad_field(resp, &err);
+			goto out;
+		}
+		if (!cc_charset_valid(tx.connection_id, 64, CC_CHARSET_ALNUM, "._:-")) {
+			cc_http_error(resp, 400, "invalid_request", "field 'connection_id' must be 1-64 characters [A-Za-z0-9._:-]",
+				      false);
+			goto out;
+		}
+	} else {
+		if (cc_json_get_int(body, "generation", true, 1, INT32_MAX, &generation, &err) != 0) {
+			api_bad_field(resp, &err);
+			goto out;
+		}
+		if (!reason_field(body, &tx.reason, resp))
+			goto out;
+		tx.generation = (int32_t)generation;
+	}
+	server_run(pg, &tx.s, connect ? connect_run : disconnect_run, resp);
+	if (resp->status == 200)
+		cc_log_info(connect ? "player_connected" : "player_disconnected", CC_LOG_STR("server_id", tx.s.server_id),
+			    CC_LOG_STR("player_id", tx.player_id), CC_LOG_INT("generation", tx.conn.generation));
+out:
+	cJSON_Delete(body);
+	api_db_release(api, pg);
+	return 0;
+}
+
+int api_server_connect(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	return lease_route(req, resp, ctx, true);
+}
+
+int api_server_disconnect(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	return lease_route(req, resp, ctx, false);
+}
+
+/* ---- shutdown ------------------------------------------------------------------ */
+
+struct shutdown_tx {
+	struct server_tx s;
+	const char *reason;
+	struct cc_ticket_moves moves;
+};
+
+static int shutdown_answer(struct shutdown_tx *tx)
+{
+	const struct cc_server_allocation *a = &tx->s.alloc;
+	cJSON *o = cJSON_CreateObject();
+	if (o && (!cJSON_AddStringToObject(o, "allocation_id", a->id) || !cJSON_AddStringToObject(o, "match_id", a->match_id) ||
+		  !cJSON_AddStringToObject(o, "server_id", a->server_id) || !cJSON_AddStringToObject(o, "state", a->state) ||
+		  !cJSON_AddStringToObject(o, "reason", a->shutdown_reason) ||
+		  !cJSON_AddStringToObject(o, "match_state", tx->s.match.state))) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	return answer_json(&tx->s, o);
+}
+
+/*
+ * Releases the allocation and frees its server (store/server_routes.h); a
+ * match without a result can never get one now, so it fails with its
+ * tickets (no rating moves, no penalty).
+ */
+static int shutdown_run(struct cc_pg *pg, void *arg)
+{
+	struct shutdown_tx *tx = arg;
+	struct server_tx *s = &tx->s;
+	bool ok;
+	api_answer_reset(&s->answer);
+	s->refusal = NULL;
+	cc_ticket_moves_reset(&tx->moves);
+	int rc = caller_allocation(pg, s, &ok);
+	if (rc != 0 || !ok)
+		return rc;
+	if ((rc = cc_match_get(pg, s->alloc.match_id, true, &s->match)) != 0)
+		return rc;
+	if (strcmp(s->alloc.state, "RELEASED") == 0) {
+		if (strcmp(s->alloc.shutdown_reason, tx->reason) == 0)
+			return shutdown_answer(tx);
+		api_answer_error(&s->answer, 409, "replay_conflict", "the allocation was released with reason %s", s->alloc.shutdown_reason);
+		return 0;
+	}
+	if (strcmp(s->alloc.state, "ALLOCATED") != 0 && strcmp(s->alloc.state, "PUBLISHED") != 0) {
+		api_answer_error(&s->answer, 409, "invalid_state", "the allocation is %s", s->alloc.state);
+		return 0;
+	}
+	if ((rc = cc_server_release(pg, &s->alloc, tx->reason)) != 0)
+		return rc == CC_ESTATE ? CC_ESERIALIZATION : rc;
+	if (!cc_match_state_terminal(s->match.state) &&
+	    ((rc = cc_match_fail(pg, &s->match, "server_shutdown")) != 0 ||
+	     (rc = cc_tickets_fail_match(pg, s->match.id, "server_shutdown", NULL, &tx->moves)) != 0))
+		return rc == CC_ESTATE ? CC_ESERIALIZATION : rc;
+	return shutdown_answer(tx);
+}
+
+int api_server_shutdown(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	static const char *const fields[] = { "reason", NULL };
+	struct api *api = ctx;
+	struct shutdown_tx tx = { .s = { .api = api, .route = R_SHUTDOWN } };
+	cJSON *body = NULL;
+	struct cc_pg *pg = server_begin(api, req, resp, &tx.s, fields, &body);
+	if (!pg)
+		return 0;
+	if (!reason_field(body, &tx.reason, resp))
+		goto out;
+	server_run(pg, &tx.s, shutdown_run, resp);
+	if (resp->status == 200) {
+		api_index_apply(api, &tx.moves);
+		cc_log_info("server_shutdown", CC_LOG_STR("server_id", tx.s.server_id),
+			    CC_LOG_STR("allocation_id", tx.s.claims.allocation_id), CC_LOG_STR("reason", tx.reason),
+			    CC_LOG_STR("match_state", tx.s.match.state));
+	}
+out:
+	cJSON_Delete(body);
+	api_db_release(api, pg);
+	return 0;
+}
+
+/* ---- result ---------------------------------------------------------------------- */
+
+struct result_tx {
+	struct server_tx s;
+	struct cc_match_result result;
+	char hash[CC_MATCH_RESULT_HASH_BUF];
+	bool recorded; /* this attempt completed the match (not a replay) */
+	struct cc_ticket_moves moves;
+};
+
+static int result_answer(struct cc_pg *pg, struct result_tx *tx)
+{
+	char *json = NULL;
+	int rc = cc_result_view(pg, tx->s.alloc.match_id, &json);
+	if (rc == 0)
+		rc = api_answer_body(&tx->s.answer, 200, json);
+	free(json);
+	return rc;
+}
+
+/*
+ * Every participant's rating in the match's playlist, moved once: each
+ * player of a team against the other team as a composite opponent
+ * (cc_glicko2_rate_match), before and after recorded beside the result.
+ */
+static int rate_players(struct cc_pg *pg, struct result_tx *tx)
+{
+	const struct cc_match *m = &tx->s.match;
+	struct cc_glicko2_rating before[CC_FORMATION_MAX_PLAYERS], after[CC_FORMATION_MAX_PLAYERS];
+	struct cc_glicko2_rating team[2][CC_GLICKO2_TEAM_MAX], rated[2][CC_GLICKO2_TEAM_MAX];
+	size_t n[2] = { 0, 0 }, at[CC_FORMATION_MAX_PLAYERS];
+	int rc = cc_ratings_lock(pg, m->playlist, (const char (*)[CC_UUID_BUF])m->player_ids, m->n_players, before, NULL);
+	if (rc != 0)
+		return rc;
+	for (size_t i = 0; i < m->n_players; i++) {
+		int t = m->teams[i];
+		if (n[t] == CC_GLICKO2_TEAM_MAX)
+			return CC_EDB;
+		at[i] = n[t];
+		team[t][n[t]++] = before[i];
+	}
+	rc = cc_glicko2_rate_match(team[0], n[0], team[1], n[1], cc_match_result_score_team0(&tx->result),
+				   tx->s.api->cfg->rating_tau, rated[0], rated[1]);
+	if (rc != 0) {
+		cc_log_error("rating_failed", CC_LOG_STR("match_id", m->id), CC_LOG_STR("error", cc_errname(rc)));
+		return rc == CC_EINVAL ? CC_EDB : rc;
+	}
+	for (size_t i = 0; i < m->n_players && rc == 0; i++) {
+		after[i] = rated[m->teams[i]][at[i]];
+		if ((rc = cc_result_rating_change(pg, m->id, m->player_ids[i], m->playlist, &before[i], &after[i])) == 0)
+			rc = cc_rating_record(pg, m->player_ids[i], m->playlist, m->id, &after[i]);
+	}
+	return rc;
+}
+
+/*
+ * Exactly once: a stored result answers every later submission (equal
+ * hash: the same 200; another: 409, nothing changed). Otherwise, in this
+ * one transaction: the result row (the guard), the ratings, the tickets
+ * COMPLETED and the match IN_PROGRESS -> RESULT_PENDING -> COMPLETED.
+ */
+static int result_run(struct cc_pg *pg, void *arg)
+{
+	struct result_tx *tx = arg;
+	struct server_tx *s = &tx->s;
+	char stored[CC_MATCH_RESULT_HASH_BUF], why[160];
+	bool ok;
+	api_answer_reset(&s->answer);
+	s->refusal = NULL;
+	tx->recorded = false;
+	cc_ticket_moves_reset(&tx->moves);
+	int rc = caller_allocation(pg, s, &ok);
+	if (rc != 0 || !ok)
+		return rc;
+	rc = cc_result_find(pg, s->alloc.match_id, stored);
+	if (rc == 0) {
+		if (strcmp(stored, tx->hash) == 0)
+			return result_answer(pg, tx);
+		api_answer_error(&s->answer, 409, "replay_conflict", "a different result was already recorded for this match");
+		return 0;
+	}
+	if (rc != CC_ENOTFOUND)
+		return rc;
+	if ((rc = cc_match_get(pg, s->alloc.match_id, true, &s->match)) != 0)
+		return rc;
+	if (strcmp(s->alloc.state, "PUBLISHED") != 0 || strcmp(s->match.state, "IN_PROGRESS") != 0) {
+		api_answer_error(&s->answer, 409, "invalid_state", "the match is %s; a result needs IN_PROGRESS (a player connected)",
+			 s->match.state);
+		return 0;
+	}
+	if (cc_match_result_check(&tx->result, (const char (*)[CC_UUID_BUF])s->match.player_ids, s->match.teams,
+				  s->match.n_players, why, sizeof why) != 0) {
+		api_answer_error(&s->answer, 422, "invalid_result", "%s", why);
+		return 0;
+	}
+	rc = cc_result_insert(pg, s->match.id, s->alloc.id, &tx->result);
+	if (rc == CC_ECONFLICT) /* a twin committed after our snapshot: the retry answers it as a replay */
+		return CC_ESERIALIZATION;
+	if (rc == 0)
+		rc = rate_players(pg, tx);
+	if (rc == 0)
+		rc = cc_tickets_complete(pg, s->match.id, NULL, &tx->moves);
+	if (rc == 0)
+		rc = cc_match_await_result(pg, &s->match);
+	if (rc == 0)
+		rc = cc_match_complete(pg, &s->match);
+	if (rc == CC_ESTATE)
+		rc = CC_ESERIALIZATION;
+	if (rc == 0)
+		rc = result_answer(pg, tx);
+	tx->recorded = rc == 0;
+	return rc;
+}
+
+int api_server_result(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	struct api *api = ctx;
+	struct result_tx tx = { .s = { .api = api, .route = R_RESULT } };
+	struct cc_json_error err = { 0 };
+	cJSON *body = NULL;
+	struct cc_pg *pg = server_begin(api, req, resp, &tx.s, NULL, &body);
+	if (!pg)
+		return 0;
+	/* The result's own parser checks the fields (game/match_result.h). */
+	if (!(body = api_body_object(req, resp, NULL)))
+		goto out;
+	if (cc_match_result_parse(body, &tx.result, &err) != 0) {
+		api_bad_field(resp, &err);
+		goto out;
+	}
+	cc_match_result_hash(&tx.result, tx.hash);
+	server_run(pg, &tx.s, result_run, resp);
+	if (resp->status == 200)
+		api_index_apply(api, &tx.moves);
+	if (resp->status == 200 && tx.recorded)
+		cc_log_info("match_completed", CC_LOG_STR("match_id", tx.s.alloc.match_id),
+			    CC_LOG_STR("playlist", tx.s.match.playlist), CC_LOG_INT("score_team0", tx.result.score[0]),
+			    CC_LOG_INT("score_team1", tx.result.score[1]));
+out:
+	cJSON_Delete(body);
+	api_db_release(api, pg);
+	return 0;
+}
+
+/* ---- GET /v1/matches/{match_id}/assignment ------------------------------------- */
+
+int api_match_assignment(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	struct api *api = ctx;
+	struct api_player player;
+	enum cc_player_assignment_status status = CC_ASSIGNMENT_NOT_PARTICIPANT;
+	char *json = NULL;
+	const char *id = cc_http_param(req, "match_id");
+	if (!id || !cc_uuid_valid(id)) {
+		cc_http_error(resp, 400, "invalid_request", "match_id must be a lowercase UUID", false);
+		return 0;
+	}
+	struct cc_pg *pg = api_db(api, resp);
+	if (!pg)
+		return 0;
+	if (api_authenticate(api, pg, req, resp, &player) != 0)
+		goto out;
+	int rc = cc_player_assignment_get(pg, id, player.id, &status, &json);
+	if (rc != 0)
+		cc_http_error_unavailable(resp, "unavailable", "the database is unavailable; retry shortly");
+	else if (status == CC_ASSIGNMENT_NOT_PARTICIPANT)
+		cc_http_error(resp, 404, "not_found", "no such match for this player", false);
+	else if (status == CC_ASSIGNMENT_PENDING)
+		cc_http_error(resp, 409, "assignment_pending", "the match's server is not ready yet; retry shortly", true);
+	else if (status == CC_ASSIGNMENT_CLOSED)
+		cc_http_error(resp, 409, "match_closed", "the match is over", false);
+	else if (cc_http_respond_text(resp, 200, "application/json", json, strlen(json)) != 0)
+		cc_http_error_unavailable(resp, "out_of_memory", "out of memory");
+out:
+	free(json);
+	api_db_release(api, pg);
+	return 0;
+}

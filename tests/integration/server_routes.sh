@@ -1,0 +1,293 @@
+#!/usr/bin/env bash
+# The game server's routes and results (SPEC 8, 9, issue 10) through the
+# real cc-testkit-api over HTTP, against real PostgreSQL. Matches are made
+# the real way (players queue, a real cc-matcher proposes, they accept);
+# the allocation chain's rows (game server, allocation, roster,
+# assignments) come from fixture_allocate/fixture_publish below, clearly a
+# fixture: tests/integration/allocator_e2e.sh drives the same routes with
+# the rows cc-allocator writes. Workload tokens are signed by
+# workload_token_ref.py (Python's hmac), new ratings checked against
+# glicko2_ref.py (Glickman's algorithm in Python), neither our C code.
+#
+# Proves:
+#  - auth: no token, a forged signature, a well-signed token naming an
+#    allocation never recorded: 401; allocation A's token on server B's
+#    path: 403, on B's players: 404 not_in_roster / 422 invalid_result;
+#  - every route: an identical replay answers 200 with the same body, a
+#    conflicting one 409, and cosmic_clash_api_server_conflicts_total{kind}
+#    moves by exactly the 409s sent;
+#  - assignment_ready is refused (409 assignments_not_live) until the
+#    allocation is PUBLISHED and every participant's assignment is live,
+#    then reached with the tickets ASSIGNED;
+#  - five identical results at once all answer 200 with one body, every
+#    rating moved once (one rating_changes row each, games + 1), equal to
+#    the Python Glicko-2 (2v2 ranked: composites), a conflicting result 409
+#    with nothing changed; tickets COMPLETED; one outbox event per change;
+#    GET /v1/profile/ranked shows the new rating; casual moves only the
+#    hidden rating (ranked_games unchanged);
+#  - shutdown releases the allocation (cc-allocator frees the server:
+#    allocator_e2e.sh); a shutdown before any result fails the match and
+#    its tickets.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib_match.sh"
+
+REF_TOKEN="$TOP/tests/integration/workload_token_ref.py"
+REF_GLICKO="$TOP/tests/integration/glicko2_ref.py"
+head -c 48 /dev/urandom | base64 | tr -d '\n=' >"$T_DIR/workload.secret"
+head -c 48 /dev/urandom | base64 | tr -d '\n=' >"$T_DIR/forged.secret"
+
+TAU=0.5
+start_api A --regions=eu-west --workload-secret-file="$T_DIR/workload.secret" --rating-tau=$TAU
+for pl in ranked:2 casual:1; do
+	name=${pl%%:*} size=${pl##*:}
+	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/matcher-$name.log" "$BIN/cc-matcher" \
+		--playlist="$name" --team-size="$size" --poll-interval-ms=100 --proposal-window-seconds=30 \
+		--tolerance-start=5000 --tolerance-cap=5000 --admin-port="$(free_port)" --matcher-id="m-$name"
+done
+
+# fixture_allocate MATCH SERVER PORT: TEST FIXTURE standing in for cc-allocator's
+# claim + endpoint steps (game server IDLE -> ALLOCATED, allocation REQUESTED ->
+# ALLOCATED); prints "allocation_id expires_unix".
+fixture_allocate() {
+	local exp
+	exp=$(sql "SELECT floor(extract(epoch FROM now() + interval '1 hour'))::bigint")
+	sql "INSERT INTO game_servers (id, provider, region, address, port, state) VALUES ('$2', 'local', 'eu-west', '127.0.0.1', $3, 'IDLE')
+	     ON CONFLICT (id) DO NOTHING" >/dev/null
+	local alloc
+	alloc=$(sql "INSERT INTO allocations (match_id, state, provider, workload_expires_at) VALUES ('$1', 'REQUESTED', 'local', to_timestamp($exp)) RETURNING id")
+	sql "UPDATE allocations SET state = 'ALLOCATED', server_id = '$2', address = '127.0.0.1', port = $3 WHERE id = '$alloc';
+	     UPDATE game_servers SET state = 'ALLOCATED', allocation_id = '$alloc' WHERE id = '$2'" >/dev/null
+	echo "$alloc $exp"
+}
+
+# fixture_publish MATCH ALLOCATION [EXPIRED_SLOT]: TEST FIXTURE standing in for
+# cc-allocator's publish (one assignment per participant, the manifest,
+# PUBLISHED); EXPIRED_SLOT gets an assignment already expired.
+fixture_publish() {
+	sql "INSERT INTO assignments (match_id, player_id, slot, team, join_token, expires_at)
+	     SELECT match_id, player_id, (row_number() OVER (ORDER BY team, player_id) - 1)::smallint, team, 'fixture-join-' || player_id,
+	            CASE WHEN (row_number() OVER (ORDER BY team, player_id) - 1) = ${3:--1} THEN now() - interval '1 second' ELSE now() + interval '10 minutes' END
+	     FROM match_players WHERE match_id = '$1';
+	     INSERT INTO rosters (match_id, allocation_id, key_id, digest, manifest)
+	     VALUES ('$1', '$2', 'k1', repeat('ab', 32), jsonb_build_object('fixture', true, 'match_id', '$1'));
+	     UPDATE allocations SET state = 'PUBLISHED' WHERE id = '$2'" >/dev/null
+}
+
+token() { python3 "$REF_TOKEN" "${3:-$T_DIR/workload.secret}" "" "$1" "$2"; }
+
+conflicts() { # conflicts KIND: the counter's value now
+	curl -s "$A_ADMIN/metrics" | awk -v k="kind=\"$1\"" 'index($0, "cosmic_clash_api_server_conflicts_total{") == 1 && index($0, k) { print $NF }'
+}
+
+# srv METHOD SERVER ROUTE TOKEN [BODY]
+srv() { http "$1" "$A_URL/v1/servers/$2/$3" "$4" "${5:-}"; }
+
+# replay_then_conflict KIND METHOD SERVER ROUTE TOKEN BODY CONFLICTING_BODY CODE:
+# the body answers 200 twice with one answer, the other 409 CODE, the counter + 1.
+replay_then_conflict() {
+	local kind=$1 before after first
+	before=$(conflicts "$kind")
+	srv "$2" "$3" "$4" "$5" "$6"; expect_http "$kind: first" 200; first=$BODY
+	srv "$2" "$3" "$4" "$5" "$6"; expect_http "$kind: identical replay" 200
+	[[ $BODY == "$first" ]] || fail "$kind: the replay answered $BODY, the first $first"
+	srv "$2" "$3" "$4" "$5" "$7"; expect_http "$kind: conflicting replay" 409 "$8"
+	after=$(conflicts "$kind")
+	expect_eq "$kind: conflicts counted" "$((before + 1))" "$after"
+	BODY=$first
+}
+
+# ---- two ranked 2v2 matches with rated players, one casual 1v1 ----
+make_match r2a ranked 2 1650/120/0.06/9 1500/350/0.06 1420/80/0.059 1580/200/0.061
+M1=$MATCH; P1=("${PLAYERS[@]}"); T1=("${TOKENS[@]}")
+make_match r2b ranked 2
+M2=$MATCH; P2=("${PLAYERS[@]}")
+make_match c1 casual 1 1500/300/0.06
+M3=$MATCH; P3=("${PLAYERS[@]}"); T3=("${TOKENS[@]}")
+pass "three matches made through queue, matcher and proposals: $M1 $M2 $M3"
+
+read -r A1 E1 < <(fixture_allocate "$M1" local-sr-1 17001)
+read -r A2 E2 < <(fixture_allocate "$M2" local-sr-2 17002)
+TA=$(token "$A1" "$E1")
+TB=$(token "$A2" "$E2")
+
+# ---- authentication --------------------------------------------------------
+reg_body='{"state":"process_ready","protocol_version":1,"image_digest":"sha256:aaaa"}'
+srv POST local-sr-1 register "" "$reg_body"; expect_http "no token" 401 unauthorized
+srv POST local-sr-1 register "$(token "$A1" "$E1" "$T_DIR/forged.secret")" "$reg_body"; expect_http "forged signature" 401 unauthorized
+srv POST local-sr-1 register "$(token "$(cat /proc/sys/kernel/random/uuid)" "$E1")" "$reg_body"
+expect_http "well-signed token of an allocation never recorded" 401 unauthorized
+srv POST local-sr-1 register "$(token "$A1" "$((E1 + 60))")" "$reg_body"; expect_http "token with another expiry than the row's" 401 unauthorized
+srv POST local-sr-2 register "$TA" "$reg_body"; expect_http "A's token on B's server" 403 forbidden
+expect_eq "nothing registered for B" "ALLOCATING" "$(sql "SELECT state FROM matches WHERE id = '$M2'")"
+pass "auth: missing, forged, unrecorded and superseded tokens 401; A's token on B's server 403"
+
+# ---- register ----------------------------------------------------------------
+srv POST local-sr-1 register "$TA" '{"state":"process_ready","protocol_version":2,"image_digest":"sha256:aaaa"}'
+expect_http "another protocol than the match's" 422 protocol_mismatch
+srv POST local-sr-1 register "$TA" '{"state":"assignment_ready","protocol_version":1,"image_digest":"sha256:aaaa"}'
+expect_http "assignment_ready before process_ready" 409 invalid_state
+replay_then_conflict register POST local-sr-1 register "$TA" "$reg_body" \
+	'{"state":"process_ready","protocol_version":1,"image_digest":"sha256:bbbb"}' replay_conflict
+expect_eq "match after process_ready" PROCESS_READY "$(sql "SELECT state FROM matches WHERE id = '$M1'")"
+expect_eq "match.process_ready events" 1 "$(sql "SELECT count(*) FROM outbox WHERE resource_id = '$M1' AND event = 'match.process_ready'")"
+pass "register process_ready: recorded once, identical replay 200, another digest 409"
+
+ar_body='{"state":"assignment_ready","protocol_version":1,"image_digest":"sha256:aaaa"}'
+srv POST local-sr-1 register "$TA" "$ar_body"; expect_http "assignment_ready before the roster is published" 409 assignments_not_live
+srv GET local-sr-1 roster "$TA"; expect_http "roster before publication" 404 roster_not_published
+fixture_publish "$M1" "$A1" 2
+srv POST local-sr-1 register "$TA" "$ar_body"; expect_http "assignment_ready with one assignment expired" 409 assignments_not_live
+grep -q '3 of 4' <<<"$BODY" || fail "the refusal does not count the live assignments: $BODY"
+expect_eq "tickets still MATCHED" "MATCHED MATCHED MATCHED MATCHED" "$(sql "SELECT string_agg(state, ' ') FROM tickets WHERE match_id = '$M1'")"
+sql "UPDATE assignments SET expires_at = now() + interval '10 minutes' WHERE match_id = '$M1'" >/dev/null
+replay_then_conflict register POST local-sr-1 register "$TA" "$ar_body" \
+	'{"state":"assignment_ready","protocol_version":1,"image_digest":"sha256:cccc"}' replay_conflict
+expect_eq "match" ASSIGNMENT_READY "$(sql "SELECT state FROM matches WHERE id = '$M1'")"
+expect_eq "tickets ASSIGNED" "ASSIGNED ASSIGNED ASSIGNED ASSIGNED" "$(sql "SELECT string_agg(state, ' ') FROM tickets WHERE match_id = '$M1'")"
+expect_eq "ticket.assigned events" 4 "$(sql "SELECT count(*) FROM outbox o JOIN tickets t ON t.id = o.resource_id WHERE t.match_id = '$M1' AND o.event = 'ticket.assigned'")"
+pass "assignment_ready refused until every assignment is live (3 of 4), then reached once with the tickets ASSIGNED"
+
+srv GET local-sr-1 roster "$TA"; expect_http "roster" 200
+expect_eq "roster is the published manifest" "true $M1" "$(jq -r '"\(.fixture) \(.match_id)"' <<<"$BODY")"
+srv GET local-sr-2 roster "$TA"; expect_http "A's token reads B's roster" 403 forbidden
+
+# ---- the player's assignment ---------------------------------------------------
+http GET "$A_URL/v1/matches/$M1/assignment" "${T1[1]}"; expect_http "participant's assignment" 200
+expect_eq "assignment" "local-sr-1 127.0.0.1 17001 1 fixture-join-${P1[1]}" "$(jq -r '"\(.server_id) \(.address) \(.port) \(.slot) \(.join_token)"' <<<"$BODY")"
+http GET "$A_URL/v1/matches/$M1/assignment" "${T3[0]}"; expect_http "a stranger's view of the match" 404 not_found
+http GET "$A_URL/v1/matches/$M3/assignment" "${T3[0]}"; expect_http "assignment before publication" 409 assignment_pending
+pass "GET /v1/matches/{id}/assignment: endpoint and join token for a participant only"
+
+# ---- connect / disconnect --------------------------------------------------------
+srv POST local-sr-1 connect "$TA" "{\"player_id\":\"${P2[0]}\",\"connection_id\":\"c-x\"}"
+expect_http "A's token connects a player of match B" 404 not_in_roster
+replay_then_conflict connect POST local-sr-1 connect "$TA" "{\"player_id\":\"${P1[0]}\",\"connection_id\":\"peer-1\"}" \
+	"{\"player_id\":\"${P1[0]}\",\"connection_id\":\"peer-2\"}" already_connected
+expect_eq "generation" 1 "$(jq -r .generation <<<"$BODY")"
+expect_eq "first connect starts the match" IN_PROGRESS "$(sql "SELECT state FROM matches WHERE id = '$M1'")"
+replay_then_conflict disconnect POST local-sr-1 disconnect "$TA" "{\"player_id\":\"${P1[0]}\",\"generation\":1,\"reason\":\"timeout\"}" \
+	"{\"player_id\":\"${P1[0]}\",\"generation\":1,\"reason\":\"kicked\"}" replay_conflict
+srv POST local-sr-1 connect "$TA" "{\"player_id\":\"${P1[0]}\",\"connection_id\":\"peer-1\"}"; expect_http "a replay of the ended connection" 200
+expect_eq "the ended lease is not revived" "false 1" "$(jq -r '"\(.connected) \(.generation)"' <<<"$BODY")"
+srv POST local-sr-1 connect "$TA" "{\"player_id\":\"${P1[0]}\",\"connection_id\":\"peer-3\"}"; expect_http "reconnect" 200
+expect_eq "reconnect's generation" 2 "$(jq -r .generation <<<"$BODY")"
+before=$(conflicts disconnect)
+srv POST local-sr-1 disconnect "$TA" "{\"player_id\":\"${P1[0]}\",\"generation\":1,\"reason\":\"timeout\"}"; expect_http "disconnect of the old generation" 409 stale_generation
+expect_eq "stale disconnect counted" "$((before + 1))" "$(conflicts disconnect)"
+for i in 1 2 3; do
+	srv POST local-sr-1 connect "$TA" "{\"player_id\":\"${P1[$i]}\",\"connection_id\":\"peer-p$i\"}"; expect_http "player $i connects" 200
+done
+pass "connect/disconnect: leases by connection id and generation, replays 200, conflicts 409 counted"
+
+# ---- result -------------------------------------------------------------------------
+players_json() { # players_json GOALS...: the M1 players with these goals
+	local out="" i=0
+	for p in "${P1[@]}"; do
+		out+="${out:+,}{\"player_id\":\"$p\",\"team\":$((i / 2)),\"goals\":${1:-0},\"assists\":0,\"saves\":1,\"shots\":3}"
+		shift || true; i=$((i + 1))
+	done
+	echo "[$out]"
+}
+result='{"score":[3,1],"duration_seconds":300,"players":'"$(players_json 2 1 1 0)"'}'
+srv POST local-sr-1 result "$TA" '{"score":[3,1],"duration_seconds":300,"players":'"$(players_json 3 1 1 0)"'}'
+expect_http "team 0's goals above its score" 422 invalid_result
+p2json="[{\"player_id\":\"${P2[0]}\",\"team\":0,\"goals\":0,\"assists\":0,\"saves\":0,\"shots\":0},{\"player_id\":\"${P2[1]}\",\"team\":0,\"goals\":0,\"assists\":0,\"saves\":0,\"shots\":0},{\"player_id\":\"${P2[2]}\",\"team\":1,\"goals\":0,\"assists\":0,\"saves\":0,\"shots\":0},{\"player_id\":\"${P2[3]}\",\"team\":1,\"goals\":0,\"assists\":0,\"saves\":0,\"shots\":0}]"
+srv POST local-sr-1 result "$TA" "{\"score\":[0,0],\"duration_seconds\":300,\"players\":$p2json}"
+expect_http "A's token submits match B's players" 422 invalid_result
+srv POST local-sr-2 result "$TA" "$result"; expect_http "A's token on B's result route" 403 forbidden
+expect_eq "no result recorded yet" 0 "$(sql "SELECT count(*) FROM match_results")"
+
+before_json=$(sql "SELECT json_agg(json_build_object('id', r.player_id, 'team', mp.team, 'rating', r.rating, 'deviation', r.deviation, 'volatility', r.volatility))
+	FROM ratings r JOIN match_players mp ON mp.player_id = r.player_id AND mp.match_id = '$M1' WHERE r.playlist = 'ranked'")
+outbox_before=$(sql "SELECT count(*) FROM outbox")
+conflicts_before=$(conflicts result)
+args=(-s -Z --parallel-immediate)
+for i in 1 2 3 4 5; do
+	((i > 1)) && args+=(--next)
+	args+=(-H "Authorization: Bearer $TA" -H 'Content-Type: application/json' -o "$T_DIR/result.$i" -w '%{http_code}\n' --data-binary "$result" "$A_URL/v1/servers/local-sr-1/result")
+done
+curl "${args[@]}" >"$T_DIR/result.codes"
+expect_eq "five identical concurrent results" "200 200 200 200 200" "$(sort "$T_DIR/result.codes" | tr '\n' ' ' | sed 's/ $//')"
+for i in 2 3 4 5; do cmp -s "$T_DIR/result.1" "$T_DIR/result.$i" || fail "answer $i differs: $(cat "$T_DIR/result.$i") vs $(cat "$T_DIR/result.1")"; done
+expect_eq "conflicts while racing" "$conflicts_before" "$(conflicts result)"
+expect_eq "match" COMPLETED "$(sql "SELECT state FROM matches WHERE id = '$M1'")"
+expect_eq "result rows" 1 "$(sql "SELECT count(*) FROM match_results WHERE match_id = '$M1'")"
+expect_eq "rating_changes rows" 4 "$(sql "SELECT count(*) FROM rating_changes WHERE match_id = '$M1'")"
+expect_eq "games of each player" "1 1 1 10" "$(sql "SELECT string_agg(games::text, ' ' ORDER BY games) FROM ratings WHERE playlist = 'ranked' AND player_id IN ('${P1[0]}','${P1[1]}','${P1[2]}','${P1[3]}')")"
+expect_eq "tickets COMPLETED" "COMPLETED COMPLETED COMPLETED COMPLETED" "$(sql "SELECT string_agg(state, ' ') FROM tickets WHERE match_id = '$M1'")"
+events=$(sql "SELECT string_agg(event || '=' || n, ' ' ORDER BY event) FROM (SELECT event, count(*) n FROM outbox WHERE event IN ('match.result_pending','match.completed','ticket.completed','rating.changed') GROUP BY event) e")
+expect_eq "outbox: one event per change" "match.completed=1 match.result_pending=1 rating.changed=4 ticket.completed=4" "$events"
+expect_eq "outbox rows the race added" "$((outbox_before + 10))" "$(sql "SELECT count(*) FROM outbox")"
+pass "five identical results at once: all 200 with one body, match COMPLETED once, 4 ratings moved once, 10 outbox events"
+
+# The new ratings against Glickman's algorithm in Python.
+want=$(jq -c --argjson tau "$TAU" '{tau: $tau, score_team0: 1, players: .}' <<<"$before_json" | python3 "$REF_GLICKO")
+have=$(sql "SELECT json_object_agg(player_id, json_build_object('rating', rating, 'deviation', deviation, 'volatility', volatility)) FROM ratings WHERE playlist = 'ranked' AND player_id IN ('${P1[0]}','${P1[1]}','${P1[2]}','${P1[3]}')")
+jq -n --argjson want "$want" --argjson have "$have" '
+	[$want | to_entries[] | .key as $k | .value | to_entries[] | (.value - $have[$k][.key]) | fabs] | max < 1e-6' | grep -qx true ||
+	fail "ratings differ from the Python Glicko-2: want $want, have $have"
+jq -e --argjson want "$want" '[.rating_changes[] | .player_id as $p | (.rating_after - $want[$p].rating) | fabs] | max < 1e-6' "$T_DIR/result.1" >/dev/null ||
+	fail "the answer's rating_changes differ from the Python Glicko-2: $(cat "$T_DIR/result.1")"
+pass "new ratings equal Glickman's Glicko-2 computed in Python (tau $TAU, composite opponents): $(jq -c '[.[] | .rating | floor]' <<<"$want")"
+
+http GET "$A_URL/v1/profile/ranked" "${T1[0]}"; expect_http "profile after the result" 200
+expect_eq "profile rating" "$(jq -r ".\"${P1[0]}\".rating" <<<"$want" | cut -c1-8)" "$(jq -r .rating <<<"$BODY" | cut -c1-8)"
+for i in 0 1 2 3; do
+	http GET "$A_URL/v1/profile/ranked" "${T1[$i]}"; expect_http "profile of player $i" 200
+	games=$(sql "SELECT games FROM ratings WHERE playlist = 'ranked' AND player_id = '${P1[$i]}'")
+	band=PROVISIONAL provisional=true
+	if ((games >= 10)); then
+		provisional=false
+		band=$(sql "SELECT name FROM tier_bands WHERE min_rating <= (SELECT rating FROM ratings WHERE playlist = 'ranked' AND player_id = '${P1[$i]}') ORDER BY min_rating DESC LIMIT 1")
+	fi
+	expect_eq "player $i's profile" "$provisional $games $band" "$(jq -r '"\(.provisional) \(.ranked_games) \(.tier)"' <<<"$BODY")"
+done
+
+ratings_before=$(sql "SELECT string_agg(rating::text, ' ' ORDER BY player_id) FROM ratings WHERE playlist = 'ranked'")
+outbox_before=$(sql "SELECT count(*) FROM outbox")
+srv POST local-sr-1 result "$TA" '{"score":[1,3],"duration_seconds":300,"players":'"$(players_json 1 0 2 1)"'}'
+expect_http "a conflicting result" 409 replay_conflict
+expect_eq "conflicting result counted" "$((conflicts_before + 1))" "$(conflicts result)"
+expect_eq "ratings unchanged by the conflict" "$ratings_before" "$(sql "SELECT string_agg(rating::text, ' ' ORDER BY player_id) FROM ratings WHERE playlist = 'ranked'")"
+expect_eq "outbox unchanged by the conflict" "$outbox_before" "$(sql "SELECT count(*) FROM outbox")"
+srv POST local-sr-1 result "$TA" '{"players":'"$(players_json 2 1 1 0)"',"duration_seconds":300,"score":[3,1]}'
+expect_http "a late replay, keys reordered" 200
+cmp -s <(printf '%s' "$BODY") "$T_DIR/result.1" || fail "the late replay answered differently: $BODY"
+pass "conflicting result 409 changes nothing; a late identical one answers the same 200; profile shows the new rating"
+
+# ---- shutdown --------------------------------------------------------------------------
+replay_then_conflict shutdown POST local-sr-1 shutdown "$TA" '{"reason":"match_over"}' '{"reason":"crashed"}' replay_conflict
+expect_eq "shutdown answer" "RELEASED COMPLETED" "$(jq -r '"\(.state) \(.match_state)"' <<<"$BODY")"
+expect_eq "allocation" RELEASED "$(sql "SELECT state FROM allocations WHERE id = '$A1'")"
+expect_eq "allocation.released events" 1 "$(sql "SELECT count(*) FROM outbox WHERE resource_id = '$A1' AND event = 'allocation.released'")"
+srv POST local-sr-1 register "$TA" "$reg_body"; expect_http "an identical register replay after the release" 200
+srv POST local-sr-1 connect "$TA" "{\"player_id\":\"${P1[0]}\",\"connection_id\":\"peer-9\"}"; expect_http "connect after the release" 409 invalid_state
+http GET "$A_URL/v1/matches/$M1/assignment" "${T1[0]}"; expect_http "assignment of a completed match" 409 match_closed
+pass "shutdown: allocation RELEASED (announced for the allocator, which frees the server), replays 200, another reason 409"
+
+# Match B shuts down before any result: it fails with its tickets, nobody's rating moves.
+srv POST local-sr-2 register "$TB" "$reg_body"; expect_http "B process_ready" 200
+srv POST local-sr-2 shutdown "$TB" '{"reason":"crashed"}'; expect_http "B shuts down early" 200
+expect_eq "B after an early shutdown" "FAILED FAILED FAILED FAILED FAILED" \
+	"$(sql "SELECT (SELECT state FROM matches WHERE id = '$M2') || ' ' || string_agg(state, ' ') FROM tickets WHERE match_id = '$M2'")"
+expect_eq "no rating moved for B" 0 "$(sql "SELECT count(*) FROM rating_changes WHERE match_id = '$M2'")"
+pass "shutdown before a result: match and tickets FAILED, no rating change"
+
+# ---- casual: the hidden rating ---------------------------------------------------------
+read -r A3 E3 < <(fixture_allocate "$M3" local-sr-3 17003)
+TC=$(token "$A3" "$E3")
+srv POST local-sr-3 register "$TC" "$reg_body"; expect_http "casual process_ready" 200
+fixture_publish "$M3" "$A3"
+srv POST local-sr-3 register "$TC" "$ar_body"; expect_http "casual assignment_ready" 200
+srv POST local-sr-3 connect "$TC" "{\"player_id\":\"${P3[0]}\",\"connection_id\":\"c1\"}"; expect_http "casual connect" 200
+cbody="{\"score\":[0,2],\"duration_seconds\":300,\"players\":[{\"player_id\":\"${P3[0]}\",\"team\":0,\"goals\":0,\"assists\":0,\"saves\":0,\"shots\":0},{\"player_id\":\"${P3[1]}\",\"team\":1,\"goals\":2,\"assists\":0,\"saves\":0,\"shots\":4}]}"
+srv POST local-sr-3 result "$TC" "$cbody"; expect_http "casual result" 200
+expect_eq "casual ratings moved" "casual casual" "$(sql "SELECT string_agg(playlist, ' ') FROM rating_changes WHERE match_id = '$M3'")"
+expect_eq "no ranked row for casual players" 0 "$(sql "SELECT count(*) FROM ratings WHERE playlist = 'ranked' AND player_id IN ('${P3[0]}','${P3[1]}')")"
+http GET "$A_URL/v1/profile/ranked" "${T3[1]}"; expect_http "casual winner's ranked profile" 404 no_rating
+expect_eq "casual winner's hidden rating went up" t "$(sql "SELECT rating > 1500 FROM ratings WHERE playlist = 'casual' AND player_id = '${P3[1]}'")"
+pass "casual result moves the hidden rating only; ranked_games untouched"
+
+violations=$(psql -qAtX "$CC_TEST_PG_DSN" -f "$TOP/tests/integration/audit.sql")
+[[ -z "$violations" ]] || fail "audit found violations: $violations"
+pass "audit query: no violations"
