@@ -257,6 +257,21 @@ static const struct demo_phase {
 static int64_t requeues_between(const char *held_state, int64_t held_revision, const char *state,
 				int64_t revision)
 {
+	/*
+	 * Past MATCHED the match moves the ticket on by one revision a step
+	 * (ASSIGNED at ASSIGNMENT_READY, COMPLETED at the result; FAILED from
+	 * either): count as of its MATCHED revision. A slow poller may never
+	 * see MATCHED itself once cc-allocator is quick.
+	 */
+	if (strcmp(state, "ASSIGNED") == 0)
+		return requeues_between(held_state, held_revision, "MATCHED", revision - 1);
+	if (strcmp(state, "COMPLETED") == 0)
+		return requeues_between(held_state, held_revision, "MATCHED", revision - 2);
+	if (strcmp(state, "FAILED") == 0) {
+		int64_t from_matched = requeues_between(held_state, held_revision, "MATCHED", revision - 1);
+		return from_matched >= 0 ? from_matched
+					 : requeues_between(held_state, held_revision, "MATCHED", revision - 2);
+	}
 	int64_t d = revision - (held_revision - (strcmp(held_state, "PROPOSED") == 0));
 	if (strcmp(state, "QUEUED") == 0 && d >= 0 && d % 2 == 0)
 		return d / 2;
@@ -300,11 +315,18 @@ static void matched(struct demo_worker *w, struct demo_player *d)
 static int answer_proposal(struct demo_worker *w, struct demo_player *d);
 
 /* Acts on the ticket as just read or heartbeaten: matched, or a proposal to answer. */
+/* MATCHED, or a state the match moved it to since (requeues_between). */
+static bool matched_or_later(const char *state)
+{
+	return strcmp(state, "MATCHED") == 0 || strcmp(state, "ASSIGNED") == 0 || strcmp(state, "COMPLETED") == 0 ||
+	       strcmp(state, "FAILED") == 0;
+}
+
 static int on_ticket(struct demo_worker *w, struct demo_player *d)
 {
-	if (strcmp(d->p.state, "MATCHED") == 0) {
+	if (matched_or_later(d->p.state)) {
 		if (!d->p.match_id[0])
-			return unexpected(d, "ticket", "MATCHED without a match_id");
+			return unexpected(d, "ticket", "matched without a match_id");
 		matched(w, d);
 		return 0;
 	}
@@ -334,7 +356,7 @@ static int account(struct demo_worker *w, struct demo_player *d, const char *hel
 		cycles = requeues_between(held_state, held_revision + 1, d->p.state, d->p.revision);
 	d->beat_unsure = false;
 	if (cycles < 0 && strcmp(d->p.state, "QUEUED") != 0 && strcmp(d->p.state, "PROPOSED") != 0 &&
-	    strcmp(d->p.state, "MATCHED") != 0)
+	    !matched_or_later(d->p.state))
 		return unexpected(d, "read", "the ticket left the queue without this player");
 	if (cycles < 0) {
 		cc_log_warn("demo_revisions", CC_LOG_INT("player", d->p.index), CC_LOG_STR("held_state", held_state),

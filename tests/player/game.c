@@ -427,8 +427,8 @@ static void on_event(struct game_thread *t, ENetEvent *ev, int64_t now_ms)
 		if (!p)
 			break;
 		if (p->st != GP_LEAVING)
-			fail(p, now_ms, "the server disconnected (data %u) in state %s before match_end",
-			     (unsigned)ev->data,
+			fail(p, now_ms, "the server %s:%u disconnected (data %u) in state %s before match_end",
+			     p->a.address, (unsigned)p->a.port, (unsigned)ev->data,
 			     p->st == GP_CONNECTING ? "connecting" : p->st == GP_HELLO ? "hello" : "playing");
 		ev->peer->data = NULL;
 		p->peer = NULL; /* ENet resets it after this event: never touch it again */
