@@ -23,6 +23,9 @@ PKGS_cc-migrate := libpq libsodium libcjson
 PKGS_cc-matcher := libmicrohttpd libpq hiredis libcjson libsodium
 PKGS_cc-allocator := libmicrohttpd libcurl libpq libcjson libsodium
 PKGS_cc-testkit-allocator := $(PKGS_cc-allocator)
+# cc-gameserver: sys without pg, redis and the HTTP server, plus ENet (SPEC 1);
+# tests/integration/layers.sh proves it with ldd and nm.
+PKGS_cc-gameserver := libenet libcurl libcjson libsodium
 pkg_libs_for = $(shell pkg-config --libs $(or $(PKGS_$(1)),$(PKGS))) -lm -lpthread
 CHECK_LIBS = $(shell pkg-config --libs check)
 
@@ -171,6 +174,11 @@ $(B)/asan/tests/unit/test_player_latency: $(B)/asan/tests/player/latency.o
 $(B)/asan/tests/unit/test_player_game: $(B)/asan/tests/player/game.o
 $(B)/asan/tests/unit/test_player_game: PKG_LIBS += $(shell pkg-config --libs libenet)
 
+# The game-server bench links cc-gameserver's objects minus main.c, and ENet.
+$(B)/bench/gameserver: tests/bench/gameserver.c $(patsubst %.c,$(B)/rel/%.o,$(filter-out gameserver/main.c,$(wildcard gameserver/*.c))) $(REL_LIBS)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(REL_CFLAGS) -o $@ $^ $(PKG_LIBS) -lenet
+
 $(B)/bench/%: tests/bench/%.c $(REL_LIBS)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(REL_CFLAGS) -o $@ $^ $(PKG_LIBS)
@@ -181,6 +189,14 @@ $(B)/fakes/%: tests/fakes/%.c $(REL_LIBS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(REL_CFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# gsclient: the game-server test client (mints rosters and join tokens, plays,
+# misbehaves), driven by tests/integration/gameserver_*.sh over real ENet.
+GSCLIENT := $(if $(wildcard tests/gameserver/*.c),$(B)/tests/gsclient)
+$(B)/tests/gsclient: $(patsubst %.c,$(B)/rel/%.o,$(wildcard tests/gameserver/*.c)) $(REL_LIBS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ $(PKG_LIBS) -lenet
 
 # ---- fuzzing (libFuzzer from clang; issue 13) ---------------------------------
 # Every tests/fuzz/fuzz_<name>.c is one libFuzzer target, build/fuzz/fuzz_<name>,
@@ -222,7 +238,7 @@ fuzz:
 	$(Q)$(MAKE) --no-print-directory fuzz-build
 	$(Q)FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
 
-tests-build: all tools $(UNIT_BINS) $(INTEG_BINS) $(FAKE_BINS) $(BENCH_BINS) $(THIRD_BINS) $(FUZZ_BINS)
+tests-build: all tools $(UNIT_BINS) $(INTEG_BINS) $(FAKE_BINS) $(BENCH_BINS) $(THIRD_BINS) $(FUZZ_BINS) $(GSCLIENT)
 
 deps:
 	$(Q)scripts/ensure-deps.sh
@@ -246,8 +262,9 @@ demo:
 
 bench:
 	$(Q)scripts/ensure-deps.sh
-	$(Q)$(MAKE) --no-print-directory all tools $(BENCH_BINS)
+	$(Q)$(MAKE) --no-print-directory all tools $(BENCH_BINS) $(GSCLIENT) $(FAKE_BINS)
 	$(Q)tests/harness/with-services.sh scripts/bench.sh
+	$(Q)scripts/bench-gameserver.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/cosmic-clash/migrations \

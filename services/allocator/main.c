@@ -95,8 +95,8 @@ static const struct cc_config_option allocator_options[] = {
 	{ .name = "local-port-max", .type = CC_CFG_INT, .default_value = "7199", .min = 1, .max = 65535,
 	  .help = "local: last game port the pool may use", .offset = OPT(local_port_max) },
 	{ .name = "local-server-command", .type = CC_CFG_STRING, .default_value = "",
-	  .help = "local: the game-server executable (a path; blank-separated arguments may follow; no shell). "
-		  "Until cc-supervisor exists: the stand-in build/fakes/standin_server",
+	  .help = "local: the game-server executable (a path; blank-separated arguments may follow; no shell); "
+		  "\"\" = cc-supervisor next to this binary with --join-keys-file (it runs cc-gameserver per match)",
 	  .offset = OPT(local_server_command) },
 	{ .name = "local-state-dir", .type = CC_CFG_STRING, .default_value = "/tmp/cosmic-clash-local",
 	  .help = "local: directory of the allocation files (<server id>.json) and child logs", .offset = OPT(local_state_dir) },
@@ -297,6 +297,30 @@ static bool load_keys(const char *flag, const char *path, const char *id_flag, c
 	return true;
 }
 
+/*
+ * "<this binary's directory>/cc-supervisor --join-keys-file=<keys>": the
+ * local provider's default command (split on blanks by local.c, so a path
+ * with blanks needs --local-server-command). malloc'd; NULL when out of memory.
+ */
+static char *default_server_command(const char *join_keys_file)
+{
+	char self[4096] = "";
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash)
+			*slash = '\0';
+	} else {
+		snprintf(self, sizeof self, ".");
+	}
+	size_t len = strlen(self) + strlen(join_keys_file ? join_keys_file : "") + 64;
+	char *cmd = malloc(len);
+	if (cmd)
+		snprintf(cmd, len, "%s/cc-supervisor --join-keys-file=%s", self, join_keys_file ? join_keys_file : "");
+	return cmd;
+}
+
 /* Checks what the table cannot; false (printed) on misconfiguration. */
 static bool allocator_configure(struct allocator *a, const struct allocator_config *cfg)
 {
@@ -321,7 +345,7 @@ static bool allocator_configure(struct allocator *a, const struct allocator_conf
 		first[strcspn(first, " \t")] = '\0';
 		if (!first[0] || access(first, X_OK) != 0) {
 			fprintf(stderr, "cc-allocator: --local-server-command: '%.200s' is not an executable file "
-					"(the local provider needs one; the stand-in is build/fakes/standin_server)\n",
+					"(the local provider needs one: cc-supervisor, or the stand-in build/fakes/standin_server in tests)\n",
 				first);
 			ok = false;
 		}
@@ -383,7 +407,7 @@ static void declare_metrics(struct allocator_metrics *m)
 				    "Provider calls that found no free game server (the allocation stays REQUESTED with a backoff).",
 				    provider, 4);
 	m->step_seconds = cc_histogram("cosmic_clash_allocator_step_duration_seconds",
-				       "Duration of each step: claim, allocate, deliver, publish.", step, 8, buckets,
+				       "Duration of each step over one claimed batch: claim, allocate, deliver, publish.", step, 8, buckets,
 				       CC_ARRAY_LEN(buckets));
 	m->passes = cc_counter("cosmic_clash_allocator_passes_total", "Worker passes by result.", result, 8);
 	m->children = cc_counter("cosmic_clash_allocator_local_child_exits_total",
@@ -420,6 +444,16 @@ int main(int argc, char **argv)
 	if (cc_crypto_init() != 0) {
 		fprintf(stderr, "cc-allocator: libsodium did not initialise\n");
 		goto out;
+	}
+	/* The local provider's default pool process: cc-supervisor beside us, verifying with our join keys. */
+	if (!cfg.local_server_command || !cfg.local_server_command[0]) {
+		char *cmd = default_server_command(cfg.join_keys_file);
+		if (!cmd) {
+			fprintf(stderr, "cc-allocator: out of memory\n");
+			goto out;
+		}
+		free(cfg.local_server_command);
+		cfg.local_server_command = cmd;
 	}
 	if (!allocator_configure(a, &cfg)) {
 		fprintf(stderr, "cc-allocator: see --help\n");

@@ -48,6 +48,23 @@ libs=$(ldd "$BIN/cc-matcher") || fail "ldd $BIN/cc-matcher failed"
 if grep -q curl <<<"$libs"; then fail "cc-matcher links libcurl; ldd says: $libs"; fi
 pass "cc-matcher does not link libcurl"
 
+# cc-gameserver links sys without pg, redis and the HTTP server, plus game
+# and ENet (SPEC 1): neither the libraries (ldd) nor our wrappers of them
+# (nm: no cc_pg_, cc_redis_, cc_http_server_ or cc_admin_ code was pulled
+# from libcc-sys.a), while it does carry the game layer and ENet.
+gs="$BIN/cc-gameserver"
+libs=$(ldd "$gs") || fail "ldd $gs failed"
+grep -q 'libenet' <<<"$libs" || fail "cc-gameserver does not link ENet; ldd says: $libs"
+for lib in libpq hiredis microhttpd; do
+	if grep -q "$lib" <<<"$libs"; then fail "cc-gameserver links $lib; ldd says: $libs"; fi
+done
+syms=$(nm "$gs") || fail "nm $gs failed"
+grep -q ' T cc_sim_step$' <<<"$syms" || fail "nm $gs shows no cc_sim_step: the check reads the wrong binary"
+if bad=$(grep -E ' [TtDdBb] (cc_pg_|cc_redis_|cc_http_server_|cc_admin_|cc_migrate_)' <<<"$syms"); then
+	fail "cc-gameserver carries pg/redis/HTTP-server code: $(tr '\n' ' ' <<<"$bad")"
+fi
+pass "cc-gameserver links ENet, the game layer and sys without pg, redis or the HTTP server (ldd and nm)"
+
 # The service skeleton forces no library on a binary that does not declare
 # it (cc-gameserver will link sys without pg, redis and the HTTP server):
 # service.o calls no PostgreSQL, Redis, HTTP or admin code.

@@ -1,0 +1,336 @@
+/*
+ * cc-gameserver: one 60 Hz match over ENet, allocated mode (SPEC 11).
+ *
+ * main() reads the options (one table; strict: sys/config.h), the roster
+ * manifest cc-supervisor wrote (verified: its digest must match, and it
+ * must name this server) and the join key set, then opens the UDP game
+ * port, the reporter (cc-api's server routes, off the tick thread) and the
+ * loopback probe, and runs the tick loop on the service skeleton's thread
+ * until the match ends or SIGTERM/SIGINT.
+ *
+ * Exit status: 0 the match ended and cc-api acknowledged the result;
+ * 3 the match ended but the result was not acknowledged in
+ * --result-timeout-ms; 4 stopped by a signal before the end; 1 fatal;
+ * 2 bad options. cc-supervisor reads these (services/supervisor).
+ *
+ * Not linked: PostgreSQL, Redis, the HTTP server (SPEC 1). The probe is a
+ * few lines of TCP (gameserver/probe.h), the receipts use sys/http_client.
+ */
+#include <enet/enet.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admission.h"
+#include "match.h"
+#include "probe.h"
+#include "reporter.h"
+#include "server.h"
+#include "wire_glue.h"
+#include "game/arenas.h"
+#include "game/playlist.h"
+#include "game/roster.h"
+#include "sys/clock.h"
+#include "sys/config.h"
+#include "sys/crypto.h"
+#include "sys/file.h"
+#include "sys/log.h"
+#include "sys/service.h"
+#include "sys/banned.h"
+
+struct gameserver_config {
+	char *bind;
+	int64_t game_port;
+	int64_t probe_port;
+	char *server_id;
+	char *roster_file;
+	char *join_keys;      /* secret: key set text (sys/crypto.h format) */
+	char *api_url;
+	char *workload_token; /* secret */
+	char *playlist;
+	char *arena;
+	int64_t match_seconds;
+	int64_t warmup_seconds;
+	int64_t connect_window_seconds;
+	int64_t goal_pause_seconds;
+	int64_t overtime_max_seconds;
+	int64_t max_peers;
+	int64_t max_bad_messages;
+	int64_t handshake_timeout_ms;
+	int64_t snapshot_rate;
+	int64_t api_timeout_ms;
+	int64_t result_timeout_ms;
+	int64_t end_linger_ms;
+	struct cc_service_options svc;
+};
+
+#define OPT(field) offsetof(struct gameserver_config, field)
+
+static const struct cc_config_option gameserver_options[] = {
+	{ .name = "bind", .type = CC_CFG_STRING, .default_value = "0.0.0.0",
+	  .help = "IPv4 address of the UDP game socket", .offset = OPT(bind) },
+	{ .name = "game-port", .type = CC_CFG_INT, .required = true, .min = 0, .max = 65535,
+	  .help = "UDP game port (0 = ephemeral, tests)", .offset = OPT(game_port) },
+	{ .name = "probe-port", .type = CC_CFG_INT, .default_value = "-1", .min = -1, .max = 65535,
+	  .help = "TCP port on 127.0.0.1 answering GET /readyz, /healthz, /metrics (-1 = the game port's number, 0 = ephemeral)",
+	  .offset = OPT(probe_port) },
+	{ .name = "server-id", .type = CC_CFG_STRING, .required = true,
+	  .help = "game_servers.id of this server; the roster and every join token must name it", .offset = OPT(server_id) },
+	{ .name = "roster-file", .type = CC_CFG_STRING, .required = true,
+	  .help = "roster manifest written by cc-supervisor (game/roster format, digest verified)", .offset = OPT(roster_file) },
+	{ .name = "join-keys", .type = CC_CFG_STRING, .secret = true, .required = true,
+	  .help = "join key set (verify only): JSON {id: base64 key} or one raw key", .offset = OPT(join_keys) },
+	{ .name = "api-url", .type = CC_CFG_STRING, .required = true,
+	  .help = "cc-api base URL for the server routes (receipts, result)", .offset = OPT(api_url) },
+	{ .name = "workload-token", .type = CC_CFG_STRING, .secret = true, .required = true,
+	  .help = "this allocation's workload token (Authorization for the server routes)", .offset = OPT(workload_token) },
+	{ .name = "playlist", .type = CC_CFG_STRING, .default_value = "casual",
+	  .help = "playlist of the match, as in libcommon/game/playlist.c (the roster gives slots and teams)",
+	  .offset = OPT(playlist) },
+	{ .name = "arena", .type = CC_CFG_STRING, .default_value = "aurora_ring",
+	  .help = "arena of the match (libcommon/game/arenas.c), told to clients in the welcome", .offset = OPT(arena) },
+	{ .name = "match-seconds", .type = CC_CFG_INT, .default_value = "300", .min = 5, .max = 3600,
+	  .help = "regulation length; the clock banks every stoppage", .offset = OPT(match_seconds) },
+	{ .name = "warmup-seconds", .type = CC_CFG_INT, .default_value = "3", .min = 0, .max = 120,
+	  .help = "WARMUP before the first kickoff", .offset = OPT(warmup_seconds) },
+	{ .name = "connect-window-seconds", .type = CC_CFG_INT, .default_value = "30", .min = 1, .max = 600,
+	  .help = "LOADING waits this long for every roster player, then starts with those present",
+	  .offset = OPT(connect_window_seconds) },
+	{ .name = "goal-pause-seconds", .type = CC_CFG_INT, .default_value = "3", .min = 1, .max = 60,
+	  .help = "GOAL_PAUSE after each goal (the clock is banked meanwhile)", .offset = OPT(goal_pause_seconds) },
+	{ .name = "overtime-max-seconds", .type = CC_CFG_INT, .default_value = "300", .min = 0, .max = 3600,
+	  .help = "golden-goal overtime after a draw ends as a draw after this (0 = only a goal ends it)",
+	  .offset = OPT(overtime_max_seconds) },
+	{ .name = "max-peers", .type = CC_CFG_INT, .default_value = "16", .min = 2, .max = 64,
+	  .help = "ENet peer slots (players plus room to refuse strangers)", .offset = OPT(max_peers) },
+	{ .name = "max-bad-messages", .type = CC_CFG_INT, .default_value = "8", .min = 0, .max = 100000,
+	  .help = "truncated, oversized or misrouted messages a peer may send before it is kicked",
+	  .offset = OPT(max_bad_messages) },
+	{ .name = "handshake-timeout-ms", .type = CC_CFG_INT, .default_value = "5000", .min = 100, .max = 60000,
+	  .help = "a peer without an admitted hello by then is kicked", .offset = OPT(handshake_timeout_ms) },
+	{ .name = "snapshot-rate", .type = CC_CFG_INT, .default_value = "20", .min = 1, .max = 60,
+	  .help = "snapshots per second to each client (a divisor of 60 is exact; others round)",
+	  .offset = OPT(snapshot_rate) },
+	{ .name = "api-timeout-ms", .type = CC_CFG_INT, .default_value = "3000", .min = 100, .max = 60000,
+	  .help = "deadline of one call to cc-api", .offset = OPT(api_timeout_ms) },
+	{ .name = "result-timeout-ms", .type = CC_CFG_INT, .default_value = "30000", .min = 100, .max = 600000,
+	  .help = "after the match, wait this long for cc-api to acknowledge the result (exit 3 if not)",
+	  .offset = OPT(result_timeout_ms) },
+	{ .name = "end-linger-ms", .type = CC_CFG_INT, .default_value = "1000", .min = 0, .max = 60000,
+	  .help = "keep serving after the end so clients receive the final messages", .offset = OPT(end_linger_ms) },
+};
+
+static const struct cc_service_spec gameserver_spec = {
+	.program = "cc-gameserver",
+	.summary = "Cosmic Clash game server: one 60 Hz match over ENet (allocated mode). "
+		   "Exit 0 result acknowledged, 3 not acknowledged, 4 stopped before the end.",
+	.options = gameserver_options,
+	.n_options = CC_ARRAY_LEN(gameserver_options),
+	.shared = CC_SERVICE_LOG,
+	.shared_offset = offsetof(struct gameserver_config, svc),
+};
+
+static struct cc_service service;
+
+struct loop_ctx {
+	struct gs_server *server;
+	int result; /* gs_server_run's */
+};
+
+static bool stopping(void *ctx)
+{
+	(void)ctx;
+	return cc_service_stopping(&service);
+}
+
+static void *game_loop(void *arg)
+{
+	struct loop_ctx *lc = arg;
+	lc->result = gs_server_run(lc->server, stopping, NULL);
+	return NULL;
+}
+
+/*
+ * Waits for the reporter's queue to empty, up to timeout_ms, in slices so
+ * that a SIGTERM or SIGINT (still blocked: the skeleton's) cuts it short.
+ * Returns true when the queue emptied.
+ */
+static bool drain(struct cc_reporter *r, int64_t timeout_ms)
+{
+	sigset_t stop;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	int64_t end = cc_clock_ms() + timeout_ms;
+	for (;;) {
+		int64_t left = end - cc_clock_ms();
+		if (cc_reporter_drain(r, left < 100 ? left : 100))
+			return true;
+		if (left <= 100)
+			return false;
+		struct timespec zero = { 0, 0 };
+		if (sigtimedwait(&stop, NULL, &zero) > 0) {
+			cc_log_warn("drain_interrupted", CC_LOG_STR("reason", "signal"));
+			return false;
+		}
+	}
+}
+
+/*
+ * Reads and verifies the roster manifest: digest, and that it is for this
+ * server. Prints the problem and returns false.
+ */
+static bool load_roster(const struct gameserver_config *cfg, struct cc_roster *out)
+{
+	char *text = NULL;
+	size_t len = 0;
+	struct cc_file_error ferr;
+	int rc = cc_file_read(cfg->roster_file, CC_ROSTER_MANIFEST_MAX, CC_FILE_REGULAR_ONLY, &text, &len, &ferr);
+	if (rc != 0) {
+		fprintf(stderr, "cc-gameserver: --roster-file: cannot read '%s': %s\n", cfg->roster_file,
+			rc == CC_ETOOBIG ? "larger than the manifest cap" : cc_strerror(rc));
+		return false;
+	}
+	enum cc_token_refusal why = CC_TOKEN_OK;
+	struct cc_json_error jerr = { { 0 }, { 0 } };
+	char digest[CC_SHA256_HEX_LEN + 1];
+	rc = cc_roster_manifest_parse(text, len, out, digest, &why, &jerr);
+	free(text);
+	if (rc != 0) {
+		fprintf(stderr, "cc-gameserver: --roster-file: '%s' refused (%s): %s%s%s\n", cfg->roster_file,
+			cc_token_refusal_name(why), jerr.field, jerr.field[0] ? ": " : "", jerr.message);
+		return false;
+	}
+	if (strcmp(out->server_id, cfg->server_id) != 0) {
+		fprintf(stderr, "cc-gameserver: --roster-file: the roster is for server '%s', not --server-id\n",
+			cc_server_id_valid(out->server_id) ? out->server_id : "?");
+		return false;
+	}
+	cc_log_info("roster_loaded", CC_LOG_STR("match_id", out->match_id), CC_LOG_STR("allocation_id", out->allocation_id),
+		    CC_LOG_INT("players", (int64_t)out->count), CC_LOG_STR("digest", digest));
+	return true;
+}
+
+int main(int argc, char **argv)
+{
+	struct gameserver_config cfg = { 0 };
+	struct cc_roster roster;
+	struct cc_keyset *keys = NULL;
+	struct gs_admission *admission = NULL;
+	struct gs_match *match = NULL;
+	struct cc_reporter *reporter = NULL;
+	struct cc_probe *probe = NULL;
+	struct loop_ctx lc = { 0 };
+	bool enet_up = false;
+	int status = 1;
+	char err[256] = "";
+
+	int64_t started_ns = cc_clock_ns();
+	cc_service_load_or_exit(&service, &gameserver_spec, argc, argv, &cfg, NULL);
+	if (cc_crypto_init() != 0) {
+		fprintf(stderr, "cc-gameserver: libsodium did not initialise\n");
+		goto out;
+	}
+	/* Everything the options imply is checked before anything starts; each problem is printed. */
+	bool ok = true;
+	const struct cc_playlist *pl = cc_playlist_find(cfg.playlist);
+	if (!pl) {
+		char names[128];
+		(void)cc_playlist_names(names, sizeof names, "|");
+		fprintf(stderr, "cc-gameserver: --playlist: not one of %s\n", names);
+		ok = false;
+	}
+	if (!cc_arena_find(cfg.arena)) {
+		fprintf(stderr, "cc-gameserver: --arena: not an arena of libcommon/game/arenas.c\n");
+		ok = false;
+	}
+	if (!cc_server_id_valid(cfg.server_id)) {
+		fprintf(stderr, "cc-gameserver: --server-id: 1..128 bytes of [A-Za-z0-9._-]\n");
+		ok = false;
+	}
+	if (strncmp(cfg.api_url, "http://", 7) != 0 && strncmp(cfg.api_url, "https://", 8) != 0) {
+		fprintf(stderr, "cc-gameserver: --api-url: must start with http:// or https://\n");
+		ok = false;
+	}
+	if (cc_keyset_parse("--join-keys", cfg.join_keys, strlen(cfg.join_keys), &keys, err, sizeof err) != 0) {
+		fprintf(stderr, "cc-gameserver: %s\n", err);
+		ok = false;
+	}
+	if (ok && !load_roster(&cfg, &roster))
+		ok = false;
+	if (!ok) {
+		fprintf(stderr, "cc-gameserver: see --help\n");
+		status = 2;
+		goto out;
+	}
+	cc_service_start(&service);
+	if (enet_initialize() != 0) {
+		cc_log_error("start_failed", CC_LOG_STR("reason", "enet_initialize"));
+		goto out;
+	}
+	enet_up = true;
+	admission = gs_admission_create(keys, &roster, cfg.server_id);
+	keys = NULL; /* the admission owns it now, even on failure */
+	struct gs_match_options mo = { .expected = (int)roster.count, .match_seconds = cfg.match_seconds,
+				       .warmup_seconds = cfg.warmup_seconds,
+				       .connect_window_seconds = cfg.connect_window_seconds,
+				       .goal_pause_seconds = cfg.goal_pause_seconds,
+				       .overtime_max_seconds = cfg.overtime_max_seconds };
+	for (size_t i = 0; i < roster.count; i++) {
+		const struct cc_roster_entry *e = &roster.entries[i];
+		mo.teams[e->slot] = (uint8_t)e->team;
+		if (e->slot + 1 > mo.n_slots)
+			mo.n_slots = e->slot + 1;
+	}
+	match = gs_match_create(&mo);
+	reporter = cc_reporter_start(cfg.api_url, cfg.server_id, cfg.workload_token, cfg.api_timeout_ms);
+	if (!admission || !match || !reporter) {
+		cc_log_error("start_failed", CC_LOG_STR("reason", match ? "out of memory"
+								 : "the roster does not fit the simulation (slots 0..7, two teams of at most 4)"));
+		gs_admission_free(admission);
+		gs_match_free(match);
+		goto out;
+	}
+	int interval = (int)((60 + cfg.snapshot_rate / 2) / cfg.snapshot_rate);
+	struct gs_server_options so = { .bind = cfg.bind, .port = (int)cfg.game_port, .max_peers = (int)cfg.max_peers,
+					.max_bad_messages = (int)cfg.max_bad_messages,
+					.handshake_timeout_ms = (int)cfg.handshake_timeout_ms,
+					.snapshot_interval = interval < 1 ? 1 : interval, .end_linger_ms = cfg.end_linger_ms,
+					.arena = cfg.arena, .started_ns = started_ns };
+	lc.server = gs_server_create(&so, admission, match, reporter);
+	admission = NULL;
+	match = NULL;
+	if (!lc.server)
+		goto out;
+	int port = gs_server_port(lc.server);
+	probe = cc_probe_start(cfg.probe_port < 0 ? port : (int)cfg.probe_port, gs_server_ready, lc.server);
+	if (!probe)
+		goto out;
+	cc_log_info("started", CC_LOG_STR("server_id", cfg.server_id), CC_LOG_STR("match_id", roster.match_id),
+		    CC_LOG_STR("bind", cfg.bind), CC_LOG_INT("game_port", port), CC_LOG_INT("probe_port", cc_probe_port(probe)),
+		    CC_LOG_STR("playlist", pl->name), CC_LOG_INT("team_size", pl->team_size),
+		    CC_LOG_INT("protocol_version", GS_PROTOCOL_VERSION), CC_LOG_INT("snapshot_interval_ticks", so.snapshot_interval));
+	lc.result = 1;
+	status = cc_service_run(&service, game_loop, &lc);
+	if (status == 0 && lc.result == 0) {
+		/* The match ended: the result must reach cc-api before we go. */
+		if (!drain(reporter, cfg.result_timeout_ms) || cc_reporter_succeeded(reporter, "result") == 0) {
+			cc_log_error("result_not_acknowledged", CC_LOG_INT("timeout_ms", cfg.result_timeout_ms));
+			status = 3;
+		}
+	} else if (status == 0) {
+		status = 4; /* stopped before the end */
+		(void)drain(reporter, 2000); /* disconnect receipts, best effort */
+	}
+out:
+	cc_probe_stop(probe);
+	gs_server_free(lc.server);
+	cc_reporter_free(reporter);
+	cc_keyset_free(keys);
+	if (enet_up)
+		enet_deinitialize();
+	cc_service_release(&service);
+	return status;
+}

@@ -1,0 +1,78 @@
+/*
+ * reporter.h - cc-gameserver's calls to cc-api's server routes, off the tick thread.
+ *
+ * The tick thread must never wait on the network: a slow or dead cc-api
+ * would stall the simulation for everyone. It hands each report (connect
+ * and disconnect receipts, the final result) to cc_reporter_post(), which
+ * copies it into a bounded FIFO and returns at once. One reporter thread
+ * sends them in order with `Authorization: Bearer <workload token>`:
+ *
+ *   2xx                       done
+ *   409                       logged "report_conflict" (a replay that the API
+ *                             saw differently: retrying cannot help), dropped
+ *   other 4xx                 logged "report_refused", dropped
+ *   5xx, timeout, refused     retried with backoff (100 ms doubling to 2 s)
+ *                             until the job's deadline, then "report_failed"
+ *
+ * Order matters (a disconnect after its connect), so a job is retried at
+ * the head of the queue; later jobs wait behind it. The queue holds at most
+ * CC_REPORTER_QUEUE_MAX jobs; a post to a full queue is refused (logged).
+ *
+ * Ownership: the reporter owns copies of everything it is given; the token
+ * is wiped when freed. cc_reporter_free() stops the thread without waiting
+ * for the queue: call cc_reporter_drain() first when the jobs matter.
+ */
+#ifndef CC_GAMESERVER_REPORTER_H
+#define CC_GAMESERVER_REPORTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sys/cc.h"
+
+#define CC_REPORTER_QUEUE_MAX 256
+
+struct cc_reporter;
+
+/*
+ * api_url: cc-api's base ("http://127.0.0.1:8080"); server_id: game_servers.id
+ * (the path's {id}); token: the workload token. timeout_ms bounds one
+ * request. NULL when out of memory or the thread cannot start (logged).
+ */
+struct cc_reporter *cc_reporter_start(const char *api_url, const char *server_id, const char *token,
+				      int64_t timeout_ms);
+
+/*
+ * Queues POST {api_url}/v1/servers/{server_id}/{route} with the JSON body
+ * (copied). deadline_ms: how long from now the job may keep retrying.
+ * Returns 0, CC_ETOOBIG when the queue is full, CC_ENOMEM (both logged
+ * "report_dropped": callers on the tick thread have nothing better to do). Any thread.
+ */
+int cc_reporter_post(struct cc_reporter *r, const char *route, const char *json_body, int64_t deadline_ms);
+
+/*
+ * Connection leases (SPEC 8): POST connect {player_id, connection_id}
+ * answers the lease's generation, which the matching disconnect must
+ * carry. The reporter remembers it per player from the connect answer
+ * and writes the disconnect body when it sends it (connect always goes
+ * first: one FIFO). A disconnect whose connect never succeeded is dropped
+ * (logged "report_skipped"): there is no lease to end.
+ * connection_id: 1..64 bytes [A-Za-z0-9._:-], unique per connection.
+ * reason: 1..32 bytes [a-z_].
+ */
+int cc_reporter_connect(struct cc_reporter *r, const char *player_id, const char *connection_id);
+int cc_reporter_disconnect(struct cc_reporter *r, const char *player_id, const char *reason);
+
+/*
+ * Waits until every queued job is done (sent, refused or past its deadline)
+ * or timeout_ms passes. Returns true when the queue emptied.
+ */
+bool cc_reporter_drain(struct cc_reporter *r, int64_t timeout_ms);
+
+/* Jobs of route (e.g. "result") that ended in a 2xx since start. */
+uint64_t cc_reporter_succeeded(struct cc_reporter *r, const char *route);
+
+/* Stops the thread (a request in flight finishes within its timeout), frees. NULL is a no-op. */
+void cc_reporter_free(struct cc_reporter *r);
+
+#endif

@@ -1,0 +1,677 @@
+/*
+ * server.c - see server.h. One ENet host; peer->data points at our
+ * struct peer while the peer is ours and is cleared the moment we kick
+ * it or it disconnects, so a late event or a later send cannot reach a
+ * torn-down record.
+ */
+#include "server.h"
+
+#include <enet/enet.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "admission.h"
+#include "match.h"
+#include "reporter.h"
+#include "wire_glue.h"
+#include "game/match_lifecycle.h"
+#include "sys/clock.h"
+#include "sys/crypto.h"
+#include "sys/log.h"
+#include "sys/metrics.h"
+#include "sys/banned.h"
+
+#define TICK_HZ 60
+#define TICK_NS (1000000000LL / TICK_HZ)
+#define MAX_CATCH_UP 5          /* ticks run back to back after a stall before the clock resyncs */
+#define STALL_LOG_MS 100        /* a tick this late is a server_stalled line */
+
+enum peer_phase {
+	PEER_HELLO,   /* connected, no admitted hello yet */
+	PEER_PLAYING, /* admitted: holds a slot */
+};
+
+struct peer {
+	ENetPeer *enet;            /* cleared when detached */
+	uint64_t id;               /* ours, never reused: logs and the admission's holder */
+	enum peer_phase phase;
+	int64_t connected_ms;      /* monotonic: the handshake deadline counts from here */
+	int bad;                   /* truncated/oversized/wrong-channel messages */
+	uint64_t unknown;          /* messages with an id we do not know: skipped */
+	struct gs_admit who;       /* PLAYING: slot, team, identity */
+	struct gs_input_state input; /* sequence bookkeeping (wire_glue.h) */
+	char addr[48];             /* "ip:port" for logs */
+};
+
+struct gs_server {
+	struct gs_server_options opts;
+	ENetHost *host;
+	struct gs_admission *admission; /* owned */
+	struct gs_match *match;         /* owned */
+	struct cc_reporter *reporter;   /* the caller's; may be NULL (tests, bench) */
+	struct peer *by_slot[GS_MATCH_MAX_SLOTS]; /* PLAYING peers by roster slot */
+	uint64_t next_peer_id;
+	atomic_bool ready;             /* the loop ran a tick */
+	char nonce[17];                /* random hex: makes connection ids unique across restarts */
+	int goals[GS_MATCH_MAX_SLOTS]; /* goals scored by each slot (own goals count for nobody) */
+	bool ended;                    /* the match reached RESULTS and the result was queued */
+	bool freeing;                  /* gs_server_free: tell nobody about leavers */
+	int64_t next_tick_ns;          /* monotonic time the next tick is due (pong's tick fraction) */
+	int64_t ended_ms;              /* monotonic time of the end */
+	struct {
+		struct cc_metric *ticks, *missed, *kicks, *bad, *unknown, *tick_seconds, *peers;
+		struct cc_metric *snapshot_bytes;
+	} m;
+};
+
+/* ---- logging helpers ------------------------------------------------------ */
+
+static void peer_addr(const ENetPeer *p, char *out, size_t cap)
+{
+	char ip[40] = "?";
+	(void)enet_address_get_host_ip(&p->address, ip, sizeof ip);
+	snprintf(out, cap, "%s:%u", ip, (unsigned)p->address.port);
+}
+
+/* ---- sending ---------------------------------------------------------------- */
+
+/* Sends len bytes on channel to a live peer; reliable on the control channel only. */
+static void send_bytes(struct peer *p, int channel, const uint8_t *buf, size_t len)
+{
+	if (!p || !p->enet || len == 0)
+		return;
+	ENetPacket *pkt = enet_packet_create(buf, len, channel == GS_CH_CONTROL ? ENET_PACKET_FLAG_RELIABLE : 0);
+	if (pkt && enet_peer_send(p->enet, (enet_uint8)channel, pkt) != 0)
+		enet_packet_destroy(pkt);
+}
+
+/* Encodes m into buf; 0 (logged: a message we built is ours to get right) when it does not encode. */
+static size_t encode(const struct cc_wire_msg *m, uint8_t *buf, size_t cap)
+{
+	size_t len = 0;
+	int rc = cc_wire_encode(m, buf, cap, &len);
+	if (rc != 0) {
+		cc_log_error("encode_failed", CC_LOG_STR("message", cc_wire_msg_name(m->id)), CC_LOG_STR("error", cc_errname(rc)));
+		return 0;
+	}
+	return len;
+}
+
+/* Sends m to one peer on the message's own channel. */
+static void send_msg(struct peer *p, const struct cc_wire_msg *m)
+{
+	uint8_t buf[CC_WIRE_MAX_PACKET];
+	const struct cc_wire_msg_info *info = cc_wire_msg_info(m->id);
+	size_t n = info ? encode(m, buf, sizeof buf) : 0;
+	if (n)
+		send_bytes(p, (int)info->channel, buf, n);
+}
+
+/* Sends m to every admitted peer: encoded once. Returns the bytes of one copy. */
+static size_t broadcast_msg(struct gs_server *s, const struct cc_wire_msg *m)
+{
+	uint8_t buf[CC_WIRE_MAX_PACKET];
+	const struct cc_wire_msg_info *info = cc_wire_msg_info(m->id);
+	size_t n = info ? encode(m, buf, sizeof buf) : 0;
+	for (int i = 0; n && i < GS_MATCH_MAX_SLOTS; i++)
+		send_bytes(s->by_slot[i], (int)info->channel, buf, n);
+	return n;
+}
+
+/* ---- peers -------------------------------------------------------------------- */
+
+/* Queues a disconnect receipt for an admitted peer that is leaving. */
+static void report_disconnect(struct gs_server *s, struct peer *p, const char *reason)
+{
+	if (p->phase != PEER_PLAYING || !s->reporter)
+		return;
+	cc_reporter_disconnect(s->reporter, p->who.player_id, reason);
+}
+
+/* Tells every player who holds slot (player_info, reliable). */
+static void announce_slot(struct gs_server *s, int slot, int team, bool connected)
+{
+	struct cc_wire_msg m = { .id = CC_MSG_PLAYER_INFO };
+	m.u.player_info.slot = (uint8_t)slot;
+	m.u.player_info.team = (uint8_t)team;
+	m.u.player_info.flags = connected ? CC_WIRE_PI_CONNECTED : 0;
+	(void)broadcast_msg(s, &m);
+}
+
+/*
+ * Forgets p: releases its slot, tells the match and the others, unlinks it
+ * from ENet. The ENet peer itself is left to the caller (kick or
+ * disconnect event).
+ */
+static void detach(struct gs_server *s, struct peer *p)
+{
+	bool was_playing = p->phase == PEER_PLAYING;
+	if (was_playing) {
+		if (s->by_slot[p->who.slot] == p)
+			s->by_slot[p->who.slot] = NULL;
+		if (s->admission)
+			gs_admission_release(s->admission, p->id);
+		gs_match_set_present(s->match, p->who.slot, p->who.team, false);
+	}
+	if (p->enet)
+		p->enet->data = NULL;
+	p->enet = NULL;
+	if (was_playing && !s->freeing)
+		announce_slot(s, p->who.slot, p->who.team, false);
+	cc_metric_add(s->m.peers, NULL, -1);
+	free(p);
+}
+
+/*
+ * Kicks p with a wire reason (enum cc_wire_reason) and a detail: logged
+ * "peer_kicked", sent as refused (before the handshake completed) or kicked
+ * (after) on the control channel, then a disconnect once that is delivered
+ * (ENet's disconnect_later; its data is the reason too). p is freed.
+ */
+static void kick(struct gs_server *s, struct peer *p, uint16_t reason, const char *detail)
+{
+	const char *name = cc_wire_reason_name(reason);
+	cc_log_warn("peer_kicked", CC_LOG_INT("peer", p->id), CC_LOG_STR("addr", p->addr), CC_LOG_STR("reason", name),
+		    CC_LOG_STR("detail", detail ? detail : ""), CC_LOG_INT("slot", p->phase == PEER_PLAYING ? p->who.slot : -1),
+		    CC_LOG_STR("player_id", p->phase == PEER_PLAYING ? p->who.player_id : ""),
+		    CC_LOG_INT("bad_messages", p->bad), CC_LOG_INT("unknown_messages", (int64_t)p->unknown));
+	const char *labels[] = { name, NULL };
+	cc_metric_add(s->m.kicks, labels, 1);
+	struct cc_wire_msg m;
+	memset(&m, 0, sizeof m);
+	char text[CC_WIRE_DETAIL_MAX + 1];
+	/* The detail travels as printable ASCII: ours always is, but cut and check anyway. */
+	size_t n = 0;
+	for (const char *c = detail ? detail : ""; *c && n < CC_WIRE_DETAIL_MAX; c++)
+		text[n++] = *c >= 0x20 && *c <= 0x7e ? *c : '?';
+	text[n] = '\0';
+	if (p->phase == PEER_PLAYING) {
+		m.id = CC_MSG_KICKED;
+		m.u.kicked.reason = reason;
+		m.u.kicked.detail_len = (uint16_t)n;
+		memcpy(m.u.kicked.detail, text, n + 1);
+	} else {
+		m.id = CC_MSG_REFUSED;
+		m.u.refused.reason = reason;
+		m.u.refused.protocol_version = GS_PROTOCOL_VERSION;
+		m.u.refused.detail_len = (uint16_t)n;
+		memcpy(m.u.refused.detail, text, n + 1);
+	}
+	send_msg(p, &m);
+	report_disconnect(s, p, name);
+	ENetPeer *e = p->enet;
+	detach(s, p);
+	if (e)
+		enet_peer_disconnect_later(e, reason);
+}
+
+/* Counts one refused message; kicks past the threshold. Returns true when p was kicked (freed). */
+static bool count_bad(struct gs_server *s, struct peer *p, const struct cc_wire_fault *f, size_t len)
+{
+	const char *kind = cc_wire_fault_name(f->kind);
+	const char *labels[] = { kind, NULL };
+	cc_metric_add(s->m.bad, labels, 1);
+	p->bad++;
+	cc_log_debug("bad_message", CC_LOG_INT("peer", p->id), CC_LOG_STR("kind", kind), CC_LOG_INT("id", f->id),
+		     CC_LOG_INT("bytes", (int64_t)len), CC_LOG_INT("count", p->bad), CC_LOG_STR("fault", f->text));
+	if (p->bad > s->opts.max_bad_messages) {
+		char detail[CC_WIRE_DETAIL_MAX + 1];
+		snprintf(detail, sizeof detail, "%d bad messages, last: %.90s", p->bad, f->text);
+		kick(s, p, CC_REASON_MALFORMED, detail);
+		return true;
+	}
+	return false;
+}
+
+/* ---- the handshake ---------------------------------------------------------------- */
+
+static void on_hello(struct gs_server *s, struct peer *p, const struct cc_wire_hello *h)
+{
+	if (h->tick_rate != CC_WIRE_TICK_RATE) {
+		char detail[64];
+		snprintf(detail, sizeof detail, "server ticks at %d Hz, client %u", CC_WIRE_TICK_RATE, (unsigned)h->tick_rate);
+		kick(s, p, CC_REASON_TICK_RATE_MISMATCH, detail);
+		return;
+	}
+	if (h->auth != CC_WIRE_AUTH_TOKEN || !s->admission) {
+		kick(s, p, CC_REASON_WRONG_MODE, "allocated mode admits only roster players with a join token");
+		return;
+	}
+	struct gs_admit who;
+	const char *refusal = "malformed";
+	int rc = gs_admission_admit(s->admission, h->credential, (int64_t)time(NULL), p->id, &who, &refusal);
+	if (rc != 0) {
+		kick(s, p, gs_wire_reason_for_refusal(refusal), refusal);
+		return;
+	}
+	if (s->by_slot[who.slot] && s->by_slot[who.slot] != p) {
+		/* The admission's holder table says free but a peer sits there: our bug; refuse rather than alias. */
+		kick(s, p, CC_REASON_TOKEN_REPLAYED, "slot held");
+		return;
+	}
+	p->phase = PEER_PLAYING;
+	p->who = who;
+	s->by_slot[who.slot] = p;
+	gs_input_state_init(&p->input);
+	gs_match_set_present(s->match, who.slot, who.team, true);
+	cc_log_info("peer_admitted", CC_LOG_INT("peer", p->id), CC_LOG_STR("addr", p->addr), CC_LOG_INT("slot", who.slot),
+		    CC_LOG_INT("team", who.team), CC_LOG_STR("player_id", who.player_id),
+		    CC_LOG_INT("generation", who.generation));
+	struct cc_wire_msg m;
+	memset(&m, 0, sizeof m);
+	m.id = CC_MSG_WELCOME;
+	struct cc_wire_welcome *w = &m.u.welcome;
+	w->protocol_version = GS_PROTOCOL_VERSION;
+	w->tick_rate = CC_WIRE_TICK_RATE;
+	w->snapshot_rate = (uint16_t)(CC_WIRE_TICK_RATE / s->opts.snapshot_interval);
+	w->mode = CC_WIRE_MODE_ALLOCATED;
+	w->slot = (uint8_t)who.slot;
+	w->team = (uint8_t)who.team;
+	w->max_players = (uint8_t)gs_match_sim(s->match)->ship_count;
+	w->max_inputs = CC_WIRE_MAX_INPUTS;
+	w->match_state = (uint8_t)gs_match_state(s->match);
+	w->server_tick = gs_match_tick(s->match);
+	w->arena_len = (uint16_t)strlen(s->opts.arena);
+	snprintf(w->arena, sizeof w->arena, "%s", s->opts.arena);
+	send_msg(p, &m);
+	/* Who else is here, to the newcomer; the newcomer, to everyone. */
+	for (int i = 0; i < GS_MATCH_MAX_SLOTS; i++) {
+		if (!s->by_slot[i] || s->by_slot[i] == p)
+			continue;
+		struct cc_wire_msg pi = { .id = CC_MSG_PLAYER_INFO };
+		pi.u.player_info.slot = (uint8_t)i;
+		pi.u.player_info.team = (uint8_t)s->by_slot[i]->who.team;
+		pi.u.player_info.flags = CC_WIRE_PI_CONNECTED;
+		send_msg(p, &pi);
+	}
+	announce_slot(s, who.slot, who.team, true);
+	if (s->reporter) {
+		/* Unique per connection: this process's nonce and the peer's number. */
+		char connection_id[64];
+		snprintf(connection_id, sizeof connection_id, "gs-%s-%" PRIu64, s->nonce, p->id);
+		cc_reporter_connect(s->reporter, who.player_id, connection_id);
+	}
+}
+
+/* ---- receiving ------------------------------------------------------------------ */
+
+static void on_packet(struct gs_server *s, struct peer *p, int channel, const uint8_t *data, size_t len)
+{
+	struct cc_wire_msg m;
+	struct cc_wire_fault f;
+	uint16_t version;
+	/* A hello of another version may not decode as ours: refuse it by the version alone. */
+	if (p->phase == PEER_HELLO && cc_wire_peek_hello_version(data, len, &version) && version != GS_PROTOCOL_VERSION) {
+		char detail[64];
+		snprintf(detail, sizeof detail, "server speaks protocol %d, client %u", GS_PROTOCOL_VERSION, (unsigned)version);
+		kick(s, p, CC_REASON_PROTOCOL_MISMATCH, detail);
+		return;
+	}
+	int rc = cc_wire_decode_from(data, len, CC_WIRE_TO_SERVER, (uint8_t)channel, &m, &f);
+	if (p->phase == PEER_HELLO) {
+		/* Before its hello is admitted a peer may say nothing else, and nothing malformed. */
+		if (rc != 0)
+			kick(s, p, CC_REASON_MALFORMED, rc == CC_ENOTFOUND ? "the first message must be a hello" : f.text);
+		else if (m.id != CC_MSG_HELLO)
+			kick(s, p, CC_REASON_MALFORMED, "the first message must be a hello");
+		else
+			on_hello(s, p, &m.u.hello);
+		return;
+	}
+	if (rc == CC_ENOTFOUND) {
+		/* Unknown ids are skipped: a newer client may send what we do not know yet. */
+		p->unknown++;
+		cc_metric_add(s->m.unknown, NULL, 1);
+		if (p->unknown == 1)
+			cc_log_info("unknown_message", CC_LOG_INT("peer", p->id), CC_LOG_INT("id", f.id),
+				    CC_LOG_INT("bytes", (int64_t)len));
+		return;
+	}
+	if (rc != 0) {
+		(void)count_bad(s, p, &f, len);
+		return;
+	}
+	switch (m.id) {
+	case CC_MSG_INPUT:
+		gs_input_receive(&p->input, &m.u.input);
+		break;
+	case CC_MSG_PING: {
+		struct cc_wire_msg pong = { .id = CC_MSG_PONG };
+		pong.u.pong.client_time = m.u.ping.client_time;
+		pong.u.pong.server_tick = gs_match_tick(s->match);
+		int64_t into = cc_clock_ns() - (s->next_tick_ns - TICK_NS);
+		into = into < 0 ? 0 : into >= TICK_NS ? TICK_NS - 1 : into;
+		pong.u.pong.tick_fraction = (uint16_t)(into * 65536 / TICK_NS);
+		send_msg(p, &pong);
+		break;
+	}
+	case CC_MSG_HELLO: {
+		struct cc_wire_fault again = { .kind = CC_WIRE_FAULT_MALFORMED, .id = m.id };
+		snprintf(again.text, sizeof again.text, "hello: a second hello on an admitted session");
+		(void)count_bad(s, p, &again, len);
+		break;
+	}
+	default:
+		/* Spectate, resume and the lobby messages belong to issue 12 and community mode: ignored here. */
+		cc_log_debug("message_ignored", CC_LOG_INT("peer", p->id), CC_LOG_STR("message", cc_wire_msg_name(m.id)));
+		break;
+	}
+}
+
+/* ---- the tick -------------------------------------------------------------------- */
+
+struct event_ctx {
+	struct gs_server *s;
+};
+
+/*
+ * The result (contracts/v1/openapi.json MatchResultRequest): score, the
+ * time played (PLAYING and OVERTIME ticks: stoppages excluded) and every
+ * roster player once, with the goals the server credited them.
+ */
+static void post_result(struct gs_server *s, const int score[2])
+{
+	if (!s->reporter)
+		return;
+	const struct cc_match *life = gs_match_lifecycle(s->match);
+	char body[4096];
+	size_t off = (size_t)snprintf(body, sizeof body, "{\"score\":[%d,%d],\"duration_seconds\":%u,\"players\":[",
+				      score[0], score[1], (life->playing_ticks + life->overtime_ticks) / 60);
+	const struct cc_roster *r = s->admission ? gs_admission_roster(s->admission) : NULL;
+	for (size_t i = 0; r && i < r->count && off < sizeof body; i++) {
+		const struct cc_roster_entry *e = &r->entries[i];
+		off += (size_t)snprintf(body + off, sizeof body - off,
+					"%s{\"player_id\":\"%s\",\"team\":%d,\"goals\":%d,\"assists\":0,\"saves\":0,\"shots\":0}",
+					i ? "," : "", e->player_id, e->team,
+					e->slot >= 0 && e->slot < GS_MATCH_MAX_SLOTS ? s->goals[e->slot] : 0);
+	}
+	if (off < sizeof body)
+		snprintf(body + off, sizeof body - off, "]}");
+	cc_reporter_post(s->reporter, "result", body, 60000);
+}
+
+/* The team of a roster slot, or -1. */
+static int slot_team(const struct gs_server *s, int slot)
+{
+	const struct cc_roster *r = s->admission ? gs_admission_roster(s->admission) : NULL;
+	for (size_t i = 0; r && i < r->count; i++)
+		if (r->entries[i].slot == slot)
+			return r->entries[i].team;
+	return -1;
+}
+
+static void on_event(void *ctx, const struct gs_event *ev)
+{
+	struct gs_server *s = ((struct event_ctx *)ctx)->s;
+	uint32_t tick = gs_match_tick(s->match);
+	struct cc_wire_msg m;
+	memset(&m, 0, sizeof m);
+	switch (ev->kind) {
+	case GS_EVENT_STATE:
+		gs_wire_match_state(&m, s->match);
+		cc_log_info("match_state", CC_LOG_INT("tick", tick), CC_LOG_STR("state", gs_wire_state_name(ev->state)));
+		break;
+	case GS_EVENT_GOAL:
+		/* The last toucher scores unless it was an own goal (then nobody does). */
+		if (ev->slot >= 0 && ev->slot < GS_MATCH_MAX_SLOTS && slot_team(s, ev->slot) == ev->team)
+			s->goals[ev->slot]++;
+		m.id = CC_MSG_GOAL;
+		m.u.goal.tick = tick;
+		m.u.goal.team = (uint8_t)ev->team;
+		m.u.goal.scorer = ev->slot >= 0 ? (uint8_t)ev->slot : CC_WIRE_SLOT_NONE;
+		m.u.goal.score[0] = (uint8_t)ev->score[0];
+		m.u.goal.score[1] = (uint8_t)ev->score[1];
+		cc_log_info("goal", CC_LOG_INT("tick", tick), CC_LOG_INT("team", ev->team), CC_LOG_INT("slot", ev->slot),
+			    CC_LOG_INT("score_0", ev->score[0]), CC_LOG_INT("score_1", ev->score[1]));
+		break;
+	case GS_EVENT_KICKOFF:
+		/* The resulting transforms, never a seed (SPEC 11). */
+		gs_wire_kickoff(&m, s->match);
+		cc_log_info("kickoff", CC_LOG_INT("tick", tick), CC_LOG_INT("score_0", gs_match_lifecycle(s->match)->score[0]),
+			    CC_LOG_INT("score_1", gs_match_lifecycle(s->match)->score[1]));
+		break;
+	case GS_EVENT_ENDED:
+		m.id = CC_MSG_MATCH_END;
+		m.u.match_end.tick = tick;
+		m.u.match_end.score[0] = (uint8_t)ev->score[0];
+		m.u.match_end.score[1] = (uint8_t)ev->score[1];
+		m.u.match_end.winner = ev->winner < 0 ? CC_WIRE_TEAM_NONE : (uint8_t)ev->winner;
+		m.u.match_end.reason = (uint8_t)gs_match_lifecycle(s->match)->end_reason;
+		cc_log_info("match_ended", CC_LOG_INT("tick", tick), CC_LOG_INT("score_0", ev->score[0]),
+			    CC_LOG_INT("score_1", ev->score[1]), CC_LOG_BOOL("overtime", ev->overtime),
+			    CC_LOG_INT("winner", ev->winner), CC_LOG_STR("reason", ev->end_reason ? ev->end_reason : ""));
+		post_result(s, ev->score);
+		s->ended = true;
+		s->ended_ms = cc_clock_ms();
+		break;
+	}
+	if (m.id)
+		(void)broadcast_msg(s, &m);
+}
+
+/* One simulation tick: consume inputs, step, maybe snapshot, kick slow handshakes. */
+static void tick(struct gs_server *s)
+{
+	for (int i = 0; i < GS_MATCH_MAX_SLOTS; i++) {
+		struct peer *p = s->by_slot[i];
+		const struct gs_input *in = p ? gs_input_next(&p->input) : NULL;
+		if (in)
+			gs_match_input(s->match, i, in);
+	}
+	struct event_ctx ec = { .s = s };
+	gs_match_step(s->match, on_event, &ec);
+	uint32_t t = gs_match_tick(s->match);
+	if (s->opts.snapshot_interval > 0 && t % (uint32_t)s->opts.snapshot_interval == 0) {
+		bool connected[GS_MATCH_MAX_SLOTS] = { false };
+		const struct gs_input_state *inputs[GS_MATCH_MAX_SLOTS] = { NULL };
+		for (int i = 0; i < GS_MATCH_MAX_SLOTS; i++) {
+			connected[i] = s->by_slot[i] != NULL;
+			inputs[i] = s->by_slot[i] ? &s->by_slot[i]->input : NULL;
+		}
+		struct cc_wire_msg m;
+		gs_wire_snapshot(&m, s->match, connected, inputs);
+		size_t n = broadcast_msg(s, &m);
+		cc_metric_add(s->m.snapshot_bytes, NULL, (double)n);
+	}
+	/* Slow handshakes: peers are few (max_peers), a scan per tick is cheap. */
+	int64_t now = cc_clock_ms();
+	for (size_t i = 0; i < s->host->peerCount; i++) {
+		ENetPeer *e = &s->host->peers[i];
+		struct peer *p = e->data;
+		if (p && p->phase == PEER_HELLO && now - p->connected_ms > s->opts.handshake_timeout_ms)
+			kick(s, p, CC_REASON_HANDSHAKE_TIMEOUT, "no hello in time");
+	}
+	cc_metric_add(s->m.ticks, NULL, 1);
+}
+
+static void on_connect(struct gs_server *s, ENetPeer *e)
+{
+	struct peer *p = calloc(1, sizeof *p);
+	if (!p) {
+		enet_peer_disconnect_now(e, 0);
+		return;
+	}
+	p->enet = e;
+	p->id = ++s->next_peer_id;
+	p->phase = PEER_HELLO;
+	p->connected_ms = cc_clock_ms();
+	peer_addr(e, p->addr, sizeof p->addr);
+	e->data = p;
+	cc_metric_add(s->m.peers, NULL, 1);
+	cc_log_debug("peer_connected", CC_LOG_INT("peer", p->id), CC_LOG_STR("addr", p->addr));
+}
+
+static void on_disconnect(struct gs_server *s, ENetPeer *e)
+{
+	struct peer *p = e->data;
+	if (!p)
+		return; /* kicked earlier: already detached */
+	cc_log_info("peer_left", CC_LOG_INT("peer", p->id), CC_LOG_STR("addr", p->addr),
+		    CC_LOG_INT("slot", p->phase == PEER_PLAYING ? p->who.slot : -1),
+		    CC_LOG_STR("player_id", p->phase == PEER_PLAYING ? p->who.player_id : ""));
+	report_disconnect(s, p, "left");
+	detach(s, p);
+}
+
+static void handle(struct gs_server *s, ENetEvent *ev)
+{
+	switch (ev->type) {
+	case ENET_EVENT_TYPE_CONNECT:
+		on_connect(s, ev->peer);
+		break;
+	case ENET_EVENT_TYPE_DISCONNECT:
+		on_disconnect(s, ev->peer);
+		break;
+	case ENET_EVENT_TYPE_RECEIVE: {
+		struct peer *p = ev->peer->data;
+		if (p)
+			on_packet(s, p, ev->channelID, ev->packet->data, ev->packet->dataLength);
+		enet_packet_destroy(ev->packet);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+int gs_server_run(struct gs_server *s, bool (*stopping)(void *ctx), void *ctx)
+{
+	int64_t next = cc_clock_ns();
+	while (!stopping(ctx)) {
+		/* Service the network until the next tick is due. */
+		ENetEvent ev;
+		for (;;) {
+			int64_t left_ms = (next - cc_clock_ns()) / 1000000;
+			int rc = enet_host_service(s->host, &ev, left_ms > 0 ? (enet_uint32)left_ms : 0);
+			if (rc > 0) {
+				handle(s, &ev);
+				continue;
+			}
+			if (cc_clock_ns() >= next)
+				break;
+		}
+		int64_t started = cc_clock_ns();
+		int64_t late_ms = (started - next) / 1000000;
+		if (late_ms > STALL_LOG_MS)
+			cc_log_warn("server_stalled", CC_LOG_INT("late_ms", late_ms), CC_LOG_INT("tick", gs_match_tick(s->match)));
+		int runs = 0;
+		while (cc_clock_ns() >= next && runs < MAX_CATCH_UP) {
+			next += TICK_NS;
+			s->next_tick_ns = next;
+			tick(s);
+			runs++;
+		}
+		if (cc_clock_ns() >= next) {
+			/* Too far behind: drop the backlog rather than fast-forward the match. */
+			int64_t missed = (cc_clock_ns() - next) / TICK_NS + 1;
+			cc_metric_add(s->m.missed, NULL, (double)missed);
+			next = cc_clock_ns() + TICK_NS;
+		}
+		enet_host_flush(s->host);
+		cc_metric_observe(s->m.tick_seconds, NULL, (double)(cc_clock_ns() - started) / 1e9 / runs);
+		if (!atomic_exchange(&s->ready, true))
+			cc_log_info("ready", CC_LOG_DBL("ms_since_main", (double)(cc_clock_ns() - s->opts.started_ns) / 1e6));
+		if (s->ended && cc_clock_ms() - s->ended_ms >= s->opts.end_linger_ms)
+			return 0;
+	}
+	return 1;
+}
+
+bool gs_server_ready(void *server, char *why, size_t whylen)
+{
+	struct gs_server *s = server;
+	if (!atomic_load(&s->ready)) {
+		snprintf(why, whylen, "the tick loop has not run yet");
+		return false;
+	}
+	return true;
+}
+
+int gs_server_port(const struct gs_server *s)
+{
+	return s->host->address.port;
+}
+
+struct gs_server *gs_server_create(const struct gs_server_options *opts, struct gs_admission *admission,
+				   struct gs_match *match, struct cc_reporter *reporter)
+{
+	struct gs_server *s = calloc(1, sizeof *s);
+	ENetAddress addr = { .port = (enet_uint16)opts->port };
+	if (!s)
+		goto out_fail;
+	s->opts = *opts;
+	uint8_t raw[8];
+	cc_random_bytes(raw, sizeof raw);
+	for (size_t i = 0; i < sizeof raw; i++)
+		snprintf(s->nonce + 2 * i, 3, "%02x", raw[i]);
+	s->admission = admission;
+	s->match = match;
+	s->reporter = reporter;
+	if (enet_address_set_host_ip(&addr, opts->bind) != 0) {
+		cc_log_error("start_failed", CC_LOG_STR("reason", "--bind is not an IPv4 address"));
+		goto out_fail;
+	}
+	s->host = enet_host_create(&addr, (size_t)opts->max_peers, GS_CHANNELS, 0, 0);
+	if (!s->host) {
+		cc_log_error("start_failed", CC_LOG_STR("reason", "cannot bind the UDP game port"),
+			     CC_LOG_STR("bind", opts->bind), CC_LOG_INT("port", opts->port));
+		goto out_fail;
+	}
+	/* Caps on what one peer can make us hold: our largest message is far below these. */
+	s->host->maximumPacketSize = 64 * 1024;
+	s->host->maximumWaitingData = 256 * 1024;
+	s->host->duplicatePeers = 8;
+	if (opts->port == 0) {
+		/* ENet does not read back an ephemeral port: ask the socket. */
+		ENetAddress bound;
+		if (enet_socket_get_address(s->host->socket, &bound) == 0)
+			s->host->address.port = bound.port;
+	}
+	const char *reason_l[] = { "reason", NULL };
+	const char *kind_l[] = { "kind", NULL };
+	static const double buckets[] = { 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.0167, 0.05 };
+	s->m.ticks = cc_counter("cosmic_clash_gameserver_ticks_total", "Simulation ticks run.", NULL, 1);
+	s->m.missed = cc_counter("cosmic_clash_gameserver_missed_ticks_total",
+				 "Ticks skipped because the loop fell more than 5 ticks behind.", NULL, 1);
+	s->m.kicks = cc_counter("cosmic_clash_gameserver_peers_kicked_total", "Peers kicked, by reason.", reason_l, 32);
+	s->m.bad = cc_counter("cosmic_clash_gameserver_bad_messages_total",
+			      "Truncated, oversized or misrouted messages, by kind.", kind_l, 16);
+	s->m.unknown = cc_counter("cosmic_clash_gameserver_unknown_messages_total", "Messages with an unknown id, skipped.",
+				  NULL, 1);
+	s->m.tick_seconds = cc_histogram("cosmic_clash_gameserver_tick_duration_seconds", "CPU time of one tick.", NULL, 1,
+					 buckets, CC_ARRAY_LEN(buckets));
+	s->m.peers = cc_gauge("cosmic_clash_gameserver_peers", "Connected peers.", NULL, 1);
+	s->m.snapshot_bytes = cc_counter("cosmic_clash_gameserver_snapshot_bytes_total",
+					 "Snapshot payload bytes encoded (each sent to every player).", NULL, 1);
+	return s;
+out_fail:
+	gs_admission_free(admission);
+	gs_match_free(match);
+	free(s);
+	return NULL;
+}
+
+void gs_server_free(struct gs_server *s)
+{
+	if (!s)
+		return;
+	s->freeing = true;
+	if (s->host) {
+		for (size_t i = 0; i < s->host->peerCount; i++) {
+			ENetPeer *e = &s->host->peers[i];
+			struct peer *p = e->data;
+			if (p)
+				detach(s, p);
+			if (e->state == ENET_PEER_STATE_CONNECTED)
+				enet_peer_disconnect_now(e, 0);
+		}
+		enet_host_destroy(s->host);
+	}
+	gs_admission_free(s->admission);
+	gs_match_free(s->match);
+	free(s);
+}

@@ -1,0 +1,82 @@
+/*
+ * server.h - cc-gameserver's transport and tick loop (SPEC 11, allocated mode).
+ *
+ * Owns the ENet host, one record per connected peer, the handshake, the
+ * message dispatch, the kicks and the 60 Hz loop that steps the match
+ * (gameserver/match.h) and sends snapshots. Everything here runs on one
+ * thread, the tick thread: the network is serviced between ticks, and
+ * anything slow (cc-api receipts and the result) is handed to the
+ * reporter (gameserver/reporter.h) without waiting.
+ *
+ * Channels (SPEC 11, game/wire.h): 0 reliable control, 1 unreliable-
+ * sequenced input (and ping), 2 unreliable snapshots (and pong). Every
+ * packet goes through cc_wire_decode_from() for its channel and direction:
+ * an unknown id is skipped and counted ("unknown", never fatal); a
+ * truncated, oversized or malformed one (wrong channel or direction
+ * included) adds one to the peer's bad count, and past --max-bad-messages
+ * the peer is kicked (reason "malformed"). Before its hello is admitted a
+ * peer may send only a well-formed hello: anything else is refused at
+ * once ("malformed"); a hello of another protocol version is refused by
+ * its version alone ("protocol_mismatch"), before the rest is decoded.
+ *
+ * A kick logs "peer_kicked" with the wire reason and a detail (for a token,
+ * the precise game/token.h refusal: "bad_signature", "wrong_server"),
+ * sends refused (handshake) or kicked (later) on channel 0 with the same
+ * reason, and disconnects the peer once that is delivered (ENet's
+ * disconnect_later); the peer's record is detached so nothing is sent to
+ * it again, even within the same poll batch.
+ *
+ * Ownership: gs_server_create() takes ownership of admission and match
+ * (freed by gs_server_free); the reporter stays the caller's.
+ */
+#ifndef CC_GAMESERVER_SERVER_H
+#define CC_GAMESERVER_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sys/cc.h"
+
+struct gs_admission;
+struct gs_match;
+struct cc_reporter;
+
+struct gs_server_options {
+	const char *bind;           /* address of the UDP socket ("0.0.0.0", "127.0.0.1") */
+	int port;                   /* UDP port; 0 = ephemeral (tests) */
+	int max_peers;              /* ENet peer slots: players plus room for refusing strangers */
+	int max_bad_messages;       /* truncated/oversized/wrong-channel messages tolerated per peer */
+	int handshake_timeout_ms;   /* a peer without an admitted hello by then is kicked */
+	int snapshot_interval;      /* send a snapshot every N ticks (60 Hz / N per client) */
+	const char *arena;          /* arena name for the welcome ([a-z0-9_], 1..32 bytes) */
+	int64_t started_ns;         /* monotonic time main() began: the "ready" line says how long start-up took */
+	int64_t end_linger_ms;      /* after the result, keep serving this long so clients see it */
+};
+
+struct gs_server;
+
+/*
+ * Creates the ENet host on opts->bind:port. admission may be NULL only in
+ * tests that need no players. Returns NULL (logged "start_failed") when the
+ * socket cannot be bound; admission and match are freed then too.
+ */
+struct gs_server *gs_server_create(const struct gs_server_options *opts, struct gs_admission *admission,
+				   struct gs_match *match, struct cc_reporter *reporter);
+
+/* The UDP port bound. */
+int gs_server_port(const struct gs_server *s);
+
+/*
+ * Runs the 60 Hz loop until stopping(ctx) is true or the match has ended
+ * and the end linger passed. Returns 0 after a match that ended (its result
+ * handed to the reporter), 1 when stopped before the end.
+ */
+int gs_server_run(struct gs_server *s, bool (*stopping)(void *ctx), void *ctx);
+
+/* True once the host is up and the loop has run a tick (the ready probe). Any thread. */
+bool gs_server_ready(void *server, char *why, size_t whylen);
+
+/* Disconnects every peer (best effort), frees everything it owns. NULL is a no-op. */
+void gs_server_free(struct gs_server *s);
+
+#endif

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# bench-gameserver.sh - cc-gameserver's figures (issue 11), part of `make bench`:
+#   - CPU per simulated tick of a 3v3 match (sim + lifecycle + snapshot encode)
+#     and how many 3v3 matches one core steps at 60 Hz with no tick over 1/60 s
+#     (tests/bench/gameserver.c sim), also with each match's ENet packets
+#     costed at the raw ENet reference measured in the same run (echo);
+#   - time from process start to the ready probe answering, median of
+#     GS_BENCH_READY_RUNS (7) starts (gameserver ready);
+#   - a real match: cc-gameserver with six gsclient players for
+#     GS_BENCH_MATCH_SECONDS (10): snapshot bytes per client per second (our
+#     payload, and ENet's bytes including its headers) and the server's peak
+#     RSS (VmHWM while it lingers after the end).
+# Targets: ready < 50 ms, RSS < 16 MB, <= 4 KB/s per client downstream,
+# >= 100 concurrent 3v3 matches per core. A missed target fails only with
+# BENCH_STRICT=1. Logs in build/bench-results/gameserver/.
+set -Eeuo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BIN="$top/build/bin"
+BENCH="$top/build/bench/gameserver"
+GSCLIENT="$top/build/tests/gsclient"
+OUT="$top/build/bench-results/gameserver"
+READY_RUNS=${GS_BENCH_READY_RUNS:-7}
+MATCH_SECONDS=${GS_BENCH_MATCH_SECONDS:-10}
+source "$top/scripts/lib/ports.sh"
+
+say() { echo "bench-gameserver: $*" >&2; }
+for f in "$BENCH" "$GSCLIENT" "$BIN/cc-gameserver"; do
+	[[ -x $f ]] || { say "$f is missing (make all tools tests-build)"; exit 1; }
+done
+rm -rf "$OUT"
+mkdir -p "$OUT"
+pids=()
+cleanup() {
+	local rc=$?
+	for p in "${pids[@]:-}"; do [[ -n $p ]] && kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]:-}"; do [[ -n $p ]] && wait "$p" 2>/dev/null || true; done
+	if ((rc != 0)); then
+		say "FAILED (exit $rc); logs in $OUT:"
+		tail -n 20 "$OUT"/*.log 2>/dev/null || true
+	fi
+	exit $rc
+}
+trap cleanup EXIT
+
+# ---- sim and echo -------------------------------------------------------------
+"$BENCH" sim >"$OUT/sim.json"
+"$BENCH" echo >"$OUT/echo.json"
+sim=$(cat "$OUT/sim.json")
+echo_=$(cat "$OUT/echo.json")
+tick_ns=$(jq .cpu_ns_per_tick_3v3 <<<"$sim")
+per_core=$(jq .matches_per_core <<<"$sim")
+pkt_us=$(jq .cpu_us_per_packet <<<"$echo_")
+snap_rate=20
+# Per tick a 3v3 match receives 6 inputs and sends 6 * snap_rate/60 snapshots.
+with_net=$(jq -n --argjson t "$tick_ns" --argjson p "$pkt_us" --argjson r "$snap_rate" \
+	'(1e9/60) / ($t + (6 + 6 * $r / 60) * $p * 1000) | floor')
+
+# ---- ready probe and idle RSS ---------------------------------------------------------
+mint="$OUT/mint"
+mkdir -p "$mint"
+printf '{"k1":"%s"}' "$(head -c 32 /dev/urandom | base64 -w0)" >"$OUT/keys.json"
+printf 'bench-workload' >"$OUT/workload"
+"$GSCLIENT" mint --keys="$OUT/keys.json" --key-id=k1 --server-id=bench --players=6 --out="$mint"
+export COSMIC_CLASH_JOIN_KEYS_FILE="$OUT/keys.json" COSMIC_CLASH_WORKLOAD_TOKEN_FILE="$OUT/workload"
+ready=()
+for _ in $(seq "$READY_RUNS"); do
+	port=$(free_port)
+	"$BENCH" ready --port="$port" -- "$BIN/cc-gameserver" --bind=127.0.0.1 --game-port="$port" --server-id=bench \
+		--roster-file="$mint/roster.json" --api-url=http://127.0.0.1:9 >>"$OUT/ready.json"
+	ready+=("$(tail -n 1 "$OUT/ready.json" | jq .ready_ms)")
+done
+ready_med=$(printf '%s\n' "${ready[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+
+# ---- a real match: six players ------------------------------------------------------
+port=$(free_port)
+"$BIN/cc-gameserver" --bind=127.0.0.1 --game-port="$port" --server-id=bench --roster-file="$mint/roster.json" \
+	--api-url=http://127.0.0.1:9 --match-seconds="$MATCH_SECONDS" --warmup-seconds=1 --connect-window-seconds=5 \
+	--overtime-max-seconds=1 --end-linger-ms=1500 --result-timeout-ms=200 >"$OUT/gs.log" 2>&1 &
+gs=$!
+pids+=("$gs")
+for _ in $(seq 200); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.02; done
+players=()
+for slot in 0 1 2 3 4 5; do
+	"$GSCLIENT" play --port="$port" --token="$mint/token.$slot" >"$OUT/player$slot.json" &
+	players+=("$!")
+	pids+=("$!")
+done
+hwm=0
+while kill -0 "$gs" 2>/dev/null; do
+	v=$(awk '/^VmHWM/ {print $2}' "/proc/$gs/status" 2>/dev/null || echo 0)
+	((v > hwm)) && hwm=$v
+	sleep 0.1
+done
+for p in "${players[@]}"; do wait "$p" || { say "a player exited $?"; exit 1; }; done
+for slot in 0 1 2 3 4 5; do
+	[[ $(jq -r .result "$OUT/player$slot.json") == ended ]] || { say "player $slot: $(cat "$OUT/player$slot.json")"; exit 1; }
+done
+payload_bps=$(jq -s 'map(.snapshot_bytes / .seconds) | add / length | floor' "$OUT"/player*.json)
+enet_bps=$(jq -s 'map(.enet_bytes_in / .seconds) | add / length | floor' "$OUT"/player*.json)
+
+echo "cc-gameserver (3v3; load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores)"
+printf '  %-52s %s\n' "CPU per simulated tick (sim+lifecycle+snapshot)" "${tick_ns} ns"
+printf '  %-52s %s\n' "3v3 matches per core, compute only (no tick > 1/60 s)" "$per_core"
+printf '  %-52s %s\n' "3v3 matches per core, ENet packets costed" "$with_net"
+printf '  %-52s %s\n' "raw ENet echo reference" "$(jq -r '"\(.round_trips_per_s) round trips/s, \(.cpu_us_per_packet) us CPU per packet"' <<<"$echo_")"
+printf '  %-52s %s\n' "start to ready probe answering (median of $READY_RUNS)" "${ready_med} ms (all: ${ready[*]})"
+printf '  %-52s %s\n' "peak RSS during a 6-player match" "$((hwm / 1024)) MiB ($hwm KiB)"
+printf '  %-52s %s\n' "snapshot bytes per client per second (payload)" "$payload_bps B/s"
+printf '  %-52s %s\n' "bytes per client per second (ENet, all channels)" "$enet_bps B/s"
+miss=()
+awk -v v="$ready_med" 'BEGIN { exit !(v < 50) }' || miss+=("ready ${ready_med} ms >= 50")
+((hwm < 16 * 1024)) || miss+=("RSS $hwm KiB >= 16 MiB")
+((enet_bps <= 4096)) || miss+=("downstream $enet_bps B/s > 4 KB/s")
+((with_net >= 100)) || miss+=("$with_net matches per core < 100")
+if ((${#miss[@]})); then
+	echo "  targets missed: ${miss[*]}"
+	if [[ ${BENCH_STRICT:-0} == 1 ]]; then exit 1; fi
+else
+	echo "  targets met: ready < 50 ms, RSS < 16 MB, <= 4 KB/s per client, >= 100 matches per core"
+fi

@@ -1,0 +1,549 @@
+/*
+ * gsclient - the game-server test client (tests only): mints rosters and
+ * join tokens, plays as an honest client, or misbehaves on purpose, each
+ * against a real cc-gameserver over ENet.
+ *
+ *   gsclient mint --keys=FILE --key-id=ID --server-id=ID --players=N --out=DIR
+ *       Writes DIR/roster.json (a manifest with a real digest), DIR/token.<slot>
+ *       for each slot (teams alternate: slot % 2), DIR/match_id, and hostile
+ *       tokens: forged.token (slot 0's claims under a key the server does not
+ *       hold, same key id), expired.token (slot 1, expired an hour ago),
+ *       foreign.token (slot 2's claims for another server), othermatch.token
+ *       (slot 2's claims for another match).
+ *
+ *   gsclient play --port=P --token=FILE [--unknown-every=N] [--max-seconds=S]
+ *       Connects, says hello, sends 60 Hz input (each message repeats the
+ *       previous inputs for redundancy) until the match ends. Prints one
+ *       JSON line: result (ended|refused|disconnected|timeout), reason,
+ *       slot, team, snapshots, max_gap_ms (longest silence between
+ *       snapshots once the first arrived), last_ack (the input sequence the
+ *       last snapshot acknowledged), score (final), ended_score.
+ *       --unknown-every=N also sends a message with an unknown id every N
+ *       ticks (the server must skip it and keep this player).
+ *
+ *   gsclient hostile --port=P --kind=KIND [--token=FILE]
+ *       KIND: garbage, short, truncated-hello, oversized-hello, version,
+ *       token (hello with --token), truncated-input, oversized-input,
+ *       wrong-channel (the last three after a hello with --token).
+ *       Prints {"result":"refused","reason":...,"detail":...} when the
+ *       server sent a refusal, or result disconnected/admitted/timeout.
+ *
+ * Exit status: 0 when it printed its line, 2 on bad arguments, 1 otherwise.
+ */
+#include <enet/enet.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "game/join_token.h"
+#include "game/roster.h"
+#include "game/wire.h"
+#include "sys/clock.h"
+#include "sys/crypto.h"
+#include "sys/file.h"
+#include "sys/banned.h"
+
+#define PROTOCOL CC_WIRE_PROTOCOL_VERSION
+
+static const char *arg(int argc, char **argv, const char *name)
+{
+	size_t n = strlen(name);
+	for (int i = 2; i < argc; i++)
+		if (strncmp(argv[i], "--", 2) == 0 && strncmp(argv[i] + 2, name, n) == 0 && argv[i][2 + n] == '=')
+			return argv[i] + 3 + n;
+	return NULL;
+}
+
+static long arg_long(int argc, char **argv, const char *name, long dflt)
+{
+	const char *v = arg(argc, argv, name);
+	return v ? strtol(v, NULL, 10) : dflt;
+}
+
+static void put16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+
+/* ---- mint ------------------------------------------------------------------------ */
+
+static int write_file(const char *dir, const char *name, const char *text)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+		fprintf(stderr, "gsclient: cannot write %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+static int sign_to(const struct cc_keyset *ks, const struct cc_join_claims *c, const char *dir, const char *name)
+{
+	char tok[CC_JOIN_TOKEN_BUF];
+	if (cc_join_token_sign(ks, c, tok, sizeof tok) != 0) {
+		fprintf(stderr, "gsclient: cannot sign %s\n", name);
+		return 1;
+	}
+	return write_file(dir, name, tok);
+}
+
+static int mint(int argc, char **argv)
+{
+	const char *keys = arg(argc, argv, "keys"), *key_id = arg(argc, argv, "key-id"),
+		   *server = arg(argc, argv, "server-id"), *dir = arg(argc, argv, "out");
+	long players = arg_long(argc, argv, "players", 6);
+	struct cc_keyset *ks = NULL, *other = NULL;
+	char err[256], name[64], *roster_json = NULL;
+	int rc = 1;
+	if (!keys || !key_id || !server || !dir || players < 1 || players > CC_ROSTER_MAX_ENTRIES) {
+		fprintf(stderr, "gsclient mint: --keys, --key-id, --server-id, --out and --players=1..16 are required\n");
+		return 2;
+	}
+	if (cc_keyset_load_file(keys, &ks, err, sizeof err) != 0) {
+		fprintf(stderr, "gsclient mint: %s\n", err);
+		return 1;
+	}
+	/* A key the server does not hold, under the same id: a forgery that names a known key. */
+	char other_json[256], raw[32], b64[64];
+	cc_random_bytes(raw, sizeof raw);
+	if (cc_base64_encode(raw, sizeof raw, b64, sizeof b64, NULL) != 0)
+		goto out;
+	snprintf(other_json, sizeof other_json, "{\"%s\":\"%s\"}", key_id, b64);
+	if (cc_keyset_parse("forger", other_json, strlen(other_json), &other, err, sizeof err) != 0) {
+		fprintf(stderr, "gsclient mint: %s\n", err);
+		goto out;
+	}
+	struct cc_roster r = { .count = (size_t)players };
+	cc_random_uuid(r.match_id);
+	cc_random_uuid(r.allocation_id);
+	snprintf(r.server_id, sizeof r.server_id, "%s", server);
+	snprintf(r.key_id, sizeof r.key_id, "%s", key_id);
+	int64_t expires = (int64_t)time(NULL) + 3600;
+	struct cc_join_claims claims[CC_ROSTER_MAX_ENTRIES];
+	for (long i = 0; i < players; i++) {
+		struct cc_roster_entry *e = &r.entries[i];
+		e->slot = (int)i;
+		e->team = (int)(i % 2);
+		cc_random_uuid(e->player_id);
+		e->generation = 1;
+		e->expires_at = expires;
+		struct cc_join_claims *c = &claims[i];
+		*c = (struct cc_join_claims){ .slot = e->slot, .generation = 1, .expires_at = expires };
+		snprintf(c->key_id, sizeof c->key_id, "%s", key_id);
+		snprintf(c->match_id, sizeof c->match_id, "%s", r.match_id);
+		snprintf(c->server_id, sizeof c->server_id, "%s", server);
+		snprintf(c->player_id, sizeof c->player_id, "%s", e->player_id);
+		snprintf(name, sizeof name, "token.%ld", i);
+		if (sign_to(ks, c, dir, name) != 0)
+			goto out;
+	}
+	if (cc_roster_manifest_build(&r, &roster_json) != 0 || write_file(dir, "roster.json", roster_json) != 0 ||
+	    write_file(dir, "match_id", r.match_id) != 0)
+		goto out;
+	if (sign_to(other, &claims[0], dir, "forged.token") != 0)
+		goto out;
+	struct cc_join_claims c = claims[players > 1 ? 1 : 0];
+	c.expires_at = (int64_t)time(NULL) - 3600;
+	if (sign_to(ks, &c, dir, "expired.token") != 0)
+		goto out;
+	c = claims[players > 2 ? 2 : 0];
+	snprintf(c.server_id, sizeof c.server_id, "%s-other", server);
+	if (sign_to(ks, &c, dir, "foreign.token") != 0)
+		goto out;
+	c = claims[players > 2 ? 2 : 0];
+	cc_random_uuid(c.match_id);
+	if (sign_to(ks, &c, dir, "othermatch.token") != 0)
+		goto out;
+	rc = 0;
+out:
+	free(roster_json);
+	cc_keyset_free(ks);
+	cc_keyset_free(other);
+	return rc;
+}
+
+/* ---- the connection -------------------------------------------------------------- */
+
+struct conn {
+	ENetHost *host;
+	ENetPeer *peer;
+	bool connected, gone;
+	char reason[80], detail[200]; /* from a refusal */
+	bool refused;
+	int slot, team;
+	bool welcomed;
+};
+
+static int connect_to(struct conn *c, int port)
+{
+	ENetAddress a = { .port = (enet_uint16)port };
+	memset(c, 0, sizeof *c);
+	c->slot = c->team = -1;
+	enet_address_set_host_ip(&a, "127.0.0.1");
+	c->host = enet_host_create(NULL, 1, 3, 0, 0);
+	if (!c->host)
+		return 1;
+	c->peer = enet_host_connect(c->host, &a, 3, 0);
+	if (!c->peer)
+		return 1;
+	ENetEvent ev;
+	int64_t end = cc_clock_ms() + 5000;
+	while (cc_clock_ms() < end) {
+		if (enet_host_service(c->host, &ev, 50) > 0 && ev.type == ENET_EVENT_TYPE_CONNECT) {
+			c->connected = true;
+			return 0;
+		}
+	}
+	return 1;
+}
+
+static void send_raw(struct conn *c, int channel, const void *buf, size_t len, bool reliable)
+{
+	ENetPacket *p = enet_packet_create(buf, len, reliable ? ENET_PACKET_FLAG_RELIABLE : 0);
+	enet_peer_send(c->peer, (enet_uint8)channel, p);
+	enet_host_flush(c->host);
+}
+
+/* Encodes m; returns its length (0 when it does not encode). */
+static size_t encode(const struct cc_wire_msg *m, uint8_t *buf, size_t cap)
+{
+	size_t len = 0;
+	return cc_wire_encode(m, buf, cap, &len) == 0 ? len : 0;
+}
+
+/* A hello with token; version other than ours is patched into bytes 2-3 after encoding. */
+static size_t hello_bytes(uint8_t *buf, size_t cap, int version, const char *token)
+{
+	struct cc_wire_msg m = { .id = CC_MSG_HELLO };
+	m.u.hello.protocol_version = PROTOCOL;
+	m.u.hello.tick_rate = CC_WIRE_TICK_RATE;
+	m.u.hello.auth = CC_WIRE_AUTH_TOKEN;
+	size_t n = strlen(token);
+	if (n > CC_WIRE_TOKEN_MAX)
+		n = CC_WIRE_TOKEN_MAX;
+	memcpy(m.u.hello.credential, token, n);
+	m.u.hello.credential_len = (uint16_t)n;
+	size_t len = encode(&m, buf, cap);
+	if (len >= 4)
+		put16(buf + 2, (uint32_t)version);
+	return len;
+}
+
+static void send_hello(struct conn *c, int version, const char *token)
+{
+	uint8_t buf[CC_WIRE_MAX_PACKET];
+	size_t n = hello_bytes(buf, sizeof buf, version, token);
+	if (n == 0) {
+		/* A token the codec refuses to carry (not printable): send it raw, as an attacker would. */
+		size_t tl = strlen(token);
+		put16(buf, CC_MSG_HELLO);
+		put16(buf + 2, (uint32_t)version);
+		put16(buf + 4, CC_WIRE_TICK_RATE);
+		buf[6] = CC_WIRE_AUTH_TOKEN;
+		put16(buf + 7, (uint32_t)tl);
+		memcpy(buf + 9, token, tl);
+		n = 9 + tl;
+	}
+	send_raw(c, 0, buf, n, true);
+}
+
+/* Reads a control message: welcome, refused or kicked. */
+static void on_control(struct conn *c, const uint8_t *d, size_t len)
+{
+	struct cc_wire_msg m;
+	if (cc_wire_decode(d, len, &m, NULL) != 0)
+		return;
+	if (m.id == CC_MSG_WELCOME) {
+		c->welcomed = true;
+		c->slot = m.u.welcome.slot;
+		c->team = m.u.welcome.team;
+	} else if (m.id == CC_MSG_REFUSED || m.id == CC_MSG_KICKED) {
+		uint16_t reason = m.id == CC_MSG_REFUSED ? m.u.refused.reason : m.u.kicked.reason;
+		snprintf(c->reason, sizeof c->reason, "%s", cc_wire_reason_name(reason));
+		snprintf(c->detail, sizeof c->detail, "%s", m.id == CC_MSG_REFUSED ? m.u.refused.detail : m.u.kicked.detail);
+		c->refused = true;
+	}
+}
+
+/* Services the connection for up to ms; returns on a welcome, refusal or disconnect. */
+static void await(struct conn *c, int64_t ms)
+{
+	int64_t end = cc_clock_ms() + ms;
+	ENetEvent ev;
+	while (cc_clock_ms() < end && !c->gone && !c->welcomed && !c->refused) {
+		if (enet_host_service(c->host, &ev, 20) <= 0)
+			continue;
+		if (ev.type == ENET_EVENT_TYPE_DISCONNECT)
+			c->gone = true;
+		else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
+			if (ev.channelID == 0 && ev.packet->dataLength >= 2)
+				on_control(c, ev.packet->data, ev.packet->dataLength);
+			enet_packet_destroy(ev.packet);
+		}
+	}
+}
+
+/* After a refusal: the server must also disconnect us. */
+static void await_gone(struct conn *c, int64_t ms)
+{
+	int64_t end = cc_clock_ms() + ms;
+	ENetEvent ev;
+	while (cc_clock_ms() < end && !c->gone) {
+		if (enet_host_service(c->host, &ev, 20) <= 0)
+			continue;
+		if (ev.type == ENET_EVENT_TYPE_DISCONNECT)
+			c->gone = true;
+		else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
+			if (ev.channelID == 0 && ev.packet->dataLength >= 2)
+				on_control(c, ev.packet->data, ev.packet->dataLength);
+			enet_packet_destroy(ev.packet);
+		}
+	}
+}
+
+static void conn_close(struct conn *c)
+{
+	if (c->peer && !c->gone) {
+		enet_peer_disconnect(c->peer, 0);
+		ENetEvent ev;
+		int64_t end = cc_clock_ms() + 500;
+		while (cc_clock_ms() < end && enet_host_service(c->host, &ev, 20) >= 0)
+			if (ev.type == ENET_EVENT_TYPE_DISCONNECT)
+				break;
+	}
+	if (c->host)
+		enet_host_destroy(c->host);
+}
+
+static char *read_token(const char *path)
+{
+	char *text = NULL;
+	size_t len = 0;
+	struct cc_file_error ferr;
+	if (!path || cc_file_read(path, 4096, 0, &text, &len, &ferr) != 0)
+		return NULL;
+	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+		text[--len] = '\0';
+	return text;
+}
+
+/* Escapes nothing: reasons and details are ours (printable ASCII, no quotes). */
+static void print_outcome(const struct conn *c)
+{
+	const char *result = c->refused ? "refused" : c->welcomed ? "admitted" : c->gone ? "disconnected" : "timeout";
+	printf("{\"result\":\"%s\",\"reason\":\"%s\",\"detail\":\"%s\",\"disconnected\":%s}\n", result, c->reason,
+	       c->detail, c->gone ? "true" : "false");
+}
+
+/* ---- hostile ------------------------------------------------------------------------ */
+
+/* An input message: seq newest, count inputs (throttle forward), pad extra bytes, on channel. */
+static void send_input(struct conn *c, uint16_t seq, int count, size_t pad, int channel)
+{
+	struct cc_wire_msg m = { .id = CC_MSG_INPUT };
+	m.u.input.newest_seq = seq;
+	m.u.input.count = (uint16_t)count;
+	for (int i = 0; i < count; i++) {
+		m.u.input.inputs[i].thrust[2] = 100;
+		m.u.input.inputs[i].turn[1] = (int8_t)((seq - i) % 50 - 25);
+	}
+	uint8_t buf[CC_WIRE_MAX_PACKET + 1024] = { 0 };
+	size_t n = encode(&m, buf, CC_WIRE_MAX_PACKET);
+	if (n)
+		send_raw(c, channel, buf, n + pad, false);
+}
+
+static int hostile(int argc, char **argv)
+{
+	const char *kind = arg(argc, argv, "kind");
+	int port = (int)arg_long(argc, argv, "port", 0);
+	char *token = read_token(arg(argc, argv, "token"));
+	struct conn c;
+	int rc = 1;
+	if (!kind || port <= 0) {
+		fprintf(stderr, "gsclient hostile: --kind and --port are required\n");
+		free(token);
+		return 2;
+	}
+	if (connect_to(&c, port) != 0) {
+		printf("{\"result\":\"no_connection\"}\n");
+		goto out;
+	}
+	uint8_t buf[4096];
+	if (strcmp(kind, "garbage") == 0) {
+		cc_random_bytes(buf, 64);
+		buf[0] = buf[1] = 0xfe; /* id 0xfefe: never assigned */
+		send_raw(&c, 0, buf, 64, true);
+	} else if (strcmp(kind, "short") == 0) {
+		send_raw(&c, 0, "\x01", 1, true);
+	} else if (strcmp(kind, "truncated-hello") == 0) {
+		size_t n = hello_bytes(buf, sizeof buf, PROTOCOL, token ? token : "x");
+		send_raw(&c, 0, buf, n > 8 ? 8 : n, true);
+	} else if (strcmp(kind, "oversized-hello") == 0) {
+		size_t n = hello_bytes(buf, sizeof buf, PROTOCOL, token ? token : "x");
+		memset(buf + n, 'A', 600);
+		send_raw(&c, 0, buf, n + 600, true);
+	} else if (strcmp(kind, "version") == 0) {
+		send_hello(&c, 99, token ? token : "x");
+	} else if (strcmp(kind, "token") == 0) {
+		send_hello(&c, PROTOCOL, token ? token : "not-a-token");
+	} else if (strcmp(kind, "truncated-input") == 0 || strcmp(kind, "oversized-input") == 0 ||
+		   strcmp(kind, "wrong-channel") == 0) {
+		send_hello(&c, PROTOCOL, token ? token : "");
+		await(&c, 3000);
+		if (!c.welcomed) {
+			print_outcome(&c);
+			rc = 0;
+			goto out;
+		}
+		c.welcomed = false;
+		for (int i = 1; i <= 64 && !c.refused && !c.gone; i++) {
+			if (kind[0] == 't') {
+				uint8_t t[5] = { 0 };
+				put16(t, CC_MSG_INPUT);
+				send_raw(&c, 1, t, 5, false);
+			} else if (kind[0] == 'o') {
+				send_input(&c, (uint16_t)i, 1, 600, 1);
+			} else {
+				send_input(&c, (uint16_t)i, 1, 0, 2);
+			}
+			await(&c, 20);
+		}
+	} else {
+		fprintf(stderr, "gsclient hostile: unknown --kind\n");
+		rc = 2;
+		goto out;
+	}
+	await(&c, 5000);
+	if (c.refused)
+		await_gone(&c, 5000);
+	print_outcome(&c);
+	rc = 0;
+out:
+	conn_close(&c);
+	free(token);
+	return rc;
+}
+
+/* ---- play ------------------------------------------------------------------------------ */
+
+static int play(int argc, char **argv)
+{
+	int port = (int)arg_long(argc, argv, "port", 0);
+	long unknown_every = arg_long(argc, argv, "unknown-every", 0);
+	long max_seconds = arg_long(argc, argv, "max-seconds", 120);
+	char *token = read_token(arg(argc, argv, "token"));
+	struct conn c;
+	int rc = 1;
+	if (port <= 0 || !token) {
+		fprintf(stderr, "gsclient play: --port and a readable --token are required\n");
+		free(token);
+		return 2;
+	}
+	if (connect_to(&c, port) != 0) {
+		printf("{\"result\":\"no_connection\"}\n");
+		goto out;
+	}
+	send_hello(&c, PROTOCOL, token);
+	await(&c, 5000);
+	if (!c.welcomed) {
+		print_outcome(&c);
+		rc = 0;
+		goto out;
+	}
+	uint64_t snapshots = 0, snapshot_bytes = 0, bad_messages = 0, goals = 0;
+	int64_t started = cc_clock_ms();
+	c.host->totalReceivedData = 0;
+	int64_t last_snap = 0, max_gap = 0, end = cc_clock_ms() + max_seconds * 1000;
+	int64_t next_input = cc_clock_ms();
+	uint32_t seq = 0, last_ack = 0, last_tick = 0; /* seq: inputs sent (the wire carries it mod 2^16) */
+	int score[2] = { 0, 0 }, ended[2] = { -1, -1 };
+	bool over = false;
+	while (!over && !c.gone && !c.refused && cc_clock_ms() < end) {
+		ENetEvent ev;
+		int64_t wait = next_input - cc_clock_ms();
+		if (enet_host_service(c.host, &ev, wait > 0 ? (enet_uint32)wait : 0) > 0) {
+			if (ev.type == ENET_EVENT_TYPE_DISCONNECT) {
+				c.gone = true;
+			} else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
+				const uint8_t *d = ev.packet->data;
+				size_t len = ev.packet->dataLength;
+				struct cc_wire_msg m;
+				if (cc_wire_decode(d, len, &m, NULL) != 0) {
+					bad_messages++;
+				} else if (m.id == CC_MSG_SNAPSHOT) {
+					int64_t now = cc_clock_ms();
+					if (last_snap && now - last_snap > max_gap)
+						max_gap = now - last_snap;
+					last_snap = now;
+					snapshots++;
+					snapshot_bytes += len;
+					const struct cc_wire_snapshot *sn = &m.u.snapshot;
+					if (sn->tick > last_tick) {
+						last_tick = sn->tick;
+						score[0] = sn->score[0];
+						score[1] = sn->score[1];
+						for (uint16_t i = 0; i < sn->player_count; i++)
+							if (sn->players[i].slot == c.slot &&
+							    (sn->players[i].flags & CC_WIRE_PF_HAS_INPUT))
+								last_ack = sn->players[i].last_input_seq;
+					}
+				} else if (m.id == CC_MSG_MATCH_END) {
+					ended[0] = m.u.match_end.score[0];
+					ended[1] = m.u.match_end.score[1];
+					over = true;
+				} else if (m.id == CC_MSG_GOAL) {
+					goals++;
+				} else if (ev.channelID == 0) {
+					on_control(&c, d, len);
+				}
+				enet_packet_destroy(ev.packet);
+			}
+			continue;
+		}
+		if (cc_clock_ms() < next_input)
+			continue;
+		next_input += 1000 / 60;
+		seq++;
+		int count = seq < 4 ? (int)seq : 4;
+		send_input(&c, (uint16_t)seq, count, 0, 1);
+		if (unknown_every > 0 && seq % (uint32_t)unknown_every == 0) {
+			uint8_t u[8] = { 0 };
+			put16(u, 0x7777); /* an id no protocol version defines */
+			send_raw(&c, 0, u, sizeof u, true);
+		}
+	}
+	const char *result = over ? "ended" : c.refused ? "refused" : c.gone ? "disconnected" : "timeout";
+	printf("{\"result\":\"%s\",\"reason\":\"%s\",\"slot\":%d,\"team\":%d,\"snapshots\":%llu,\"max_gap_ms\":%lld,"
+	       "\"inputs_sent\":%u,\"last_ack\":%u,\"last_tick\":%u,\"score\":[%d,%d],\"ended_score\":[%d,%d],"
+	       "\"seconds\":%.2f,\"snapshot_bytes\":%llu,\"enet_bytes_in\":%u,\"undecodable\":%llu,\"goals_seen\":%llu}\n",
+	       result, c.reason, c.slot, c.team, (unsigned long long)snapshots, (long long)max_gap, seq, last_ack, last_tick,
+	       score[0], score[1], ended[0], ended[1], (double)(cc_clock_ms() - started) / 1000.0,
+	       (unsigned long long)snapshot_bytes, c.host->totalReceivedData, (unsigned long long)bad_messages,
+	       (unsigned long long)goals);
+	rc = 0;
+out:
+	conn_close(&c);
+	free(token);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: gsclient mint|play|hostile --name=value...\n");
+		return 2;
+	}
+	if (cc_crypto_init() != 0 || enet_initialize() != 0)
+		return 1;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	int rc = strcmp(argv[1], "mint") == 0	 ? mint(argc, argv)
+		 : strcmp(argv[1], "play") == 0	 ? play(argc, argv)
+		 : strcmp(argv[1], "hostile") == 0 ? hostile(argc, argv)
+						   : 2;
+	enet_deinitialize();
+	return rc;
+}

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Hostile peers against the real cc-gameserver (issue 11, SPEC 11): each is
+# refused with a reason, logged as peer_kicked, and disconnected, while a
+# match in progress continues for the honest players, one of whom sends a
+# message with an unknown id now and then (skipped, never fatal). The
+# receipts and the result reach the server routes (tests/fakes/
+# fake_server_routes: the documented shapes over real HTTP) with the
+# workload token, and the server exits 0 once the result is acknowledged.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/gameserver_lib.sh"
+
+gs_mint 6
+gs_start_fake
+port=$(free_port)
+gs_start_server "$port" --match-seconds=12 --warmup-seconds=1 --connect-window-seconds=2 --max-bad-messages=8 --overtime-max-seconds=1
+gs_pid=$LAST_PID
+
+# Honest players in slots 0, 1 and 5; slot 5 also sends an unknown id every 30 ticks.
+for slot in 0 1 5; do
+	extra=()
+	[[ $slot == 5 ]] && extra=(--unknown-every=30)
+	start_bg "$T_DIR/player$slot.out" "$GSCLIENT" play --port="$port" --token="$T_DIR/mint/token.$slot" "${extra[@]}"
+	eval "player${slot}_pid=$LAST_PID"
+done
+wait_log "$T_DIR/gs.log" '"event":"peer_admitted"' 3 "$gs_pid" 20
+
+# hostile NAME KIND EXPECTED_REASON [TOKEN [DETAIL]]: one misbehaving peer, refused with the
+# wire reason EXPECTED_REASON (and, for tokens, the precise refusal DETAIL in the message and log).
+hostile() {
+	local name=$1 kind=$2 want=$3 token=${4:-} detail=${5:-} out
+	local args=(hostile --port="$port" --kind="$kind")
+	[[ -n $token ]] && args+=(--token="$T_DIR/mint/$token")
+	out=$("$GSCLIENT" "${args[@]}") || fail "$name: gsclient ${args[*]} exited $?: $out"
+	[[ $(jq -r .result <<<"$out") == refused ]] || fail "$name: expected a refusal, saw $out"
+	[[ $(jq -r .reason <<<"$out") == "$want" ]] || fail "$name: expected reason $want, saw $out"
+	[[ $(jq -r .disconnected <<<"$out") == true ]] || fail "$name: refused but not disconnected: $out"
+	[[ -z $detail || $(jq -r .detail <<<"$out") == "$detail" ]] || fail "$name: expected detail $detail, saw $out"
+	grep -q "\"event\":\"peer_kicked\".*\"reason\":\"$want\",\"detail\":\"${detail}" "$T_DIR/gs.log" ||
+		fail "$name: no peer_kicked line with reason $want (detail $detail) in the server log"
+	pass "$name: refused ($want: $(jq -r .detail <<<"$out")), logged and disconnected"
+}
+hostile "garbage before hello" garbage malformed
+hostile "a message shorter than its id" short malformed
+hostile "truncated hello" truncated-hello malformed token.3
+hostile "oversized hello" oversized-hello malformed token.3
+hostile "wrong protocol version" version protocol_mismatch token.3
+hostile "forged token (unknown key material)" token bad_token forged.token bad_signature
+hostile "expired token" token expired_token expired.token expired
+hostile "token for another server" token wrong_match foreign.token wrong_server
+hostile "token for another match" token wrong_match othermatch.token wrong_match
+hostile "token that is not a token" token bad_token "" malformed
+hostile "replayed token (slot 0 is connected)" token token_replayed token.0 token_replayed
+hostile "truncated inputs after joining" truncated-input malformed token.2
+hostile "oversized inputs after joining" oversized-input malformed token.3
+hostile "inputs on the snapshot channel" wrong-channel malformed token.4
+
+# The honest players played the match to its end, undisturbed.
+for slot in 0 1 5; do
+	pid_var="player${slot}_pid"
+	wait "${!pid_var}" || fail "player $slot exited $?"
+	out=$(cat "$T_DIR/player$slot.out")
+	[[ $(jq -r .result <<<"$out") == ended ]] || fail "player $slot did not see the match end: $out"
+	gap=$(jq -r .max_gap_ms <<<"$out")
+	((gap < 1000)) || fail "player $slot went ${gap} ms without a snapshot during the hostile peers: $out"
+	[[ "$(jq -c .score <<<"$out")" == "$(jq -c .ended_score <<<"$out")" ]] || fail "player $slot: snapshots disagree with the final score: $out"
+	(($(jq -r .last_ack <<<"$out") > 0)) || fail "player $slot: no snapshot acknowledged its input: $out"
+	pass "player $slot: match ended, $(jq -r .snapshots <<<"$out") snapshots, longest gap ${gap} ms, input acknowledged up to $(jq -r .last_ack <<<"$out")"
+done
+grep -q '"event":"unknown_message".*"id":30583' "$T_DIR/gs.log" || fail "the unknown id 0x7777 was not logged as skipped"
+pass "unknown id skipped, its sender kept playing"
+
+# The server ends on its own once cc-api acknowledged the result.
+wait_exit "$gs_pid" 30
+expect_eq "cc-gameserver exit status (0 = result acknowledged)" 0 "$EXIT_STATUS"
+calls=$(curl -sf "$FAKE_URL/calls") || fail "GET $FAKE_URL/calls failed"
+n_connect=$(jq '[.calls[] | select(.route == "connect")] | length' <<<"$calls")
+# 3 honest players + the three that joined and were kicked for malformed input.
+expect_eq "connect receipts" 6 "$n_connect"
+n_kicked=$(jq '[.calls[] | select(.route == "disconnect") | select(.body | fromjson | .reason == "malformed")] | length' <<<"$calls")
+expect_eq "disconnect receipts with reason malformed" 3 "$n_kicked"
+result=$(jq -c '[.calls[] | select(.route == "result") | .body | fromjson][0]' <<<"$calls")
+[[ $(jq '.players | length' <<<"$result") == 6 ]] || fail "the result does not list the 6 roster players: $result"
+pass "receipts and result reached the server routes with the workload token: $result"

@@ -1,0 +1,69 @@
+# gameserver_lib.sh - sourced after lib.sh by the cc-gameserver and
+# cc-supervisor tests: a key set and a minted roster, the fake server
+# routes, a game server, and waits on log lines and exits with deadlines.
+# (Not executable: run-tests.sh runs only executable scripts.)
+
+GSCLIENT="$TOP/build/tests/gsclient"
+[[ -x $GSCLIENT ]] || fail "$GSCLIENT is missing (make tests-build builds it)"
+
+# gs_mint PLAYERS: a key set (id k1) in $T_DIR/keys.json, a workload token
+# in $T_DIR/workload, and in $T_DIR/mint a roster for server $GS_SERVER_ID
+# with one token per slot plus the hostile ones (tests/gameserver/gsclient.c).
+GS_SERVER_ID=${GS_SERVER_ID:-local-test}
+gs_mint() {
+	mkdir -p "$T_DIR/mint"
+	printf '{"k1":"%s"}' "$(head -c 32 /dev/urandom | base64 -w0)" >"$T_DIR/keys.json"
+	printf 'workload-%s' "$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$T_DIR/workload"
+	"$GSCLIENT" mint --keys="$T_DIR/keys.json" --key-id=k1 --server-id="$GS_SERVER_ID" --players="$1" \
+		--out="$T_DIR/mint" || fail "gsclient mint failed"
+}
+
+# gs_start_fake [FLAGS...]: fake server routes serving $T_DIR/mint/roster.json; sets FAKE_URL, FAKE_PID.
+gs_start_fake() {
+	local out="$T_DIR/fake.$RANDOM.out"
+	T_LOGS+=("$out.log")
+	"$TOP/build/fakes/fake_server_routes" --server-id="$GS_SERVER_ID" --roster-file="$T_DIR/mint/roster.json" \
+		--workload-token-file="$T_DIR/workload" "$@" >"$out" 2>"$out.log" &
+	T_PIDS+=("$!")
+	FAKE_PID=$!
+	local deadline=$((SECONDS + 20))
+	while ! grep -q '^listening ' "$out" 2>/dev/null; do
+		running "$FAKE_PID" || fail "fake_server_routes exited before listening: $(cat "$out.log")"
+		((SECONDS < deadline)) || fail "fake_server_routes did not listen within 20 s"
+		sleep 0.02
+	done
+	FAKE_URL="http://127.0.0.1:$(awk '/^listening/ {print $2}' "$out")"
+}
+
+# gs_start_server PORT [FLAGS...]: cc-gameserver on PORT (UDP, probe on TCP) with the minted roster; log $T_DIR/gs.log.
+gs_start_server() {
+	local port=$1; shift
+	COSMIC_CLASH_JOIN_KEYS_FILE="$T_DIR/keys.json" COSMIC_CLASH_WORKLOAD_TOKEN_FILE="$T_DIR/workload" \
+		start_bg "$T_DIR/gs.log" "$BIN/cc-gameserver" --bind=127.0.0.1 --game-port="$port" \
+		--server-id="$GS_SERVER_ID" --roster-file="$T_DIR/mint/roster.json" --api-url="$FAKE_URL" "$@"
+	wait_http "http://127.0.0.1:$port/readyz" "$LAST_PID" 20
+}
+
+# wait_log FILE PATTERN COUNT PID SECONDS: until FILE has COUNT lines matching PATTERN (grep -E);
+# fails at once when PID exits first, or at the deadline, saying how many it saw.
+wait_log() {
+	local file=$1 pattern=$2 count=$3 pid=$4 deadline=$((SECONDS + $5)) seen=0
+	while ((SECONDS < deadline)); do
+		seen=$(grep -cE -- "$pattern" "$file" 2>/dev/null || true)
+		((seen >= count)) && return 0
+		running "$pid" || fail "process $pid exited with $seen of $count lines matching $pattern in $file"
+		sleep 0.02
+	done
+	fail "$file: $seen of $count lines matching $pattern after $5 s"
+}
+
+# wait_exit PID SECONDS: waits for a child of this shell to exit; sets EXIT_STATUS.
+wait_exit() {
+	local pid=$1 deadline=$((SECONDS + $2))
+	while running "$pid"; do
+		((SECONDS < deadline)) || fail "process $pid still running after $2 s"
+		sleep 0.05
+	done
+	EXIT_STATUS=0
+	wait "$pid" || EXIT_STATUS=$?
+}
