@@ -227,6 +227,7 @@ int main(int argc, char **argv)
 	int status = 1;
 	char err[256] = "";
 
+	int64_t started_ns = cc_clock_ns();
 	cc_service_load_or_exit(&service, &gameserver_spec, argc, argv, &cfg, NULL);
 	if (cc_crypto_init() != 0) {
 		fprintf(stderr, "cc-gameserver: libsodium did not initialise\n");
@@ -297,7 +298,7 @@ int main(int argc, char **argv)
 					.max_bad_messages = (int)cfg.max_bad_messages,
 					.handshake_timeout_ms = (int)cfg.handshake_timeout_ms,
 					.snapshot_interval = interval < 1 ? 1 : interval, .end_linger_ms = cfg.end_linger_ms,
-					.arena = cfg.arena };
+					.arena = cfg.arena, .started_ns = started_ns };
 	lc.server = gs_server_create(&so, admission, match, reporter);
 	admission = NULL;
 	match = NULL;

@@ -573,7 +573,8 @@ int gs_server_run(struct gs_server *s, bool (*stopping)(void *ctx), void *ctx)
 		}
 		enet_host_flush(s->host);
 		cc_metric_observe(s->m.tick_seconds, NULL, (double)(cc_clock_ns() - started) / 1e9 / runs);
-		atomic_store(&s->ready, true);
+		if (!atomic_exchange(&s->ready, true))
+			cc_log_info("ready", CC_LOG_DBL("ms_since_main", (double)(cc_clock_ns() - s->opts.started_ns) / 1e6));
 		if (s->ended && cc_clock_ms() - s->ended_ms >= s->opts.end_linger_ms)
 			return 0;
 	}

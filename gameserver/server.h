@@ -49,6 +49,7 @@ struct gs_server_options {
 	int handshake_timeout_ms;   /* a peer without an admitted hello by then is kicked */
 	int snapshot_interval;      /* send a snapshot every N ticks (60 Hz / N per client) */
 	const char *arena;          /* arena name for the welcome ([a-z0-9_], 1..32 bytes) */
+	int64_t started_ns;         /* monotonic time main() began: the "ready" line says how long start-up took */
 	int64_t end_linger_ms;      /* after the result, keep serving this long so clients see it */
 };
 

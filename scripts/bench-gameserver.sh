@@ -115,7 +115,7 @@ awk -v v="$ready_med" 'BEGIN { exit !(v < 50) }' || miss+=("ready ${ready_med} m
 ((with_net >= 100)) || miss+=("$with_net matches per core < 100")
 if ((${#miss[@]})); then
 	echo "  targets missed: ${miss[*]}"
-	[[ ${BENCH_STRICT:-0} == 1 ]] && exit 1
+	if [[ ${BENCH_STRICT:-0} == 1 ]]; then exit 1; fi
 else
 	echo "  targets met: ready < 50 ms, RSS < 16 MB, <= 4 KB/s per client, >= 100 matches per core"
 fi
