@@ -95,6 +95,17 @@ static void job_free(struct job *j)
 	}
 }
 
+/* True when body is the SPEC error shape with error.code == code. */
+static bool error_code_is(const char *body, const char *code)
+{
+	cJSON *o = cJSON_Parse(body ? body : "");
+	const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "error");
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(e, "code");
+	bool is = cJSON_IsString(c) && strcmp(c->valuestring, code) == 0;
+	cJSON_Delete(o);
+	return is;
+}
+
 /* One attempt. Returns 1 done (success or refused), 0 retry. */
 static int attempt(struct cc_reporter *r, struct job *j)
 {
@@ -132,6 +143,15 @@ static int attempt(struct cc_reporter *r, struct job *j)
 		if (strcmp(j->route, "connect") == 0)
 			lease_remember(r, j->player_id, resp.body);
 		cc_log_debug("report_sent", CC_LOG_STR("route", j->route), CC_LOG_INT("status", resp.status));
+	} else if (resp.status == 409 && error_code_is(resp.body, "invalid_state")) {
+		/*
+		 * "Not yet": players can reach us before the supervisor's
+		 * ASSIGNMENT_READY lands (its registration retries), and a result
+		 * needs a connect to have moved the match. Asking again later is
+		 * the fix, within the job's deadline.
+		 */
+		labels[1] = "not_yet";
+		cc_log_debug("report_retry", CC_LOG_STR("route", j->route), CC_LOG_STR("response", resp.body));
 	} else if (resp.status == 409) {
 		labels[1] = "conflict";
 		done = 1;

@@ -8,7 +8,11 @@
  * sends them in order with `Authorization: Bearer <workload token>`:
  *
  *   2xx                       done
- *   409                       logged "report_conflict" (a replay that the API
+ *   409 invalid_state         retried: the match has not reached the state the
+ *                             route needs yet (a player connected before
+ *                             ASSIGNMENT_READY was registered; a result
+ *                             before any connect was acknowledged)
+ *   other 409                 logged "report_conflict" (a replay that the API
  *                             saw differently: retrying cannot help), dropped
  *   other 4xx                 logged "report_refused", dropped
  *   5xx, timeout, refused     retried with backoff (100 ms doubling to 2 s)

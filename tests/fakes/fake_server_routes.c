@@ -14,7 +14,8 @@
  *   POST /v1/servers/{id}/register   {state, protocol_version, image_digest} -> 200 {"state":...}
  *                                    (503 for process_ready with --fail-process-ready)
  *   GET  /v1/servers/{id}/roster     -> 200, the bytes of --roster-file (read on every call)
- *   POST /v1/servers/{id}/connect    {player_id} -> 200 {"generation":1}
+ *   POST /v1/servers/{id}/connect    {player_id, connection_id} -> 200 {"generation":1}
+ *                                    (the first --connect-not-yet answered 409 invalid_state)
  *   POST /v1/servers/{id}/disconnect {player_id, generation, reason} -> 200 {}
  *   POST /v1/servers/{id}/shutdown   {reason} -> 200 {}
  *   POST /v1/servers/{id}/result     {score, players} -> 200 {}
@@ -44,12 +45,14 @@ struct fake_config {
 	char *roster_file;
 	char *workload_token; /* secret */
 	bool fail_process_ready;
+	int64_t connect_not_yet;
 };
 
 struct fake {
 	const struct fake_config *cfg;
 	pthread_mutex_t lock;
 	cJSON *calls; /* array, guarded by lock */
+	int64_t not_yet_left; /* connects still to refuse with 409 invalid_state; guarded by lock */
 };
 
 #define OPT(f) offsetof(struct fake_config, f)
@@ -61,6 +64,9 @@ static const struct cc_config_option options[] = {
 	  .offset = OPT(roster_file) },
 	{ .name = "workload-token", .type = CC_CFG_STRING, .secret = true, .required = true,
 	  .help = "the bearer token accepted", .offset = OPT(workload_token) },
+	{ .name = "connect-not-yet", .type = CC_CFG_INT, .default_value = "0", .min = 0, .max = 1000,
+	  .help = "answer the first N connects 409 invalid_state (the match not yet ASSIGNMENT_READY)",
+	  .offset = OPT(connect_not_yet) },
 	{ .name = "fail-process-ready", .type = CC_CFG_BOOL, .default_value = "false",
 	  .help = "answer 503 to register process_ready", .offset = OPT(fail_process_ready) },
 };
@@ -126,6 +132,15 @@ static int handle_post(const struct cc_http_request *req, struct cc_http_respons
 		}
 		cJSON_AddStringToObject(out, "state", cJSON_IsString(st) ? st->valuestring : "");
 	} else if (strcmp(route, "connect") == 0) {
+		pthread_mutex_lock(&f->lock);
+		bool not_yet = f->not_yet_left > 0 && f->not_yet_left--;
+		pthread_mutex_unlock(&f->lock);
+		if (not_yet) {
+			cJSON_Delete(out);
+			cJSON_Delete(body);
+			cc_http_error(resp, 409, "invalid_state", "the match is PROCESS_READY; players connect in ASSIGNMENT_READY or IN_PROGRESS", false);
+			return 0;
+		}
 		cJSON_AddNumberToObject(out, "generation", 1);
 	}
 	cJSON_Delete(body);
@@ -179,6 +194,7 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	pthread_mutex_init(&f.lock, NULL);
 	f.calls = cJSON_CreateArray();
+	f.not_yet_left = cfg.connect_not_yet;
 	static const struct cc_http_route routes[] = {
 		{ "POST", "/v1/servers/{id}/register", handle_post },
 		{ "POST", "/v1/servers/{id}/connect", handle_post },

@@ -10,7 +10,8 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gameserver_lib.sh"
 
 gs_mint 6
-gs_start_fake
+# The first two connect receipts meet a match not yet ASSIGNMENT_READY (409 invalid_state): retried.
+gs_start_fake --connect-not-yet=2
 port=$(free_port)
 gs_start_server "$port" --match-seconds=12 --warmup-seconds=1 --connect-window-seconds=2 --max-bad-messages=8 --overtime-max-seconds=1
 gs_pid=$LAST_PID
@@ -74,8 +75,10 @@ wait_exit "$gs_pid" 30
 expect_eq "cc-gameserver exit status (0 = result acknowledged)" 0 "$EXIT_STATUS"
 calls=$(curl -sf "$FAKE_URL/calls") || fail "GET $FAKE_URL/calls failed"
 n_connect=$(jq '[.calls[] | select(.route == "connect")] | length' <<<"$calls")
-# 3 honest players + the three that joined and were kicked for malformed input.
-expect_eq "connect receipts" 6 "$n_connect"
+n_players=$(jq '[.calls[] | select(.route == "connect") | .body | fromjson | .player_id] | unique | length' <<<"$calls")
+# 3 honest players + the three that joined and were kicked for malformed input; two refused once first.
+expect_eq "connect receipts (two of them retried after 409 invalid_state)" 8 "$n_connect"
+expect_eq "players with a connect receipt" 6 "$n_players"
 n_kicked=$(jq '[.calls[] | select(.route == "disconnect") | select(.body | fromjson | .reason == "malformed")] | length' <<<"$calls")
 expect_eq "disconnect receipts with reason malformed" 3 "$n_kicked"
 result=$(jq -c '[.calls[] | select(.route == "result") | .body | fromjson][0]' <<<"$calls")
