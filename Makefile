@@ -262,7 +262,7 @@ demo:
 
 bench:
 	$(Q)scripts/ensure-deps.sh
-	$(Q)$(MAKE) --no-print-directory all tools $(BENCH_BINS) $(GSCLIENT)
+	$(Q)$(MAKE) --no-print-directory all tools $(BENCH_BINS) $(GSCLIENT) $(FAKE_BINS)
 	$(Q)tests/harness/with-services.sh scripts/bench.sh
 	$(Q)scripts/bench-gameserver.sh
 

@@ -23,6 +23,12 @@
 # Target: at least 1,000 allocations per second through the local provider
 # (Agones' allocator is measured at about 300-400/s).
 #
+# Then (latency_run) the median time from all-accepted to ASSIGNMENT_READY
+# with live local game-server processes and cc-testkit-api's server routes,
+# over CC_BENCH_LATENCY_MATCHES (20) matches created one at a time, split
+# into the allocator's part and the server's; beside pgbench's time for one
+# allocation's SQL at one client. Target: under 300 ms.
+#
 # Runs inside tests/harness/with-services.sh (make bench runs it from
 # scripts/bench.sh); started outside, it builds what it needs and re-runs
 # itself inside a fresh harness. Results in build/bench-results/allocator/.
@@ -41,6 +47,7 @@ done
 
 N=${CC_BENCH_ALLOCATIONS:-400}
 WORKERS=${CC_BENCH_ALLOC_WORKERS:-2 4}
+L=${CC_BENCH_LATENCY_MATCHES:-20}
 ROUNDS=${CC_BENCH_ALLOC_ROUNDS:-2}
 OUT="$top/build/bench-results/allocator"
 rm -rf "$OUT" && mkdir -p "$OUT"
@@ -56,9 +63,10 @@ chmod 0600 "$keys"/*
 
 DBS=()
 ALLOC_PID=""
+API_PID=""
 cleanup() {
 	local rc=$?
-	if [[ -n "$ALLOC_PID" ]]; then kill "$ALLOC_PID" 2>/dev/null || true; wait "$ALLOC_PID" 2>/dev/null || true; fi
+	for pid in $ALLOC_PID $API_PID; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
 	for db in "${DBS[@]:-}"; do
 		[[ -n "$db" ]] && psql_ "$CC_TEST_PG_ADMIN_DSN" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
 	done
@@ -136,6 +144,69 @@ pgbench_run() {
 	drop "bench_alloc_${name//-/_}_$$"
 }
 
+# latency_run: the median time from all-accepted (the match's created_at:
+# the last accept's transaction) to ASSIGNMENT_READY with live local
+# processes: cc-testkit-api (the server routes) and cc-allocator with L
+# serving stand-ins (register process_ready, fetch and verify the roster,
+# register assignment_ready); one match at a time, each created when the
+# previous one is ASSIGNMENT_READY. Split at the roster's published_at.
+latency_run() {
+	local name=latency base=$((30000 + ($$ % 40) * 500 + 450)) api_port api_admin admin i
+	scratch "$name"
+	api_port=$(free_port)
+	api_admin=$(free_port)
+	admin=$(free_port)
+	COSMIC_CLASH_DATABASE_URL="$DSN" build/bin/cc-testkit-api --port="$api_port" --admin-port="$api_admin" \
+		--regions=eu --workload-secret-file="$keys/workload.key" --log-level=warn >"$OUT/$name-api.log" 2>&1 &
+	API_PID=$!
+	COSMIC_CLASH_DATABASE_URL="$DSN" build/bin/cc-allocator --admin-port="$admin" \
+		--join-keys-file="$keys/join.json" --join-key-id=k2 --workload-secret-file="$keys/workload.key" \
+		--local-capacity="$L" --local-port-min="$base" --local-port-max="$((base + L - 1))" \
+		--local-server-command="$top/build/fakes/standin_server" --local-state-dir="$OUT/state-$name" \
+		--api-url="http://127.0.0.1:$api_port" --instance-id="bench-$name" --log-level=warn >"$OUT/$name.log" 2>&1 &
+	ALLOC_PID=$!
+	local deadline=$((SECONDS + 60))
+	until [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$api_admin/readyz") == 200 &&
+		$(psql_ "$DSN" -c "SELECT count(*) FROM game_servers WHERE state = 'IDLE'") == "$L" ]]; do
+		((SECONDS < deadline)) || { say "$name: cc-testkit-api or the pool of $L did not come up in 60 s"; return 1; }
+		sleep 0.1
+	done
+	for ((i = 1; i <= L; i++)); do
+		build/bench/allocator matches "$DSN" 1 1 >>"$OUT/$name.seed" 2>&1 || { say "$name: creating match $i failed"; return 1; }
+		deadline=$((SECONDS + 30))
+		until [[ $(psql_ "$DSN" -c "SELECT count(*) FROM matches WHERE state = 'ASSIGNMENT_READY'") == "$i" ]]; do
+			kill -0 "$ALLOC_PID" 2>/dev/null || { say "$name: cc-allocator exited: $(tail -5 "$OUT/$name.log")"; return 1; }
+			((SECONDS < deadline)) || { say "$name: match $i not ASSIGNMENT_READY within 30 s"; return 1; }
+			sleep 0.01
+		done
+	done
+	kill -TERM "$ALLOC_PID" "$API_PID"
+	wait "$ALLOC_PID" "$API_PID" || true
+	ALLOC_PID="" API_PID=""
+	psql_ "$DSN" -F ' ' -c "SELECT \
+		'ready_p50_ms=' || round((percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM a.assignment_ready_at - m.created_at)) * 1000)::numeric, 1), \
+		'ready_max_ms=' || round((max(extract(epoch FROM a.assignment_ready_at - m.created_at)) * 1000)::numeric, 1), \
+		'published_p50_ms=' || round((percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM r.published_at - m.created_at)) * 1000)::numeric, 1), \
+		'server_p50_ms=' || round((percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM a.assignment_ready_at - r.published_at)) * 1000)::numeric, 1), \
+		'n=' || count(*) \
+		FROM matches m JOIN allocations a ON a.match_id = m.id JOIN rosters r ON r.match_id = m.id \
+		WHERE m.state = 'ASSIGNMENT_READY'" | tr ' ' '\n' >"$OUT/$name.out"
+	rm -rf "$OUT/state-$name"
+	drop "bench_alloc_${name}_$$"
+}
+
+# latency_reference: pgbench at one client, the allocation SQL alone: its p50 is the floor of the allocator's part.
+latency_reference() {
+	local name=latency-ref
+	scratch "$name"
+	build/bench/allocator matches "$DSN" "$L" 1 >"$OUT/$name.seed" 2>&1 || { say "$name: seeding failed"; return 1; }
+	build/bench/allocator servers "$DSN" "$L" pgbench 40000 >>"$OUT/$name.seed" 2>&1 || { say "$name: servers failed"; return 1; }
+	"$CC_TEST_PG_BIN/pgbench" -n -M prepared --max-tries=5 -c 1 -j 1 -t "$L" -f "$top/tests/bench/allocator.pgbench" "$DSN" \
+		>"$OUT/$name.log" 2>&1 || say "$name: pgbench reported failures"
+	echo "latency_avg_ms=$(sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' "$OUT/$name.log")" >"$OUT/$name.out"
+	drop "bench_alloc_${name//-/_}_$$"
+}
+
 kv() { sed -n "s/^$2=//p" "$1" | tail -n 1; }
 best() { # PREFIX: the round with the highest rate
 	local f bestf="" bestv=-1 v
@@ -156,12 +227,25 @@ for w in $WORKERS; do
 	done
 	a=$(best "alloc-w$w")
 	p=$(best "pgbench-w$w")
-	verdict=$(awk -v a="$(kv "$a" rate)" 'BEGIN { print a >= 1000 ? "met" : "NOT met" }')
-	results+=("$(printf 'W=%-2s cc-allocator %7.1f allocations/s (claim->published p50 %s ms; steps ms: claim %s allocate %s deliver %s publish %s) | pgbench, same SQL %7.1f allocations/s | ratio %s | target >= 1000/s: %s' \
+	verdict=$(awk -v a="$(kv "$a" rate)" 'BEGIN { print ((a >= 1000) ? "met" : "NOT met") }')
+	results+=("$(printf 'W=%-2s cc-allocator %7.1f allocations/s (claim->published p50 %s ms; mean ms per batch of up to 16: claim %s allocate %s deliver %s publish %s) | pgbench, same SQL %7.1f allocations/s | ratio %s | target >= 1000/s: %s' \
 		"$w" "$(kv "$a" rate)" "$(kv "$a" p50_ms)" "$(kv "$a" step_claim_ms)" "$(kv "$a" step_allocate_ms)" \
 		"$(kv "$a" step_deliver_ms)" "$(kv "$a" step_publish_ms)" "$(kv "$p" rate)" \
 		"$(awk -v a="$(kv "$a" rate)" -v b="$(kv "$p" rate)" 'BEGIN { printf "%.2f", a / b }')" "$verdict")")
 done
+api_help=$(build/bin/cc-testkit-api --help 2>&1 || true)
+if [[ $api_help == *--workload-secret-file* ]]; then
+	say "latency: $L matches one at a time, all-accepted -> ASSIGNMENT_READY with live local processes"
+	latency_run
+	latency_reference
+	o="$OUT/latency.out"
+	results+=("$(printf 'all-accepted -> ASSIGNMENT_READY (%s matches, live stand-ins, cc-testkit-api): p50 %s ms, max %s ms (allocator part: -> published p50 %s ms; server + API part: published -> ASSIGNMENT_READY p50 %s ms) | pgbench, one allocation alone at 1 client: %s ms | target p50 < 300 ms: %s' \
+		"$(kv "$o" n)" "$(kv "$o" ready_p50_ms)" "$(kv "$o" ready_max_ms)" "$(kv "$o" published_p50_ms)" \
+		"$(kv "$o" server_p50_ms)" "$(kv "$OUT/latency-ref.out" latency_avg_ms)" \
+		"$(awk -v a="$(kv "$o" ready_p50_ms)" 'BEGIN { print ((a < 300) ? "met" : "NOT met") }')")")
+else
+	results+=("all-accepted -> ASSIGNMENT_READY: not measured: this cc-api has no server routes (--workload-secret-file)")
+fi
 say "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "allocator bench: $N allocations per run through the local provider (warm pool of $N stand-ins), best of $ROUNDS interleaved rounds"
 printf '%s\n' "${results[@]}" | tee "$OUT/summary.txt"

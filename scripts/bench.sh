@@ -166,6 +166,8 @@ main() {
 	printf '%s\n' "${results[@]}" | tee "$OUT/summary.txt"
 	# The matcher benchmarks and the queue simulation (issue 4), same harness.
 	"$top/scripts/bench-matcher.sh" || return 1
+	# cc-allocator's allocations per second (issue 10), same harness.
+	"$top/scripts/bench-allocator.sh" || return 1
 	if [[ $missed -ne 0 && "${BENCH_STRICT:-0}" == 1 ]]; then
 		say "a target was missed (BENCH_STRICT=1)"
 		return 1

@@ -25,7 +25,9 @@
  *
  * Outbox: "allocation.allocated" (resource allocation, no players) and
  * "allocation.published" (every player of the match, payload with the match
- * and server ids), each at the row's new revision.
+ * and server ids), each at the row's new revision, written by the same
+ * statement as the change through the SQL constructor cc_outbox_append
+ * that store/outbox.c wraps (a round trip less per allocation).
  *
  * Every function runs inside the caller's SERIALIZABLE transaction.
  * struct cc_allocation is a plain value.
@@ -106,14 +108,15 @@ int cc_allocation_set_allocated(struct cc_pg *pg, const char *id, const char *re
 
 /*
  * No server now (no capacity, contention, a provider error): releases
- * replica's claim on a REQUESTED or ALLOCATED row and makes it due again in
- * delay_ms (PostgreSQL's clock); count_attempt adds one to attempts (the
- * no-capacity backoff grows with it). reason (may be NULL) is kept, capped
- * at CC_ALLOCATION_REASON_MAX bytes. *deferred says whether the row was
- * still replica's to defer.
+ * replica's claim on n REQUESTED or ALLOCATED rows (ids) in one statement
+ * and makes each due again in delay_ms[i] (PostgreSQL's clock);
+ * count_attempt adds one to attempts (the no-capacity backoff grows with
+ * it). reason (may be NULL) is kept, capped at CC_ALLOCATION_REASON_MAX
+ * bytes. *deferred (may be NULL) receives how many rows were still
+ * replica's to defer.
  */
-int cc_allocation_defer(struct cc_pg *pg, const char *id, const char *replica, int64_t delay_ms, bool count_attempt,
-			const char *reason, bool *deferred) CC_MUST_CHECK;
+int cc_allocations_defer(struct cc_pg *pg, const char *replica, const char *const *ids, const int64_t *delay_ms,
+			 size_t n, bool count_attempt, const char *reason, size_t *deferred) CC_MUST_CHECK;
 
 /*
  * Reads allocation id with its match and locks it (FOR UPDATE) for the
@@ -133,11 +136,11 @@ int cc_allocations_live_local(struct cc_pg *pg, const char *owner, struct cc_all
 
 /*
  * ALLOCATED -> PUBLISHED (revision + 1, claim cleared), announcing
- * "allocation.published" to the n players. Call in the transaction that
- * wrote the roster. Returns 0 with *out; CC_ECONFLICT when the row is not
- * ALLOCATED; CC_EINVAL for bad players; or a database error.
+ * "allocation.published" to every player of the match (payload: match and
+ * server ids), in one statement. Call in the transaction that wrote the
+ * roster. Returns 0 with *out; CC_ECONFLICT when the row is not ALLOCATED;
+ * or a database error.
  */
-int cc_allocation_set_published(struct cc_pg *pg, const char *id, const char *const *players, size_t n,
-				struct cc_allocation *out) CC_MUST_CHECK;
+int cc_allocation_set_published(struct cc_pg *pg, const char *id, struct cc_allocation *out) CC_MUST_CHECK;
 
 #endif

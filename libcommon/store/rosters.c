@@ -11,15 +11,13 @@
 static const char sql_participants[] =
 	"SELECT player_id, team FROM match_players WHERE match_id = $1 ORDER BY team, player_id";
 
-static const char sql_insert_roster[] =
-	"INSERT INTO rosters (match_id, allocation_id, key_id, digest, manifest) "
-	"VALUES ($1, $2, $3, $4, $5::jsonb)";
-
-/* Every seat in one statement: arrays of equal length, unnested together. */
-static const char sql_insert_assignments[] =
+/* The roster row and every seat in one statement: arrays of equal length, unnested together. */
+static const char sql_insert[] =
+	"WITH r AS (INSERT INTO rosters (match_id, allocation_id, key_id, digest, manifest) "
+	"  VALUES ($1, $2, $3, $4, $5::jsonb) RETURNING match_id) "
 	"INSERT INTO assignments (match_id, player_id, slot, team, generation, join_token, expires_at) "
-	"SELECT $1, u.player_id, u.slot, u.team, u.generation, u.join_token, to_timestamp(u.expires) "
-	"FROM unnest($2::uuid[], $3::smallint[], $4::smallint[], $5::int[], $6::text[], $7::bigint[]) "
+	"SELECT r.match_id, u.player_id, u.slot, u.team, u.generation, u.join_token, to_timestamp(u.expires) "
+	"FROM r, unnest($6::uuid[], $7::smallint[], $8::smallint[], $9::int[], $10::text[], $11::bigint[]) "
 	"  AS u(player_id, slot, team, generation, join_token, expires)";
 
 int cc_roster_participants(struct cc_pg *pg, const char *match_id, struct cc_roster_seat *seats, size_t cap,
@@ -127,12 +125,9 @@ int cc_roster_insert(struct cc_pg *pg, const struct cc_roster_record *r, const s
 		arr[k][used[k]++] = '}';
 		arr[k][used[k]] = '\0';
 	}
-	const char *pr[] = { r->match_id, r->allocation_id, r->key_id, r->digest, r->manifest_json };
-	rc = cc_pg_exec(pg, sql_insert_roster, 5, pr, NULL);
-	if (rc != 0)
-		goto out;
-	const char *pa[] = { r->match_id, arr[PLAYERS], arr[SLOTS], arr[TEAMS], arr[GENS], arr[TOKENS], arr[EXPIRES] };
-	rc = cc_pg_exec(pg, sql_insert_assignments, 7, pa, NULL);
+	const char *p[] = { r->match_id, r->allocation_id, r->key_id, r->digest, r->manifest_json,
+			    arr[PLAYERS], arr[SLOTS], arr[TEAMS], arr[GENS], arr[TOKENS], arr[EXPIRES] };
+	rc = cc_pg_exec(pg, sql_insert, 11, p, NULL);
 out:
 	for (int k = 0; k < NARRAYS; k++)
 		free(arr[k]);

@@ -157,8 +157,14 @@ void allocator_count(struct allocator *a, const char *result);
 int allocator_workload_token(const struct allocator *a, const struct cc_allocation *al, char *out,
 			     size_t cap) CC_MUST_CHECK;
 
-/* publish.c: the roster transaction for an ALLOCATED allocation (idempotent). */
-int allocator_publish(struct allocator_worker *w, const char *allocation_id, bool *published) CC_MUST_CHECK;
+/*
+ * publish.c: the roster transaction for n ALLOCATED allocations (idempotent:
+ * a row already PUBLISHED or over is left alone). One transaction for the
+ * batch; when it fails, each is tried in its own. rcs[i] is 0 or the error
+ * of allocation i; published[i] whether this call published it.
+ */
+void allocator_publish_batch(struct allocator_worker *w, const char *const *ids, size_t n, bool *published,
+			     int *rcs);
 
 /* local.c */
 struct local_pool *local_pool_create(struct allocator *a);
@@ -169,7 +175,15 @@ int local_pool_start(struct local_pool *p, struct cc_pg *pg) CC_MUST_CHECK;
 void local_pool_tick(struct local_pool *p, struct cc_pg *pg);
 /* Stops every child (SIGTERM, then SIGKILL after a grace). */
 void local_pool_stop(struct local_pool *p);
-enum alloc_outcome local_allocate(struct allocator_worker *w, struct cc_allocation *al, char *why, size_t whylen);
+/*
+ * A server for each of the n REQUESTED allocations, in one transaction
+ * (each: an idle server, SKIP LOCKED, and the endpoint); out[i] is the
+ * outcome of items[i] (ALLOCATED ones are updated in place). When the pool
+ * runs dry the rest are ALLOC_NO_CAPACITY; a claim lost to another replica
+ * makes the batch fall back to one transaction per allocation.
+ */
+void local_allocate_batch(struct allocator_worker *w, struct cc_allocation **items, size_t n, enum alloc_outcome *out,
+			  char *why, size_t whylen);
 int local_deliver(struct allocator_worker *w, const struct cc_allocation *al) CC_MUST_CHECK;
 /* Returns finished servers to IDLE. */
 int local_release_finished(struct allocator_worker *w) CC_MUST_CHECK;

@@ -26,7 +26,7 @@
  * allocation when restarted.
  *
  * Threads: start, tick and stop run on the supervisor thread only; the
- * workers' local_allocate/local_deliver touch no child state (paths are
+ * workers' local_allocate_batch/local_deliver touch no child state (paths are
  * derived from the server id).
  */
 #include <errno.h>
@@ -424,40 +424,88 @@ void local_pool_stop(struct local_pool *p)
 
 struct allocate_tx {
 	struct allocator_worker *w;
-	const char *id;
-	struct cc_allocation out;
+	struct cc_allocation **items;
+	size_t n;
+	enum alloc_outcome *out;
+	struct cc_allocation *res; /* the ALLOCATED rows, copied into items after the commit */
 };
 
+/*
+ * One transaction for the batch. The pool running dry is the no-capacity
+ * outcome of every allocation left (nothing written for them); a claim
+ * lost to another replica fails the whole transaction (CC_ECONFLICT: the
+ * server it took must not stay taken), and the caller retries one by one.
+ */
 static int allocate_tx(struct cc_pg *pg, void *arg)
 {
 	struct allocate_tx *t = arg;
-	struct cc_game_server s;
-	int rc = cc_game_server_claim_idle(pg, t->w->a->instance, t->id, &s);
-	if (rc == 0)
-		rc = cc_allocation_set_allocated(pg, t->id, t->w->replica, &s, NULL, &t->out);
+	bool dry = false;
+	for (size_t i = 0; i < t->n; i++) {
+		struct cc_game_server s;
+		t->out[i] = ALLOC_NO_CAPACITY;
+		if (dry)
+			continue;
+		int rc = cc_game_server_claim_idle(pg, t->w->a->instance, t->items[i]->id, &s);
+		if (rc == CC_ENOTFOUND) {
+			dry = true;
+			continue;
+		}
+		if (rc == 0)
+			rc = cc_allocation_set_allocated(pg, t->items[i]->id, t->w->replica, &s, NULL, &t->res[i]);
+		if (rc != 0)
+			return rc;
+		t->out[i] = ALLOC_OK;
+	}
+	return 0;
+}
+
+/* Runs allocate_tx over items[0..n); the outcome of a failed transaction is every allocation's. */
+static int allocate_run(struct allocator_worker *w, struct cc_allocation **items, size_t n, enum alloc_outcome *out,
+			char *why, size_t whylen)
+{
+	struct cc_allocation *res = calloc(n, sizeof *res);
+	if (!res) {
+		for (size_t i = 0; i < n; i++)
+			out[i] = ALLOC_RETRY;
+		snprintf(why, whylen, "out of memory");
+		return CC_ENOMEM;
+	}
+	struct allocate_tx t = { .w = w, .items = items, .n = n, .out = out, .res = res };
+	int rc = cc_pg_run_locked(w->pg, allocate_tx, &t);
+	enum alloc_outcome all = ALLOC_RETRY;
+	switch (rc) {
+	case 0:
+		for (size_t i = 0; i < n; i++)
+			if (out[i] == ALLOC_OK)
+				*items[i] = res[i];
+		snprintf(why, whylen, "no idle local server among %lld", (long long)w->a->cfg->local_capacity);
+		break;
+	case CC_ECONFLICT:
+		all = ALLOC_LOST;
+		break;
+	case CC_ERETRY_EXHAUSTED:
+		all = ALLOC_CONTENTION;
+		snprintf(why, whylen, "retries exhausted");
+		break;
+	default:
+		snprintf(why, whylen, "%s %s", cc_errname(rc), cc_pg_error_message(w->pg));
+		break;
+	}
+	if (rc != 0)
+		for (size_t i = 0; i < n; i++)
+			out[i] = all;
+	free(res);
 	return rc;
 }
 
-enum alloc_outcome local_allocate(struct allocator_worker *w, struct cc_allocation *al, char *why, size_t whylen)
+void local_allocate_batch(struct allocator_worker *w, struct cc_allocation **items, size_t n, enum alloc_outcome *out,
+			  char *why, size_t whylen)
 {
-	struct allocate_tx t = { .w = w, .id = al->id };
-	int rc = cc_pg_run_locked(w->pg, allocate_tx, &t);
-	switch (rc) {
-	case 0:
-		*al = t.out;
-		return ALLOC_OK;
-	case CC_ENOTFOUND:
-		snprintf(why, whylen, "no idle local server among %lld", (long long)w->a->cfg->local_capacity);
-		return ALLOC_NO_CAPACITY;
-	case CC_ECONFLICT:
-		return ALLOC_LOST;
-	case CC_ERETRY_EXHAUSTED:
-		snprintf(why, whylen, "serialization retries exhausted");
-		return ALLOC_CONTENTION;
-	default:
-		snprintf(why, whylen, "%s %s", cc_errname(rc), cc_pg_error_message(w->pg));
-		return ALLOC_RETRY;
-	}
+	if (allocate_run(w, items, n, out, why, whylen) != CC_ECONFLICT || n == 1)
+		return;
+	/* Someone took one of ours over: find which, one allocation per transaction. */
+	for (size_t i = 0; i < n; i++)
+		(void)allocate_run(w, &items[i], 1, &out[i], why, whylen);
 }
 
 /* The allocation file's JSON (INTERFACES.md), malloc'd; NULL on failure. */

@@ -407,7 +407,7 @@ static void declare_metrics(struct allocator_metrics *m)
 				    "Provider calls that found no free game server (the allocation stays REQUESTED with a backoff).",
 				    provider, 4);
 	m->step_seconds = cc_histogram("cosmic_clash_allocator_step_duration_seconds",
-				       "Duration of each step: claim, allocate, deliver, publish.", step, 8, buckets,
+				       "Duration of each step over one claimed batch: claim, allocate, deliver, publish.", step, 8, buckets,
 				       CC_ARRAY_LEN(buckets));
 	m->passes = cc_counter("cosmic_clash_allocator_passes_total", "Worker passes by result.", result, 8);
 	m->children = cc_counter("cosmic_clash_allocator_local_child_exits_total",

@@ -1,5 +1,5 @@
 /*
- * publish.c - the roster transaction (SPEC 8): for an ALLOCATED allocation,
+ * publish.c - the roster transaction (SPEC 8): for each ALLOCATED allocation of a batch,
  * one assignment per participant (slot, team, generation 1, a join token
  * signed with the active key, its expiry), the roster manifest with its
  * digest (game/roster), ALLOCATED -> PUBLISHED and its outbox event, all in
@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "allocator.h"
 #include "sys/log.h"
 #include "game/join_token.h"
@@ -22,10 +24,9 @@
 #include "store/rosters.h"
 #include "sys/banned.h"
 
+/* Scratch space of one publication, reused across a batch. */
 struct publish_tx {
 	struct allocator *a;
-	const char *id;
-	bool published;                                        /* out: this run published it */
 	struct cc_roster_seat seats[CC_ROSTER_MAX_ENTRIES];
 	char tokens[CC_ROSTER_MAX_ENTRIES][CC_JOIN_TOKEN_BUF];
 	struct cc_roster roster;
@@ -66,17 +67,16 @@ static int sign_seats(struct publish_tx *t, const struct cc_allocation *al, size
 	return 0;
 }
 
-static int publish_tx(struct cc_pg *pg, void *arg)
+/* Publishes allocation id in the caller's transaction; *published says whether this call did. */
+static int publish_one(struct cc_pg *pg, struct publish_tx *t, const char *id, bool *published)
 {
-	struct publish_tx *t = arg;
 	struct cc_allocation al;
 	char digest[CC_SHA256_HEX_LEN + 1], err[160];
 	char *manifest = NULL;
-	const char *players[CC_ROSTER_MAX_ENTRIES];
 	size_t n = 0;
 
-	t->published = false;
-	int rc = cc_allocation_lock(pg, t->id, &al);
+	*published = false;
+	int rc = cc_allocation_lock(pg, id, &al);
 	if (rc != 0)
 		return rc;
 	if (strcmp(al.state, "ALLOCATED") != 0)
@@ -98,28 +98,53 @@ static int publish_tx(struct cc_pg *pg, void *arg)
 					.digest = digest,
 					.manifest_json = manifest };
 	rc = cc_roster_insert(pg, &rec, t->seats, n);
-	if (rc != 0)
-		goto out;
-	for (size_t i = 0; i < n; i++)
-		players[i] = t->seats[i].player_id;
-	rc = cc_allocation_set_published(pg, al.id, players, n, &al);
 	if (rc == 0)
-		t->published = true;
+		rc = cc_allocation_set_published(pg, al.id, &al);
+	if (rc == 0)
+		*published = true;
 out:
 	free(manifest);
 	return rc;
 }
 
-int allocator_publish(struct allocator_worker *w, const char *allocation_id, bool *published)
+struct batch_tx {
+	struct publish_tx *t;
+	const char *const *ids;
+	size_t n;
+	bool *published;
+};
+
+static int batch_tx(struct cc_pg *pg, void *arg)
+{
+	struct batch_tx *b = arg;
+	for (size_t i = 0; i < b->n; i++) {
+		int rc = publish_one(pg, b->t, b->ids[i], &b->published[i]);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+void allocator_publish_batch(struct allocator_worker *w, const char *const *ids, size_t n, bool *published, int *rcs)
 {
 	struct publish_tx *t = calloc(1, sizeof *t);
-	if (!t)
-		return CC_ENOMEM;
+	if (!t) {
+		for (size_t i = 0; i < n; i++)
+			rcs[i] = CC_ENOMEM;
+		return;
+	}
 	t->a = w->a;
-	t->id = allocation_id;
-	int rc = cc_pg_run_locked(w->pg, publish_tx, t);
-	if (rc == 0)
-		*published = t->published;
+	struct batch_tx b = { .t = t, .ids = ids, .n = n, .published = published };
+	int rc = cc_pg_run_locked(w->pg, batch_tx, &b);
+	for (size_t i = 0; i < n; i++)
+		rcs[i] = rc;
+	if (rc != 0 && n > 1) {
+		/* One bad allocation must not hold back the others: each in its own transaction. */
+		for (size_t i = 0; i < n; i++) {
+			struct batch_tx one = { .t = t, .ids = &ids[i], .n = 1, .published = &published[i] };
+			rcs[i] = cc_pg_run_locked(w->pg, batch_tx, &one);
+		}
+	}
+	sodium_memzero(t, sizeof *t); /* join tokens */
 	free(t);
-	return rc;
 }

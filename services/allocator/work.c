@@ -86,38 +86,69 @@ static int claim_tx(struct cc_pg *pg, void *arg)
 }
 
 struct defer_tx {
-	const char *id, *replica, *reason;
-	int64_t delay_ms;
-	bool count_attempt, deferred;
+	const char *replica, *reason;
+	const char *const *ids;
+	const int64_t *delays;
+	size_t n;
+	bool count_attempt;
 };
 
 static int defer_tx(struct cc_pg *pg, void *arg)
 {
 	struct defer_tx *t = arg;
-	return cc_allocation_defer(pg, t->id, t->replica, t->delay_ms, t->count_attempt, t->reason, &t->deferred);
+	return cc_allocations_defer(pg, t->replica, t->ids, t->delays, t->n, t->count_attempt, t->reason, NULL);
 }
 
-/* Releases the claim on al for delay_ms; a failure is logged (the lease lapses anyway). */
-static void defer(struct allocator_worker *w, const struct cc_allocation *al, int64_t delay_ms, bool count_attempt,
-		  const char *reason)
+/* Allocations to release together: one statement per kind of deferral. */
+struct deferrals {
+	const char *ids[2 * MAX_BATCH];
+	int64_t delays[2 * MAX_BATCH];
+	size_t n;
+};
+
+static void defer_add(struct deferrals *d, const struct cc_allocation *al, int64_t delay_ms)
 {
-	struct defer_tx t = { .id = al->id, .replica = w->replica, .reason = reason, .delay_ms = delay_ms,
+	if (d->n < 2 * MAX_BATCH) {
+		d->ids[d->n] = al->id;
+		d->delays[d->n++] = delay_ms;
+	}
+}
+
+/* Releases the claims in d; a failure is logged (the leases lapse anyway). */
+static void defer_flush(struct allocator_worker *w, struct deferrals *d, bool count_attempt, const char *reason)
+{
+	if (d->n == 0)
+		return;
+	struct defer_tx t = { .replica = w->replica, .reason = reason, .ids = d->ids, .delays = d->delays, .n = d->n,
 			      .count_attempt = count_attempt };
 	int rc = cc_pg_run_locked(w->pg, defer_tx, &t);
 	if (rc != 0)
-		cc_log_warn("defer_failed", CC_LOG_STR("allocation_id", al->id), CC_LOG_STR("error", cc_errname(rc)));
+		cc_log_warn("defer_failed", CC_LOG_STR("allocation_id", d->ids[0]), CC_LOG_INT("allocations", d->n),
+			    CC_LOG_STR("error", cc_errname(rc)));
+	d->n = 0;
 }
 
-/* ---- one allocation ------------------------------------------------------------ */
+/* The deferrals of one pass, by kind. */
+struct pass_deferrals {
+	struct deferrals no_capacity; /* attempts + 1, growing backoff */
+	struct deferrals soon;        /* contention, transient failures: attempts unchanged */
+	struct deferrals rejected;    /* the provider refused the request: attempts + 1, the longest backoff */
+};
 
-/* Asks the provider; true when al is ALLOCATED afterwards. */
-static bool allocate(struct allocator_worker *w, struct cc_allocation *al)
+static void flush_all(struct allocator_worker *w, struct pass_deferrals *d)
+{
+	defer_flush(w, &d->no_capacity, true, "no_capacity");
+	defer_flush(w, &d->soon, false, "retry");
+	defer_flush(w, &d->rejected, true, "rejected");
+}
+
+/* ---- one allocation's outcome -------------------------------------------------- */
+
+/* Counts and logs outcome o of al, queueing its deferral; true when al is ALLOCATED. */
+static bool settle(struct allocator_worker *w, const struct cc_allocation *al, enum alloc_outcome o, const char *why,
+		   struct pass_deferrals *d)
 {
 	struct allocator *a = w->a;
-	char why[256] = "";
-	int64_t t0 = cc_clock_ns();
-	enum alloc_outcome o = a->local ? local_allocate(w, al, why, sizeof why) : agones_allocate(w, al, why, sizeof why);
-	allocator_observe(a, "allocate", t0);
 	switch (o) {
 	case ALLOC_OK:
 		allocator_count(a, "allocated");
@@ -135,22 +166,22 @@ static bool allocate(struct allocator_worker *w, struct cc_allocation *al)
 						     CC_LOG_INT("attempts", al->attempts + 1),
 						     CC_LOG_INT("retry_in_ms", delay), CC_LOG_STR("reason", why) },
 			    4);
-		defer(w, al, delay, true, "no_capacity");
+		defer_add(&d->no_capacity, al, delay);
 		return false;
 	}
 	case ALLOC_CONTENTION:
 		allocator_count(a, "contention");
-		defer(w, al, 10 + allocator_backoff_ms(a, 1) / 4, false, "contention");
+		defer_add(&d->soon, al, 10 + allocator_backoff_ms(a, 1) / 4);
 		return false;
 	case ALLOC_RETRY:
 		allocator_count(a, "retry");
 		cc_log_warn("allocate_retry", CC_LOG_STR("allocation_id", al->id), CC_LOG_STR("reason", why));
-		defer(w, al, allocator_backoff_ms(a, 2), false, why);
+		defer_add(&d->soon, al, allocator_backoff_ms(a, 2));
 		return false;
 	case ALLOC_REJECTED:
 		allocator_count(a, "rejected");
 		cc_log_error("allocate_rejected", CC_LOG_STR("allocation_id", al->id), CC_LOG_STR("reason", why));
-		defer(w, al, a->cfg->backoff_max_ms, true, why);
+		defer_add(&d->rejected, al, a->cfg->backoff_max_ms);
 		return false;
 	case ALLOC_LOST:
 		allocator_count(a, "lost");
@@ -160,54 +191,99 @@ static bool allocate(struct allocator_worker *w, struct cc_allocation *al)
 	return false;
 }
 
-/* Takes al from its claimed state to PUBLISHED, as far as it goes. */
-static void process(struct allocator_worker *w, struct cc_allocation *al)
+/*
+ * Takes a claimed batch as far as it goes: the REQUESTED ones to a server
+ * (local: one transaction for the batch), then every ALLOCATED one (new or
+ * resumed) through delivery and publication (one transaction for the
+ * batch). The test hook stops the process between the steps.
+ */
+static void process(struct allocator_worker *w, struct cc_allocation *items, size_t n)
 {
 	struct allocator *a = w->a;
-	int rc;
+	static _Thread_local struct pass_deferrals d;
+	struct cc_allocation *req[2 * MAX_BATCH], *ready[2 * MAX_BATCH];
+	enum alloc_outcome out[2 * MAX_BATCH];
+	char why[256] = "";
+	size_t n_req = 0, n_ready = 0, n_new = 0;
 
-	if (strcmp(al->state, "REQUESTED") == 0) {
-		step("claimed");
-		if (!allocate(w, al))
-			return;
-		step("allocated");
-	} else if (strcmp(al->state, "ALLOCATED") != 0) {
-		return;
-	} else {
-		cc_log_info("resume_allocated", CC_LOG_STR("allocation_id", al->id),
-			    CC_LOG_STR("server_id", al->server_id));
-	}
-	int64_t t0 = cc_clock_ns();
-	if (a->local) {
-		rc = local_deliver(w, al);
-		allocator_observe(a, "deliver", t0);
-		if (rc != 0) {
-			allocator_count(a, "deliver_failed");
-			cc_log_error("deliver_failed", CC_LOG_STR("allocation_id", al->id),
-				     CC_LOG_STR("server_id", al->server_id), CC_LOG_STR("error", cc_errname(rc)));
-			defer(w, al, allocator_backoff_ms(a, 2), false, "deliver_failed");
-			return;
+	memset(&d, 0, sizeof d);
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(items[i].state, "REQUESTED") == 0) {
+			req[n_req++] = &items[i];
+		} else if (strcmp(items[i].state, "ALLOCATED") == 0) {
+			cc_log_info("resume_allocated", CC_LOG_STR("allocation_id", items[i].id),
+				    CC_LOG_STR("server_id", items[i].server_id));
+			ready[n_ready++] = &items[i];
 		}
 	}
-	step("delivered");
-	bool published = false;
-	t0 = cc_clock_ns();
-	rc = allocator_publish(w, al->id, &published);
-	allocator_observe(a, "publish", t0);
-	if (rc != 0) {
-		allocator_count(a, "publish_failed");
-		cc_log_error("publish_failed", CC_LOG_STR("allocation_id", al->id), CC_LOG_STR("error", cc_errname(rc)),
-			     CC_LOG_STR("sqlstate", cc_pg_sqlstate(w->pg)));
-		defer(w, al, allocator_backoff_ms(a, 2), false, "publish_failed");
+	if (n_req > 0) {
+		step("claimed");
+		int64_t t0 = cc_clock_ns();
+		if (a->local) {
+			local_allocate_batch(w, req, n_req, out, why, sizeof why);
+		} else {
+			for (size_t i = 0; i < n_req && !cc_service_stopping(a->svc); i++)
+				out[i] = agones_allocate(w, req[i], why, sizeof why);
+		}
+		allocator_observe(a, "allocate", t0);
+		for (size_t i = 0; i < n_req; i++)
+			if (settle(w, req[i], out[i], why, &d)) {
+				ready[n_ready++] = req[i];
+				n_new++;
+			}
+		flush_all(w, &d);
+		if (n_new > 0)
+			step("allocated");
+	}
+	if (n_ready == 0)
 		return;
+	if (a->local) {
+		int64_t t0 = cc_clock_ns();
+		size_t kept = 0;
+		for (size_t i = 0; i < n_ready; i++) {
+			int rc = local_deliver(w, ready[i]);
+			if (rc == 0) {
+				ready[kept++] = ready[i];
+				continue;
+			}
+			allocator_count(a, "deliver_failed");
+			cc_log_error("deliver_failed", CC_LOG_STR("allocation_id", ready[i]->id),
+				     CC_LOG_STR("server_id", ready[i]->server_id), CC_LOG_STR("error", cc_errname(rc)));
+			defer_add(&d.soon, ready[i], allocator_backoff_ms(a, 2));
+		}
+		n_ready = kept;
+		allocator_observe(a, "deliver", t0);
+		flush_all(w, &d);
 	}
-	if (published) {
-		allocator_count(a, "published");
-		cc_metric_add(a->metrics.published, NULL, 1);
-		cc_log_info("published", CC_LOG_STR("allocation_id", al->id), CC_LOG_STR("match_id", al->match_id),
-			    CC_LOG_STR("server_id", al->server_id));
+	if (n_ready == 0)
+		return;
+	step("delivered");
+	const char *ids[2 * MAX_BATCH];
+	bool published[2 * MAX_BATCH];
+	int rcs[2 * MAX_BATCH];
+	for (size_t i = 0; i < n_ready; i++)
+		ids[i] = ready[i]->id;
+	int64_t t0 = cc_clock_ns();
+	allocator_publish_batch(w, ids, n_ready, published, rcs);
+	allocator_observe(a, "publish", t0);
+	bool any = false;
+	for (size_t i = 0; i < n_ready; i++) {
+		if (rcs[i] != 0) {
+			allocator_count(a, "publish_failed");
+			cc_log_error("publish_failed", CC_LOG_STR("allocation_id", ids[i]), CC_LOG_STR("error", cc_errname(rcs[i])),
+				     CC_LOG_STR("sqlstate", cc_pg_sqlstate(w->pg)));
+			defer_add(&d.soon, ready[i], allocator_backoff_ms(a, 2));
+		} else if (published[i]) {
+			any = true;
+			allocator_count(a, "published");
+			cc_metric_add(a->metrics.published, NULL, 1);
+			cc_log_info("published", CC_LOG_STR("allocation_id", ids[i]), CC_LOG_STR("match_id", ready[i]->match_id),
+				    CC_LOG_STR("server_id", ready[i]->server_id));
+		}
 	}
-	step("published");
+	flush_all(w, &d);
+	if (any)
+		step("published");
 }
 
 /* Opens the worker's connection when it has none; false (logged) when the database is down. */
@@ -267,7 +343,7 @@ int allocator_pass(struct allocator_worker *w, bool *did_work)
 	}
 	cc_metric_add(a->metrics.passes, (const char *[]){ t.n ? "work" : "idle" }, 1);
 	*did_work = t.n > 0;
-	for (size_t i = 0; i < t.n && !cc_service_stopping(a->svc); i++)
-		process(w, &t.items[i]);
+	if (t.n > 0 && !cc_service_stopping(a->svc))
+		process(w, t.items, t.n);
 	return 0;
 }

@@ -23,6 +23,10 @@
  *    exactly one allocation, one server, one roster with one assignment per
  *    player, and the allocation file names it; cc-allocator lacks the hook
  *  - NOTIFY: with a 60 s poll interval a new match is published within 5 s
+ *  - with cc-testkit-api's server routes and serving stand-ins: the match
+ *    reaches ASSIGNMENT_READY (tickets ASSIGNED), the server shuts down and
+ *    the next match gets the same server; and after a SIGKILL at each step
+ *    and a restart, the match still reaches ASSIGNMENT_READY
  *  - agones: every outcome of the fake (UnAllocated, Contention, 409, 429,
  *    500, a slow answer, 403) and the final Allocated, with the selectors,
  *    annotations and bearer token the fake recorded, and every answer's and
@@ -729,7 +733,8 @@ START_TEST(test_pool_capacity_two_replicas)
 	char m[MATCHES][CC_UUID_BUF];
 	struct proc *p[2];
 	for (int i = 0; i < 2; i++) {
-		const char *workers[] = { "--workers=2", "--batch=1", NULL };
+		/* One replica claims one match at a time, the other batches (one transaction for several). */
+		const char *workers[] = { "--workers=2", i == 0 ? "--batch=1" : "--batch=4", NULL };
 		p[i] = spawn_allocator("cc-allocator", NULL,
 				       concat(argv[i], 24, local_flags(&f[i], i, CAP, port_base() + 10 * i, true), workers));
 	}
@@ -1194,6 +1199,161 @@ START_TEST(test_agones_outcomes)
 }
 END_TEST
 
+/* ---- with cc-api: the match moves on ------------------------------------------------------------- */
+
+static int api_port;
+
+/* The "port" field of the "started" line of log (0 while absent). */
+static int log_port(const char *log, const char *field)
+{
+	static char text[512 * 1024];
+	char key[64];
+	FILE *f = fopen(log, "rb");
+	if (!f)
+		return 0;
+	size_t n = fread(text, 1, sizeof text - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	const char *line = strstr(text, "\"event\":\"started\"");
+	snprintf(key, sizeof key, "\"%s\":", field);
+	const char *v = line ? strstr(line, key) : NULL;
+	return v ? (int)strtol(v + strlen(key), NULL, 10) : 0;
+}
+
+/* Starts cc-testkit-api with the workload secret the allocator signs with; sets api_port. */
+static void spawn_api(void)
+{
+	char bin[4096], wl_flag[1200];
+	ck_assert_int_lt(n_procs, MAX_PROCS);
+	struct proc *p = &procs[n_procs];
+	memset(p, 0, sizeof *p);
+	snprintf(p->log, sizeof p->log, "%s/api-%d.log", dir, n_procs);
+	snprintf(wl_flag, sizeof wl_flag, "--workload-secret-file=%s", workload_keys);
+	cc_test_bin("cc-testkit-api", bin, sizeof bin);
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	ck_assert(pid >= 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		FILE *log = freopen(p->log, "a", stdout);
+		if (!log || dup2(fileno(stdout), 2) < 0)
+			_exit(127);
+		setenv("COSMIC_CLASH_DATABASE_URL", db_dsn, 1);
+		execl(bin, bin, "--port=0", "--admin-port=0", "--regions=eu", wl_flag, (char *)NULL);
+		_exit(127);
+	}
+	p->pid = pid;
+	n_procs++;
+	WAIT_FOR((api_port = log_port(p->log, "port")) > 0, 20000, "cc-testkit-api start-up");
+}
+
+/* Local flags plus the serving stand-in and --api-url (stand-ins shut down after hold_ms when >= 0). */
+static const char *const *serving_flags(struct local_flags *f, const char **argv, size_t cap, int capacity, int hold_ms,
+					const char *extra)
+{
+	static char cmd[4300], url[128];
+	char standin[4096];
+	const char *top = getenv("CC_TOP");
+	local_flags(f, 0, capacity, port_base(), false);
+	snprintf(standin, sizeof standin, "%s/build/fakes/standin_server", top && *top ? top : ".");
+	if (hold_ms >= 0)
+		snprintf(cmd, sizeof cmd, "--local-server-command=%s --shutdown-after-ms=%d", standin, hold_ms);
+	else
+		snprintf(cmd, sizeof cmd, "--local-server-command=%s", standin);
+	snprintf(url, sizeof url, "--api-url=http://127.0.0.1:%d", api_port);
+	f->argv[3] = cmd;
+	return concat(argv, cap, f->argv, (const char *[]){ url, extra, NULL });
+}
+
+static void expect_match_state(const char *m, const char *want, int timeout_ms)
+{
+	char sql[256];
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM matches WHERE id = '%s' AND state = '%s'", m, want);
+	WAIT_FOR(count_is(sql, 1), timeout_ms, want);
+}
+
+/*
+ * The whole chain on one warm server: match A is allocated, published, its
+ * server registers process_ready and assignment_ready (the match reaches
+ * ASSIGNMENT_READY, the tickets ASSIGNED), plays its "match" and shuts
+ * down; the sweep gives the server back, and match B gets the same server.
+ */
+START_TEST(test_match_moves_on_and_the_server_is_reused)
+{
+	struct local_flags f;
+	const char *argv[24];
+	char a[CC_UUID_BUF], b[CC_UUID_BUF], server_a[CC_GAME_SERVER_ID_BUF], server_b[CC_GAME_SERVER_ID_BUF];
+	spawn_api();
+	struct proc *p = spawn_allocator("cc-allocator", NULL, serving_flags(&f, argv, 24, 1, 500, "--workers=1"));
+	create_match(a);
+	expect_match_state(a, "ASSIGNMENT_READY", 30000);
+	const char *pa[] = { a };
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM tickets t JOIN match_players mp ON mp.ticket_id = t.id "
+				"WHERE mp.match_id = $1 AND t.state = 'ASSIGNED'",
+				1, pa),
+			 6);
+	expect_published_once(a, server_a);
+	create_match(b);
+	/* A's server shuts down after 500 ms; only then can B have it (capacity 1). */
+	expect_match_state(b, "ASSIGNMENT_READY", 30000);
+	expect_published_once(b, server_b);
+	ck_assert_str_eq(server_a, server_b);
+	char state[32];
+	sql_text("SELECT state FROM allocations WHERE match_id = $1", 1, pa, state, sizeof state);
+	ck_assert_str_eq(state, "RELEASED");
+	stop_allocator(p);
+}
+END_TEST
+
+/* A SIGKILL at each step, a restart, and the match still reaches ASSIGNMENT_READY. */
+static void crash_then_assignment_ready(const char *step)
+{
+	struct local_flags f;
+	const char *argv[24];
+	char m[CC_UUID_BUF], server[CC_GAME_SERVER_ID_BUF];
+	spawn_api();
+	const char *const *flags = serving_flags(&f, argv, 24, 2, -1, "--workers=1");
+	struct proc *p = spawn_allocator("cc-testkit-allocator", step, flags);
+	create_match(m);
+	int64_t end = cc_clock_ms() + 30000;
+	while (alive(p)) {
+		ck_assert_msg(cc_clock_ms() < end, "cc-testkit-allocator did not crash at '%s'; log tail:\n%s", step,
+			      tail(p->log));
+		pause_ms(WAIT_STEP_MS);
+	}
+	struct proc *q = spawn_allocator("cc-allocator", NULL, flags);
+	expect_match_state(m, "ASSIGNMENT_READY", 30000);
+	expect_published_once(m, server);
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM game_servers WHERE state = 'ALLOCATED'", 0, NULL), 1);
+	stop_allocator(q);
+}
+
+START_TEST(test_crash_claimed_match_moves_on)
+{
+	crash_then_assignment_ready("claimed");
+}
+END_TEST
+
+START_TEST(test_crash_allocated_match_moves_on)
+{
+	crash_then_assignment_ready("allocated");
+}
+END_TEST
+
+START_TEST(test_crash_delivered_match_moves_on)
+{
+	crash_then_assignment_ready("delivered");
+}
+END_TEST
+
+START_TEST(test_crash_published_match_moves_on)
+{
+	crash_then_assignment_ready("published");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("allocator");
@@ -1214,5 +1374,14 @@ int main(void)
 	tcase_set_timeout(ta, 120);
 	tcase_add_test(ta, test_agones_outcomes);
 	suite_add_tcase(s, ta);
+	TCase *tp = tcase_create("api");
+	tcase_add_checked_fixture(tp, scratch_setup, scratch_teardown);
+	tcase_set_timeout(tp, 120);
+	tcase_add_test(tp, test_match_moves_on_and_the_server_is_reused);
+	tcase_add_test(tp, test_crash_claimed_match_moves_on);
+	tcase_add_test(tp, test_crash_allocated_match_moves_on);
+	tcase_add_test(tp, test_crash_delivered_match_moves_on);
+	tcase_add_test(tp, test_crash_published_match_moves_on);
+	suite_add_tcase(s, tp);
 	return cc_test_run_suite(s);
 }
