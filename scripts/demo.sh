@@ -24,7 +24,7 @@
 # Environment: DEMO_PLAYERS (60: 36 casual = 6 matches of 6, 24 ranked =
 # 12 matches of 2), DEMO_THREADS (8), DEMO_REGIONS (eu-west,us-east),
 # DEMO_SEED (1), DEMO_DECLINE_PERCENT (5), DEMO_DEADLINE_SECONDS (30),
-# DEMO_SERVERS (10: the warm pool), DEMO_MATCH_SECONDS (10).
+# DEMO_SERVERS (20: the warm pool, room for every match at once), DEMO_MATCH_SECONDS (10).
 set -Eeuo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -40,7 +40,7 @@ REGIONS=${DEMO_REGIONS:-eu-west,us-east}
 SEED=${DEMO_SEED:-1}
 DECLINE_PERCENT=${DEMO_DECLINE_PERCENT:-5}
 DEADLINE_SECONDS=${DEMO_DEADLINE_SECONDS:-30}
-SERVERS=${DEMO_SERVERS:-10}
+SERVERS=${DEMO_SERVERS:-20}
 MATCH_SECONDS=${DEMO_MATCH_SECONDS:-10}
 # The harness Redis: cc-api keeps the candidate index fresh, the matchers read it.
 REDIS_FLAGS=(--redis-host="${CC_TEST_REDIS_HOST:-127.0.0.1}" --redis-port="$CC_TEST_REDIS_PORT")
