@@ -442,7 +442,12 @@ static int lease_answer(struct lease_tx *tx)
 	return answer_json(&tx->s, o);
 }
 
-/* The caller's allocation, live, and the player's assignment in its match; 0 with *ok or an answer decided. */
+/*
+ * The caller's allocation and the player's assignment in its match; 0 with
+ * *ok or an answer decided. Whether the allocation must still be live is
+ * the route's call, after its replay check: an identical replay answers
+ * whatever happened since.
+ */
 static int lease_load(struct cc_pg *pg, struct lease_tx *tx, bool *ok)
 {
 	struct server_tx *s = &tx->s;
@@ -450,11 +455,12 @@ static int lease_load(struct cc_pg *pg, struct lease_tx *tx, bool *ok)
 	if (rc != 0 || !*ok)
 		return rc;
 	*ok = false;
-	if (strcmp(s->alloc.state, "PUBLISHED") != 0) {
-		api_answer_error(&s->answer, 409, "invalid_state", "the allocation is %s, not PUBLISHED", s->alloc.state);
+	rc = cc_server_connection_get(pg, s->alloc.match_id, tx->player_id, true, &tx->conn);
+	if (rc == CC_ENOTFOUND && strcmp(s->alloc.state, "ALLOCATED") == 0) {
+		api_answer_error(&s->answer, 409, "invalid_state", "the allocation is %s: no roster is published yet",
+				 s->alloc.state);
 		return 0;
 	}
-	rc = cc_server_connection_get(pg, s->alloc.match_id, tx->player_id, true, &tx->conn);
 	if (rc == CC_ENOTFOUND) {
 		api_answer_error(&s->answer, 404, "not_in_roster", "player %s is not in this match", tx->player_id);
 		return 0;
@@ -480,6 +486,10 @@ static int connect_run(struct cc_pg *pg, void *arg)
 		return rc;
 	if (strcmp(tx->conn.connection_id, tx->connection_id) == 0)
 		return lease_answer(tx);
+	if (strcmp(s->alloc.state, "PUBLISHED") != 0) {
+		api_answer_error(&s->answer, 409, "invalid_state", "the allocation is %s, not PUBLISHED", s->alloc.state);
+		return 0;
+	}
 	if ((rc = cc_match_get(pg, s->alloc.match_id, true, &s->match)) != 0)
 		return rc;
 	if (strcmp(s->match.state, "ASSIGNMENT_READY") != 0 && strcmp(s->match.state, "IN_PROGRESS") != 0) {
@@ -501,6 +511,7 @@ static int connect_run(struct cc_pg *pg, void *arg)
 	return lease_answer(tx);
 }
 
+/* A lease can always be ended, even after the release: a server shutting down reports its players leaving. */
 static int disconnect_run(struct cc_pg *pg, void *arg)
 {
 	struct lease_tx *tx = arg;

@@ -962,6 +962,7 @@ async function serverCases(S) {
   await call({ server: S, op: reg, params: sp, as: at, json: REGISTER('process_ready', { image_digest: 'sha256:other' }), expect: [409, 'replay_conflict'], why: 'another image digest' });
   await call({ server: S, op: reg, params: sp, as: at, json: REGISTER('assignment_ready'), expect: [409, 'assignments_not_live'], why: 'assignment_ready before the roster is published' });
   await call({ server: S, op: connect, params: sp, as: at, json: lease(a, 'c1'), expect: [409, 'invalid_state'], why: 'connect before the roster is published' });
+  await call({ server: S, op: disconnect, params: sp, as: at, json: { player_id: a.id, generation: 1, reason: 'left' }, expect: [409, 'invalid_state'], why: 'disconnect before the roster is published' });
 
   seedPublish(m.id, al);
   await call({ server: S, op: roster, params: sp, as: at, expect: [200], why: 'the published roster',
@@ -1005,7 +1006,9 @@ async function serverCases(S) {
   await call({ server: S, op: shutdown, params: sp, as: at, json: { reason: 'match_over' }, expect: [200], why: 'identical replay of the shutdown' });
   await call({ server: S, op: shutdown, params: sp, as: at, json: { reason: 'crashed' }, expect: [409, 'replay_conflict'], why: 'another reason' });
   await call({ server: S, op: roster, params: sp, as: at, expect: [409, 'invalid_state'], why: 'roster after the release' });
-  await call({ server: S, op: disconnect, params: sp, as: at, json: { player_id: a.id, generation: 2, reason: 'left' }, expect: [409, 'invalid_state'], why: 'disconnect after the release' });
+  await call({ server: S, op: connect, params: sp, as: at, json: lease(a, 'c3'), expect: [200], why: 'identical replay of a connect after the release' });
+  await call({ server: S, op: connect, params: sp, as: at, json: lease(b, 'c4'), expect: [409, 'invalid_state'], why: 'a new connect after the release' });
+  await call({ server: S, op: disconnect, params: sp, as: at, json: { player_id: a.id, generation: 2, reason: 'server_shutdown' }, expect: [200], why: 'disconnect after the release' });
   await call({ server: S, op: assignment, params: { match_id: m.id }, as: b, expect: [409, 'match_closed'], why: 'assignment of a completed match' });
 
   // An allocation the allocator failed: its server's shutdown is refused.

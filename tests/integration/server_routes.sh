@@ -118,8 +118,15 @@ srv POST local-sr-1 register "$(token "$(cat /proc/sys/kernel/random/uuid)" "$E1
 expect_http "well-signed token of an allocation never recorded" 401 unauthorized
 srv POST local-sr-1 register "$(token "$A1" "$((E1 + 60))")" "$reg_body"; expect_http "token with another expiry than the row's" 401 unauthorized
 srv POST local-sr-2 register "$TA" "$reg_body"; expect_http "A's token on B's server" 403 forbidden
+# Expiry is PostgreSQL's clock against the signed expiry (the row agreeing).
+past=$((E2 - 7200))
+sql "UPDATE allocations SET workload_expires_at = to_timestamp($past) WHERE id = '$A2'" >/dev/null
+srv POST local-sr-2 register "$(token "$A2" "$past")" "$reg_body"; expect_http "an expired token" 401 unauthorized
+sql "UPDATE allocations SET workload_expires_at = to_timestamp($E2) WHERE id = '$A2'" >/dev/null
+refusals=$(curl -s "$A_ADMIN/metrics" | awk '/^cosmic_clash_api_workload_token_refusals_total\{/ { split($1, a, "\""); printf "%s=%s ", a[2], $NF }')
+expect_eq "refusals counted by reason" "missing=1 bad_signature=1 unknown_allocation=1 stale_token=1 wrong_server=1 expired=1 " "$refusals"
 expect_eq "nothing registered for B" "ALLOCATING" "$(sql "SELECT state FROM matches WHERE id = '$M2'")"
-pass "auth: missing, forged, unrecorded and superseded tokens 401; A's token on B's server 403"
+pass "auth: missing, forged, unrecorded, superseded and expired tokens 401; A's token on B's server 403; each refusal counted by reason"
 
 # ---- register ----------------------------------------------------------------
 srv POST local-sr-1 register "$TA" '{"state":"process_ready","protocol_version":2,"image_digest":"sha256:aaaa"}'
@@ -195,11 +202,18 @@ p2json="[{\"player_id\":\"${P2[0]}\",\"team\":0,\"goals\":0,\"assists\":0,\"save
 srv POST local-sr-1 result "$TA" "{\"score\":[0,0],\"duration_seconds\":300,\"players\":$p2json}"
 expect_http "A's token submits match B's players" 422 invalid_result
 srv POST local-sr-2 result "$TA" "$result"; expect_http "A's token on B's result route" 403 forbidden
-expect_eq "no result recorded yet" 0 "$(sql "SELECT count(*) FROM match_results")"
+expect_eq "no result recorded yet" 0 "$(sql "SELECT count(*) FROM match_results WHERE match_id IN ('$M1', '$M2')")"
 
+# The outbox rows about match M1: the match, its tickets, its players' ratings
+# (other scripts of a full run share this database).
+m1_outbox() {
+	sql "SELECT ${1:-count(*)} FROM outbox o WHERE o.resource_id = '$M1'
+	     OR o.resource_id IN (SELECT id FROM tickets WHERE match_id = '$M1')
+	     OR o.resource_id IN (SELECT player_id FROM match_players WHERE match_id = '$M1')"
+}
 before_json=$(sql "SELECT json_agg(json_build_object('id', r.player_id, 'team', mp.team, 'rating', r.rating, 'deviation', r.deviation, 'volatility', r.volatility))
 	FROM ratings r JOIN match_players mp ON mp.player_id = r.player_id AND mp.match_id = '$M1' WHERE r.playlist = 'ranked'")
-outbox_before=$(sql "SELECT count(*) FROM outbox")
+outbox_before=$(m1_outbox)
 conflicts_before=$(conflicts result)
 args=(-s -Z --parallel-immediate)
 for i in 1 2 3 4 5; do
@@ -215,9 +229,10 @@ expect_eq "result rows" 1 "$(sql "SELECT count(*) FROM match_results WHERE match
 expect_eq "rating_changes rows" 4 "$(sql "SELECT count(*) FROM rating_changes WHERE match_id = '$M1'")"
 expect_eq "games of each player" "1 1 1 10" "$(sql "SELECT string_agg(games::text, ' ' ORDER BY games) FROM ratings WHERE playlist = 'ranked' AND player_id IN ('${P1[0]}','${P1[1]}','${P1[2]}','${P1[3]}')")"
 expect_eq "tickets COMPLETED" "COMPLETED COMPLETED COMPLETED COMPLETED" "$(sql "SELECT string_agg(state, ' ') FROM tickets WHERE match_id = '$M1'")"
-events=$(sql "SELECT string_agg(event || '=' || n, ' ' ORDER BY event) FROM (SELECT event, count(*) n FROM outbox WHERE event IN ('match.result_pending','match.completed','ticket.completed','rating.changed') GROUP BY event) e")
+events=$(sql "SELECT string_agg(event || '=' || n, ' ' ORDER BY event) FROM (SELECT event, count(*) n FROM outbox WHERE event IN ('match.result_pending','match.completed','ticket.completed','rating.changed')
+	AND (resource_id = '$M1' OR resource_id IN (SELECT id FROM tickets WHERE match_id = '$M1') OR resource_id IN (SELECT player_id FROM match_players WHERE match_id = '$M1')) GROUP BY event) e")
 expect_eq "outbox: one event per change" "match.completed=1 match.result_pending=1 rating.changed=4 ticket.completed=4" "$events"
-expect_eq "outbox rows the race added" "$((outbox_before + 10))" "$(sql "SELECT count(*) FROM outbox")"
+expect_eq "outbox rows the race added" "$((outbox_before + 10))" "$(m1_outbox)"
 pass "five identical results at once: all 200 with one body, match COMPLETED once, 4 ratings moved once, 10 outbox events"
 
 # The new ratings against Glickman's algorithm in Python.
@@ -243,13 +258,13 @@ for i in 0 1 2 3; do
 	expect_eq "player $i's profile" "$provisional $games $band" "$(jq -r '"\(.provisional) \(.ranked_games) \(.tier)"' <<<"$BODY")"
 done
 
-ratings_before=$(sql "SELECT string_agg(rating::text, ' ' ORDER BY player_id) FROM ratings WHERE playlist = 'ranked'")
-outbox_before=$(sql "SELECT count(*) FROM outbox")
+ratings_before=$(sql "SELECT string_agg(rating::text, ' ' ORDER BY player_id) FROM ratings WHERE playlist = 'ranked' AND player_id IN ('${P1[0]}','${P1[1]}','${P1[2]}','${P1[3]}')")
+outbox_before=$(m1_outbox)
 srv POST local-sr-1 result "$TA" '{"score":[1,3],"duration_seconds":300,"players":'"$(players_json 1 0 2 1)"'}'
 expect_http "a conflicting result" 409 replay_conflict
 expect_eq "conflicting result counted" "$((conflicts_before + 1))" "$(conflicts result)"
-expect_eq "ratings unchanged by the conflict" "$ratings_before" "$(sql "SELECT string_agg(rating::text, ' ' ORDER BY player_id) FROM ratings WHERE playlist = 'ranked'")"
-expect_eq "outbox unchanged by the conflict" "$outbox_before" "$(sql "SELECT count(*) FROM outbox")"
+expect_eq "ratings unchanged by the conflict" "$ratings_before" "$(sql "SELECT string_agg(rating::text, ' ' ORDER BY player_id) FROM ratings WHERE playlist = 'ranked' AND player_id IN ('${P1[0]}','${P1[1]}','${P1[2]}','${P1[3]}')")"
+expect_eq "outbox unchanged by the conflict" "$outbox_before" "$(m1_outbox)"
 srv POST local-sr-1 result "$TA" '{"players":'"$(players_json 2 1 1 0)"',"duration_seconds":300,"score":[3,1]}'
 expect_http "a late replay, keys reordered" 200
 cmp -s <(printf '%s' "$BODY") "$T_DIR/result.1" || fail "the late replay answered differently: $BODY"
@@ -261,7 +276,9 @@ expect_eq "shutdown answer" "RELEASED COMPLETED" "$(jq -r '"\(.state) \(.match_s
 expect_eq "allocation" RELEASED "$(sql "SELECT state FROM allocations WHERE id = '$A1'")"
 expect_eq "allocation.released events" 1 "$(sql "SELECT count(*) FROM outbox WHERE resource_id = '$A1' AND event = 'allocation.released'")"
 srv POST local-sr-1 register "$TA" "$reg_body"; expect_http "an identical register replay after the release" 200
-srv POST local-sr-1 connect "$TA" "{\"player_id\":\"${P1[0]}\",\"connection_id\":\"peer-9\"}"; expect_http "connect after the release" 409 invalid_state
+srv POST local-sr-1 connect "$TA" "{\"player_id\":\"${P1[0]}\",\"connection_id\":\"peer-9\"}"; expect_http "a new connect after the release" 409 invalid_state
+srv POST local-sr-1 connect "$TA" "{\"player_id\":\"${P1[1]}\",\"connection_id\":\"peer-p1\"}"; expect_http "an identical connect replay after the release" 200
+srv POST local-sr-1 disconnect "$TA" "{\"player_id\":\"${P1[1]}\",\"generation\":1,\"reason\":\"server_shutdown\"}"; expect_http "a disconnect after the release" 200
 http GET "$A_URL/v1/matches/$M1/assignment" "${T1[0]}"; expect_http "assignment of a completed match" 409 match_closed
 pass "shutdown: allocation RELEASED (announced for the allocator, which frees the server), replays 200, another reason 409"
 

@@ -12,7 +12,8 @@ cc_wire_format prints it) or a kickoff packet with the ball's dequantised
 floats. For every line this script decodes the bytes and must get the C
 side's message, encodes the message and must get the C side's bytes, and
 dequantises bodies to the C side's floats. It also checks the protocol
-document's message and reason tables against the JSON table.
+document's message and reason tables against the JSON table, and decodes
+the document's example packets.
 
 Exits 0 when everything agrees; otherwise prints each disagreement and
 exits 1.
@@ -232,6 +233,34 @@ def check_document(table, md, problems):
         problems.append(f"protocol.md's reason table {reasons} differs from the table's {want}")
 
 
+def check_examples(table, md, problems):
+    """The document's example packets decode, from the table alone, to what their captions say."""
+    inline = re.findall(r"^Example \(([^)]*)\):\s*`([0-9a-f |]+)`", md, re.M | re.S)
+    block = re.search(r"^Example snapshot \(.*?```\n(.*?)```", md, re.M | re.S)
+    packets = [(caption, bytes.fromhex(h.replace("|", " "))) for caption, h in inline]
+    if block:
+        text = re.sub(r"[a-z]+:", " ", block.group(1))
+        packets.append(("snapshot", bytes.fromhex(text)))
+    want = {
+        'name "Ann"': ("hello", lambda f: f["credential"] == "Ann" and f["tick_rate"] == 60),
+        "seq 0x1234, last snapshot 0x01020304, two inputs":
+            ("input", lambda f: f["newest_seq"] == 0x1234 and f["last_snapshot_tick"] == 0x01020304 and len(f["inputs"]) == 2),
+        "snapshot": ("snapshot", lambda f: f["tick"] == 0x00010203 and table.dequantise(f["ball"])[:3] == [0, 9, -1 / 1024]
+                     and table.dequantise(f["ball"])[7:] == [1, 0, -1, 1, 0, 0] and f["players"][0]["last_input_seq"] == 0xFFFE),
+    }
+    if len(packets) != len(want):
+        problems.append(f"protocol.md: found {len(packets)} example packets, expected {len(want)}")
+    for caption, data in packets:
+        try:
+            got = table.decode(data)
+        except Refused as e:
+            problems.append(f"protocol.md example ({caption}) does not decode: {e}")
+            continue
+        name, ok = want.get(caption, (None, None))
+        if got["name"] != name or not ok(got["fields"]):
+            problems.append(f"protocol.md example ({caption}) decodes to {got}")
+
+
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
@@ -239,6 +268,7 @@ def main():
     md = open(sys.argv[2], encoding="utf-8").read()
     problems = []
     check_document(table, md, problems)
+    check_examples(table, md, problems)
     messages = bodies = 0
     names = set()
     for lineno, line in enumerate(open(sys.argv[3], encoding="utf-8"), 1):
