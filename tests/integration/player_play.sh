@@ -12,6 +12,19 @@
 # first see theirs ASSIGNED, never MATCHED: that is a match too.
 source "$(dirname "$0")/lib.sh"
 
+# A scratch database of our own: cc-allocator serves the oldest ALLOCATING
+# match first, and the shared database holds the matches other tests left
+# ALLOCATING (nothing allocates them there), which would take our one server.
+: "${CC_TEST_PG_ADMIN_DSN:?run under tests/harness/with-services.sh}"
+DB="player_play_$$"
+admin_sql() { psql -qAtX -v ON_ERROR_STOP=1 "$CC_TEST_PG_ADMIN_DSN" -c "$1"; }
+# First the database (FORCE ends our services' sessions), then lib.sh's cleanup with the test's status.
+trap 'status=$?; admin_sql "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true; (exit $status); t_cleanup' EXIT
+admin_sql "CREATE DATABASE $DB" >/dev/null
+export CC_TEST_PG_DSN="${CC_TEST_PG_ADMIN_DSN%/postgres}/$DB" # lib.sh's start_api and sql use it
+COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" COSMIC_CLASH_MIGRATIONS_DIR="$TOP/migrations" \
+	"$BIN/cc-migrate" up >"$T_DIR/migrate.log" 2>&1 || fail "cc-migrate up: $(tail -3 "$T_DIR/migrate.log")"
+
 head -c 48 /dev/urandom | base64 | tr -d '\n=' >"$T_DIR/workload.secret"
 printf '{"k1":"%s"}\n' "$(head -c 32 /dev/urandom | base64 | tr -d '\n')" >"$T_DIR/join.json"
 mkdir -p "$T_DIR/state"

@@ -407,7 +407,7 @@ static const struct bad_case bad_cases[] = {
 	{ "refused token", FAKE_REFUSE_SLOT_2, 2, "refused: bad_token (test)" },
 	{ "welcome for another slot", FAKE_WRONG_SLOT, 1, "welcome gave slot 3 team 1, the assignment slot 1 team 1" },
 	{ "the final score is a lie", FAKE_LIE_SCORE, -1, "match_end says" },
-	{ "the server vanishes", FAKE_VANISH, -1, "the server disconnected" },
+	{ "the server vanishes", FAKE_VANISH, -1, "disconnected (data 15) in state playing before match_end" },
 };
 
 /* Each misbehaviour fails exactly the players it concerns, with a problem that says what happened. */
