@@ -51,11 +51,6 @@ static const char sql_record_agones[] =
 	"  WHERE g.allocation_id = EXCLUDED.allocation_id "
 	"RETURNING " COLUMNS;
 
-static const char sql_release_one[] =
-	"UPDATE game_servers SET state = CASE provider WHEN 'local' THEN 'IDLE' ELSE 'DEAD' END, "
-	"  allocation_id = NULL, revision = revision + 1, updated_at = now() "
-	"WHERE id = $1 AND allocation_id = $2::uuid AND state = 'ALLOCATED' RETURNING id";
-
 /* Servers whose allocation is over go back to the pool. */
 static const char sql_release_finished[] =
 	"UPDATE game_servers g SET state = 'IDLE', allocation_id = NULL, revision = g.revision + 1, "
@@ -138,19 +133,6 @@ int cc_game_server_record_agones(struct cc_pg *pg, const char *id, const char *r
 	snprintf(port_s, sizeof port_s, "%d", port);
 	const char *p[] = { id, region, address, port_s, allocation_id };
 	return one_server(pg, sql_record_agones, 5, p, CC_ECONFLICT, out);
-}
-
-int cc_game_server_release(struct cc_pg *pg, const char *id, const char *allocation_id, bool *changed)
-{
-	PGresult *res = NULL;
-	if (!cc_game_server_id_valid(id) || !cc_uuid_valid(allocation_id))
-		return CC_EINVAL;
-	const char *p[] = { id, allocation_id };
-	int rc = cc_pg_exec(pg, sql_release_one, 2, p, &res);
-	if (rc == 0)
-		*changed = PQntuples(res) == 1;
-	PQclear(res);
-	return rc;
 }
 
 int cc_game_servers_release_finished(struct cc_pg *pg, const char *owner, char (*ids)[CC_GAME_SERVER_ID_BUF],

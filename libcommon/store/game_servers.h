@@ -84,16 +84,6 @@ int cc_game_server_record_agones(struct cc_pg *pg, const char *id, const char *r
 				 int port, const char *allocation_id, struct cc_game_server *out) CC_MUST_CHECK;
 
 /*
- * The allocation_id that server id serves is over (the shutdown route):
- * a local server goes back to IDLE for the next match, an Agones one is
- * DEAD (Agones replaces the pod). A row that serves something else, or
- * nothing, is left alone. *changed says whether this call moved it. For
- * the server routes, so that this module stays the table's one writer; the
- * allocator's own sweep (below) catches any release that did not call it.
- */
-int cc_game_server_release(struct cc_pg *pg, const char *id, const char *allocation_id, bool *changed) CC_MUST_CHECK;
-
-/*
  * Returns to IDLE up to cap local servers of owner whose allocation has
  * finished (RELEASED or FAILED), so the pool serves the next match. Their
  * ids go to ids[0..*n) (the caller removes what the finished allocation

@@ -22,6 +22,8 @@
  *    cc-testkit-allocator SIGKILLs itself there; after a restart there is
  *    exactly one allocation, one server, one roster with one assignment per
  *    player, and the allocation file names it; cc-allocator lacks the hook
+ *  - a pool child killed while idle is reaped (DEAD), restarted on its port
+ *    (IDLE, new pid) and counted, and serves the next allocation
  *  - NOTIFY: with a 60 s poll interval a new match is published within 5 s
  *  - with cc-testkit-api's server routes and serving stand-ins: the match
  *    reaches ASSIGNMENT_READY (tickets ASSIGNED), the server shuts down and
@@ -872,6 +874,44 @@ START_TEST(test_production_binary_has_no_hook)
 }
 END_TEST
 
+/* ---- the pool's children ------------------------------------------------------------------------ */
+
+/*
+ * A child killed while idle is reaped (its server DEAD), restarted on its
+ * port (IDLE again, a new pid) and counted; an allocation then still finds
+ * the server. The restarted child is a live process of the allocator's.
+ */
+START_TEST(test_dead_child_is_restarted)
+{
+	struct local_flags f;
+	const char *argv[24];
+	char m[CC_UUID_BUF], server[CC_GAME_SERVER_ID_BUF];
+	struct proc *p = spawn_allocator("cc-allocator", NULL, concat(argv, 24, local_flags(&f, 0, 1, port_base(), true), NULL));
+	WAIT_FOR(count_is("SELECT count(*) FROM game_servers WHERE state = 'IDLE' AND pid IS NOT NULL", 1), 20000,
+		 "pool start");
+	long long pid = sql_ll("SELECT pid FROM game_servers", 0, NULL);
+	long long revision = sql_ll("SELECT revision FROM game_servers", 0, NULL);
+	ck_assert_int_gt(pid, 1);
+	ck_assert_int_eq(kill((pid_t)pid, SIGKILL), 0);
+	char sql[256];
+	/* DEAD (revision + 1), then IDLE with the new child (revision + 2). */
+	snprintf(sql, sizeof sql,
+		 "SELECT count(*) FROM game_servers WHERE state = 'IDLE' AND pid IS NOT NULL AND pid <> %lld "
+		 "AND revision >= %lld",
+		 pid, revision + 2);
+	WAIT_FOR(count_is(sql, 1), 20000, "the restarted child");
+	long long new_pid = sql_ll("SELECT pid FROM game_servers", 0, NULL);
+	ck_assert_msg(kill((pid_t)new_pid, 0) == 0, "the restarted child %lld is not running", new_pid);
+	WAIT_FOR(metric(p, "cosmic_clash_allocator_local_child_exits_total", "state=\"idle\"") == 1, 10000,
+		 "the exit counted");
+	create_match(m);
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM allocations WHERE match_id = '%s' AND state = 'PUBLISHED'", m);
+	WAIT_FOR(count_is(sql, 1), 30000, "publication on the restarted server");
+	expect_published_once(m, server);
+	stop_allocator(p);
+}
+END_TEST
+
 /* ---- NOTIFY ------------------------------------------------------------------------------------ */
 
 START_TEST(test_notify_wakes_the_allocator)
@@ -1368,6 +1408,7 @@ int main(void)
 	tcase_add_test(tc, test_crash_published);
 	tcase_add_test(tc, test_production_binary_has_no_hook);
 	tcase_add_test(tc, test_notify_wakes_the_allocator);
+	tcase_add_test(tc, test_dead_child_is_restarted);
 	suite_add_tcase(s, tc);
 	TCase *ta = tcase_create("agones");
 	tcase_add_checked_fixture(ta, scratch_setup, scratch_teardown);
