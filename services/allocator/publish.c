@@ -3,7 +3,9 @@
  * one assignment per participant (slot, team, generation 1, a join token
  * signed with the active key, its expiry), the roster manifest with its
  * digest (game/roster), ALLOCATED -> PUBLISHED and its outbox event, all in
- * one SERIALIZABLE transaction.
+ * one READ COMMITTED transaction (cc_pg_run_locked): the allocation row's
+ * lock and state re-check, and the roster and assignment primary keys, not
+ * the isolation level, are what make it safe (allocator.h says why).
  *
  * Idempotent: the allocation row is locked first and a row that is already
  * PUBLISHED (or over) is left alone, so a republish after a crash, or two
