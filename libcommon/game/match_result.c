@@ -11,10 +11,23 @@
 #include "sys/crypto.h"
 #include "sys/banned.h"
 
+/*
+ * By id, then by every number: a total order, so a body listing an id twice
+ * (refused later by the check, but hashed first to spot a replay) sorts,
+ * and hashes, the same whatever order it listed the twins in.
+ */
 static int player_cmp(const void *a, const void *b)
 {
-	return strcmp(((const struct cc_match_result_player *)a)->player_id,
-		      ((const struct cc_match_result_player *)b)->player_id);
+	const struct cc_match_result_player *p = a, *q = b;
+	int c = strcmp(p->player_id, q->player_id);
+	if (c)
+		return c;
+	const int x[5] = { p->team, p->goals, p->assists, p->saves, p->shots };
+	const int y[5] = { q->team, q->goals, q->assists, q->saves, q->shots };
+	for (int i = 0; i < 5; i++)
+		if (x[i] != y[i])
+			return x[i] < y[i] ? -1 : 1;
+	return 0;
 }
 
 /* Reads one integer field of obj within [0, max] into *out. */
