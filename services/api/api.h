@@ -179,6 +179,18 @@ int api_proposal_response_read(const cJSON *body, bool *accept, int64_t *revisio
 extern const char *const api_ban_fields[];            /* POST /v1/admin/players/{id}/ban */
 int api_ban_read(const cJSON *body, const char **until, const char **reason,
 		 struct cc_json_error *err) CC_MUST_CHECK;
+/* The game-server routes (servers.c); the result body's reader is cc_match_result_parse (fuzz_match_result). */
+extern const char *const api_register_fields[];       /* POST /v1/servers/{id}/register */
+int api_register_read(const cJSON *body, const char **state, int64_t *protocol_version, const char **image_digest,
+		      struct cc_json_error *err) CC_MUST_CHECK;
+extern const char *const api_connect_fields[];        /* POST /v1/servers/{id}/connect */
+int api_connect_read(const cJSON *body, const char **player_id, const char **connection_id,
+		     struct cc_json_error *err) CC_MUST_CHECK;
+extern const char *const api_disconnect_fields[];     /* POST /v1/servers/{id}/disconnect */
+int api_disconnect_read(const cJSON *body, const char **player_id, int64_t *generation, const char **reason,
+			struct cc_json_error *err) CC_MUST_CHECK;
+extern const char *const api_shutdown_fields[];       /* POST /v1/servers/{id}/shutdown */
+int api_shutdown_read(const cJSON *body, const char **reason, struct cc_json_error *err) CC_MUST_CHECK;
 
 /* True when key is a valid Idempotency-Key: 1-128 characters [A-Za-z0-9_-]. */
 bool api_idempotency_key_valid(const char *key);

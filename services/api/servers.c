@@ -218,34 +218,87 @@ static struct cc_pg *server_begin(struct api *api, const struct cc_http_request 
 	return pg;
 }
 
-/* A [a-z_]{1,32} reason field, or a 400. */
-static bool reason_field(const cJSON *body, const char **out, struct cc_http_response *resp)
+/* A [a-z_]{1,32} reason field. */
+static int reason_read(const cJSON *body, const char **out, struct cc_json_error *err)
 {
-	struct cc_json_error err = { 0 };
-	if (cc_json_get_string(body, "reason", true, 1, 32, out, &err) != 0) {
-		api_bad_field(resp, &err);
-		return false;
-	}
+	int rc = cc_json_get_string(body, "reason", true, 1, 32, out, err);
+	if (rc != 0)
+		return rc;
 	if (!cc_charset_valid(*out, 32, CC_CHARSET_LOWER, "_")) {
-		cc_http_error(resp, 400, "invalid_request", "field 'reason' must be 1-32 characters [a-z_]", false);
-		return false;
+		cc_json_error_set(err, "reason", "field 'reason' must be 1-32 characters [a-z_]");
+		return CC_EINVAL;
 	}
-	return true;
+	return 0;
 }
 
-/* A lowercase-UUID player_id field, or a 400. */
-static bool player_field(const cJSON *body, const char **out, struct cc_http_response *resp)
+/* A lowercase-UUID player_id field. */
+static int player_read(const cJSON *body, const char **out, struct cc_json_error *err)
 {
-	struct cc_json_error err = { 0 };
-	if (cc_json_get_string(body, "player_id", true, 36, 36, out, &err) != 0) {
-		api_bad_field(resp, &err);
-		return false;
-	}
+	int rc = cc_json_get_string(body, "player_id", true, 36, 36, out, err);
+	if (rc != 0)
+		return rc;
 	if (!cc_uuid_valid(*out)) {
-		cc_http_error(resp, 400, "invalid_request", "field 'player_id' must be a lowercase UUID", false);
-		return false;
+		cc_json_error_set(err, "player_id", "field 'player_id' must be a lowercase UUID");
+		return CC_EINVAL;
 	}
-	return true;
+	return 0;
+}
+
+/* ---- the bodies' readers (api.h; pure, fuzzed by tests/fuzz/fuzz_api_bodies.c) ---- */
+
+const char *const api_register_fields[] = { "state", "protocol_version", "image_digest", NULL };
+
+int api_register_read(const cJSON *body, const char **state, int64_t *protocol_version, const char **image_digest,
+		      struct cc_json_error *err)
+{
+	int rc;
+	if ((rc = cc_json_get_string(body, "state", true, 1, 32, state, err)) != 0 ||
+	    (rc = cc_json_get_int(body, "protocol_version", true, 1, INT32_MAX, protocol_version, err)) != 0 ||
+	    (rc = cc_json_get_string(body, "image_digest", true, 1, 200, image_digest, err)) != 0)
+		return rc;
+	if (strcmp(*state, "process_ready") != 0 && strcmp(*state, "assignment_ready") != 0) {
+		cc_json_error_set(err, "state", "field 'state' must be process_ready or assignment_ready");
+		return CC_EINVAL;
+	}
+	if (!cc_charset_valid(*image_digest, 200, CC_CHARSET_ALNUM, "._:@/+-")) {
+		cc_json_error_set(err, "image_digest", "field 'image_digest' must be 1-200 characters [A-Za-z0-9._:@/+-]");
+		return CC_EINVAL;
+	}
+	return 0;
+}
+
+const char *const api_connect_fields[] = { "player_id", "connection_id", NULL };
+
+int api_connect_read(const cJSON *body, const char **player_id, const char **connection_id, struct cc_json_error *err)
+{
+	int rc;
+	if ((rc = player_read(body, player_id, err)) != 0 ||
+	    (rc = cc_json_get_string(body, "connection_id", true, 1, 64, connection_id, err)) != 0)
+		return rc;
+	if (!cc_charset_valid(*connection_id, 64, CC_CHARSET_ALNUM, "._:-")) {
+		cc_json_error_set(err, "connection_id", "field 'connection_id' must be 1-64 characters [A-Za-z0-9._:-]");
+		return CC_EINVAL;
+	}
+	return 0;
+}
+
+const char *const api_disconnect_fields[] = { "player_id", "generation", "reason", NULL };
+
+int api_disconnect_read(const cJSON *body, const char **player_id, int64_t *generation, const char **reason,
+			struct cc_json_error *err)
+{
+	int rc;
+	if ((rc = player_read(body, player_id, err)) != 0 ||
+	    (rc = cc_json_get_int(body, "generation", true, 1, INT32_MAX, generation, err)) != 0)
+		return rc;
+	return reason_read(body, reason, err);
+}
+
+const char *const api_shutdown_fields[] = { "reason", NULL };
+
+int api_shutdown_read(const cJSON *body, const char **reason, struct cc_json_error *err)
+{
+	return reason_read(body, reason, err);
 }
 
 /* ---- register --------------------------------------------------------------- */
@@ -340,7 +393,6 @@ static int register_run(struct cc_pg *pg, void *arg)
 
 int api_server_register(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
 {
-	static const char *const fields[] = { "state", "protocol_version", "image_digest", NULL };
 	struct api *api = ctx;
 	struct register_tx tx = { .s = { .api = api, .route = R_REGISTER } };
 	struct cc_json_error err = { 0 };
@@ -348,22 +400,11 @@ int api_server_register(const struct cc_http_request *req, struct cc_http_respon
 	const char *state;
 	int64_t protocol;
 
-	struct cc_pg *pg = server_begin(api, req, resp, &tx.s, fields, &body);
+	struct cc_pg *pg = server_begin(api, req, resp, &tx.s, api_register_fields, &body);
 	if (!pg)
 		return 0;
-	if (cc_json_get_string(body, "state", true, 1, 32, &state, &err) != 0 ||
-	    cc_json_get_int(body, "protocol_version", true, 1, INT32_MAX, &protocol, &err) != 0 ||
-	    cc_json_get_string(body, "image_digest", true, 1, 200, &tx.image_digest, &err) != 0) {
+	if (api_register_read(body, &state, &protocol, &tx.image_digest, &err) != 0) {
 		api_bad_field(resp, &err);
-		goto out;
-	}
-	if (strcmp(state, "process_ready") != 0 && strcmp(state, "assignment_ready") != 0) {
-		cc_http_error(resp, 400, "invalid_request", "field 'state' must be process_ready or assignment_ready", false);
-		goto out;
-	}
-	if (!cc_charset_valid(tx.image_digest, 200, CC_CHARSET_ALNUM, "._:@/+-")) {
-		cc_http_error(resp, 400, "invalid_request", "field 'image_digest' must be 1-200 characters [A-Za-z0-9._:@/+-]",
-			      false);
 		goto out;
 	}
 	tx.assignment_ready = state[0] == 'a';
@@ -545,37 +586,20 @@ static int disconnect_run(struct cc_pg *pg, void *arg)
 
 static int lease_route(const struct cc_http_request *req, struct cc_http_response *resp, struct api *api, bool connect)
 {
-	static const char *const connect_fields[] = { "player_id", "connection_id", NULL };
-	static const char *const disconnect_fields[] = { "player_id", "generation", "reason", NULL };
 	struct lease_tx tx = { .s = { .api = api, .route = connect ? R_CONNECT : R_DISCONNECT } };
 	struct cc_json_error err = { 0 };
 	cJSON *body = NULL;
 	int64_t generation = 0;
 
-	struct cc_pg *pg = server_begin(api, req, resp, &tx.s, connect ? connect_fields : disconnect_fields, &body);
+	struct cc_pg *pg = server_begin(api, req, resp, &tx.s, connect ? api_connect_fields : api_disconnect_fields, &body);
 	if (!pg)
 		return 0;
-	if (!player_field(body, &tx.player_id, resp))
+	if ((connect ? api_connect_read(body, &tx.player_id, &tx.connection_id, &err)
+		     : api_disconnect_read(body, &tx.player_id, &generation, &tx.reason, &err)) != 0) {
+		api_bad_field(resp, &err);
 		goto out;
-	if (connect) {
-		if (cc_json_get_string(body, "connection_id", true, 1, 64, &tx.connection_id, &err) != 0) {
-			api_bad_field(resp, &err);
-			goto out;
-		}
-		if (!cc_charset_valid(tx.connection_id, 64, CC_CHARSET_ALNUM, "._:-")) {
-			cc_http_error(resp, 400, "invalid_request", "field 'connection_id' must be 1-64 characters [A-Za-z0-9._:-]",
-				      false);
-			goto out;
-		}
-	} else {
-		if (cc_json_get_int(body, "generation", true, 1, INT32_MAX, &generation, &err) != 0) {
-			api_bad_field(resp, &err);
-			goto out;
-		}
-		if (!reason_field(body, &tx.reason, resp))
-			goto out;
-		tx.generation = (int32_t)generation;
 	}
+	tx.generation = (int32_t)generation;
 	server_run(pg, &tx.s, connect ? connect_run : disconnect_run, resp);
 	if (resp->status == 200)
 		cc_log_info(connect ? "player_connected" : "player_disconnected", CC_LOG_STR("server_id", tx.s.server_id),
@@ -657,15 +681,17 @@ static int shutdown_run(struct cc_pg *pg, void *arg)
 
 int api_server_shutdown(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
 {
-	static const char *const fields[] = { "reason", NULL };
 	struct api *api = ctx;
 	struct shutdown_tx tx = { .s = { .api = api, .route = R_SHUTDOWN } };
+	struct cc_json_error err = { 0 };
 	cJSON *body = NULL;
-	struct cc_pg *pg = server_begin(api, req, resp, &tx.s, fields, &body);
+	struct cc_pg *pg = server_begin(api, req, resp, &tx.s, api_shutdown_fields, &body);
 	if (!pg)
 		return 0;
-	if (!reason_field(body, &tx.reason, resp))
+	if (api_shutdown_read(body, &tx.reason, &err) != 0) {
+		api_bad_field(resp, &err);
 		goto out;
+	}
 	server_run(pg, &tx.s, shutdown_run, resp);
 	if (resp->status == 200) {
 		api_index_apply(api, &tx.moves);

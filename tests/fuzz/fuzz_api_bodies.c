@@ -13,11 +13,12 @@
 #include <string.h>
 
 #include "../../services/api/api.h"
+#include "sys/crypto.h"
 #include "fuzz_support.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-enum { LOGIN, ENQUEUE, REVISION, PROBE_ANSWER, PROPOSAL_RESPONSE, BAN, N_ROUTES };
+enum { LOGIN, ENQUEUE, REVISION, PROBE_ANSWER, PROPOSAL_RESPONSE, BAN, REGISTER, CONNECT, DISCONNECT, SHUTDOWN, N_ROUTES };
 
 static const char *const *const route_fields[N_ROUTES] = {
 	[LOGIN] = api_login_fields,
@@ -26,7 +27,26 @@ static const char *const *const route_fields[N_ROUTES] = {
 	[PROBE_ANSWER] = api_probe_answer_fields,
 	[PROPOSAL_RESPONSE] = api_proposal_response_fields,
 	[BAN] = api_ban_fields,
+	[REGISTER] = api_register_fields,
+	[CONNECT] = api_connect_fields,
+	[DISCONNECT] = api_disconnect_fields,
+	[SHUTDOWN] = api_shutdown_fields,
 };
+
+/* What a game-server route's reader promises of a text field: length and alphabet. */
+static bool text_in(const char *s, size_t min, size_t max, const char *extra, bool upper_digits)
+{
+	size_t n = strlen(s);
+	if (n < min || n > max)
+		return false;
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (!((c >= 'a' && c <= 'z') || (upper_digits && ((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) ||
+		      (c && strchr(extra, c))))
+			return false;
+	}
+	return true;
+}
 
 /* Runs the route's reader; on success checks what it promised. */
 static void read_route(int route, const cJSON *body)
@@ -60,6 +80,25 @@ static void read_route(int route, const cJSON *body)
 	case BAN:
 		if (api_ban_read(body, &s1, &s2, &err) == 0)
 			FUZZ_ASSERT(strlen(s1) >= 20 && strlen(s1) <= 40 && *s2);
+		break;
+	case REGISTER:
+		if (api_register_read(body, &s1, &n, &s2, &err) == 0)
+			FUZZ_ASSERT((strcmp(s1, "process_ready") == 0 || strcmp(s1, "assignment_ready") == 0) && n >= 1 &&
+				    n <= INT32_MAX && text_in(s2, 1, 200, "._:@/+-", true));
+		break;
+	case CONNECT:
+		if (api_connect_read(body, &s1, &s2, &err) == 0)
+			FUZZ_ASSERT(cc_uuid_valid(s1) && text_in(s2, 1, 64, "._:-", true));
+		break;
+	case DISCONNECT: {
+		const char *reason = NULL;
+		if (api_disconnect_read(body, &s1, &n, &reason, &err) == 0)
+			FUZZ_ASSERT(cc_uuid_valid(s1) && n >= 1 && n <= INT32_MAX && text_in(reason, 1, 32, "_", false));
+		break;
+	}
+	case SHUTDOWN:
+		if (api_shutdown_read(body, &s1, &err) == 0)
+			FUZZ_ASSERT(text_in(s1, 1, 32, "_", false));
 		break;
 	}
 	/* Whatever went wrong is described in bounded, terminated text. */
