@@ -5,9 +5,11 @@
  * At start-up it spawns --local-capacity children of --local-server-command
  * on ports --local-port-min.., one per port, and records each in
  * game_servers (IDLE, owner = this instance). An allocation claims one IDLE
- * row with FOR UPDATE SKIP LOCKED and writes the endpoint in the same
+ * row with FOR UPDATE SKIP LOCKED (a batch: one statement pairs the
+ * claimed rows with as many servers) and writes the endpoint in the same
  * transaction; the server learns of it from its allocation file
- * (<state dir>/<server id>.json, written tmp + rename, mode 0600), which it
+ * (<state dir>/<server id>.json, written in <state dir>/.tmp, then renamed,
+ * mode 0600), which it
  * serves, then deletes after /shutdown. The sweep returns servers whose
  * allocation finished to IDLE and removes a file left behind.
  *
@@ -50,6 +52,8 @@
 #include "game/workload_token.h"
 #include "store/game_servers.h"
 #include "sys/banned.h"
+
+#define TMP_DIR ".tmp" /* under the state directory: allocation files being written */
 
 extern char **environ;
 
@@ -329,6 +333,12 @@ int local_pool_start(struct local_pool *p, struct cc_pg *pg)
 			     CC_LOG_STR("error", strerror(errno)));
 		return CC_EIO;
 	}
+	char tmpdir[4096];
+	if (snprintf(tmpdir, sizeof tmpdir, "%s/" TMP_DIR, p->a->cfg->local_state_dir) >= (int)sizeof tmpdir ||
+	    (mkdir(tmpdir, 0700) != 0 && errno != EEXIST)) {
+		cc_log_error("state_dir_failed", CC_LOG_STR("path", tmpdir), CC_LOG_STR("error", strerror(errno)));
+		return CC_EIO;
+	}
 	/* Before any child reads a file: those of allocations that ended while we were away go. */
 	int rc = release_with(pg, p->a, &n);
 	if (rc != 0)
@@ -544,8 +554,15 @@ int local_deliver(struct allocator_worker *w, const struct cc_allocation *al)
 	int rc = 0, fd = -1;
 	char *text = NULL;
 
+	/*
+	 * The temporary file lives in a subdirectory: a child waiting on the
+	 * state directory (inotify) then sees one event per allocation, the
+	 * rename, instead of the write and two moves, and every child of the
+	 * pool wakes for each of them.
+	 */
 	if (server_path(w->a, al->server_id, ".json", file, sizeof file) != 0 ||
-	    snprintf(tmp, sizeof tmp, "%s.tmp.%d", file, w->index) >= (int)sizeof tmp)
+	    snprintf(tmp, sizeof tmp, "%s/" TMP_DIR "/%s.json.%d", w->a->cfg->local_state_dir, al->server_id,
+		     w->index) >= (int)sizeof tmp)
 		return CC_ETOOBIG;
 	text = allocation_json(w->a, al);
 	if (!text)
