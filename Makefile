@@ -154,7 +154,7 @@ tools: $(TOOL_BINS)
 $(B)/bin/cc-player: $(patsubst %.c,$(B)/rel/%.o,$(PLAYER_SRCS)) $(REL_LIBS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) -o $@ $^ $(PKG_LIBS)
+	$(Q)$(CC) -o $@ $^ $(PKG_LIBS) $(shell pkg-config --libs libenet)
 
 # ---- tests -----------------------------------------------------------------
 # A test binary links the real library objects (ASan build) plus the shared
@@ -171,6 +171,9 @@ $(B)/asan/tests/%: $(B)/asan/tests/%.o $(SUPPORT_OBJS) $(ASAN_LIBS)
 $(B)/asan/tests/integration/test_steam: $(B)/asan/services/api/steam.o
 $(B)/asan/tests/unit/test_player_latency: $(B)/asan/tests/player/latency.o
 $(B)/asan/tests/unit/test_gs_input: $(B)/asan/gameserver/wire_glue.o $(B)/asan/gameserver/match.o
+# test_player_game plays cc-player's game stage against a game server in the test, over real ENet.
+$(B)/asan/tests/unit/test_player_game: $(B)/asan/tests/player/game.o
+$(B)/asan/tests/unit/test_player_game: PKG_LIBS += $(shell pkg-config --libs libenet)
 
 # The game-server bench links cc-gameserver's objects minus main.c, and ENet.
 $(B)/bench/gameserver: tests/bench/gameserver.c $(patsubst %.c,$(B)/rel/%.o,$(filter-out gameserver/main.c,$(wildcard gameserver/*.c))) $(REL_LIBS)

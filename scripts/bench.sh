@@ -62,7 +62,9 @@ start_api() {
 	port=$(free_port)
 	admin=$(free_port)
 	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_service "api-pool$pool" "$BIN/cc-testkit-api" \
-		--port="$port" --admin-port="$admin" --regions=bench --db-pool-size="$pool" --ticket-ttl-seconds="$TTL"
+		--port="$port" --admin-port="$admin" --regions=bench --db-pool-size="$pool" --ticket-ttl-seconds="$TTL" \
+		--rate-login-per-address=0 --rate-probe-per-address=0 --rate-enqueue-per-address=0 \
+		--max-connections-per-address=10000 # the load comes from one address on purpose
 	wait_http cc-testkit-api "http://127.0.0.1:$admin/readyz" 30
 	API_URL="http://127.0.0.1:$port"
 }

@@ -13,6 +13,8 @@ static const char sql_lock_for_player[] =
 	"FROM proposals p JOIN proposal_participants pp ON pp.proposal_id = p.id AND pp.player_id = $2 "
 	"WHERE p.id = $1 FOR UPDATE OF p";
 
+static const char sql_lock[] = "SELECT 1 FROM proposals WHERE id = $1 FOR UPDATE";
+
 /* The one compare-and-set every decision goes through: OPEN -> $2 (EXPIRED only once due). */
 static const char sql_settle[] =
 	"UPDATE proposals SET state = $2, revision = revision + 1, decided_at = now() "
@@ -95,6 +97,15 @@ static int settle(struct cc_pg *pg, const char *proposal_id, const char *state, 
 	*settled = rc == 0 && PQntuples(res) == 1;
 	if (*settled)
 		*revision = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	return rc;
+}
+
+int cc_proposal_lock(struct cc_pg *pg, const char *proposal_id)
+{
+	PGresult *res = NULL;
+	const char *p[] = { proposal_id };
+	int rc = cc_pg_exec(pg, sql_lock, 1, p, &res);
 	PQclear(res);
 	return rc;
 }

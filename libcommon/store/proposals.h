@@ -41,6 +41,14 @@
 #define CC_PROPOSAL_MAX_PARTICIPANTS 16
 
 /*
+ * Locks the proposal's row (FOR UPDATE) for the rest of the transaction:
+ * the first step of the lock order (store/README.md) on a path that starts
+ * from a ticket. Returns 0 (also when there is no such proposal) or a pg
+ * error.
+ */
+int cc_proposal_lock(struct cc_pg *pg, const char *proposal_id) CC_MUST_CHECK;
+
+/*
  * Expires proposal_id if it is OPEN and its window has passed (PostgreSQL's
  * now()). *expired says whether this call did it.
  */

@@ -14,6 +14,7 @@
  */
 #include "sys/charset.h"
 #include "sys/http_server.h"
+#include "sys/http_front.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,6 +27,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
 #include <sodium.h>
@@ -57,6 +59,8 @@ struct cc_http_server {
 	size_t n_routes;
 	struct cc_metric *requests;	/* cosmic_clash_http_requests_total */
 	struct cc_metric *duration;	/* cosmic_clash_http_request_duration_seconds */
+	struct cc_http_front *front;	/* accept loop, caps, deadlines, head check */
+	bool keep_alive;		/* false: every answer closes its connection */
 };
 
 /* Everything about one request; lives from uri_logged() to completed(). */
@@ -521,6 +525,14 @@ static void record_answer(struct request_state *st)
 	cc_metric_observe(s->duration, (const char *const[]){ st->route_label }, seconds);
 }
 
+/* The front's registration of a connection (set when the library started it). */
+static struct cc_http_front_conn *conn_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci ? ci->socket_context : NULL;
+}
+
 /* Queues st->resp on the connection. Returns MHD's verdict. */
 static enum MHD_Result answer(struct request_state *st, struct MHD_Connection *conn)
 {
@@ -569,6 +581,10 @@ static enum MHD_Result answer(struct request_state *st, struct MHD_Connection *c
 	MHD_add_response_header(r, "X-Request-Id", st->request_id);
 	for (size_t i = 0; i < resp->n_headers; i++)
 		MHD_add_response_header(r, resp->headers[i].name, resp->headers[i].value);
+	/* One request per connection: each one passes the front's head check (header). */
+	if (!st->server->keep_alive)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	cc_http_front_conn_phase(st->server->front, conn_of(conn), CC_HTTP_PHASE_ANSWERED);
 	st->status = resp->status;
 	st->bytes_out = len;
 	record_answer(st);
@@ -653,6 +669,14 @@ static enum MHD_Result refuse(struct request_state *st, struct MHD_Connection *c
 	case 414:
 		cc_http_error(&st->resp, 414, "path_too_long", "the request path is too long", false);
 		break;
+	case 415:
+		cc_http_error(&st->resp, 415, "unsupported_media_type",
+			      "a request body must be Content-Type: application/json", false);
+		break;
+	case 4001:
+		cc_http_error(&st->resp, 400, "invalid_request",
+			      "the Authorization header is given more than once", false);
+		break;
 	case 431:
 		cc_http_error(&st->resp, 431, "headers_too_large",
 			      "the request line and headers are too large or too many", false);
@@ -699,6 +723,55 @@ static bool headers_within_caps(const struct request_state *st, struct MHD_Conne
 	return t.count <= s->max_headers && line + t.bytes + 2 <= s->max_header_bytes;
 }
 
+static enum MHD_Result count_authorization(void *cls, enum MHD_ValueKind kind, const char *key,
+					   size_t key_size, const char *value, size_t value_size)
+{
+	unsigned *n = cls;
+	(void)kind;
+	(void)value;
+	(void)value_size;
+	if (key_size == 13 && strncasecmp(key, "Authorization", 13) == 0)
+		(*n)++;
+	return MHD_YES;
+}
+
+/*
+ * True when ctype names application/json: the media type compared without
+ * case, optional whitespace, and no parameter but charset=utf-8.
+ */
+static bool is_json_type(const char *ctype)
+{
+	static const char json[] = "application/json";
+	const char *p = ctype;
+
+	if (!p)
+		return false;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (strncasecmp(p, json, sizeof(json) - 1) != 0)
+		return false;
+	p += sizeof(json) - 1;
+	for (;;) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p)
+			return true;
+		if (*p++ != ';')
+			return false;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (strncasecmp(p, "charset=", 8) != 0)
+			return false;
+		p += 8;
+		if (strncasecmp(p, "utf-8", 5) == 0)
+			p += 5;
+		else if (strncasecmp(p, "\"utf-8\"", 7) == 0)
+			p += 7;
+		else
+			return false;
+	}
+}
+
 /* First call: headers are in. Either refuses now or prepares for the body. */
 static enum MHD_Result on_headers(struct request_state *st, struct MHD_Connection *conn,
 				  const char *method, const char *version)
@@ -720,7 +793,18 @@ static enum MHD_Result on_headers(struct request_state *st, struct MHD_Connectio
 	status = resolve_route(st, method);
 	if (status != 0)
 		return refuse(st, conn, status);
+	{
+		unsigned n_auth = 0;
+		MHD_get_connection_values_n(conn, MHD_HEADER_KIND, count_authorization, &n_auth);
+		if (n_auth > 1)
+			return refuse(st, conn, 4001); /* which one would we believe? */
+	}
 	cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (((cl && strcmp(cl, "0") != 0) ||
+	     MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING)) &&
+	    !is_json_type(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
+		return refuse(st, conn, 415);
+	cc_http_front_conn_phase(st->server->front, conn_of(conn), CC_HTTP_PHASE_BODY);
 	if (cl) {
 		char *end;
 		unsigned long long declared;
@@ -779,6 +863,7 @@ static enum MHD_Result on_complete(struct request_state *st, struct MHD_Connecti
 
 	if (st->too_big)
 		return refuse(st, conn, 413);
+	cc_http_front_conn_phase(st->server->front, conn_of(conn), CC_HTTP_PHASE_HANDLER);
 	req->method = method;
 	req->path = st->path;
 	req->route = st->route->pattern;
@@ -820,8 +905,11 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 static void *uri_logged(void *cls, const char *uri, struct MHD_Connection *conn)
 {
 	struct request_state *st = calloc(1, sizeof(*st));
+	struct cc_http_server *s = cls;
 
-	(void)conn;
+	/* A keep-alive follow-up: the rest of its head within the header deadline. */
+	if (s->keep_alive)
+		cc_http_front_conn_phase(s->front, conn_of(conn), CC_HTTP_PHASE_HEAD);
 	if (!st)
 		return NULL;
 	st->server = cls;
@@ -860,7 +948,8 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct cc_http_server *s = cls;
 	const char *route;
 
-	(void)conn;
+	if (!s->keep_alive)
+		cc_http_front_conn_done(s->front, conn_of(conn)); /* it closes now */
 	if (!st)
 		return;
 	*con_cls = NULL;
@@ -870,8 +959,10 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			    CC_LOG_STR("route", route), CC_LOG_INT("status", st->status),
 			    CC_LOG_STR("request_id", st->request_id),
 			    CC_LOG_STR("reason", termination_name(toe)));
+	} else if (!st->status && cc_http_front_conn_was_cut(s->front, conn_of(conn))) {
+		/* A deadline cut it: the front answered 408 and counted it. */
 	} else if (!st->status) {
-		/* MHD refused it itself (431, 414, 400) or the client went away. */
+		/* The client went away (or, past the front, the library refused it). */
 		cc_log_info("http_request_unanswered", CC_LOG_STR("server", s->name),
 			    CC_LOG_STR("method", st->method), CC_LOG_STR("route", route),
 			    CC_LOG_STR("reason", termination_name(toe)),
@@ -900,6 +991,69 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
 		line[--len] = '\0';
 	cc_log_warn("http_library", CC_LOG_STR("server", s->name), CC_LOG_STR("detail", line));
+}
+
+/* The library started or closed a connection the front handed it. */
+static void connection_notice(void *cls, struct MHD_Connection *conn, void **socket_context,
+			      enum MHD_ConnectionNotificationCode toe)
+{
+	struct cc_http_server *s = cls;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *fd = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		const union MHD_ConnectionInfo *ca = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		*socket_context = fd && ca ? cc_http_front_conn_open(s->front, fd->connect_fd, ca->client_addr) : NULL;
+	} else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		/* Called before the library closes the socket: the front stops touching it here. */
+		cc_http_front_conn_close(s->front, *socket_context);
+		*socket_context = NULL;
+	}
+}
+
+/* The front hands over a socket whose head passed its check. */
+static bool handoff(void *cls, int fd, const struct sockaddr *addr, socklen_t addr_len)
+{
+	struct cc_http_server *s = cls;
+	/* MHD closes fd itself when it refuses it. */
+	return MHD_add_connection(s->daemon, fd, addr, addr_len) == MHD_YES;
+}
+
+/* A bound, listening, non-blocking socket for ss, or -1 (why in *why). */
+static int listen_on(const struct sockaddr_storage *ss, bool v6, const char **why)
+{
+	int one = 1, zero = 0;
+	int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0) {
+		*why = "socket() failed";
+		return -1;
+	}
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (v6)
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)); /* "::" takes IPv4 too */
+	if (bind(fd, (const struct sockaddr *)ss, v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in)) != 0) {
+		*why = errno == EADDRINUSE ? "address already in use" : "bind failed";
+		close(fd);
+		return -1;
+	}
+	if (listen(fd, 511) != 0) {
+		*why = "listen failed";
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The port fd is bound to. */
+static int bound_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+		return -1;
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return ntohs(((struct sockaddr_in *)&ss)->sin_port);
 }
 
 /* ---- the server ---------------------------------------------------------- */
@@ -945,11 +1099,13 @@ struct cc_http_server *cc_http_server_start(const struct cc_http_server_options 
 {
 	struct cc_http_server *s = NULL;
 	struct sockaddr_storage ss;
-	const union MHD_DaemonInfo *info;
-	size_t pool;
+	size_t pool, min_pool;
+	int listen_fd = -1;
+	unsigned max_conn;
 	const char *why = NULL, *bind = opts && opts->bind ? opts->bind : "127.0.0.1";
+	/* No listening socket of MHD's own: the front accepts and hands over (http_front.h). */
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-			 MHD_USE_POLL | MHD_USE_ERROR_LOG;
+			 MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
 	bool v6 = false;
 
 	if (!opts || opts->port < 0 || opts->port > 65535 || (opts->n_routes && !opts->routes)) {
@@ -979,25 +1135,40 @@ struct cc_http_server *cc_http_server_start(const struct cc_http_server_options 
 	s->max_header_bytes = opts->max_header_bytes ? opts->max_header_bytes
 						     : CC_HTTP_DEFAULT_MAX_HEADER_BYTES;
 	s->max_headers = opts->max_headers ? opts->max_headers : CC_HTTP_DEFAULT_MAX_HEADERS;
-	/* The pool must hold well past our cap, or MHD answers with its HTML 431 first. */
-	pool = opts->connection_memory_limit ? opts->connection_memory_limit
-					     : CC_HTTP_MEMORY_LIMIT_FACTOR * s->max_header_bytes;
-	if (s->max_header_bytes > SIZE_MAX / CC_HTTP_MEMORY_LIMIT_FACTOR ||
-	    pool < 2 * s->max_header_bytes) {
-		why = "connection_memory_limit must be at least 2 * max_header_bytes";
+	/*
+	 * The pool must hold what the front lets through (2 * the cap raw, plus
+	 * the library's bookkeeping per header line), or MHD answers with its
+	 * HTML 431 first.
+	 */
+	if (s->max_header_bytes > (1u << 22) || s->max_headers > 100000) {
+		why = "max_header_bytes or max_headers out of range";
 		goto out_fail;
 	}
+	min_pool = 2 * s->max_header_bytes + 64 * (size_t)s->max_headers + 4096;
+	pool = opts->connection_memory_limit ? opts->connection_memory_limit
+					     : CC_HTTP_MEMORY_LIMIT_FACTOR * s->max_header_bytes;
+	if (!opts->connection_memory_limit && pool < min_pool)
+		pool = min_pool;
+	if (pool < min_pool) {
+		why = "connection_memory_limit must be at least 2 * max_header_bytes + 64 * max_headers + 4096";
+		goto out_fail;
+	}
+	s->keep_alive = opts->keep_alive;
+	max_conn = opts->max_connections ? opts->max_connections : CC_HTTP_DEFAULT_MAX_CONNECTIONS;
 	s->ctx = opts->ctx;
 	declare_metrics(s);
-	if (v6)
-		flags |= MHD_USE_DUAL_STACK; /* "::" serves IPv4 clients too */
+	listen_fd = listen_on(&ss, v6, &why);
+	if (listen_fd < 0)
+		goto out_fail;
+	s->port = bound_port(listen_fd);
 	/* The logger goes first so MHD's own start-up errors reach it too. */
 	s->daemon = MHD_start_daemon(
-		flags, (uint16_t)opts->port, NULL, NULL, access_cb, s,
+		flags, 0, NULL, NULL, access_cb, s,
 		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-		MHD_OPTION_CONNECTION_LIMIT,
-		opts->max_connections ? opts->max_connections : CC_HTTP_DEFAULT_MAX_CONNECTIONS,
+		/* The front counts first; the margin covers connections MHD still
+		 * holds for a moment after their "closed" notice. */
+		MHD_OPTION_CONNECTION_LIMIT, max_conn + 16,
+		MHD_OPTION_NOTIFY_CONNECTION, connection_notice, s,
 		MHD_OPTION_CONNECTION_TIMEOUT,
 		opts->timeout_seconds ? opts->timeout_seconds : CC_HTTP_DEFAULT_TIMEOUT_SECONDS,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
@@ -1005,11 +1176,34 @@ struct cc_http_server *cc_http_server_start(const struct cc_http_server_options 
 		MHD_OPTION_NOTIFY_COMPLETED, completed, s,
 		MHD_OPTION_END);
 	if (!s->daemon) {
-		why = "could not bind or start (see http_library lines)";
+		why = "could not start (see http_library lines)";
 		goto out_fail;
 	}
-	info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-	s->port = info ? info->port : opts->port;
+	{
+		struct cc_http_front_options fo = {
+			.name = s->name,
+			.listen_fd = listen_fd,
+			.max_connections = max_conn,
+			.max_per_address = opts->max_per_address ? opts->max_per_address
+								 : CC_HTTP_DEFAULT_MAX_PER_ADDRESS,
+			.header_timeout_ms = opts->header_timeout_ms ? opts->header_timeout_ms
+								     : CC_HTTP_DEFAULT_HEADER_TIMEOUT_MS,
+			.body_timeout_ms = opts->body_timeout_ms ? opts->body_timeout_ms
+								 : CC_HTTP_DEFAULT_BODY_TIMEOUT_MS,
+			.head = { .max_head_bytes = 2 * s->max_header_bytes,
+				  .max_headers = s->max_headers,
+				  .max_body = s->max_body },
+			.handoff = handoff,
+			.handoff_cls = s,
+			.requests = s->requests,
+		};
+		listen_fd = -1; /* the front owns it now, even when it fails */
+		s->front = cc_http_front_start(&fo);
+		if (!s->front) {
+			why = "could not start the front (see http_front_start_failed)";
+			goto out_fail;
+		}
+	}
 	cc_log_info("http_server_started", CC_LOG_STR("server", s->name), CC_LOG_STR("bind", bind),
 		    CC_LOG_INT("port", s->port), CC_LOG_INT("routes", s->n_routes));
 	return s;
@@ -1018,6 +1212,8 @@ out_fail:
 	cc_log_error("http_server_start_failed", CC_LOG_STR("server", opts && opts->name ? opts->name : "http"),
 		     CC_LOG_STR("bind", bind), CC_LOG_INT("port", opts ? opts->port : -1),
 		     CC_LOG_STR("reason", why));
+	if (listen_fd >= 0)
+		close(listen_fd);
 	cc_http_server_stop(s);
 	return NULL;
 }
@@ -1031,8 +1227,12 @@ void cc_http_server_stop(struct cc_http_server *s)
 {
 	if (!s)
 		return;
+	/* No new connections first; then the library closes its own (each "closed" notice
+	 * reaches the front, which is still there); then the front goes. */
+	cc_http_front_stop(s->front);
 	if (s->daemon)
 		MHD_stop_daemon(s->daemon);
+	cc_http_front_free(s->front);
 	routes_free(s->routes, s->n_routes);
 	free(s);
 }

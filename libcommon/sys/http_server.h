@@ -15,6 +15,19 @@
  * on the connection's thread and may run concurrently with any other, so
  * ctx must be thread-safe.
  *
+ * Connections first pass sys/http_front: the per-address cap
+ * (max_per_address: 429 too_many_connections) and total cap
+ * (max_connections: 503 server_busy), the header deadline
+ * (header_timeout_ms from the accept, independent of activity: 408
+ * request_timeout), and a check of the raw head before libmicrohttpd reads
+ * it (505 http_version_not_supported, 400 malformed_request, 413, 431; see
+ * cc_http_head_check), so the library never answers anything itself. A body
+ * must arrive within body_timeout_ms of its head (408, then closed).
+ * Without keep_alive (the default) every answer says "Connection: close",
+ * so every request on the wire passes that check; with keep_alive (behind
+ * a trusted proxy) a follow-up request on a connection is read by the
+ * library alone, which then may answer a malformed one with its own HTML.
+ *
  * Before any handler runs, the server refuses, in this order:
  *   - 431 headers_too_large: the request line and headers add up to more
  *     than max_header_bytes (each header counted as name + value + 4 for
@@ -26,6 +39,10 @@
  *   - 414 path_too_long: more than CC_HTTP_MAX_PATH bytes;
  *   - 404 not_found: no route has this path;
  *   - 405 method_not_allowed (+ Allow: every method the path has);
+ *   - 400 invalid_request: the Authorization header is given more than once;
+ *   - 415 unsupported_media_type: a body (Content-Length > 0 or chunked)
+ *     whose Content-Type is not application/json (a charset parameter,
+ *     if any, must be utf-8);
  *   - 413 body_too_large: Content-Length over max_body_bytes, answered
  *     before the body is read (the connection is closed afterwards); a
  *     chunked body that grows over the cap is discarded as it arrives and
@@ -34,21 +51,15 @@
  *     (libmicrohttpd 0.9.75 cannot answer in the middle of an upload).
  *
  * libmicrohttpd 0.9.75 must hold the whole request line and header block
- * in the connection's memory pool before this layer sees any of it, and
- * answers what does not fit itself (414 or 431, a fixed HTML body, the
- * connection closed; it has no hook to change that body). So the pool
- * (connection_memory_limit) is sized far above the cap we promise, by
- * default CC_HTTP_MEMORY_LIMIT_FACTOR times max_header_bytes: a request
- * between the two caps, e.g. one 40 KB header or 2,000 small ones at the
- * defaults, gets the JSON 431 above; only one beyond the pool (each header
- * line also costs the library about 60 bytes of bookkeeping, so about
- * 3,000 tiny headers fill 256 KiB) still gets the library's HTML. The
- * price: libmicrohttpd zeroes the whole pool between requests, so an idle
- * keep-alive connection holds about its pool (256 KiB at the defaults;
- * max_connections of them at most). The server stays healthy either way;
- * when the library answered and the request line was readable, the
- * request is logged as "http_request_unanswered" and counted with status
- * "unanswered" (as is a client that hangs up before its answer).
+ * in the connection's memory pool, and answers what does not fit itself
+ * (HTML). The front refuses a head over 2 * max_header_bytes raw bytes or
+ * max_headers lines before the library reads it, so the pool
+ * (connection_memory_limit, by default CC_HTTP_MEMORY_LIMIT_FACTOR times
+ * max_header_bytes, at least 2 * max_header_bytes + 64 * max_headers +
+ * 4 KiB) always holds what is let through; the exact cap above is then
+ * applied to what the library parsed. A request the library still closed
+ * without our answer (a client that hangs up first, a deadline) is logged
+ * as "http_request_unanswered" and counted with status "unanswered".
  *
  * Every answer carries X-Request-Id (the client's when it is 1-64 bytes of
  * [A-Za-z0-9._-], else 32 random hex digits) and Cache-Control: no-store;
@@ -82,9 +93,12 @@
 #define CC_HTTP_DEFAULT_MAX_BODY (64 * 1024)       /* max_body_bytes when 0 */
 #define CC_HTTP_DEFAULT_MAX_HEADER_BYTES (16 * 1024) /* max_header_bytes when 0 */
 #define CC_HTTP_DEFAULT_MAX_HEADERS 100            /* max_headers when 0 */
-#define CC_HTTP_MEMORY_LIMIT_FACTOR 16             /* pool = this * max_header_bytes when 0 */
+#define CC_HTTP_MEMORY_LIMIT_FACTOR 4              /* pool = this * max_header_bytes when 0 */
 #define CC_HTTP_DEFAULT_MAX_CONNECTIONS 256        /* max_connections when 0 */
 #define CC_HTTP_DEFAULT_TIMEOUT_SECONDS 30         /* timeout_seconds when 0 */
+#define CC_HTTP_DEFAULT_MAX_PER_ADDRESS 32         /* max_per_address when 0 */
+#define CC_HTTP_DEFAULT_HEADER_TIMEOUT_MS 10000    /* header_timeout_ms when 0 */
+#define CC_HTTP_DEFAULT_BODY_TIMEOUT_MS 20000      /* body_timeout_ms when 0 */
 #define CC_HTTP_DISCARD_MAX (1024 * 1024)          /* chunked overflow read before closing */
 #define CC_HTTP_MAX_PATH 2048                      /* decoded path bytes */
 #define CC_HTTP_MAX_SEGMENTS 16                    /* segments in a route pattern */
@@ -156,11 +170,15 @@ struct cc_http_server_options {
 	int port;			    /* 0 = ephemeral (see cc_http_server_port) */
 	unsigned max_connections;	    /* 0 = CC_HTTP_DEFAULT_MAX_CONNECTIONS */
 	unsigned timeout_seconds;	    /* idle connection timeout; 0 = default */
+	unsigned max_per_address;	    /* connections from one address; 0 = default */
+	unsigned header_timeout_ms;	    /* accept -> end of the head, whatever trickles; 0 = default */
+	unsigned body_timeout_ms;	    /* end of the head -> end of the body; 0 = default */
+	bool keep_alive;		    /* false: every answer closes its connection (see above) */
 	size_t max_body_bytes;		    /* 0 = CC_HTTP_DEFAULT_MAX_BODY */
 	size_t max_header_bytes;	    /* request line + headers (431 beyond); 0 = default */
 	unsigned max_headers;		    /* header lines (431 beyond); 0 = default */
 	size_t connection_memory_limit;	    /* libmicrohttpd's pool per connection; 0 = derived
-					       (see above); below 2 * max_header_bytes is refused */
+					       (see above); below the minimum above is refused */
 	const struct cc_http_route *routes; /* first match (path and method) wins */
 	size_t n_routes;
 	void *ctx;			    /* passed to every handler */

@@ -278,6 +278,32 @@ int cc_json_get_string(const cJSON *obj, const char *field, bool required, size_
 	return 0;
 }
 
+int cc_json_get_text(const cJSON *obj, const char *field, bool required, size_t min_chars,
+		     size_t max_chars, const char **out, struct cc_json_error *err)
+{
+	const cJSON *item;
+	size_t chars = 0, n;
+	int rc = find_field(obj, field, required, &item, err);
+	if (rc)
+		return rc;
+	const char *s = cJSON_GetStringValue(item);
+	n = s ? strlen(s) : 0;
+	if (s && !cc_utf8_valid(s, n)) {
+		cc_json_error_set(err, field, "field '%s' must be valid UTF-8", field);
+		return CC_EINVAL;
+	}
+	/* Valid UTF-8: every byte that is not a continuation byte starts a character. */
+	for (size_t i = 0; i < n; i++)
+		chars += ((unsigned char)s[i] & 0xc0) != 0x80;
+	if (!s || chars < min_chars || chars > max_chars) {
+		cc_json_error_set(err, field, "field '%s' must be a string of %zu to %zu characters", field,
+				  min_chars, max_chars);
+		return CC_EINVAL;
+	}
+	*out = s;
+	return 0;
+}
+
 int cc_json_get_int(const cJSON *obj, const char *field, bool required, int64_t min, int64_t max,
 		    int64_t *out, struct cc_json_error *err)
 {

@@ -70,6 +70,13 @@ int cc_json_parse_object(const char *text, size_t len, size_t max_bytes, int max
  */
 int cc_json_get_string(const cJSON *obj, const char *field, bool required, size_t min_len,
 		       size_t max_len, const char **out, struct cc_json_error *err) CC_MUST_CHECK;
+/*
+ * As cc_json_get_string, but min_chars..max_chars count characters (Unicode
+ * code points), as JSON Schema's minLength/maxLength do: 200 "é" (400
+ * bytes) fit a maxLength of 256. The bytes are at most 4 * max_chars.
+ */
+int cc_json_get_text(const cJSON *obj, const char *field, bool required, size_t min_chars,
+		     size_t max_chars, const char **out, struct cc_json_error *err) CC_MUST_CHECK;
 int cc_json_get_int(const cJSON *obj, const char *field, bool required, int64_t min, int64_t max,
 		    int64_t *out, struct cc_json_error *err) CC_MUST_CHECK;
 int cc_json_get_bool(const cJSON *obj, const char *field, bool required, bool *out,

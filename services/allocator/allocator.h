@@ -185,6 +185,8 @@ void local_pool_stop(struct local_pool *p);
 void local_allocate_batch(struct allocator_worker *w, struct cc_allocation **items, size_t n, enum alloc_outcome *out,
 			  char *why, size_t whylen);
 int local_deliver(struct allocator_worker *w, const struct cc_allocation *al) CC_MUST_CHECK;
+/* Holds an exclusive lock per port of the pool for the process's life; see local.c. */
+int local_pool_lock(struct local_pool *p, char *err, size_t errlen) CC_MUST_CHECK;
 /* Returns finished servers to IDLE. */
 int local_release_finished(struct allocator_worker *w) CC_MUST_CHECK;
 

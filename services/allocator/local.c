@@ -79,6 +79,7 @@ struct local_pool {
 	char *argbuf;
 	char **base_env;          /* environ without COSMIC_CLASH_* */
 	size_t n_base_env;
+	int *port_locks;          /* one locked <state dir>/local-<port>.lock per child; -1 when not held */
 };
 
 /* "<state dir>/<id><suffix>" into out; CC_ETOOBIG when it does not fit. */
@@ -101,7 +102,8 @@ struct local_pool *local_pool_create(struct allocator *a)
 	while (environ && environ[env_n])
 		env_n++;
 	p->base_env = calloc(env_n + 1, sizeof *p->base_env);
-	if (!p->children || !p->argbuf || !p->base_env) {
+	p->port_locks = calloc(p->n, sizeof *p->port_locks);
+	if (!p->children || !p->argbuf || !p->base_env || !p->port_locks) {
 		local_pool_free(p);
 		return NULL;
 	}
@@ -114,6 +116,7 @@ struct local_pool *local_pool_create(struct allocator *a)
 		p->argv[argc++] = tok;
 	p->argv[argc] = NULL;
 	for (size_t i = 0; i < p->n; i++) {
+		p->port_locks[i] = -1;
 		p->children[i].port = (int)a->cfg->local_port_min + (int)i;
 		snprintf(p->children[i].id, sizeof p->children[i].id, "local-%d", p->children[i].port);
 	}
@@ -124,10 +127,63 @@ void local_pool_free(struct local_pool *p)
 {
 	if (!p)
 		return;
+	for (size_t i = 0; p->port_locks && i < p->n; i++)
+		if (p->port_locks[i] >= 0)
+			close(p->port_locks[i]);
+	free(p->port_locks);
 	free(p->children);
 	free(p->argbuf);
 	free(p->base_env);
 	free(p);
+}
+
+/*
+ * Two allocators started with the same flags on one host would share the
+ * ports, the game_servers rows (ids are local-<port>) and the allocation
+ * files: the second one's children fail to bind and each restart flips the
+ * first one's rows between DEAD and IDLE, so capacity silently vanishes.
+ * Each port of the range is therefore held with an exclusive lock on
+ * <state dir>/local-<port>.lock for the life of the process (the kernel
+ * drops it when we die, however we die). Returns 0, or CC_ECONFLICT /
+ * CC_EIO with err naming the port and the lock file.
+ */
+int local_pool_lock(struct local_pool *p, char *err, size_t errlen)
+{
+	const char *dir = p->a->cfg->local_state_dir;
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+		snprintf(err, errlen, "--local-state-dir: cannot create %s: %s", dir, strerror(errno));
+		return CC_EIO;
+	}
+	for (size_t i = 0; i < p->n; i++) {
+		char path[512];
+		if (server_path(p->a, p->children[i].id, ".lock", path, sizeof path) != 0) {
+			snprintf(err, errlen, "--local-state-dir: path too long");
+			return CC_EIO;
+		}
+		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+			return CC_EIO;
+		}
+		/* An open-file-description lock: flock's semantics (<sys/file.h> is
+		 * shadowed by libcommon's sys/file.h on our include path). */
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+		if (fcntl(fd, F_OFD_SETLK, &fl) != 0) {
+			int e = errno;
+			close(fd);
+			if (e == EAGAIN || e == EACCES) {
+				snprintf(err, errlen,
+					 "port %d is already served by another cc-allocator on this host (%s is locked); give each "
+					 "replica its own --local-port-min/--local-port-max",
+					 p->children[i].port, path);
+				return CC_ECONFLICT;
+			}
+			snprintf(err, errlen, "cannot lock %s: %s", path, strerror(e));
+			return CC_EIO;
+		}
+		p->port_locks[i] = fd;
+	}
+	return 0;
 }
 
 /* Closes every descriptor above 2 in a child (async-signal-safe). */

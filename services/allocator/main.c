@@ -475,6 +475,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cc-allocator: out of memory\n");
 		goto out;
 	}
+	if (a->local && local_pool_lock(a->pool, err, sizeof err) != 0) {
+		fprintf(stderr, "cc-allocator: %s\n", err);
+		status = 2;
+		goto out;
+	}
 	cc_service_start(&service);
 	if (allocator_testkit_step)
 		cc_log_warn("testkit_step_hook_enabled", CC_LOG_STR("binary", "cc-testkit-allocator"));

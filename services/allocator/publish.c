@@ -3,9 +3,11 @@
  * one assignment per participant (slot, team, generation 1, a join token
  * signed with the active key, its expiry), the roster manifest with its
  * digest (game/roster), ALLOCATED -> PUBLISHED and its outbox event, all in
- * one READ COMMITTED transaction (allocator.h says why) of three statements
- * for the whole batch: lock, participants, then rosters + seats +
- * PUBLISHED + outbox (store/rosters.h); the tokens are signed in between.
+ * one READ COMMITTED transaction (cc_pg_run_locked): the allocation row's
+ * lock and state re-check, and the roster and assignment primary keys, not
+ * the isolation level, are what make it safe (allocator.h says why). Three
+ * statements for the whole batch: lock, participants, then rosters + seats
+ * + PUBLISHED + outbox (store/rosters.h); the tokens are signed in between.
  *
  * Idempotent: the allocation row is locked first and a row that is already
  * PUBLISHED (or over) is left alone, so a republish after a crash, or two

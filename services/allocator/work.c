@@ -219,14 +219,18 @@ static void process(struct allocator_worker *w, struct cc_allocation *items, siz
 	if (n_req > 0) {
 		step("claimed");
 		int64_t t0 = cc_clock_ns();
+		/* Only the requests actually asked are settled: a stop mid-batch
+		 * leaves the rest REQUESTED under our lapsing claim. */
+		size_t n_asked = 0;
 		if (a->local) {
 			local_allocate_batch(w, req, n_req, out, why, sizeof why);
+			n_asked = n_req;
 		} else {
-			for (size_t i = 0; i < n_req && !cc_service_stopping(a->svc); i++)
-				out[i] = agones_allocate(w, req[i], why, sizeof why);
+			for (; n_asked < n_req && !cc_service_stopping(a->svc); n_asked++)
+				out[n_asked] = agones_allocate(w, req[n_asked], why, sizeof why);
 		}
 		allocator_observe(a, "allocate", t0);
-		for (size_t i = 0; i < n_req; i++)
+		for (size_t i = 0; i < n_asked; i++)
 			if (settle(w, req[i], out[i], why, &d)) {
 				ready[n_ready++] = req[i];
 				n_new++;

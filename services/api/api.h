@@ -24,6 +24,7 @@
 #include "sys/json.h"
 #include "sys/metrics.h"
 #include "sys/pg.h"
+#include "sys/ratelimit.h"
 #include "sys/service.h"
 #include "game/playlist.h"
 #include "game/tiers.h"
@@ -31,12 +32,21 @@
 #define API_MAX_REGIONS 16
 #define API_REGION_MAX 32
 
+/* The rate-limited actions (ratelimits.c). */
+enum api_rate_action { API_RL_LOGIN, API_RL_PROBE, API_RL_ENQUEUE, API_RL_RESPONSE, API_RL_COUNT };
+
 /* cc-api's configuration, filled from the option table in main.c. */
 struct api_config {
 	char *listen;                   /* player API bind address */
 	int64_t port;                   /* player API port (0 = ephemeral) */
 	int64_t max_body_bytes;         /* request body cap (413 beyond) */
 	int64_t max_connections;        /* concurrent HTTP connections */
+	int64_t max_per_address;        /* concurrent HTTP connections from one address */
+	int64_t header_timeout_ms;      /* total deadline of a request head */
+	int64_t body_timeout_ms;        /* total deadline of a request body */
+	bool keep_alive;                /* reuse connections (behind a proxy only) */
+	int64_t rate_per_player[API_RL_COUNT];  /* requests a minute (= burst) per player; 0 = off */
+	int64_t rate_per_address[API_RL_COUNT]; /* requests a minute (= burst) per address; 0 = off */
 	char *operator_token;           /* secret: bearer of the /v1/admin routes; unset = 503 */
 	char *regions;                  /* comma-separated region names served for probes */
 	int64_t min_protocol_version;   /* below: 426 client_outdated */
@@ -72,6 +82,8 @@ struct api {
 	size_t n_tier_bands;                      /* written before tier_bands is published */
 	struct cc_candidate_index *index;         /* thread-safe; NULL = no index */
 	struct cc_metric *index_errors;           /* failed index refreshes, by op */
+	struct cc_ratelimiter *limiter;           /* thread-safe; shared through Redis when configured */
+	struct cc_metric *rate_limited;           /* 429 rate_limited, by action, scope, backend */
 	size_t n_regions;                         /* parsed from cfg->regions */
 	char regions[API_MAX_REGIONS][API_REGION_MAX + 1];
 	char regions_pg_array[API_MAX_REGIONS * (API_REGION_MAX + 3) + 3]; /* "{a,b}" for SQL */
@@ -137,8 +149,10 @@ cJSON *api_body_object(const struct cc_http_request *req, struct cc_http_respons
  * The pure half of api_body_object(): parses len bytes of text (NULL with
  * len 0 is an empty body) as a JSON object with only the allowed members
  * (NULL: any). Returns 0 with *out the tree (caller frees with
- * cJSON_Delete), or the cc_json_parse_object / cc_json_only_fields code with
- * err set; *out untouched on failure.
+ * cJSON_Delete), or the cc_json_parse / cc_json_only_fields code with err
+ * set (valid JSON that is not an object: CC_EINVAL with err->field "body",
+ * so the caller answers invalid_request, not invalid_json); *out untouched
+ * on failure.
  */
 int api_body_parse(const char *text, size_t len, const char *const *allowed, cJSON **out,
 		   struct cc_json_error *err) CC_MUST_CHECK;
@@ -210,6 +224,21 @@ int api_index_open(struct api *api) CC_MUST_CHECK;
 
 /* Applies the moves, in order, to the index (call only after the commit). Never fails. */
 void api_index_apply(struct api *api, const struct cc_ticket_moves *moves);
+
+/* ---- rate limits (ratelimits.c) ----------------------------------------- */
+
+/*
+ * Creates api->limiter (Redis from --redis-host when set; Redis being down
+ * is not an error) and its metric. Returns 0 or CC_EINVAL.
+ */
+int api_ratelimits_open(struct api *api) CC_MUST_CHECK;
+
+/* Takes a token from the client address's bucket for a; false = answered 429. */
+bool api_rate_address(struct api *api, enum api_rate_action a, const struct cc_http_request *req,
+		      struct cc_http_response *resp);
+
+/* Takes a token from the player's bucket for a (player: uuid or Steam id); false = answered 429. */
+bool api_rate_player(struct api *api, enum api_rate_action a, const char *player, struct cc_http_response *resp);
 
 /* ---- authentication (auth.c) -------------------------------------------- */
 

@@ -40,6 +40,44 @@ static const struct cc_config_option api_options[] = {
 	  .help = "largest request body accepted (413 beyond)", .offset = OPT(max_body_bytes) },
 	{ .name = "max-connections", .type = CC_CFG_INT, .default_value = "512", .min = 1, .max = 10000,
 	  .help = "concurrent HTTP connections (one thread each)", .offset = OPT(max_connections) },
+	{ .name = "max-connections-per-address", .type = CC_CFG_INT, .default_value = "32", .min = 1, .max = 10000,
+	  .help = "concurrent HTTP connections from one client address (429 too_many_connections beyond)",
+	  .offset = OPT(max_per_address) },
+	{ .name = "http-header-timeout-ms", .type = CC_CFG_INT, .default_value = "10000", .min = 100, .max = 600000,
+	  .help = "a request's line and headers must arrive within this of the connection (or the last "
+		  "answer), however steadily they trickle (408 beyond)",
+	  .offset = OPT(header_timeout_ms) },
+	{ .name = "http-body-timeout-ms", .type = CC_CFG_INT, .default_value = "20000", .min = 100, .max = 600000,
+	  .help = "a request body must arrive within this of its headers (408 and closed beyond)",
+	  .offset = OPT(body_timeout_ms) },
+	{ .name = "http-keep-alive", .type = CC_CFG_BOOL, .default_value = "false",
+	  .help = "reuse connections; only behind a proxy that normalises requests: follow-up requests "
+		  "skip the raw head check",
+	  .offset = OPT(keep_alive) },
+	{ .name = "rate-login-per-player", .type = CC_CFG_INT, .default_value = "10", .min = 0, .max = 1000000,
+	  .help = "logins a minute per player, also the burst (429 rate_limited beyond; 0 = no limit)",
+	  .offset = OPT(rate_per_player[API_RL_LOGIN]) },
+	{ .name = "rate-login-per-address", .type = CC_CFG_INT, .default_value = "300", .min = 0, .max = 1000000,
+	  .help = "logins a minute per client address, also the burst (0 = no limit)",
+	  .offset = OPT(rate_per_address[API_RL_LOGIN]) },
+	{ .name = "rate-probe-per-player", .type = CC_CFG_INT, .default_value = "30", .min = 0, .max = 1000000,
+	  .help = "probe challenges a minute per player, also the burst (429 rate_limited beyond; 0 = no limit)",
+	  .offset = OPT(rate_per_player[API_RL_PROBE]) },
+	{ .name = "rate-probe-per-address", .type = CC_CFG_INT, .default_value = "600", .min = 0, .max = 1000000,
+	  .help = "probe challenges a minute per client address, also the burst (0 = no limit)",
+	  .offset = OPT(rate_per_address[API_RL_PROBE]) },
+	{ .name = "rate-enqueue-per-player", .type = CC_CFG_INT, .default_value = "30", .min = 0, .max = 1000000,
+	  .help = "enqueues a minute per player, also the burst (429 rate_limited beyond; 0 = no limit)",
+	  .offset = OPT(rate_per_player[API_RL_ENQUEUE]) },
+	{ .name = "rate-enqueue-per-address", .type = CC_CFG_INT, .default_value = "600", .min = 0, .max = 1000000,
+	  .help = "enqueues a minute per client address, also the burst (0 = no limit)",
+	  .offset = OPT(rate_per_address[API_RL_ENQUEUE]) },
+	{ .name = "rate-response-per-player", .type = CC_CFG_INT, .default_value = "60", .min = 0, .max = 1000000,
+	  .help = "proposal responses a minute per player, also the burst (429 rate_limited beyond; 0 = no limit)",
+	  .offset = OPT(rate_per_player[API_RL_RESPONSE]) },
+	{ .name = "rate-response-per-address", .type = CC_CFG_INT, .default_value = "1200", .min = 0, .max = 1000000,
+	  .help = "proposal responses a minute per client address, also the burst (0 = no limit)",
+	  .offset = OPT(rate_per_address[API_RL_RESPONSE]) },
 	{ .name = "operator-token", .type = CC_CFG_STRING, .secret = true,
 	  .help = "bearer secret of the operator routes /v1/admin/*: 16-128 characters of "
 		  "A-Za-z0-9-._~+/= (unset: they answer 503)",
@@ -248,6 +286,10 @@ int main(int argc, char **argv)
 		cc_log_error("start_failed", CC_LOG_STR("reason", "database pool"));
 		goto out;
 	}
+	if (api_ratelimits_open(&api) != 0) {
+		cc_log_error("start_failed", CC_LOG_STR("reason", "rate limiter"));
+		goto out;
+	}
 	if (api_servers_open(&api) != 0) {
 		status = 2;
 		goto out;
@@ -274,6 +316,10 @@ int main(int argc, char **argv)
 		.bind = cfg.listen,
 		.port = (int)cfg.port,
 		.max_connections = (unsigned)cfg.max_connections,
+		.max_per_address = (unsigned)cfg.max_per_address,
+		.header_timeout_ms = (unsigned)cfg.header_timeout_ms,
+		.body_timeout_ms = (unsigned)cfg.body_timeout_ms,
+		.keep_alive = cfg.keep_alive,
 		.max_body_bytes = (size_t)cfg.max_body_bytes,
 		.routes = api_routes,
 		.n_routes = api_n_routes,
@@ -291,6 +337,7 @@ out:
 	cc_http_server_stop(server);
 	cc_admin_stop(admin);
 	cc_candidate_index_free(api.index);
+	cc_ratelimiter_free(api.limiter);
 	cc_keyset_free(api.workload_keys);
 	cc_pg_pool_free(api.pool);
 	free(atomic_load(&api.tier_bands));

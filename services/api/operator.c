@@ -114,7 +114,9 @@ static int leave_proposals(struct cc_pg *pg, struct ban_tx *tx)
 	for (size_t i = 0; rc == 0 && i < proposed.n; i++) {
 		const char *proposal_id = proposed.id[i];
 		bool expired = false;
-		rc = cc_proposal_expire_if_due(pg, proposal_id, &expired, &tx->moves);
+		rc = cc_proposal_lock(pg, proposal_id); /* lock order: proposal, then tickets (store/README.md) */
+		if (rc == 0)
+			rc = cc_proposal_expire_if_due(pg, proposal_id, &expired, &tx->moves);
 		if (rc == 0 && !expired)
 			rc = cc_proposal_decline_by_cancel(pg, proposal_id, tx->player_id, tx->ticket_ttl, &tx->moves);
 		if (rc == CC_ESTATE)
@@ -197,7 +199,7 @@ int api_ban_read(const cJSON *body, const char **until, const char **reason,
 	int rc;
 
 	if ((rc = cc_json_get_string(body, "until", true, 20, 40, until, err)) != 0 ||
-	    (rc = cc_json_get_string(body, "reason", true, 1, 256, reason, err)) != 0)
+	    (rc = cc_json_get_text(body, "reason", true, 1, 256, reason, err)) != 0) /* characters, as maxLength */
 		return rc;
 	if (!rfc3339_valid(*until)) {
 		cc_json_error_set(err, "until", "field 'until' must be an RFC 3339 timestamp");

@@ -60,10 +60,14 @@ int api_probe_challenge(const struct cc_http_request *req, struct cc_http_respon
 	struct api_player player;
 	struct issue_tx tx = { 0 };
 	char nonce[CC_BASE64URL_LEN(NONCE_BYTES) + 1], hash[2 + 64 + 1];
+	if (!api_rate_address(api, API_RL_PROBE, req, resp))
+		return 0;
 	struct cc_pg *pg = api_db(api, resp);
 	if (!pg)
 		return 0;
 	if (api_authenticate(api, pg, req, resp, &player) != 0)
+		goto out;
+	if (!api_rate_player(api, API_RL_PROBE, player.id, resp))
 		goto out;
 	const char *region = region_param(api, req, resp);
 	if (!region)

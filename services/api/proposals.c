@@ -116,12 +116,16 @@ static int proposal_route(const struct cc_http_request *req, struct cc_http_resp
 	struct api_player player;
 	cJSON *body = NULL;
 
+	if (respond && !api_rate_address(api, API_RL_RESPONSE, req, resp))
+		return 0;
 	if (!(tx.proposal_id = proposal_param(req, resp)))
 		return 0;
 	struct cc_pg *pg = api_db(api, resp);
 	if (!pg)
 		return 0;
 	if (api_authenticate(api, pg, req, resp, &player) != 0)
+		goto out;
+	if (respond && !api_rate_player(api, API_RL_RESPONSE, player.id, resp))
 		goto out;
 	if (respond) {
 		if (!(body = api_body_object(req, resp, fields)))

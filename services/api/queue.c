@@ -218,10 +218,14 @@ int api_queue_create(const struct cc_http_request *req, struct cc_http_response 
 	int64_t protocol_version;
 	int rc;
 
+	if (!api_rate_address(api, API_RL_ENQUEUE, req, resp))
+		return 0;
 	pg = api_db(api, resp);
 	if (!pg)
 		return 0;
 	if (api_authenticate(api, pg, req, resp, &player) != 0)
+		goto out;
+	if (!api_rate_player(api, API_RL_ENQUEUE, player.id, resp))
 		goto out;
 	const char *key = cc_http_header(req, "Idempotency-Key");
 	if (!api_idempotency_key_valid(key)) {
@@ -373,7 +377,25 @@ static int cancel_run(struct cc_pg *pg, struct revision_tx *tx)
 	struct cc_ticket ticket;
 	char *json = NULL;
 	bool cancelled = false;
-	int rc = cc_ticket_get(pg, tx->ticket_id, tx->player_id, true, &ticket, NULL);
+	/*
+	 * Lock order (store/README.md): the proposal before its tickets, as the
+	 * accept path takes them. Locking the ticket first and the proposal
+	 * second deadlocked against a concurrent last accept (issue 13). So: read
+	 * the ticket, lock its proposal, then lock the ticket and check it
+	 * stayed in that proposal.
+	 */
+	int rc = cc_ticket_get(pg, tx->ticket_id, tx->player_id, false, &ticket, NULL);
+	if (rc == 0 && ticket.state == CC_TICKET_PROPOSED && ticket.proposal_id[0]) {
+		char held[sizeof ticket.proposal_id];
+		memcpy(held, ticket.proposal_id, sizeof held);
+		if ((rc = cc_proposal_lock(pg, held)) != 0)
+			return rc;
+		rc = cc_ticket_get(pg, tx->ticket_id, tx->player_id, true, &ticket, NULL);
+		if (rc == 0 && strcmp(ticket.proposal_id, held) != 0)
+			return CC_ESERIALIZATION; /* it moved between the read and the lock: retry */
+	} else if (rc == 0) {
+		rc = cc_ticket_get(pg, tx->ticket_id, tx->player_id, true, &ticket, NULL);
+	}
 	if (rc != 0 && rc != CC_ENOTFOUND)
 		return rc;
 	if (rc == CC_ENOTFOUND || ticket.revision != tx->revision)

@@ -125,8 +125,13 @@ static bool server_token(struct api *api, const struct cc_http_request *req, str
 		return false;
 	}
 	if (!api_bearer_token(req, token, sizeof token)) {
-		refused(api, "missing");
-		cc_http_error(resp, 401, "unauthorized", "a workload bearer token is required", false);
+		/* Present but unparsable (oversized, two tokens, bad characters) is not "missing". */
+		bool present = cc_http_header(req, "Authorization") != NULL;
+		char msg[128];
+		snprintf(msg, sizeof msg, "the Authorization header is not 'Bearer <workload token>' of at most %d characters",
+			 (int)CC_WORKLOAD_TOKEN_MAX);
+		refused(api, present ? "malformed" : "missing");
+		cc_http_error(resp, 401, "unauthorized", present ? msg : "a workload bearer token is required", false);
 		return false;
 	}
 	if (cc_workload_token_verify(api->workload_keys, token, 0, &tx->claims, &why) != 0) {

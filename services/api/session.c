@@ -68,6 +68,8 @@ int api_session_steam(const struct cc_http_request *req, struct cc_http_response
 	struct cc_pg *pg = NULL;
 	int rc;
 
+	if (!api_rate_address(api, API_RL_LOGIN, req, resp))
+		return 0;
 	cJSON *body = api_body_object(req, resp, fields);
 	if (!body)
 		return 0;
@@ -77,6 +79,8 @@ int api_session_steam(const struct cc_http_request *req, struct cc_http_response
 	}
 	if (api->login(api->cfg, ticket, steam_id, resp) != 0)
 		goto out; /* the login function answered */
+	if (!api_rate_player(api, API_RL_LOGIN, steam_id, resp))
+		goto out;
 	if (cc_random_token(token, sizeof token, SESSION_TOKEN_BYTES) != 0) {
 		cc_http_error_unavailable(resp, "unavailable", "could not create a session token");
 		goto out;

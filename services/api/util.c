@@ -98,7 +98,15 @@ int api_body_parse(const char *text, size_t len, const char *const *allowed, cJS
 {
 	cJSON *obj = NULL;
 	/* No byte cap of its own: the HTTP server already refused bodies over --max-body-bytes. */
-	int rc = cc_json_parse_object(text, len, len + 1, API_BODY_MAX_DEPTH, &obj, err);
+	int rc = cc_json_parse(text, len, len + 1, API_BODY_MAX_DEPTH, &obj, err);
+	/*
+	 * Valid JSON of the wrong shape (an array, a number) is a bad request,
+	 * not bad JSON (issue 13): a field name marks it invalid_request.
+	 */
+	if (rc == 0 && !cJSON_IsObject(obj)) {
+		cc_json_error_set(err, "body", "the body must be a JSON object");
+		rc = CC_EINVAL;
+	}
 	if (rc == 0 && allowed)
 		rc = cc_json_only_fields(obj, allowed, err);
 	if (rc != 0) {

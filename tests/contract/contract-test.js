@@ -40,6 +40,8 @@
 'use strict';
 
 const fs = require('fs');
+const http = require('http');
+const net = require('net');
 const path = require('path');
 const crypto = require('crypto');
 const { execFileSync } = require('child_process');
@@ -347,11 +349,13 @@ async function call(c) {
       return encodeURIComponent(c.params[k]);
     });
   const headers = { ...(c.headers || {}) };
-  if (c.as) headers.Authorization = `Bearer ${c.as.token}`;
+  if (c.as) headers.Authorization = c.dupAuth ? [`Bearer ${c.as.token}`, `Bearer ${c.as.token}`] : `Bearer ${c.as.token}`;
   let body;
   if (c.raw !== undefined) body = c.raw;
   else if (c.json !== undefined) body = JSON.stringify(c.json);
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (body !== undefined) headers['Content-Type'] = c.contentType !== undefined ? c.contentType : 'application/json';
+  // fetch refuses a GET body and joins repeated headers: node's http sends them as given.
+  const viaHttp = c.dupAuth || (body !== undefined && (method === 'GET' || method === 'HEAD'));
 
   const [wantStatus, wantCode] = c.expect;
   const label = `${c.op} ${wantStatus}${wantCode ? ' ' + wantCode : ''} [${c.server.name}] ${c.why}`;
@@ -363,8 +367,11 @@ async function call(c) {
 
   let res, text;
   try {
-    res = await fetch(url, { method, headers, body, signal: AbortSignal.timeout(15000) });
-    text = await res.text();
+    if (viaHttp) ({ res, text } = await httpRequest(url, method, headers, body));
+    else {
+      res = await fetch(url, { method, headers, body, signal: AbortSignal.timeout(15000) });
+      text = await res.text();
+    }
   } catch (e) {
     fail(label, [...request, `no answer: ${e.cause ? e.cause.message || e.cause.code : e.message}`]);
     return { status: 0, json: undefined, headers: new Headers() };
@@ -378,6 +385,8 @@ async function call(c) {
 
   const problems = responseProblems(c.op, res, text, json);
   const gotCode = json && json.error ? json.error.code : undefined;
+  // quiet: a probe in a loop (rate limits): only the awaited status is reported.
+  if (c.quiet && res.status !== wantStatus) return { status: res.status, json, headers: res.headers };
   if (res.status !== wantStatus || (wantCode && gotCode !== wantCode) || (!wantCode && res.status >= 400))
     problems.unshift(`expected ${wantStatus}${wantCode ? ' ' + wantCode : ''}, got ${res.status}${gotCode ? ' ' + gotCode : ''}`);
   if (wantStatus < 300) problems.push(...requestProblems(c, OPS.get(c.op), headers));
@@ -398,6 +407,29 @@ async function call(c) {
       ...problems.map((p) => `problem: ${p}`),
     ]);
   return { status: res.status, json, headers: res.headers };
+}
+
+// httpRequest: one request through node's http module (repeated headers kept),
+// answered as {res: {status, headers: Headers}, text}.
+function httpRequest(url, method, headers, body) {
+  return new Promise((resolve, reject) => {
+    // node frames a GET body only when told its length.
+    if (body !== undefined) headers = { ...headers, 'Content-Length': Buffer.byteLength(body) };
+    const req = http.request(url, { method, headers, timeout: 15000, agent: false }, (r) => {
+      const chunks = [];
+      r.on('data', (d) => chunks.push(d));
+      r.on('end', () => {
+        const h = new Headers();
+        for (const [k, v] of Object.entries(r.headers)) h.set(k, Array.isArray(v) ? v.join(', ') : v);
+        resolve({ res: { status: r.statusCode, headers: h }, text: Buffer.concat(chunks).toString('utf8') });
+      });
+      r.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.on('error', reject);
+    if (body !== undefined) req.write(body);
+    req.end();
+  });
 }
 
 // ---- fixtures -----------------------------------------------------------------------
@@ -576,6 +608,7 @@ async function queueCases(S, p, other) {
   await call({ server: S, op: hb, params: tid, as: p, json: { revision: 1 }, expect: [200], why: 'heartbeat at revision 1', check: ticketCheck({ revision: 2, state: 'QUEUED' }) });
   await call({ server: S, op: hb, params: tid, as: p, json: { revision: 1 }, expect: [409, 'revision_conflict'], why: 'stale revision' });
   await call({ server: S, op: hb, params: tid, as: p, raw: '{revision:2}', expect: [400, 'invalid_json'], why: 'not JSON' });
+  await call({ server: S, op: hb, params: tid, as: p, json: [{ revision: 2 }], expect: [400, 'invalid_request'], why: 'a JSON array: valid JSON, not an object' });
   await call({ server: S, op: hb, params: tid, as: p, json: { revision: '2' }, expect: [400, 'invalid_request'], why: 'revision is a string' });
   await call({ server: S, op: hb, params: tid, as: p, json: { revision: 0 }, expect: [400, 'invalid_request'], why: 'revision 0' });
   await call({ server: S, op: hb, params: tid, as: p, json: {}, expect: [400, 'invalid_request'], why: 'no revision' });
@@ -723,7 +756,7 @@ async function proposalCases(S) {
   await call({ server: S, op: get, params: { proposal_id: NO_SUCH_ID() }, as: a, expect: [404, 'not_found'], why: 'no such proposal' });
 
   await call({ server: S, op: respond, params: id1, as: a, raw: '{"response":', expect: [400, 'invalid_json'], why: 'truncated JSON' });
-  await call({ server: S, op: respond, params: id1, as: a, json: [accept(1)], expect: [400, 'invalid_json'], why: 'an array, not an object' });
+  await call({ server: S, op: respond, params: id1, as: a, json: [accept(1)], expect: [400, 'invalid_request'], why: 'an array (valid JSON, not an object)' });
   await call({ server: S, op: respond, params: id1, as: a, json: { response: 'maybe', revision: 1 }, expect: [400, 'invalid_request'], why: 'response maybe' });
   await call({ server: S, op: respond, params: id1, as: a, json: { response: 'ACCEPT', revision: 1 }, expect: [400, 'invalid_request'], why: 'response in upper case' });
   await call({ server: S, op: respond, params: id1, as: a, json: { response: true, revision: 1 }, expect: [400, 'invalid_request'], why: 'response is a boolean' });
@@ -1044,8 +1077,11 @@ async function banCases(S, p) {
   await call({ server: S, op: ban, params: { player_id: 'nobody' }, as: OPERATOR, json: { until, reason: 'x' }, expect: [400, 'invalid_request'], why: 'player_id not a UUID' });
   await call({ server: S, op: ban, params: { player_id: NO_SUCH_ID() }, as: OPERATOR, json: { until, reason: 'x' }, expect: [404, 'not_found'], why: 'no such player' });
   await call({ server: S, op: ban, params: pid, as: OPERATOR, raw: OVERSIZED, expect: [413, 'body_too_large'], why: 'body over 64 KiB' });
-  await call({ server: S, op: ban, params: pid, as: OPERATOR, json: { until, reason: 'contract test' }, expect: [200], why: 'ban',
-    check: (j) => (j.ban_reason === 'contract test' && j.banned_until && j.active_sessions === 0 ? null : `after the ban: ${JSON.stringify(j)}`) });
+  await call({ server: S, op: ban, params: pid, as: OPERATOR, json: { until, reason: 'x'.repeat(257) }, expect: [400, 'invalid_request'], why: 'a reason of 257 characters' });
+  // maxLength counts characters: 200 "é" are 400 bytes and fit 256.
+  const reason = '\u00e9'.repeat(200);
+  await call({ server: S, op: ban, params: pid, as: OPERATOR, json: { until, reason }, expect: [200], why: 'ban with a reason of 200 "é" (400 bytes)',
+    check: (j) => (j.ban_reason === reason && j.banned_until && j.active_sessions === 0 ? null : `after the ban: ${JSON.stringify(j)}`) });
 
   for (const r of playerRoutes(NO_SUCH_ID()))
     await call({ server: S, ...r, as: p, expect: [403, 'banned'], why: 'session of a banned player' });
@@ -1098,6 +1134,143 @@ async function unconfiguredCases(S, p) {
     await call({ server: S, ...r, as: token, expect: [503, 'not_configured'], why: 'no --workload-secret-file' });
   for (const r of adminRoutes(p.id))
     await call({ server: S, ...r, as: OPERATOR, expect: [503, 'not_configured'], why: 'no operator token configured' });
+}
+
+// ---- issue 13: refusals every route shares, rate limits, the server's own answers -----------
+
+// The path parameters of any route, with values its handler could be reached with.
+function anyParams(opKey) {
+  const params = {};
+  for (const m of opKey.matchAll(/\{(\w+)\}/g)) params[m[1]] = m[1] === 'region' ? cfg.regions[0] : NO_SUCH_ID();
+  return params;
+}
+
+// Every route: a body that is not JSON is 415, two Authorization headers are 400.
+async function everyRouteCases(S, p) {
+  for (const op of OPS.keys()) {
+    const params = anyParams(op);
+    await call({ server: S, op, params, as: p, raw: '{}', contentType: 'text/plain', expect: [415, 'unsupported_media_type'], why: 'a text/plain body' });
+    await call({ server: S, op, params, as: p, raw: '{}', contentType: '', expect: [415, 'unsupported_media_type'], why: 'a body without Content-Type' });
+    await call({ server: S, op, params, as: p, dupAuth: true, expect: [400, 'invalid_request'], why: 'two Authorization headers' });
+  }
+}
+
+// untilLimited: repeats c until it is refused 429 rate_limited (checked in full), at most n times.
+async function untilLimited(c, n) {
+  for (let i = 0; i < n; i++) {
+    const r = await call({ ...c, expect: [429, 'rate_limited'], quiet: true, why: `${c.why} (after ${i} allowed)` });
+    if (r.status === 429) return;
+  }
+  fail(`rate limit: ${c.op} [${c.server.name}] ${c.why}: no 429 rate_limited in ${n} requests`);
+}
+
+// Per-player buckets on the four limited routes (defaults: 10, 30, 30, 60 a minute).
+async function rateLimitCases(S) {
+  const ticket = hexTicket();
+  await untilLimited({ server: S, op: 'POST /v1/session/steam', json: { ticket }, why: 'one player logs in again and again' }, 40);
+  const p = await login(S, hexTicket(), 'rate-limited player');
+  await untilLimited({ server: S, op: 'POST /v1/probes/{region}/challenge', params: { region: cfg.regions[0] }, as: p,
+    why: 'one player asks for probe challenges again and again' }, 80);
+  await untilLimited({ server: S, op: 'POST /v1/queue', as: p, headers: { 'Idempotency-Key': 'rate-limit' }, json: ENQUEUE,
+    why: 'one player enqueues again and again' }, 80);
+  await untilLimited({ server: S, op: 'POST /v1/proposals/{proposal_id}/response', params: { proposal_id: NO_SUCH_ID() }, as: p,
+    json: { response: 'accept', revision: 1 }, why: 'one player answers proposals again and again' }, 150);
+}
+
+const SERVER_CODES = (doc['x-cosmic-clash'] || {}).server_error_codes || {};
+
+// rawExchange: writes bytes on a new connection to S and reads the answer until the
+// server closes (or 10 s). trickle: then one more byte every 100 ms until an answer.
+function rawExchange(S, bytes, trickle = false) {
+  const u = new URL(S.url);
+  return new Promise((resolve) => {
+    const sock = net.connect(Number(u.port), u.hostname);
+    const chunks = [];
+    let timer;
+    const done = (why) => {
+      clearInterval(timer);
+      sock.destroy();
+      const raw = Buffer.concat(chunks).toString('latin1');
+      const m = /^HTTP\/1\.[01] (\d{3})[^\r\n]*\r\n([\s\S]*?)\r\n\r\n([\s\S]*)$/.exec(raw);
+      const headers = new Headers();
+      if (m) for (const line of m[2].split('\r\n')) { const i = line.indexOf(':'); if (i > 0) headers.append(line.slice(0, i), line.slice(i + 1).trim()); }
+      resolve({ status: m ? Number(m[1]) : 0, headers, body: m ? m[3] : '', raw, why });
+    };
+    sock.setTimeout(10000, () => done('timed out'));
+    sock.on('data', (d) => { chunks.push(d); clearInterval(timer); });
+    sock.on('end', () => done('closed'));
+    sock.on('error', (e) => done(e.message));
+    sock.on('connect', () => {
+      sock.write(bytes);
+      if (trickle) timer = setInterval(() => sock.write('a'), 100);
+    });
+  });
+}
+
+// serverAnswer: a raw exchange checked against the doc's server_error_codes.
+async function serverAnswer(S, what, bytes, want, code, trickle = false) {
+  const t0 = Date.now();
+  const r = await rawExchange(S, bytes, trickle);
+  const label = `server ${want} ${code} [${S.name}] ${what}`;
+  const problems = [];
+  let json;
+  try { json = JSON.parse(r.body); } catch { json = undefined; }
+  if (r.status !== want || !json || !json.error || json.error.code !== code)
+    problems.push(`expected ${want} ${code}, got ${r.status} ${json && json.error ? json.error.code : '(no JSON error)'}`);
+  if (!r.headers.get('x-request-id')) problems.push('no X-Request-Id header');
+  if (!/^application\/json\b/.test(r.headers.get('content-type') || '')) problems.push(`Content-Type is "${r.headers.get('content-type')}"`);
+  if (json) for (const e of validate(doc.components.schemas.Error, json)) problems.push(`body vs Error schema: ${e}`);
+  if (json && json.error && !(SERVER_CODES[String(r.status)] || []).includes(json.error.code))
+    problems.push(`${r.status} ${json.error.code} is not in x-cosmic-clash.server_error_codes`);
+  if (r.status === 429 && r.headers.get('retry-after') !== String(json && json.error && json.error.retry_after_seconds))
+    problems.push(`Retry-After "${r.headers.get('retry-after')}" != retry_after_seconds`);
+  if (r.status && json && json.error) exercised.add(`SERVER ${r.status} ${json.error.code}`);
+  if (problems.length === 0) ok(`${label} (${Date.now() - t0} ms)`);
+  else fail(label, [`sent: ${clip(JSON.stringify(String(bytes)), 300)}`, `got (${r.why}): ${clip(r.raw)}`, ...problems.map((p) => `problem: ${p}`)]);
+}
+
+// holdConnections: n connections to S that each sent one byte of a head and wait.
+async function holdConnections(S, n) {
+  const u = new URL(S.url);
+  const socks = [];
+  for (let i = 0; i < n; i++) {
+    const sock = net.connect(Number(u.port), u.hostname);
+    sock.on('error', () => {});
+    await new Promise((resolve) => sock.on('connect', resolve));
+    sock.write('G');
+    socks.push(sock);
+  }
+  return socks;
+}
+
+async function frontDoorCases(S, bare) {
+  const many = ['GET /v1/profile/ranked HTTP/1.1\r\nHost: a\r\n'];
+  for (let i = 0; i < 4000; i++) many.push(`X-H${i}: 1\r\n`);
+  await serverAnswer(S, 'an HTTP/2 preface', 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 505, 'http_version_not_supported');
+  await serverAnswer(S, 'a header line without a colon', 'GET /v1/profile/ranked HTTP/1.1\r\nHost: a\r\nNoColon\r\n\r\n', 400, 'malformed_request');
+  await serverAnswer(S, 'Content-Length: -1', 'POST /v1/queue HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n', 400, 'malformed_request');
+  await serverAnswer(S, 'about 4,000 headers', many.join('') + '\r\n', 431, 'headers_too_large');
+  await serverAnswer(S, 'one header of 300 KB', `GET /v1/profile/ranked HTTP/1.1\r\nX-Big: ${'a'.repeat(300 * 1024)}\r\n\r\n`, 431, 'headers_too_large');
+  await serverAnswer(S, 'a Content-Length of 10 MB', 'POST /v1/queue HTTP/1.1\r\nHost: a\r\nContent-Length: 10000000\r\n\r\n', 413, 'body_too_large');
+  await serverAnswer(S, 'no such path', 'GET /v1/nothing-here HTTP/1.1\r\nHost: a\r\n\r\n', 404, 'not_found');
+  await serverAnswer(S, 'a bad escape in the path', 'GET /v1/queue/%zz HTTP/1.1\r\nHost: a\r\n\r\n', 400, 'invalid_path');
+  await serverAnswer(S, 'DELETE on /v1/queue', 'DELETE /v1/queue HTTP/1.1\r\nHost: a\r\n\r\n', 405, 'method_not_allowed');
+  await serverAnswer(S, 'a 3,000-byte path', `GET /${'p'.repeat(3000)} HTTP/1.1\r\nHost: a\r\n\r\n`, 414, 'path_too_long');
+  await serverAnswer(S, 'a head trickled a byte every 100 ms', 'GET /v1/profile/ranked HTTP/1.1\r\nX-Slow: ', 408, 'request_timeout', true);
+  // One address over its cap (8 on this server) while its first 8 connections wait.
+  const held = await holdConnections(S, 8);
+  await serverAnswer(S, 'a 9th connection from one address', 'GET /v1/profile/ranked HTTP/1.1\r\nHost: a\r\n\r\n', 429, 'too_many_connections');
+  held.forEach((h) => h.destroy());
+  // The whole server at its cap (3 on the unconfigured one).
+  const full = await holdConnections(bare, 3);
+  await serverAnswer(bare, 'a 4th connection to a server that takes 3', 'GET /v1/profile/ranked HTTP/1.1\r\nHost: a\r\n\r\n', 503, 'server_busy');
+  full.forEach((h) => h.destroy());
+}
+
+function serverCoverage() {
+  for (const [status, codes] of Object.entries(SERVER_CODES))
+    for (const code of codes)
+      if (!exercised.has(`SERVER ${status} ${code}`)) fail(`coverage: server answer ${status} ${code} is documented but no request provoked it`);
 }
 
 // ---- coverage -----------------------------------------------------------------------------
@@ -1162,6 +1335,10 @@ async function main() {
   await scenario('ban', () => banCases(api, banned));
   await scenario('database down', () => outageCases(steam, main));
   await scenario('not configured', () => unconfiguredCases(bare, main));
+  await scenario('every route', () => everyRouteCases(api, main));
+  await scenario('rate limits', () => rateLimitCases(api));
+  await scenario('server answers', () => frontDoorCases(api, bare));
+  serverCoverage();
 }
 
 main()

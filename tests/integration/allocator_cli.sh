@@ -69,6 +69,13 @@ grep -q '^cosmic_clash_allocator_passes_total{result="idle"}' "$T_DIR/metrics" |
 	fail "no idle pass counted; /metrics was: $(cat "$T_DIR/metrics")"
 promtool check metrics <"$T_DIR/metrics" >"$T_DIR/promtool.out" 2>&1 ||
 	fail "promtool check metrics refused /metrics: $(cat "$T_DIR/promtool.out")"
+# A second allocator whose ports overlap the running pool's (the same
+# flags on one host would share its ports, rows and files) refuses to start.
+refuses "while another allocator serves its ports" "port $((base + 1)) is already served by another cc-allocator" \
+	"${common[@]}" \
+	--local-capacity=2 --local-port-min="$((base + 1))" --local-port-max="$((base + 2))" --k8s-token-file="$T_DIR/k8s.token"
+[[ $(pgrep -P "$pid" -d ' ' || true) == "$children" ]] || fail "the refused twin disturbed the pool: children '$children' became '$(pgrep -P "$pid" -d ' ')'"
+pass "a second allocator on the same ports is refused at start-up, naming the port; the running pool is untouched"
 kill -TERM "$pid"
 rc=0
 wait "$pid" || rc=$?

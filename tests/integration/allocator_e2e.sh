@@ -106,6 +106,13 @@ http GET "$A_URL/v1/profile/ranked" "${TA_PLAYERS[1]}"; expect_http "the winner'
 expect_eq "the winner's ranked games" 1 "$(jq -r .ranked_games <<<"$BODY")"
 pass "five identical results at once: one completion, ratings moved once and equal to Python's Glicko-2 (tau $TAU): $(jq -c '[.[] | .rating | floor]' <<<"$want")"
 
+# A conflicting result on the rows cc-allocator wrote: 409, nothing moves.
+snapshot="SELECT (SELECT count(*) FROM match_results WHERE match_id = '$MA') || ' ' || (SELECT count(*) FROM rating_changes WHERE match_id = '$MA') || ' ' || string_agg(rating::text || '/' || games, ' ' ORDER BY player_id) FROM ratings WHERE playlist = 'ranked' AND player_id IN ('${PA[0]}','${PA[1]}')"
+before_conflict=$(sql "$snapshot")
+srv POST "$SA" result "$TA" "${result/\"score\":\[0,2\]/\"score\":[0,3]}"; expect_http "a conflicting result" 409
+expect_eq "nothing moved after the conflicting result" "$before_conflict" "$(sql "$snapshot")"
+pass "a conflicting result after the five gives 409 and changes nothing"
+
 srv POST "$SA" shutdown "$TA" '{"reason":"match_over"}'; expect_http "shutdown" 200
 await "cc-allocator frees server $SA" 30 "SELECT state || ' ' || coalesce(allocation_id::text, '-') FROM game_servers WHERE id = '$SA'" "IDLE -"
 [[ ! -e $T_DIR/state/$SA.json ]] || fail "the allocation file of the released allocation is still there"

@@ -102,9 +102,9 @@ for round in $(seq "$BAN_ROUNDS"); do
 	probe "$A_URL" "$tok" eu-west
 	player=$(player_of "$tok")
 	curl -s -Z --parallel-immediate \
-		-H "Authorization: Bearer $tok" -H "Idempotency-Key: ban-$round" --data-binary "$q" \
+		-H "Authorization: Bearer $tok" -H "Idempotency-Key: ban-$round" -H 'Content-Type: application/json' --data-binary "$q" \
 		-o "$T_DIR/ban.q" -w 'queue %{http_code}\n' "$B_URL/v1/queue" --next \
-		-H "Authorization: Bearer optok-enqueue-races" --data-binary '{"until":"2099-01-01T00:00:00Z","reason":"race"}' \
+		-H "Authorization: Bearer optok-enqueue-races" -H 'Content-Type: application/json' --data-binary '{"until":"2099-01-01T00:00:00Z","reason":"race"}' \
 		-o "$T_DIR/ban.b" -w 'ban %{http_code}\n' "$A_URL/v1/admin/players/$player/ban" >"$T_DIR/ban.codes" 2>"$T_DIR/curl.err"
 	grep -q '^ban 200$' "$T_DIR/ban.codes" || fail "round $round: the ban did not answer 200: $(cat "$T_DIR/ban.codes") $(cat "$T_DIR/ban.b")"
 	qs=$(sed -n 's/^queue //p' "$T_DIR/ban.codes")

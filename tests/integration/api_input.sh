@@ -33,7 +33,7 @@ ticket_ok=11111111-2222-4333-8444-555555555555
 # name | method | path | token | body | extra curl args | status | code
 cases=(
 	"malformed json|POST|/v1/queue|$tok|{\"playlist\":|-H Idempotency-Key:k1|400|invalid_json"
-	"not an object|POST|/v1/queue|$tok|[1,2]|-H Idempotency-Key:k1|400|invalid_json"
+	"not an object (valid JSON: invalid_request)|POST|/v1/queue|$tok|[1,2]|-H Idempotency-Key:k1|400|invalid_request"
 	"wrong type|POST|/v1/queue|$tok|{\"playlist\":\"casual\",\"protocol_version\":\"3\",\"build\":\"b1\"}|-H Idempotency-Key:k1|400|invalid_request"
 	"unknown field|POST|/v1/queue|$tok|{\"playlist\":\"casual\",\"protocol_version\":3,\"build\":\"b1\",\"rating\":3000}|-H Idempotency-Key:k1|400|invalid_request"
 	"bad build|POST|/v1/queue|$tok|{\"playlist\":\"casual\",\"protocol_version\":3,\"build\":\"b 1\"}|-H Idempotency-Key:k1|400|invalid_request"

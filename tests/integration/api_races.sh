@@ -69,7 +69,7 @@ for round in $(seq "$ROUNDS"); do
 		base=$A_URL; ((i == 2)) && base=$B_URL
 		((i > 1)) && args+=(--next)
 		args+=(-H "Authorization: Bearer $tok" -H "Idempotency-Key: k$i-$round" -o "$T_DIR/two.$i" -w '%{http_code}\n'
-			--data-binary '{"playlist":"casual","protocol_version":1,"build":"b1"}' "$base/v1/queue")
+			-H 'Content-Type: application/json' --data-binary '{"playlist":"casual","protocol_version":1,"build":"b1"}' "$base/v1/queue")
 	done
 	curl "${args[@]}" | sort >"$T_DIR/two.codes"
 	[[ "$(tr '\n' ' ' <"$T_DIR/two.codes")" == "201 409 " ]] || fail "round $round: two keys gave $(tr '\n' ' ' <"$T_DIR/two.codes"): $(cat "$T_DIR"/two.[12])"

@@ -11,7 +11,10 @@
 #                 database address nobody listens on: Steam's refusals and
 #                 outages, and 503 unavailable on every route;
 #   unconfigured  cc-api without Steam or operator configuration (503
-#                 not_configured), database unreachable as well.
+#                 not_configured), database unreachable as well; at most 3
+#                 connections (503 server_busy).
+# The testkit takes 8 connections per address (429 too_many_connections)
+# and a head must arrive within 1.5 s (408 request_timeout).
 # Fixtures the API cannot create (a rating, a penalty, an expired session or
 # challenge, a proposal as cc-matcher's claim writes it) are written with psql
 # on the harness database.
@@ -51,7 +54,8 @@ api_port=$(free_port) api_admin=$(free_port)
 start_bg "$T_DIR/testkit-api.log" env COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" \
 	COSMIC_CLASH_OPERATOR_TOKEN="$operator_token" \
 	"$BIN/cc-testkit-api" --port="$api_port" --admin-port="$api_admin" \
-	--regions=eu-west,us-east --min-protocol-version=2 --workload-secret-file="$T_DIR/workload.secret"
+	--regions=eu-west,us-east --min-protocol-version=2 --workload-secret-file="$T_DIR/workload.secret" \
+	--max-connections-per-address=8 --http-header-timeout-ms=1500
 api_pid=$LAST_PID
 
 steam_api_port=$(free_port) steam_api_admin=$(free_port)
@@ -64,7 +68,8 @@ steam_api_pid=$LAST_PID
 
 bare_port=$(free_port) bare_admin=$(free_port)
 start_bg "$T_DIR/bare-api.log" env COSMIC_CLASH_DATABASE_URL="$dead_dsn" \
-	"$BIN/cc-api" --port="$bare_port" --admin-port="$bare_admin" --db-timeout-ms=1000
+	"$BIN/cc-api" --port="$bare_port" --admin-port="$bare_admin" --db-timeout-ms=1000 \
+	--max-connections=3 --max-connections-per-address=100
 bare_pid=$LAST_PID
 
 wait_http "http://127.0.0.1:$api_admin/healthz" "$api_pid" 20

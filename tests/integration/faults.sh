@@ -22,7 +22,7 @@
 # must take over within 5 s). After the players stop and one recovery
 # window (a proposal window plus a ticket TTL, waited for as a state with a
 # deadline):
-#   - audit.sql finds nothing;
+#   - audit.sql finds nothing, and PostgreSQL logged no "deadlock detected";
 #   - no ticket is live whose owner has gone: every player process has
 #     exited, so no ticket may be PROPOSED, or QUEUED before its deadline;
 #   - every round of players ended with 0 errors (the replica failover, the
@@ -44,6 +44,8 @@ thaw_then_cleanup() {
 }
 trap thaw_then_cleanup EXIT
 run=$((RANDOM * 32768 + RANDOM))
+[[ -r "$CC_TEST_PG_LOG" ]] || fail "no readable PostgreSQL log at CC_TEST_PG_LOG='$CC_TEST_PG_LOG'"
+pg_log_from=$(($(wc -l <"$CC_TEST_PG_LOG") + 1))
 build="faults-$run"
 redis=(--redis-host="$CC_TEST_REDIS_HOST" --redis-port="$CC_TEST_REDIS_PORT")
 ROUND_PLAYERS=${FAULTS_ROUND_PLAYERS:-24}
@@ -266,6 +268,11 @@ done
 echo "$T_NAME: no live ticket $(since "$t") s after the last player stopped"
 audit=$(psql -qAtX -v ON_ERROR_STOP=1 "$CC_TEST_PG_DSN" -f "$TOP/tests/integration/audit.sql")
 [[ -z "$audit" ]] || fail "audit.sql after the faults: $audit"
+# One lock order on proposals and tickets (libcommon/store/README.md): no
+# deadlock under load either, across the restart (the log file goes on).
+deadlocks=$(tail -n "+$pg_log_from" "$CC_TEST_PG_LOG" | grep -A3 'deadlock detected' || true)
+[[ -z "$deadlocks" ]] || fail "PostgreSQL detected deadlocks under the faults:
+$deadlocks"
 
 # Every round's summary: 0 errors, exit 0.
 rounds=0 errors=0 retries=0 matched=0

@@ -12,7 +12,8 @@ source "$(dirname "$0")/lib.sh"
 redis=(--redis-host="$CC_TEST_REDIS_HOST" --redis-port="$CC_TEST_REDIS_PORT")
 port=$(free_port); admin=$(free_port)
 COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/api.log" \
-	"$BIN/cc-testkit-api" --port="$port" --admin-port="$admin" --regions=r-one,r-two --ticket-ttl-seconds=600 "${redis[@]}"
+	"$BIN/cc-testkit-api" --port="$port" --admin-port="$admin" --regions=r-one,r-two --ticket-ttl-seconds=600 "${redis[@]}" \
+	--rate-login-per-address=0 --rate-probe-per-address=0 --rate-enqueue-per-address=0 # the benches log in 400 players from one address
 pid=$LAST_PID
 wait_http "http://127.0.0.1:$admin/readyz" "$pid" 20
 api="http://127.0.0.1:$port"

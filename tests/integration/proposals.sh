@@ -117,7 +117,7 @@ for i in $(seq 8); do
 	if ((i % 4 == 0)); then
 		args+=(-H "Authorization: Bearer $tok" -o /dev/null -w '%{http_code}\n' "$base/v1/proposals/$PROPOSAL")
 	else
-		args+=(-H "Authorization: Bearer $tok" -o /dev/null -w '%{http_code}\n' --data-binary '{"response":"accept","revision":1}' "$base/v1/proposals/$PROPOSAL/response")
+		args+=(-H "Authorization: Bearer $tok" -o /dev/null -w '%{http_code}\n' -H 'Content-Type: application/json' --data-binary '{"response":"accept","revision":1}' "$base/v1/proposals/$PROPOSAL/response")
 	fi
 done
 curl "${args[@]}" >"$T_DIR/race.codes"
@@ -159,8 +159,8 @@ for round in 1 2 3 4 5; do
 	respond "$TOK0" "$A_URL" accept; expect_http "round $round: first accept" 200
 	rev=$(sql "SELECT revision FROM tickets WHERE id = '$TICKET1'")
 	curl -s -Z --parallel-immediate \
-		-H "Authorization: Bearer $TOK1" -o "$T_DIR/cra.accept" -w '%{http_code}\n' --data-binary '{"response":"accept","revision":1}' "$A_URL/v1/proposals/$PROPOSAL/response" --next \
-		-H "Authorization: Bearer $TOK1" -o "$T_DIR/cra.cancel" -w '%{http_code}\n' --data-binary "{\"revision\":$rev}" "$B_URL/v1/queue/$TICKET1/cancel" >"$T_DIR/cra.codes"
+		-H "Authorization: Bearer $TOK1" -o "$T_DIR/cra.accept" -w '%{http_code}\n' -H 'Content-Type: application/json' --data-binary '{"response":"accept","revision":1}' "$A_URL/v1/proposals/$PROPOSAL/response" --next \
+		-H "Authorization: Bearer $TOK1" -o "$T_DIR/cra.cancel" -w '%{http_code}\n' -H 'Content-Type: application/json' --data-binary "{\"revision\":$rev}" "$B_URL/v1/queue/$TICKET1/cancel" >"$T_DIR/cra.codes"
 	outcome=$(sql "SELECT p.state || ' ' || string_agg(t.state, ' ' ORDER BY t.id = '$TICKET0' DESC) FROM proposals p JOIN tickets t ON t.id IN ('$TICKET0','$TICKET1') WHERE p.id = '$PROPOSAL' GROUP BY p.state")
 	case "$outcome" in
 	"ACCEPTED MATCHED MATCHED" | "DECLINED QUEUED CANCELLED") ;;

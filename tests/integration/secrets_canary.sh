@@ -28,7 +28,7 @@ start_bg "$T_DIR/api.err" "$BIN/cc-api" --database-url-file="$T_DIR/dsn" --port=
 pid=$LAST_PID
 wait_http "http://127.0.0.1:$admin/healthz" "$pid" 20
 curl -s -o /dev/null -H "Authorization: Bearer ${canary}auth" -H "X-Api-Key: ${canary}hdr" \
-	"http://127.0.0.1:$port/v1/session/steam?key=${canary}query" -d "{\"ticket\":\"${canary}body\"}"
+	"http://127.0.0.1:$port/v1/session/steam?key=${canary}query" -H 'Content-Type: application/json' -d "{\"ticket\":\"${canary}body\"}"
 curl -s -o /dev/null -H "Authorization: Bearer ${canary}auth2" "http://127.0.0.1:$port/v1/queue/x?token=${canary}q2"
 curl -s -o /dev/null "http://127.0.0.1:$admin/readyz"
 kill "$pid"; wait "$pid" 2>/dev/null || true
@@ -46,9 +46,9 @@ wait_http "http://127.0.0.1:$admin/healthz" "$pid" 20
 U="http://127.0.0.1:$port"
 tok=$(login "$U" "${canary}ticket")
 nonce=$(curl -s -X POST -H "Authorization: Bearer $tok" "$U/v1/probes/eu-west/challenge" | jq -r .nonce)
-curl -s -o /dev/null -H "Authorization: Bearer $tok" "$U/v1/probes/eu-west/answer" -d "{\"nonce\":\"$nonce\"}"
+curl -s -o /dev/null -H "Authorization: Bearer $tok" "$U/v1/probes/eu-west/answer" -H 'Content-Type: application/json' -d "{\"nonce\":\"$nonce\"}"
 curl -s -o /dev/null -H "Authorization: Bearer $tok" -H "Idempotency-Key: ${canary}idem" "$U/v1/queue" \
-	-d '{"playlist":"casual","protocol_version":1,"build":"b1"}'
+	-H 'Content-Type: application/json' -d '{"playlist":"casual","protocol_version":1,"build":"b1"}'
 curl -s -o /dev/null -H "Authorization: Bearer ${canary}-operator-token" "$U/v1/admin/queue/stats"
 curl -s -o /dev/null -H "Authorization: Bearer ${canary}wrongop" "$U/v1/admin/queue/stats"
 kill "$pid"; wait "$pid" 2>/dev/null || true

@@ -623,3 +623,34 @@ int pc_respond(struct pc_client *c, const struct pc_player *p, const char *propo
 	cJSON_Delete(obj);
 	return rc;
 }
+
+int pc_get_assignment(struct pc_client *c, const struct pc_player *p, const char *match_id,
+		      struct pc_assignment *out)
+{
+	struct cc_json_error err = { 0 };
+	struct pc_assignment a = { 0 };
+	char path[112];
+	cJSON *obj = NULL;
+	snprintf(path, sizeof path, "/v1/matches/%s/assignment", match_id);
+	int rc = call_json(c, "GET", path, p->token, NULL, NULL, 200, &obj);
+	if (rc == 0)
+		rc = copy_string(c, obj, "match_id", a.match_id, sizeof a.match_id);
+	if (rc == 0)
+		rc = copy_string(c, obj, "address", a.address, sizeof a.address);
+	if (rc == 0)
+		rc = copy_string(c, obj, "join_token", a.join_token, sizeof a.join_token);
+	if (rc == 0 && (cc_json_get_int(obj, "port", true, 1, 65535, &a.port, &err) != 0 ||
+			cc_json_get_int(obj, "slot", true, 0, 15, &a.slot, &err) != 0 ||
+			cc_json_get_int(obj, "team", true, 0, 1, &a.team, &err) != 0)) {
+		set_problem(c, "%s answer: %s", path, err.message);
+		rc = CC_EINVAL;
+	}
+	if (rc == 0 && strcmp(a.match_id, match_id) != 0) {
+		set_problem(c, "%s answer: it is for match %s", path, a.match_id);
+		rc = CC_EINVAL;
+	}
+	if (rc == 0)
+		*out = a;
+	cJSON_Delete(obj);
+	return rc;
+}

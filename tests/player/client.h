@@ -193,4 +193,23 @@ int pc_get_proposal(struct pc_client *c, const struct pc_player *p, const char *
 int pc_respond(struct pc_client *c, const struct pc_player *p, const char *proposal_id, bool accept,
 	       int64_t revision, struct pc_proposal *out) CC_MUST_CHECK;
 
+/* Where and how a player joins its match (GET /v1/matches/{id}/assignment). */
+struct pc_assignment {
+	char match_id[CC_UUID_BUF];
+	char address[65];     /* IPv4 literal or host name */
+	int64_t port;         /* 1..65535 */
+	char join_token[513]; /* printable ASCII, at most 512 bytes (game/wire.h CC_WIRE_TOKEN_MAX) */
+	int64_t slot;         /* 0..15 */
+	int64_t team;         /* 0 or 1 */
+};
+
+/*
+ * GET /v1/matches/{match_id}/assignment as player p: 200 -> *out. Before
+ * the match's server is ready cc-api answers 409 assignment_pending (see
+ * pc_client_error_code()): the caller asks again later; 409 match_closed
+ * and 404 mean it never will be.
+ */
+int pc_get_assignment(struct pc_client *c, const struct pc_player *p, const char *match_id,
+		      struct pc_assignment *out) CC_MUST_CHECK;
+
 #endif

@@ -49,7 +49,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <enet/enet.h>
+
 #include "client.h"
+#include "game.h"
 #include "latency.h"
 #include "sys/clock.h"
 #include "sys/log.h"
@@ -77,6 +80,8 @@ struct demo_counts {
 	long matched;    /* players whose ticket reached MATCHED */
 	long gave_up;    /* QUEUED tickets cancelled: no match could form, or the deadline passed */
 	long errors;     /* unexpected answers or transport failures */
+	long assigned;   /* --play: assignments handed to the game stage */
+	long assignment_polls; /* --play: 409 assignment_pending answers */
 };
 
 /* A matched player's match, for counting distinct matches per playlist. */
@@ -97,6 +102,12 @@ struct demo_player {
 	int proposals;           /* proposals answered: the ordinal for the decline decision */
 	bool beat_unsure;        /* a heartbeat of ours may have been applied without our seeing it */
 	char answered[CC_UUID_BUF];       /* the proposal this player accepted last ("" none) */
+	uint64_t accepted_ns;    /* monotonic time of its last accept's answer */
+	bool assigning;          /* --play: matched, asking for its assignment */
+	int64_t next_assign_ms;  /* monotonic ms of the next assignment request */
+	int64_t assign_deadline_ms; /* no assignment by then: an error */
+	bool played;             /* handed to the game stage; game holds the outcome */
+	struct pc_game_result game; /* written by the game thread (game.h) */
 };
 
 /* Holds the workers until the main thread knows how many started. */
@@ -112,6 +123,7 @@ struct demo_shared {
 	struct demo_gate gate;
 	atomic_long waiting[N_PLAYLISTS]; /* players per playlist still able to take part in a match */
 	atomic_llong match_start_ms;      /* when the match phase began: set by the first thread there */
+	struct pc_game *game;             /* --play: the game stage (game.h), else NULL */
 };
 
 struct demo_worker {
@@ -245,6 +257,21 @@ static const struct demo_phase {
 static int64_t requeues_between(const char *held_state, int64_t held_revision, const char *state,
 				int64_t revision)
 {
+	/*
+	 * Past MATCHED the match moves the ticket on by one revision a step
+	 * (ASSIGNED at ASSIGNMENT_READY, COMPLETED at the result; FAILED from
+	 * either): count as of its MATCHED revision. A slow poller may never
+	 * see MATCHED itself once cc-allocator is quick.
+	 */
+	if (strcmp(state, "ASSIGNED") == 0)
+		return requeues_between(held_state, held_revision, "MATCHED", revision - 1);
+	if (strcmp(state, "COMPLETED") == 0)
+		return requeues_between(held_state, held_revision, "MATCHED", revision - 2);
+	if (strcmp(state, "FAILED") == 0) {
+		int64_t from_matched = requeues_between(held_state, held_revision, "MATCHED", revision - 1);
+		return from_matched >= 0 ? from_matched
+					 : requeues_between(held_state, held_revision, "MATCHED", revision - 2);
+	}
 	int64_t d = revision - (held_revision - (strcmp(held_state, "PROPOSED") == 0));
 	if (strcmp(state, "QUEUED") == 0 && d >= 0 && d % 2 == 0)
 		return d / 2;
@@ -276,6 +303,11 @@ static void matched(struct demo_worker *w, struct demo_player *d)
 	}
 	w->counts.matched++;
 	leave(w, d);
+	if (w->shared->game) {
+		d->assigning = true;
+		d->next_assign_ms = cc_clock_ms();
+		d->assign_deadline_ms = d->next_assign_ms + w->cfg->assignment_timeout_seconds * 1000;
+	}
 	cc_log_debug("demo_matched", CC_LOG_INT("player", d->p.index), CC_LOG_STR("match_id", d->p.match_id),
 		     CC_LOG_DBL("wait_s", (double)((uint64_t)cc_clock_ns() - d->queued_ns) / 1e9));
 }
@@ -283,11 +315,18 @@ static void matched(struct demo_worker *w, struct demo_player *d)
 static int answer_proposal(struct demo_worker *w, struct demo_player *d);
 
 /* Acts on the ticket as just read or heartbeaten: matched, or a proposal to answer. */
+/* MATCHED, or a state the match moved it to since (requeues_between). */
+static bool matched_or_later(const char *state)
+{
+	return strcmp(state, "MATCHED") == 0 || strcmp(state, "ASSIGNED") == 0 || strcmp(state, "COMPLETED") == 0 ||
+	       strcmp(state, "FAILED") == 0;
+}
+
 static int on_ticket(struct demo_worker *w, struct demo_player *d)
 {
-	if (strcmp(d->p.state, "MATCHED") == 0) {
+	if (matched_or_later(d->p.state)) {
 		if (!d->p.match_id[0])
-			return unexpected(d, "ticket", "MATCHED without a match_id");
+			return unexpected(d, "ticket", "matched without a match_id");
 		matched(w, d);
 		return 0;
 	}
@@ -317,7 +356,7 @@ static int account(struct demo_worker *w, struct demo_player *d, const char *hel
 		cycles = requeues_between(held_state, held_revision + 1, d->p.state, d->p.revision);
 	d->beat_unsure = false;
 	if (cycles < 0 && strcmp(d->p.state, "QUEUED") != 0 && strcmp(d->p.state, "PROPOSED") != 0 &&
-	    strcmp(d->p.state, "MATCHED") != 0)
+	    !matched_or_later(d->p.state))
 		return unexpected(d, "read", "the ticket left the queue without this player");
 	if (cycles < 0) {
 		cc_log_warn("demo_revisions", CC_LOG_INT("player", d->p.index), CC_LOG_STR("held_state", held_state),
@@ -396,6 +435,7 @@ answered:
 		if (strcmp(pr.my_response, "accept") != 0)
 			return unexpected(d, "accept", "the answer does not show the accept");
 		memcpy(d->answered, id, sizeof id);
+		d->accepted_ns = (uint64_t)cc_clock_ns();
 		w->counts.accepts++;
 		/* The last accept decides: read the ticket now, else at the next poll. */
 		if (strcmp(pr.state, "OPEN") != 0)
@@ -469,10 +509,54 @@ static int give_up(struct demo_worker *w, struct demo_player *d, const char *why
 	return 0;
 }
 
+/*
+ * --play: asks for the matched player's assignment until the match's
+ * server is ready (409 assignment_pending: again after --ticket-poll-ms,
+ * up to --assignment-timeout-seconds), then hands the player to the game
+ * stage.
+ */
+static int fetch_assignment(struct demo_worker *w, struct demo_player *d, int64_t now)
+{
+	struct pc_assignment a;
+	struct pc_game_assignment ga;
+	int rc = pc_get_assignment(w->client, &d->p, d->p.match_id, &a);
+	if (rc == CC_ECONFLICT && strcmp(pc_client_error_code(w->client), "assignment_pending") == 0) {
+		if (now >= d->assign_deadline_ms) {
+			d->assigning = false;
+			return unexpected(d, "assignment", "the match's server was not ready within --assignment-timeout-seconds");
+		}
+		w->counts.assignment_polls++;
+		d->next_assign_ms = now + w->cfg->ticket_poll_ms;
+		return 0;
+	}
+	if (rc != 0) {
+		d->assigning = false;
+		return rc;
+	}
+	memset(&ga, 0, sizeof ga);
+	memcpy(ga.match_id, a.match_id, sizeof ga.match_id);
+	memcpy(ga.address, a.address, sizeof ga.address);
+	memcpy(ga.join_token, a.join_token, sizeof ga.join_token);
+	ga.port = (uint16_t)a.port;
+	ga.slot = (int)a.slot;
+	ga.team = (int)a.team;
+	d->assigning = false;
+	if ((rc = pc_game_add(w->shared->game, d->p.index, &ga, (uint64_t)cc_clock_ns(), &d->game)) != 0)
+		return unexpected(d, "assignment", "the game stage refused the assignment");
+	d->played = true;
+	w->counts.assigned++;
+	cc_log_debug("demo_assigned", CC_LOG_INT("player", d->p.index), CC_LOG_STR("match_id", a.match_id),
+		     CC_LOG_STR("address", a.address), CC_LOG_INT("port", a.port), CC_LOG_INT("slot", a.slot),
+		     CC_LOG_INT("team", a.team));
+	return 0;
+}
+
 /* One look at a player: give up, heartbeat or poll, whichever is due. */
 static int tend(struct demo_worker *w, struct demo_player *d, int64_t now)
 {
 	const struct player_config *cfg = w->cfg;
+	if (d->assigning)
+		return now >= d->next_assign_ms ? fetch_assignment(w, d, now) : 0;
 	bool queued = strcmp(d->p.state, "QUEUED") == 0;
 	if (queued && atomic_load(&w->shared->waiting[d->playlist]) < match_size(cfg, d->playlist))
 		return give_up(w, d, "too few players left to match");
@@ -535,9 +619,10 @@ static void match_phase(struct demo_worker *w)
 		bool busy = false;
 		for (int64_t i = w->index; i < cfg->players; i += w->threads) {
 			struct demo_player *d = &w->players[i];
-			if (d->p.broken || !d->waiting)
+			if (d->p.broken || (!d->waiting && !d->assigning))
 				continue;
-			if (now >= hard_stop) {
+			/* An assigning player has its own deadline (fetch_assignment). */
+			if (now >= hard_stop && !d->assigning) {
 				(void)unexpected(d, "match", "still waiting at the hard stop");
 				fail_player(w, d, "match", CC_ETIMEOUT);
 				continue;
@@ -545,9 +630,14 @@ static void match_phase(struct demo_worker *w)
 			int rc = tend(w, d, now);
 			if (rc != 0)
 				fail_player(w, d, "match", rc);
-			if (d->p.broken || !d->waiting)
+			if (d->p.broken || (!d->waiting && !d->assigning))
 				continue;
 			busy = true;
+			if (d->assigning) {
+				next = d->next_assign_ms < next ? d->next_assign_ms : next;
+				now = cc_clock_ms();
+				continue;
+			}
 			next = d->next_poll_ms < next ? d->next_poll_ms : next;
 			next = d->next_beat_ms < next ? d->next_beat_ms : next;
 			now = cc_clock_ms();
@@ -586,6 +676,127 @@ static void *demo_worker_main(void *arg)
 	if (w->client)
 		match_phase(w);
 	return NULL;
+}
+
+/* ---- the game stage's report (--play) -------------------------------------- */
+
+/* The stage latencies and outcomes of every played player; see play_report(). */
+struct play_stats {
+	long played, ok, failed, mismatched, matches, disagreeing_matches;
+	struct pc_latency stage[5]; /* queue->proposal, proposal->assignment, assignment->connected,
+				     * connected->first snapshot, queue->connected */
+	struct pc_latency snapshot_bps; /* snapshot bytes per second, per player (connected to end) */
+	uint64_t inputs;                /* input messages sent by every player: player-ticks driven */
+	struct pc_game_stats cost;      /* the game threads' CPU and ticks */
+};
+
+static const char *const stage_name[5] = { "queue_to_proposal", "proposal_to_assignment", "assignment_to_connected",
+					    "connected_to_first_snapshot", "queue_to_connected" };
+
+static void stage_add(struct pc_latency *l, uint64_t from, uint64_t to)
+{
+	if (from && to >= from)
+		(void)pc_latency_add(l, to - from);
+}
+
+struct played_match {
+	const char *match_id;
+	const struct pc_game_result *r;
+};
+
+static int cmp_played(const void *a, const void *b)
+{
+	return strcmp(((const struct played_match *)a)->match_id, ((const struct played_match *)b)->match_id);
+}
+
+/*
+ * Gathers the game stage's outcomes after pc_game_finish(). A player who
+ * got an assignment and did not play to a checked end is an error (its
+ * problem is logged); so is a match whose players disagree on the final
+ * score. Returns the errors found.
+ */
+static long play_report(const struct player_config *cfg, struct demo_player *players, struct play_stats *st)
+{
+	long errors = 0;
+	size_t n = 0;
+	struct played_match *all = calloc((size_t)cfg->players, sizeof *all);
+	for (int i = 0; i < 5; i++)
+		pc_latency_init(&st->stage[i], 0);
+	pc_latency_init(&st->snapshot_bps, 0);
+	for (int i = 0; i < cfg->players; i++) {
+		struct demo_player *d = &players[i];
+		const struct pc_game_result *r = &d->game;
+		if (!d->played)
+			continue;
+		st->played++;
+		st->inputs += r->inputs_sent;
+		if (r->outcome != PC_GAME_OK) {
+			st->failed++;
+			errors++;
+			cc_log_warn("demo_game_failed", CC_LOG_INT("player", d->p.index), CC_LOG_STR("match_id", r->match_id),
+				    CC_LOG_STR("problem", r->outcome == PC_GAME_PENDING ? "never finished" : r->problem));
+			st->mismatched += r->ended_ns != 0 && !r->score_agrees;
+			continue;
+		}
+		st->ok++;
+		stage_add(&st->stage[0], d->queued_ns, d->accepted_ns);
+		stage_add(&st->stage[1], d->accepted_ns, r->assigned_ns);
+		stage_add(&st->stage[2], r->assigned_ns, r->connected_ns);
+		stage_add(&st->stage[3], r->connected_ns, r->first_snapshot_ns);
+		stage_add(&st->stage[4], d->queued_ns, r->connected_ns);
+		if (r->ended_ns > r->connected_ns + 1000000000u)
+			(void)pc_latency_add(&st->snapshot_bps, r->snapshot_bytes * 1000000000u / (r->ended_ns - r->connected_ns));
+		if (all)
+			all[n++] = (struct played_match){ r->match_id, r };
+	}
+	if (!all) {
+		errors++;
+		return errors;
+	}
+	/* Every player of one match must have been sent the same final score. */
+	qsort(all, n, sizeof *all, cmp_played);
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0 && strcmp(all[i].match_id, all[i - 1].match_id) == 0) {
+			if (memcmp(all[i].r->final_score, all[i - 1].r->final_score, 2) != 0) {
+				cc_log_warn("demo_unexpected", CC_LOG_STR("what", "players of one match saw different final scores"),
+					    CC_LOG_STR("match_id", all[i].match_id));
+				st->disagreeing_matches++;
+				errors++;
+			}
+			continue;
+		}
+		st->matches++;
+		cc_log_info("demo_match_played", CC_LOG_STR("match_id", all[i].match_id),
+			    CC_LOG_INT("score0", all[i].r->final_score[0]), CC_LOG_INT("score1", all[i].r->final_score[1]),
+			    CC_LOG_INT("reason", all[i].r->end_reason));
+	}
+	free(all);
+	return errors;
+}
+
+/* Appends the game stage's part of the summary line: key=value pairs for scripts. */
+static void play_summary(struct play_stats *st, char *buf, size_t cap)
+{
+	size_t used = (size_t)snprintf(buf, cap, "; play: played=%ld ok=%ld failed=%ld score_mismatch=%ld matches=%ld",
+				       st->played, st->ok, st->failed, st->mismatched + st->disagreeing_matches,
+				       st->matches);
+	for (int i = 0; i < 5 && used < cap; i++)
+		used += (size_t)snprintf(buf + used, cap - used, " %s_ms=%.1f/%.1f", stage_name[i],
+					 pc_latency_percentile_ms(&st->stage[i], 50),
+					 pc_latency_percentile_ms(&st->stage[i], 95));
+	if (used < cap)
+		snprintf(buf + used, cap - used,
+			 " snapshot_bytes_per_s=%.0f game_cpu_ms=%.0f cpu_us_per_player_tick=%.1f late_ticks=%llu/%llu",
+			 pc_latency_percentile_ms(&st->snapshot_bps, 50) * 1e6, (double)st->cost.cpu_ns / 1e6,
+			 st->inputs ? (double)st->cost.cpu_ns / 1e3 / (double)st->inputs : 0.0,
+			 (unsigned long long)st->cost.late_ticks, (unsigned long long)st->cost.ticks);
+}
+
+static void play_stats_release(struct play_stats *st)
+{
+	for (int i = 0; i < 5; i++)
+		pc_latency_release(&st->stage[i]);
+	pc_latency_release(&st->snapshot_bps);
 }
 
 static int cmp_match(const void *a, const void *b)
@@ -693,6 +904,9 @@ int pc_demo_run(const struct player_config *cfg)
 	long matches[N_PLAYLISTS] = { 0 }, proposals;
 	unsigned long long retries = 0;
 	struct pc_latency api, waits;
+	struct play_stats play = { 0 };
+	char play_line[768] = "";
+	bool enet_up = false;
 	int started = 0, status = 1;
 
 	pc_latency_init(&api, 0);
@@ -707,6 +921,17 @@ int pc_demo_run(const struct player_config *cfg)
 	for (int i = 0; i < cfg->players; i++) {
 		pc_player_init(&players[i].p, "player", cfg->seed, i);
 		players[i].playlist = playlist_of(cfg, i);
+	}
+	if (cfg->play) {
+		struct pc_game_options go = { .threads = (int)cfg->game_threads, .max_players = (int)cfg->players,
+					      .deadline_ms = cfg->game_deadline_seconds * 1000,
+					      .seed = (uint64_t)(cfg->decision_seed >= 0 ? cfg->decision_seed : cfg->seed) };
+		enet_up = enet_initialize() == 0;
+		shared.game = enet_up ? pc_game_start(&go) : NULL;
+		if (!shared.game) {
+			fprintf(stderr, "cc-player: the game stage did not start (ENet %s)\n", enet_up ? "up" : "failed");
+			goto out;
+		}
 	}
 	for (int t = 0; t < threads; t++)
 		worker_init(&workers[t], cfg, &shared, players, t, threads);
@@ -729,6 +954,8 @@ int pc_demo_run(const struct player_config *cfg)
 		pthread_join(tids[t], NULL);
 	if (started > 0)
 		pthread_barrier_destroy(&shared.gate.barrier);
+	/* Every assignment has been handed over: wait for the games to end. */
+	pc_game_finish(shared.game);
 
 	for (int t = 0; t < threads; t++) {
 		struct demo_counts *c = &workers[t].counts;
@@ -747,21 +974,41 @@ int pc_demo_run(const struct player_config *cfg)
 		retries += workers[t].client ? pc_client_retries(workers[t].client) : 0;
 	}
 	count_matches(workers, threads, matches, &total.errors);
+	if (shared.game) {
+		long assigned = 0;
+		for (int t = 0; t < threads; t++)
+			assigned += workers[t].counts.assigned;
+		total.errors += play_report(cfg, players, &play);
+		pc_game_stats(shared.game, &play.cost);
+		play_summary(&play, play_line, sizeof play_line);
+		/* A matched player that never got to play is as much a failure as one that failed playing. */
+		if (assigned != total.matched) {
+			cc_log_warn("demo_unexpected", CC_LOG_STR("what", "matched players without a game"),
+				    CC_LOG_INT("matched", total.matched), CC_LOG_INT("assigned", assigned));
+			/* Each such player failed a step and was counted then; none counted is our bug. */
+			if (total.errors == 0)
+				total.errors++;
+		}
+	}
 	proposals = count_proposals(workers, threads, &total.errors);
 	cc_log_info("demo_finished", CC_LOG_INT("requests", api.n), CC_LOG_INT("accepts", total.accepts),
 		    CC_LOG_INT("errors", total.errors));
 	printf("demo: %lld players, %ld logged in, %ld probes, %ld queued, %ld proposals seen, "
 	       "%ld accepted matches (%ld casual, %ld ranked), %ld players matched, %ld declined, %ld requeued, "
 	       "%ld gave up, %ld heartbeats, %ld errors, %llu retries, match wait p50 %.1f s p95 %.1f s, "
-	       "api p50 %.1f ms p99 %.1f ms\n",
+	       "api p50 %.1f ms p99 %.1f ms%s\n",
 	       (long long)cfg->players, total.logged_in, total.probes, total.queued, proposals,
 	       matches[CASUAL] + matches[RANKED], matches[CASUAL], matches[RANKED], total.matched, total.declined,
 	       total.requeued, total.gave_up, total.heartbeats, total.errors, retries,
 	       pc_latency_percentile_ms(&waits, 50) / 1000, pc_latency_percentile_ms(&waits, 95) / 1000,
-	       pc_latency_percentile_ms(&api, 50), pc_latency_percentile_ms(&api, 99));
+	       pc_latency_percentile_ms(&api, 50), pc_latency_percentile_ms(&api, 99), play_line);
 	fflush(stdout);
 	status = total.errors == 0 && total.logged_in == cfg->players ? 0 : 1;
 out:
+	pc_game_free(shared.game);
+	if (enet_up)
+		enet_deinitialize();
+	play_stats_release(&play);
 	for (int t = 0; workers && t < threads; t++)
 		worker_release(&workers[t]);
 	pc_latency_release(&api);

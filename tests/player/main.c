@@ -93,6 +93,21 @@ static const struct cc_config_option player_options[] = {
 	{ .name = "max-samples", .type = CC_CFG_INT, .default_value = "20000000", .min = 1000, .max = 64000000,
 	  .help = "heartbeat-bench: latency samples kept (all of them, for exact percentiles)",
 	  .offset = OPT(max_samples) },
+	{ .name = "play", .type = CC_CFG_BOOL, .default_value = "false",
+	  .help = "demo: a matched player fetches its assignment (GET /v1/matches/{id}/assignment), connects to the "
+		  "game server over ENet with its join token, plays the match with the ball-chasing policy at 60 Hz, "
+		  "checks its snapshots against the final score and leaves; the summary adds per-stage latencies",
+	  .offset = OPT(play) },
+	{ .name = "game-threads", .type = CC_CFG_INT, .default_value = "1", .min = 1, .max = 64,
+	  .help = "demo --play: threads driving the games, each with one ENet host (one socket) for its share of "
+		  "the players",
+	  .offset = OPT(game_threads) },
+	{ .name = "game-deadline-seconds", .type = CC_CFG_INT, .default_value = "600", .min = 1, .max = 86400,
+	  .help = "demo --play: a player whose game has not ended this long after its assignment fails",
+	  .offset = OPT(game_deadline_seconds) },
+	{ .name = "assignment-timeout-seconds", .type = CC_CFG_INT, .default_value = "60", .min = 1, .max = 3600,
+	  .help = "demo --play: a matched player whose assignment is still pending this long fails",
+	  .offset = OPT(assignment_timeout_seconds) },
 	{ .name = "log-level", .type = CC_CFG_ENUM, .default_value = "warn", .choices = "debug|info|warn|error",
 	  .help = "lowest level logged to stderr", .offset = OPT(log_level) },
 };

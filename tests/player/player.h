@@ -44,6 +44,10 @@ struct player_config {
 	int64_t retry_horizon_ms;  /* a call retries retryable answers and connection failures this long */
 	int64_t max_samples;       /* bench: latency samples kept in all (exact percentiles) */
 	char *log_level;           /* debug|info|warn|error */
+	bool play;                 /* demo: matched players fetch their assignment and play over ENet (game.h) */
+	int64_t game_threads;      /* demo --play: game threads, one ENet host each */
+	int64_t game_deadline_seconds;      /* demo --play: a game still going this long after its assignment fails */
+	int64_t assignment_timeout_seconds; /* demo --play: a matched player without an assignment this long fails */
 
 	/* Derived from the options by main.c. */
 	int n_regions;
@@ -55,7 +59,9 @@ struct player_config {
  * queues for casual or ranked, then heartbeats and polls its ticket,
  * answers the proposals cc-matcher makes (accepting most, declining a
  * seeded few) until its ticket is MATCHED, or gives up when no match can
- * form any more; then one summary line goes to stdout. Returns the exit
+ * form any more; with --play a matched player then fetches its
+ * assignment and plays the match over ENet (game.h); then one summary line
+ * goes to stdout. Returns the exit
  * status: 0 when nothing unexpected happened, 1 otherwise.
  */
 int pc_demo_run(const struct player_config *cfg);

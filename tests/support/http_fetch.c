@@ -77,6 +77,16 @@ static size_t on_read(char *buf, size_t size, size_t n, void *userdata)
 	return take;
 }
 
+/* True when list (NULL-terminated "Name: value" lines) has a header called name. */
+static bool has_header(const char *const *list, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *const *h = list; h && *h; h++)
+		if (strncasecmp(*h, name, n) == 0 && (*h)[n] == ':')
+			return true;
+	return false;
+}
+
 int cc_test_fetch(int port, const struct cc_test_request *req, struct cc_test_reply *reply)
 {
 	CURL *c = curl_easy_init();
@@ -105,6 +115,9 @@ int cc_test_fetch(int port, const struct cc_test_request *req, struct cc_test_re
 	for (const char *const *h = req->headers; h && *h; h++)
 		hdrs = curl_slist_append(hdrs, *h);
 	hdrs = curl_slist_append(hdrs, "Expect:"); /* no 100-continue round trip */
+	/* Servers here take JSON bodies only (415 otherwise): say so unless the test chose. */
+	if (req->body && !has_header(req->headers, "Content-Type"))
+		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
 	if (req->body && req->chunked) {
 		hdrs = curl_slist_append(hdrs, "Transfer-Encoding: chunked");
 		curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);

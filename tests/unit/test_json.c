@@ -283,6 +283,12 @@ START_TEST(test_reader_values)
 	ck_assert_int_eq(cc_json_parse_object(doc_text, strlen(doc_text), 4096, 4, &doc, &err), 0);
 	ck_assert_int_eq(cc_json_get_string(doc, "utf", true, 0, 9, &s, &err), 0);
 	ck_assert_str_eq(s, "\xc3\xa9t\xc3\xa9");
+	/* "été" is 5 bytes, 3 characters: get_text counts characters, as maxLength does. */
+	ck_assert_int_eq(cc_json_get_string(doc, "utf", true, 0, 3, &s, &err), CC_EINVAL);
+	ck_assert_int_eq(cc_json_get_text(doc, "utf", true, 3, 3, &s, &err), 0);
+	ck_assert_int_eq(cc_json_get_text(doc, "utf", true, 0, 2, &s, &err), CC_EINVAL);
+	ck_assert_str_eq(err.message, "field 'utf' must be a string of 0 to 2 characters");
+	ck_assert_int_eq(cc_json_get_text(doc, "neg", true, 0, 2, &s, &err), CC_EINVAL);
 	ck_assert_int_eq(cc_json_get_int(doc, "neg", true, -5, -5, &i, &err), 0);
 	ck_assert_int_eq(i, -5);
 	ck_assert_int_eq(cc_json_get_int(doc, "safe", true, INT64_MIN, INT64_MAX, &i, &err), 0);
