@@ -5,9 +5,16 @@
 # PostgreSQL + Redis, migrations applied), starts cc-testkit-api and one
 # cc-matcher per playlist (casual, ranked) on free ports, all using the
 # harness Redis for the matchers' candidate index, runs cc-player
-# --mode=demo (players queue, get proposals, accept or decline, end
-# MATCHED) and prints its one-line summary as the LAST line of output. Everything else goes to the logs in build/demo/
-# (kept after the run) or to stderr. Every process started here is stopped
+# --mode=demo --play: players queue, get proposals, accept or decline,
+# then fetch their assignments and play their matches over ENet on the game
+# servers of cc-allocator's local provider (a warm pool of cc-supervisor
+# processes, each running cc-gameserver per match, short matches), and the
+# results update their ratings. It prints a summary table, then as the LAST
+# line "demo: M matches completed, P players rated, median
+# queue-to-connected X ms". It exits non-zero, with the logs' tails, when
+# any player did not finish. Everything else goes to the logs in
+# build/demo/ (kept after the run; the game servers' in build/demo/servers/)
+# or to stderr. Every process started here is stopped
 # on exit, success or not; on failure the logs' tails are printed first.
 #
 # To add a service (matcher, allocator, game servers): write a start_<name>
@@ -16,7 +23,8 @@
 #
 # Environment: DEMO_PLAYERS (60: 36 casual = 6 matches of 6, 24 ranked =
 # 12 matches of 2), DEMO_THREADS (8), DEMO_REGIONS (eu-west,us-east),
-# DEMO_SEED (1), DEMO_DECLINE_PERCENT (5), DEMO_DEADLINE_SECONDS (30).
+# DEMO_SEED (1), DEMO_DECLINE_PERCENT (5), DEMO_DEADLINE_SECONDS (30),
+# DEMO_SERVERS (20: the warm pool, room for every match at once), DEMO_MATCH_SECONDS (10).
 set -Eeuo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -32,6 +40,8 @@ REGIONS=${DEMO_REGIONS:-eu-west,us-east}
 SEED=${DEMO_SEED:-1}
 DECLINE_PERCENT=${DEMO_DECLINE_PERCENT:-5}
 DEADLINE_SECONDS=${DEMO_DEADLINE_SECONDS:-30}
+SERVERS=${DEMO_SERVERS:-20}
+MATCH_SECONDS=${DEMO_MATCH_SECONDS:-10}
 # The harness Redis: cc-api keeps the candidate index fresh, the matchers read it.
 REDIS_FLAGS=(--redis-host="${CC_TEST_REDIS_HOST:-127.0.0.1}" --redis-port="$CC_TEST_REDIS_PORT")
 
@@ -50,7 +60,8 @@ start_api() {
 	API_ADMIN_PORT=$(free_port)
 	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_service api \
 		"$BIN/cc-testkit-api" --port="$API_PORT" --admin-port="$API_ADMIN_PORT" \
-		--regions="$REGIONS" --db-pool-size="$THREADS" "${REDIS_FLAGS[@]}"
+		--regions="$REGIONS" --db-pool-size="$THREADS" "${REDIS_FLAGS[@]}" \
+		--workload-secret-file="$LOGS/workload.secret"
 	wait_http api "http://127.0.0.1:$API_ADMIN_PORT/readyz" 30
 	API_URL="http://127.0.0.1:$API_PORT"
 }
@@ -67,6 +78,35 @@ start_matcher() {
 	wait_http "matcher-$playlist" "http://127.0.0.1:$admin/readyz" 30
 }
 
+# The secrets the control plane shares: the workload secret (cc-api verifies,
+# cc-allocator signs) and the join key set (cc-allocator signs, the game
+# servers verify).
+make_secrets() {
+	head -c 48 /dev/urandom | base64 | tr -d '\n=' >"$LOGS/workload.secret"
+	printf '{"demo":"%s"}\n' "$(head -c 32 /dev/urandom | base64 | tr -d '\n')" >"$LOGS/join.json"
+	chmod 0600 "$LOGS/workload.secret" "$LOGS/join.json"
+}
+
+# cc-allocator, local provider: a warm pool of $SERVERS cc-supervisor
+# processes on loopback ports from a free one upwards, each running
+# cc-gameserver for the match it is given (short: $LOGS/gameserver.conf).
+start_allocator() {
+	local base admin
+	base=$(free_port)
+	admin=$(free_port)
+	printf '%s\n' "match-seconds = $MATCH_SECONDS" "warmup-seconds = 2" "overtime-max-seconds = 5" \
+		"connect-window-seconds = 30" "end-linger-ms = 500" >"$LOGS/gameserver.conf"
+	mkdir -p "$LOGS/servers"
+	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_service allocator \
+		"$BIN/cc-allocator" --workload-secret-file="$LOGS/workload.secret" \
+		--join-keys-file="$LOGS/join.json" --join-key-id=demo --api-url="$API_URL" \
+		--local-capacity="$SERVERS" --local-port-min="$base" --local-port-max="$((base + SERVERS + 20))" \
+		--local-region="${REGIONS%%,*}" --local-state-dir="$LOGS/servers" \
+		--local-server-command="$BIN/cc-supervisor --join-keys-file=$LOGS/join.json --gameserver-config=$LOGS/gameserver.conf" \
+		--poll-interval-ms=100 --admin-port="$admin"
+	wait_http allocator "http://127.0.0.1:$admin/readyz" 30
+}
+
 # The simulated players; their summary line is the demo's result.
 run_players() {
 	local rc=0
@@ -74,6 +114,7 @@ run_players() {
 	"$BIN/cc-player" --mode=demo --api-url="$API_URL" --players="$PLAYERS" --threads="$THREADS" \
 		--regions="$REGIONS" --seed="$SEED" --decline-percent="$DECLINE_PERCENT" \
 		--match-deadline-seconds="$DEADLINE_SECONDS" --log-level=info \
+		--play --game-threads=2 --assignment-timeout-seconds=120 --game-deadline-seconds=180 \
 		>"$LOGS/players.out" 2>"$LOGS/players.log" || rc=$?
 	SUMMARY=$(tail -n 1 "$LOGS/players.out")
 	if [[ $rc -ne 0 ]]; then
@@ -87,20 +128,57 @@ run_players() {
 		say "no match was formed: is a matcher stuck? (logs in $LOGS)"
 		return 1
 	fi
+	# Every player who was matched must have played to the end and agreed with the server's score.
+	if ! [[ "$SUMMARY" =~ play:\ played=([0-9]+)\ ok=([0-9]+)\ failed=0\ score_mismatch=0 ]] ||
+		[[ ${BASH_REMATCH[1]} != "${BASH_REMATCH[2]}" ]]; then
+		say "not every player finished its match: $SUMMARY"
+		return 1
+	fi
+}
+
+q() { psql -qAtX -v ON_ERROR_STOP=1 "$CC_TEST_PG_DSN" -c "$1"; }
+
+# After the players: every allocated match must reach COMPLETED (the
+# result is posted as the players leave). Then the table and the last line.
+report() {
+	local deadline=$((SECONDS + 60)) open failed completed rated median
+	while :; do
+		open=$(q "SELECT count(*) FROM matches m JOIN allocations a ON a.match_id = m.id WHERE m.state NOT IN ('COMPLETED', 'FAILED')")
+		((open == 0)) && break
+		((SECONDS < deadline)) || { say "$open allocated matches not COMPLETED 60 s after the players finished"; return 1; }
+		sleep 0.2
+	done
+	failed=$(q "SELECT count(*) FROM matches m JOIN allocations a ON a.match_id = m.id WHERE m.state = 'FAILED'")
+	((failed == 0)) || { say "$failed allocated matches FAILED (logs in $LOGS)"; return 1; }
+	printf '%-8s %8s %14s %8s %16s\n' playlist matches players_rated goals rating_changes
+	q "SELECT m.playlist, count(DISTINCT m.id), count(DISTINCT rc.player_id),
+	          (SELECT coalesce(sum(r.score_team0 + r.score_team1), 0) FROM match_results r JOIN matches m2 ON m2.id = r.match_id
+	            WHERE m2.playlist = m.playlist), count(rc.player_id)
+	     FROM matches m JOIN match_results r ON r.match_id = m.id LEFT JOIN rating_changes rc ON rc.match_id = m.id
+	    WHERE m.state = 'COMPLETED' GROUP BY m.playlist ORDER BY m.playlist" |
+		awk -F'|' '{ printf "%-8s %8s %14s %8s %16s\n", $1, $2, $3, $4, $5 }'
+	completed=$(q "SELECT count(*) FROM matches WHERE state = 'COMPLETED'")
+	rated=$(q "SELECT count(DISTINCT player_id) FROM rating_changes")
+	median=$(sed -nE 's/.*queue_to_connected_ms=([0-9.]+)\/.*/\1/p' <<<"$SUMMARY")
+	FINAL="demo: $completed matches completed, $rated players rated, median queue-to-connected ${median:-?} ms"
 }
 
 main() {
-	for b in cc-testkit-api cc-matcher cc-player; do
+	for b in cc-testkit-api cc-matcher cc-player cc-allocator cc-supervisor cc-gameserver; do
 		[[ -x "$BIN/$b" ]] || { say "$BIN/$b is missing (make all tools)"; return 1; }
 	done
 	rm -rf "$LOGS"
 	mkdir -p "$LOGS"
+	make_secrets
 	start_api
+	start_allocator
 	start_matcher casual
 	start_matcher ranked
 	run_players
+	report
 	stop_services
-	echo "$SUMMARY"
+	echo "$SUMMARY" >&2
+	echo "$FINAL"
 }
 
 main

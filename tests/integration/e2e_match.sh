@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# End to end, the real binaries as `make demo` runs them (issue 11): cc-testkit-api
+# with the server routes, cc-matcher (casual), cc-allocator's local provider
+# running cc-supervisor, which runs cc-gameserver per match, and cc-player
+# --play: six players queue, match, fetch their assignments, connect over ENet
+# with their join tokens, play a short match, and check their snapshots
+# against the final score. Asserts that the match completed, its result was
+# applied to the ratings exactly once, and every player agrees with the
+# server's score; and that the allocator's default pool process, with no
+# --local-server-command, is cc-supervisor.
+source "$(dirname "$0")/lib.sh"
+
+head -c 48 /dev/urandom | base64 | tr -d '\n=' >"$T_DIR/workload.secret"
+printf '{"k1":"%s"}\n' "$(head -c 32 /dev/urandom | base64 | tr -d '\n')" >"$T_DIR/join.json"
+cat >"$T_DIR/gameserver.conf" <<'EOF'
+match-seconds = 12
+warmup-seconds = 2
+overtime-max-seconds = 5
+connect-window-seconds = 30
+end-linger-ms = 500
+EOF
+mkdir -p "$T_DIR/state" "$T_DIR/state2"
+start_api A --regions=eu-west --workload-secret-file="$T_DIR/workload.secret"
+
+# The default pool process, without --local-server-command: cc-supervisor, waiting for an allocation.
+port0=$(free_port)
+COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/allocator0.log" "$BIN/cc-allocator" \
+	--workload-secret-file="$T_DIR/workload.secret" --join-keys-file="$T_DIR/join.json" --join-key-id=k1 \
+	--local-capacity=1 --local-port-min="$port0" --local-port-max="$port0" --local-region=nowhere \
+	--local-state-dir="$T_DIR/state2" --api-url="$A_URL" --poll-interval-ms=100 --admin-port="$(free_port)"
+alloc0=$LAST_PID
+T_LOGS+=("$T_DIR/state2/local-$port0.log")
+deadline=$((SECONDS + 20))
+until grep -q '"service":"cc-supervisor".*"event":"waiting"' "$T_DIR/state2/local-$port0.log" 2>/dev/null; do
+	running "$alloc0" || fail "cc-allocator exited before its default pool process started"
+	((SECONDS < deadline)) || fail "no cc-supervisor 'waiting' line from the default pool process in 20 s"
+	sleep 0.05
+done
+kill "$alloc0"
+pass "cc-allocator's default pool process is cc-supervisor (waiting for an allocation)"
+
+game_port=$(free_port)
+COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/allocator.log" "$BIN/cc-allocator" \
+	--workload-secret-file="$T_DIR/workload.secret" --join-keys-file="$T_DIR/join.json" --join-key-id=k1 \
+	--local-capacity=1 --local-port-min="$game_port" --local-port-max="$game_port" --local-region=eu-west \
+	--local-state-dir="$T_DIR/state" \
+	--local-server-command="$BIN/cc-supervisor --join-keys-file=$T_DIR/join.json --gameserver-config=$T_DIR/gameserver.conf" \
+	--api-url="$A_URL" --poll-interval-ms=100 --admin-port="$(free_port)"
+T_LOGS+=("$T_DIR/state/local-$game_port.log")
+madmin=$(free_port)
+COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/matcher.log" "$BIN/cc-matcher" \
+	--playlist=casual --admin-port="$madmin" --poll-interval-ms=100
+wait_http "http://127.0.0.1:$madmin/readyz" "$LAST_PID" 20
+
+run=$((RANDOM * 32768 + RANDOM))
+T_LOGS+=("$T_DIR/player.err")
+rc=0
+"$BIN/cc-player" --mode=demo --api-url="$A_URL" --players=6 --threads=3 --regions=eu-west --ranked-percent=0 \
+	--decline-percent=0 --ticket-poll-ms=500 --seed="$run" --build="e2e-$run" --match-deadline-seconds=60 --play \
+	--assignment-timeout-seconds=60 --game-deadline-seconds=90 --log-level=info \
+	>"$T_DIR/player.out" 2>"$T_DIR/player.err" || rc=$?
+summary=$(cat "$T_DIR/player.out")
+expect_eq "cc-player's exit status ($summary)" 0 "$rc"
+[[ $summary =~ \;\ play:\ played=6\ ok=6\ failed=0\ score_mismatch=0\ matches=1 ]] ||
+	fail "the summary does not say six played, six agreed with the server's score: $summary"
+
+match=$(sql "SELECT match_id FROM tickets WHERE build = 'e2e-$run' AND match_id IS NOT NULL LIMIT 1")
+[[ -n $match ]] || fail "no match for build e2e-$run"
+# The result lands after the players leave: wait for the match to complete.
+deadline=$((SECONDS + 30))
+until [[ $(sql "SELECT state FROM matches WHERE id = '$match'") == COMPLETED ]]; do
+	((SECONDS < deadline)) || fail "match $match is $(sql "SELECT state FROM matches WHERE id = '$match'") after 30 s, not COMPLETED"
+	sleep 0.1
+done
+expect_eq "results recorded for $match" 1 "$(sql "SELECT count(*) FROM match_results WHERE match_id = '$match'")"
+expect_eq "rating changes for $match (one per player, once)" 6 "$(sql "SELECT count(*) FROM rating_changes WHERE match_id = '$match'")"
+expect_eq "tickets of the match" "COMPLETED COMPLETED COMPLETED COMPLETED COMPLETED COMPLETED" \
+	"$(sql "SELECT string_agg(state, ' ') FROM tickets WHERE match_id = '$match'")"
+log="$T_DIR/state/local-$game_port.log"
+grep -q '"service":"cc-gameserver".*"event":"match_ended"' "$log" || fail "no match_ended line from cc-gameserver in $log"
+# The server exits once its result is acknowledged; the supervisor then reports it and frees the server.
+deadline=$((SECONDS + 30))
+until grep -q '"service":"cc-supervisor".*"event":"child_exited".*"reason":"completed"' "$log"; do
+	((SECONDS < deadline)) || fail "no child_exited completed line in $log after 30 s"
+	sleep 0.1
+done
+until [[ $(sql "SELECT state FROM game_servers WHERE port = $game_port") == IDLE ]]; do
+	((SECONDS < deadline)) || fail "the game server on $game_port is $(sql "SELECT state FROM game_servers WHERE port = $game_port"), not IDLE again"
+	sleep 0.1
+done
+score=$(grep '"event":"match_ended"' "$log" | tail -1 | jq -c '[.score_0, .score_1]')
+pass "match $match: played over ENet by six players, score $score, COMPLETED, rated once, server IDLE again: $summary"
