@@ -12,12 +12,16 @@
 #                 The pool is started before any claim, so the run is the
 #                 allocations alone: N / (last rosters.published_at - first
 #                 allocations.created_at), both PostgreSQL's clock. Each
-#                 allocation: claim (batches of 16), allocate (SKIP LOCKED
-#                 server + endpoint), the allocation file, publish (7 signed
-#                 tokens, manifest, digest, 6 assignments, outbox).
+#                 batch of up to 16: claim (one statement), allocate (one
+#                 statement pairs the batch with SKIP LOCKED idle servers
+#                 and writes both sides), the allocation files, publish
+#                 (lock, participants, then 7 signed tokens, manifest and
+#                 digest per match in C, then every roster, assignment,
+#                 PUBLISHED and outbox row in one statement).
 #   pgbench       the same SQL without the C (tests/bench/allocator.pgbench:
 #                 claim, allocate, publish as three READ COMMITTED
-#                 transactions, as cc-allocator runs them), -M prepared, -c W, on N matches and N idle
+#                 transactions per batch of 16, as cc-allocator runs them),
+#                 -M prepared, -c W, on N matches and N idle
 #                 server rows of its own scratch database; its rate is read
 #                 from the rows the same way.
 # Target: at least 1,000 allocations per second through the local provider
@@ -131,8 +135,8 @@ pgbench_run() {
 	scratch "$name"
 	build/bench/allocator matches "$DSN" "$N" 4 >"$OUT/$name.seed" 2>&1 || { say "$name: seeding failed"; return 1; }
 	build/bench/allocator servers "$DSN" "$N" pgbench 40000 >>"$OUT/$name.seed" 2>&1 || { say "$name: servers failed"; return 1; }
-	# Each client runs until the queue is empty: more scripts than matches; the empty ones claim nothing.
-	"$CC_TEST_PG_BIN/pgbench" -n -M prepared --max-tries=5 -c "$w" -j "$w" -t "$((N / w + N / 4 + 8))" \
+	# Each client runs until the queue is empty: more batches than the queue holds; the empty ones claim nothing.
+	"$CC_TEST_PG_BIN/pgbench" -n -M prepared --max-tries=5 -D batch=16 -c "$w" -j "$w" -t "$((N / w / 16 + N / 64 + 8))" \
 		-f "$top/tests/bench/allocator.pgbench" "$DSN" >"$OUT/$name.log" 2>&1 ||
 		say "$name: pgbench reported failed transactions (serialization retries exhausted): $(grep -m1 'failed transactions' "$OUT/$name.log")"
 	local published
@@ -201,7 +205,7 @@ latency_reference() {
 	scratch "$name"
 	build/bench/allocator matches "$DSN" "$L" 1 >"$OUT/$name.seed" 2>&1 || { say "$name: seeding failed"; return 1; }
 	build/bench/allocator servers "$DSN" "$L" pgbench 40000 >>"$OUT/$name.seed" 2>&1 || { say "$name: servers failed"; return 1; }
-	"$CC_TEST_PG_BIN/pgbench" -n -M prepared --max-tries=5 -c 1 -j 1 -t "$L" -f "$top/tests/bench/allocator.pgbench" "$DSN" \
+	"$CC_TEST_PG_BIN/pgbench" -n -M prepared --max-tries=5 -D batch=1 -c 1 -j 1 -t "$L" -f "$top/tests/bench/allocator.pgbench" "$DSN" \
 		>"$OUT/$name.log" 2>&1 || say "$name: pgbench reported failures"
 	echo "latency_avg_ms=$(sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' "$OUT/$name.log")" >"$OUT/$name.out"
 	drop "bench_alloc_${name//-/_}_$$"

@@ -92,6 +92,41 @@ static const char sql_set_published[] =
 	"    jsonb_build_object('match_id', a.match_id, 'server_id', a.server_id)) "
 	"FROM a JOIN matches m ON m.id = a.match_id";
 
+/*
+ * A batch's allocation by the local provider, one statement (see
+ * cc_allocations_allocate_local): "mine" locks the claimed rows (FOR
+ * UPDATE re-checks state and claim on the newest version), "idle" locks as
+ * many IDLE servers (SKIP LOCKED: a racing batch takes others), and
+ * row_number() pairs them in the batch's order and port order. The unique
+ * index allocations_one_live_per_server and the transition triggers stay
+ * the final guards. The last column is how many claimed rows were still
+ * this replica's; the outbox row is written per ALLOCATED allocation.
+ */
+static const char sql_allocate_local[] =
+	"WITH mine AS MATERIALIZED (SELECT a.id, u.ord FROM unnest($3::uuid[]) WITH ORDINALITY AS u(id, ord) "
+	"  JOIN allocations a ON a.id = u.id WHERE a.state = 'REQUESTED' AND a.claimed_by = $2 FOR UPDATE OF a), "
+	"idle AS MATERIALIZED (SELECT g.id, g.address, g.port FROM game_servers g "
+	"  WHERE g.provider = 'local' AND g.owner = $1 AND g.state = 'IDLE' ORDER BY g.port "
+	"  LIMIT (SELECT count(*) FROM mine) FOR UPDATE SKIP LOCKED), "
+	"pair AS MATERIALIZED (SELECT w.id AS alloc_id, s.id AS server_id, s.address, s.port "
+	"  FROM (SELECT id, row_number() OVER (ORDER BY ord) AS rn FROM mine) w "
+	"  JOIN (SELECT id, address, port, row_number() OVER (ORDER BY port) AS rn FROM idle) s ON s.rn = w.rn), "
+	"g AS (UPDATE game_servers g SET state = 'ALLOCATED', allocation_id = p.alloc_id, revision = g.revision + 1, "
+	"  updated_at = now() FROM pair p WHERE g.id = p.server_id AND g.state = 'IDLE' RETURNING g.id), "
+	"a AS (UPDATE allocations x SET state = 'ALLOCATED', server_id = p.server_id, address = p.address, "
+	"  port = p.port, node_name = NULL, revision = x.revision + 1, failure_reason = NULL, updated_at = now() "
+	"  FROM pair p WHERE x.id = p.alloc_id AND x.state = 'REQUESTED' RETURNING x.*) "
+	"SELECT " ALLOC_COLUMNS("a") ", " MATCH_COLUMNS("m") ", " NOW_COLUMN ", "
+	"  cc_outbox_append('allocation.allocated', 'allocation', a.id, a.revision, '{}'::uuid[], NULL::jsonb), "
+	"  (SELECT count(*) FROM mine), (SELECT count(*) FROM g) "
+	"FROM a JOIN matches m ON m.id = a.match_id";
+
+/* The roster transaction's lock of a batch, in id order (one lock order for every batch). */
+static const char sql_lock_many[] =
+	"SELECT " ALLOC_COLUMNS("a") ", " MATCH_COLUMNS("m") ", " NOW_COLUMN " "
+	"FROM allocations a JOIN matches m ON m.id = a.match_id WHERE a.id = ANY($1::uuid[]) "
+	"ORDER BY a.id FOR UPDATE OF a";
+
 #define NCOLUMNS 17
 
 /* Fills *out from row i of res (ALLOC_COLUMNS, MATCH_COLUMNS, NOW_COLUMN). */
@@ -251,4 +286,100 @@ int cc_allocation_set_published(struct cc_pg *pg, const char *id, struct cc_allo
 		return CC_EINVAL;
 	const char *p[] = { id };
 	return one_allocation(pg, sql_set_published, 1, p, CC_ECONFLICT, out);
+}
+
+/* ids[0..n) as a PostgreSQL uuid[] literal, malloc'd; NULL when one is not a uuid or out of memory (*rc says). */
+static char *uuid_array(const char *const *ids, size_t n, int *rc)
+{
+	char *arr = malloc(n * (CC_UUID_BUF + 1) + 3);
+	size_t u = 0;
+	*rc = CC_ENOMEM;
+	if (!arr)
+		return NULL;
+	arr[u++] = '{';
+	for (size_t i = 0; i < n; i++) {
+		if (!cc_uuid_valid(ids[i])) {
+			free(arr);
+			*rc = CC_EINVAL;
+			return NULL;
+		}
+		u += (size_t)snprintf(arr + u, CC_UUID_BUF + 2, "%s%s", i ? "," : "", ids[i]);
+	}
+	arr[u++] = '}';
+	arr[u] = '\0';
+	*rc = 0;
+	return arr;
+}
+
+int cc_allocations_allocate_local(struct cc_pg *pg, const char *owner, const char *replica, const char *const *ids,
+				  size_t n, struct cc_allocation *out, size_t cap, size_t *allocated, size_t *held)
+{
+	PGresult *res = NULL;
+	int rc;
+	*allocated = 0;
+	*held = 0;
+	if (!owner || !replica || !replica[0] || n == 0 || n > 4096 || cap < n)
+		return CC_EINVAL;
+	char *arr = uuid_array(ids, n, &rc);
+	if (!arr)
+		return rc;
+	const char *p[] = { owner, replica, arr };
+	rc = cc_pg_exec(pg, sql_allocate_local, 3, p, &res);
+	if (rc != 0)
+		goto out;
+	size_t rows = (size_t)PQntuples(res);
+	if (rows > 0 && PQnfields(res) != NCOLUMNS + 3)
+		CC_BUG("batch allocation returned the wrong columns");
+	if (rows > n)
+		CC_BUG("batch allocation returned more rows than asked");
+	for (size_t i = 0; i < rows; i++)
+		allocation_from_row(res, (int)i, &out[i]);
+	*allocated = rows;
+	if (rows > 0) {
+		*held = (size_t)strtoull(PQgetvalue(res, 0, NCOLUMNS + 1), NULL, 10);
+		/* A paired server that was not IDLE after all: roll back rather than keep half a pair. */
+		if (strtoull(PQgetvalue(res, 0, NCOLUMNS + 2), NULL, 10) != rows)
+			rc = CC_ECONFLICT;
+	} else {
+		/* No row at all: the pool is dry or none is ours; ask which (one cheap statement). */
+		PQclear(res);
+		res = NULL;
+		const char *q[] = { arr, replica };
+		rc = cc_pg_exec(pg,
+				"SELECT count(*) FROM allocations WHERE id = ANY($1::uuid[]) AND state = 'REQUESTED' "
+				"AND claimed_by = $2",
+				2, q, &res);
+		if (rc == 0)
+			*held = (size_t)strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+	}
+out:
+	PQclear(res);
+	free(arr);
+	return rc;
+}
+
+int cc_allocations_lock_many(struct cc_pg *pg, const char *const *ids, size_t n, struct cc_allocation *out,
+			     size_t cap, size_t *rows)
+{
+	PGresult *res = NULL;
+	int rc;
+	*rows = 0;
+	if (n == 0 || n > 4096 || !out)
+		return CC_EINVAL;
+	char *arr = uuid_array(ids, n, &rc);
+	if (!arr)
+		return rc;
+	const char *p[] = { arr };
+	rc = cc_pg_exec(pg, sql_lock_many, 1, p, &res);
+	if (rc == 0) {
+		if (PQnfields(res) != NCOLUMNS)
+			CC_BUG("batch lock returned the wrong columns");
+		size_t k = (size_t)PQntuples(res);
+		for (size_t i = 0; i < k && i < cap; i++)
+			allocation_from_row(res, (int)i, &out[i]);
+		*rows = k < cap ? k : cap;
+	}
+	PQclear(res);
+	free(arr);
+	return rc;
 }

@@ -107,6 +107,33 @@ int cc_allocation_set_allocated(struct cc_pg *pg, const char *id, const char *re
 				struct cc_allocation *out) CC_MUST_CHECK;
 
 /*
+ * The local provider's allocation of a whole batch in one statement: the
+ * rows ids[0..n) that replica still holds REQUESTED are locked (FOR UPDATE,
+ * re-checked on the newest version), paired in order with as many IDLE
+ * servers of owner (lowest port first, FOR UPDATE SKIP LOCKED, so racing
+ * batches take distinct servers), and each pair is written: the server
+ * ALLOCATED to it, the allocation ALLOCATED with the endpoint, one
+ * "allocation.allocated" event each. The ALLOCATED rows go to out (cap >=
+ * n), *allocated of them; ids without a row are the pool running dry.
+ * *held is how many of the n replica still held: fewer than n means
+ * another replica took one over, and the caller must roll back (the
+ * servers paired with the others must not stay taken) and retry one by
+ * one. Returns 0 or a database error.
+ */
+int cc_allocations_allocate_local(struct cc_pg *pg, const char *owner, const char *replica, const char *const *ids,
+				  size_t n, struct cc_allocation *out, size_t cap, size_t *allocated,
+				  size_t *held) CC_MUST_CHECK;
+
+/*
+ * Reads allocations ids[0..n) with their matches and locks them (FOR
+ * UPDATE, in id order, so two batches never wait on each other in a
+ * cycle) for the roster transaction: up to cap rows into out, *rows of
+ * them (an unknown id has none). Returns 0 or a database error.
+ */
+int cc_allocations_lock_many(struct cc_pg *pg, const char *const *ids, size_t n, struct cc_allocation *out,
+			     size_t cap, size_t *rows) CC_MUST_CHECK;
+
+/*
  * No server now (no capacity, contention, a provider error): releases
  * replica's claim on n REQUESTED or ALLOCATED rows (ids) in one statement
  * and makes each due again in delay_ms[i] (PostgreSQL's clock);

@@ -21,16 +21,13 @@ static const char sql_create[] =
 	"SELECT m.id, m.proposal_id, m.playlist, m.state, m.revision, m.region, m.arena, m.build, "
 	"  m.protocol_version, m.team_size, r.player_id, r.team FROM m, r ORDER BY r.team, r.player_id";
 
-int cc_match_create(struct cc_pg *pg, const char *proposal_id, struct cc_match *out)
+/*
+ * Fills *out from rows of (id, proposal_id, playlist, state, revision,
+ * region, arena, build, protocol_version, team_size, player_id, team), one
+ * row per player: the shape sql_create and sql_get both return.
+ */
+static void match_from_rows(const PGresult *res, struct cc_match *out)
 {
-	PGresult *res = NULL;
-	const char *players[CC_FORMATION_MAX_PLAYERS];
-	const char *p[] = { proposal_id };
-	int rc = cc_pg_exec(pg, sql_create, 1, p, &res);
-	if (rc == 0 && PQntuples(res) == 0)
-		rc = CC_ENOTFOUND;
-	if (rc != 0)
-		goto out;
 	memset(out, 0, sizeof *out);
 	snprintf(out->id, sizeof out->id, "%s", PQgetvalue(res, 0, 0));
 	snprintf(out->proposal_id, sizeof out->proposal_id, "%s", PQgetvalue(res, 0, 1));
@@ -45,9 +42,23 @@ int cc_match_create(struct cc_pg *pg, const char *proposal_id, struct cc_match *
 	for (int i = 0; i < PQntuples(res) && i < CC_FORMATION_MAX_PLAYERS; i++) {
 		snprintf(out->player_ids[i], CC_UUID_BUF, "%s", PQgetvalue(res, i, 10));
 		out->teams[i] = (uint8_t)strtol(PQgetvalue(res, i, 11), NULL, 10);
-		players[i] = out->player_ids[i];
 		out->n_players++;
 	}
+}
+
+int cc_match_create(struct cc_pg *pg, const char *proposal_id, struct cc_match *out)
+{
+	PGresult *res = NULL;
+	const char *players[CC_FORMATION_MAX_PLAYERS];
+	const char *p[] = { proposal_id };
+	int rc = cc_pg_exec(pg, sql_create, 1, p, &res);
+	if (rc == 0 && PQntuples(res) == 0)
+		rc = CC_ENOTFOUND;
+	if (rc != 0)
+		goto out;
+	match_from_rows(res, out);
+	for (size_t i = 0; i < out->n_players; i++)
+		players[i] = out->player_ids[i];
 	/* The allocator's cue. */
 	struct cc_outbox_event ev = {
 		.event = "match.created",
@@ -88,22 +99,7 @@ int cc_match_get(struct cc_pg *pg, const char *match_id, bool for_update, struct
 		rc = CC_ENOTFOUND;
 	if (rc != 0)
 		goto out;
-	memset(out, 0, sizeof *out);
-	snprintf(out->id, sizeof out->id, "%s", PQgetvalue(res, 0, 0));
-	snprintf(out->proposal_id, sizeof out->proposal_id, "%s", PQgetvalue(res, 0, 1));
-	snprintf(out->playlist, sizeof out->playlist, "%s", PQgetvalue(res, 0, 2));
-	snprintf(out->state, sizeof out->state, "%s", PQgetvalue(res, 0, 3));
-	out->revision = strtoll(PQgetvalue(res, 0, 4), NULL, 10);
-	snprintf(out->region, sizeof out->region, "%s", PQgetvalue(res, 0, 5));
-	snprintf(out->arena, sizeof out->arena, "%s", PQgetvalue(res, 0, 6));
-	snprintf(out->build, sizeof out->build, "%s", PQgetvalue(res, 0, 7));
-	out->protocol_version = (int32_t)strtol(PQgetvalue(res, 0, 8), NULL, 10);
-	out->team_size = (int)strtol(PQgetvalue(res, 0, 9), NULL, 10);
-	for (int i = 0; i < PQntuples(res) && i < CC_FORMATION_MAX_PLAYERS; i++) {
-		snprintf(out->player_ids[i], CC_UUID_BUF, "%s", PQgetvalue(res, i, 10));
-		out->teams[i] = (uint8_t)strtol(PQgetvalue(res, i, 11), NULL, 10);
-		out->n_players++;
-	}
+	match_from_rows(res, out);
 out:
 	PQclear(res);
 	return rc;

@@ -63,4 +63,28 @@ struct cc_roster_record {
 int cc_roster_insert(struct cc_pg *pg, const struct cc_roster_record *r, const struct cc_roster_seat *seats,
 		     size_t n) CC_MUST_CHECK;
 
+/*
+ * cc_roster_participants for n matches in one statement: the seats of
+ * match_ids[i] go to seats[i * per ..] in slot order, their number to
+ * counts[i]. Returns 0; CC_ENOTFOUND when a match has no players;
+ * CC_ETOOBIG when one has more than per; CC_EINVAL for bad input; or a
+ * database error.
+ */
+int cc_roster_participants_many(struct cc_pg *pg, const char *const *match_ids, size_t n,
+				struct cc_roster_seat *seats, size_t per, size_t *counts) CC_MUST_CHECK;
+
+/*
+ * Publishes n rosters in one statement (the batch form of cc_roster_insert
+ * followed by cc_allocation_set_published, store/allocations.h): each
+ * rosters row, one assignments row per seat (seats[i][0..counts[i])), and
+ * each allocation ALLOCATED -> PUBLISHED (revision + 1, claim cleared) with
+ * its own "allocation.published" event to every player of its match. Every
+ * record must name the same key_id. Call with the allocations locked and
+ * seen ALLOCATED. Returns 0; CC_EINVAL for bad input; CC_ECONFLICT when a
+ * match already has a roster or an assignment, or an allocation was not
+ * ALLOCATED (roll back); or a database error.
+ */
+int cc_rosters_publish_many(struct cc_pg *pg, const struct cc_roster_record *recs,
+			    const struct cc_roster_seat *const *seats, const size_t *counts, size_t n) CC_MUST_CHECK;
+
 #endif

@@ -5,9 +5,11 @@
  * At start-up it spawns --local-capacity children of --local-server-command
  * on ports --local-port-min.., one per port, and records each in
  * game_servers (IDLE, owner = this instance). An allocation claims one IDLE
- * row with FOR UPDATE SKIP LOCKED and writes the endpoint in the same
+ * row with FOR UPDATE SKIP LOCKED (a batch: one statement pairs the
+ * claimed rows with as many servers) and writes the endpoint in the same
  * transaction; the server learns of it from its allocation file
- * (<state dir>/<server id>.json, written tmp + rename, mode 0600), which it
+ * (<state dir>/<server id>.json, written in <state dir>/.tmp, then renamed,
+ * mode 0600), which it
  * serves, then deletes after /shutdown. The sweep returns servers whose
  * allocation finished to IDLE and removes a file left behind.
  *
@@ -50,6 +52,8 @@
 #include "game/workload_token.h"
 #include "store/game_servers.h"
 #include "sys/banned.h"
+
+#define TMP_DIR ".tmp" /* under the state directory: allocation files being written */
 
 extern char **environ;
 
@@ -385,6 +389,12 @@ int local_pool_start(struct local_pool *p, struct cc_pg *pg)
 			     CC_LOG_STR("error", strerror(errno)));
 		return CC_EIO;
 	}
+	char tmpdir[4096];
+	if (snprintf(tmpdir, sizeof tmpdir, "%s/" TMP_DIR, p->a->cfg->local_state_dir) >= (int)sizeof tmpdir ||
+	    (mkdir(tmpdir, 0700) != 0 && errno != EEXIST)) {
+		cc_log_error("state_dir_failed", CC_LOG_STR("path", tmpdir), CC_LOG_STR("error", strerror(errno)));
+		return CC_EIO;
+	}
 	/* Before any child reads a file: those of allocations that ended while we were away go. */
 	int rc = release_with(pg, p->a, &n);
 	if (rc != 0)
@@ -483,35 +493,44 @@ struct allocate_tx {
 	struct cc_allocation **items;
 	size_t n;
 	enum alloc_outcome *out;
-	struct cc_allocation *res; /* the ALLOCATED rows, copied into items after the commit */
+	struct cc_allocation *res; /* the ALLOCATED rows by item, copied into items after the commit */
+	struct cc_allocation *rows; /* the statement's rows, in its order */
 };
 
+#define ALLOCATE_MAX 1024 /* items per batch: 2 * the --batch maximum, and more */
+
 /*
- * One transaction for the batch. The pool running dry is the no-capacity
- * outcome of every allocation left (nothing written for them); a claim
- * lost to another replica fails the whole transaction (CC_ECONFLICT: the
- * server it took must not stay taken), and the caller retries one by one.
+ * One transaction, one statement for the batch
+ * (cc_allocations_allocate_local: claimed rows paired with idle servers).
+ * Allocations left without a server are the no-capacity outcome (nothing
+ * written for them); a claim lost to another replica fails the whole
+ * transaction (CC_ECONFLICT: the servers paired with the others must not
+ * stay taken), and the caller retries one by one.
  */
 static int allocate_tx(struct cc_pg *pg, void *arg)
 {
 	struct allocate_tx *t = arg;
-	bool dry = false;
+	const char *ids[ALLOCATE_MAX];
+	size_t got = 0, held = 0;
+	if (t->n > ALLOCATE_MAX)
+		return CC_EINVAL;
 	for (size_t i = 0; i < t->n; i++) {
-		struct cc_game_server s;
+		ids[i] = t->items[i]->id;
 		t->out[i] = ALLOC_NO_CAPACITY;
-		if (dry)
-			continue;
-		int rc = cc_game_server_claim_idle(pg, t->w->a->instance, t->items[i]->id, &s);
-		if (rc == CC_ENOTFOUND) {
-			dry = true;
-			continue;
-		}
-		if (rc == 0)
-			rc = cc_allocation_set_allocated(pg, t->items[i]->id, t->w->replica, &s, NULL, &t->res[i]);
-		if (rc != 0)
-			return rc;
-		t->out[i] = ALLOC_OK;
 	}
+	int rc = cc_allocations_allocate_local(pg, t->w->a->instance, t->w->replica, ids, t->n, t->rows, t->n, &got,
+					       &held);
+	if (rc != 0)
+		return rc;
+	if (held < t->n)
+		return CC_ECONFLICT;
+	for (size_t k = 0; k < got; k++)
+		for (size_t i = 0; i < t->n; i++)
+			if (strcmp(t->rows[k].id, ids[i]) == 0) {
+				t->res[i] = t->rows[k];
+				t->out[i] = ALLOC_OK;
+				break;
+			}
 	return 0;
 }
 
@@ -519,14 +538,14 @@ static int allocate_tx(struct cc_pg *pg, void *arg)
 static int allocate_run(struct allocator_worker *w, struct cc_allocation **items, size_t n, enum alloc_outcome *out,
 			char *why, size_t whylen)
 {
-	struct cc_allocation *res = calloc(n, sizeof *res);
+	struct cc_allocation *res = calloc(2 * n, sizeof *res);
 	if (!res) {
 		for (size_t i = 0; i < n; i++)
 			out[i] = ALLOC_RETRY;
 		snprintf(why, whylen, "out of memory");
 		return CC_ENOMEM;
 	}
-	struct allocate_tx t = { .w = w, .items = items, .n = n, .out = out, .res = res };
+	struct allocate_tx t = { .w = w, .items = items, .n = n, .out = out, .res = res, .rows = res + n };
 	int rc = cc_pg_run_locked(w->pg, allocate_tx, &t);
 	enum alloc_outcome all = ALLOC_RETRY;
 	switch (rc) {
@@ -591,8 +610,15 @@ int local_deliver(struct allocator_worker *w, const struct cc_allocation *al)
 	int rc = 0, fd = -1;
 	char *text = NULL;
 
+	/*
+	 * The temporary file lives in a subdirectory: a child waiting on the
+	 * state directory (inotify) then sees one event per allocation, the
+	 * rename, instead of the write and two moves, and every child of the
+	 * pool wakes for each of them.
+	 */
 	if (server_path(w->a, al->server_id, ".json", file, sizeof file) != 0 ||
-	    snprintf(tmp, sizeof tmp, "%s.tmp.%d", file, w->index) >= (int)sizeof tmp)
+	    snprintf(tmp, sizeof tmp, "%s/" TMP_DIR "/%s.json.%d", w->a->cfg->local_state_dir, al->server_id,
+		     w->index) >= (int)sizeof tmp)
 		return CC_ETOOBIG;
 	text = allocation_json(w->a, al);
 	if (!text)

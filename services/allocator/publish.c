@@ -5,7 +5,9 @@
  * digest (game/roster), ALLOCATED -> PUBLISHED and its outbox event, all in
  * one READ COMMITTED transaction (cc_pg_run_locked): the allocation row's
  * lock and state re-check, and the roster and assignment primary keys, not
- * the isolation level, are what make it safe (allocator.h says why).
+ * the isolation level, are what make it safe (allocator.h says why). Three
+ * statements for the whole batch: lock, participants, then rosters + seats
+ * + PUBLISHED + outbox (store/rosters.h); the tokens are signed in between.
  *
  * Idempotent: the allocation row is locked first and a row that is already
  * PUBLISHED (or over) is left alone, so a republish after a crash, or two
@@ -26,19 +28,38 @@
 #include "store/rosters.h"
 #include "sys/banned.h"
 
-/* Scratch space of one publication, reused across a batch. */
-struct publish_tx {
-	struct allocator *a;
+/* One publication of a batch: the allocation, its seats, tokens, roster, digest and manifest. */
+struct publish_item {
+	struct cc_allocation al;
+	size_t index; /* into the caller's ids */
+	size_t n;     /* seats */
 	struct cc_roster_seat seats[CC_ROSTER_MAX_ENTRIES];
 	char tokens[CC_ROSTER_MAX_ENTRIES][CC_JOIN_TOKEN_BUF];
 	struct cc_roster roster;
+	char digest[CC_SHA256_HEX_LEN + 1];
+	char *manifest;
+};
+
+/* Scratch space of a batch's publication (up to cap items), reused by the one-by-one retries. */
+struct publish_tx {
+	struct allocator *a;
+	size_t cap;
+	struct publish_item *items;
+	struct cc_allocation *locked;
+	const char **match_ids;
+	struct cc_roster_seat *seats; /* cap * CC_ROSTER_MAX_ENTRIES */
+	size_t *counts;
+	struct cc_roster_record *recs;
+	const struct cc_roster_seat **seat_ptrs;
 };
 
 /* Signs every seat's join token and fills the roster; 0 or the signer's error. */
-static int sign_seats(struct publish_tx *t, const struct cc_allocation *al, size_t n)
+static int sign_seats(const struct allocator *a, struct publish_item *t)
 {
-	const struct allocator_config *cfg = t->a->cfg;
+	const struct allocator_config *cfg = a->cfg;
+	const struct cc_allocation *al = &t->al;
 	struct cc_roster *r = &t->roster;
+	size_t n = t->n;
 	memset(r, 0, sizeof *r);
 	snprintf(r->match_id, sizeof r->match_id, "%s", al->match_id);
 	snprintf(r->allocation_id, sizeof r->allocation_id, "%s", al->id);
@@ -57,7 +78,7 @@ static int sign_seats(struct publish_tx *t, const struct cc_allocation *al, size
 		c.generation = s->generation;
 		snprintf(c.player_id, sizeof c.player_id, "%s", s->player_id);
 		c.expires_at = expires;
-		int rc = cc_join_token_sign(t->a->join_keys, &c, t->tokens[i], sizeof t->tokens[i]);
+		int rc = cc_join_token_sign(a->join_keys, &c, t->tokens[i], sizeof t->tokens[i]);
 		if (rc != 0)
 			return rc;
 		s->join_token = t->tokens[i];
@@ -69,43 +90,17 @@ static int sign_seats(struct publish_tx *t, const struct cc_allocation *al, size
 	return 0;
 }
 
-/* Publishes allocation id in the caller's transaction; *published says whether this call did. */
-static int publish_one(struct cc_pg *pg, struct publish_tx *t, const char *id, bool *published)
+/* Signs, validates, digests and builds the manifest of item t; 0 or the first error. */
+static int prepare_item(const struct allocator *a, struct publish_item *t)
 {
-	struct cc_allocation al;
-	char digest[CC_SHA256_HEX_LEN + 1], err[160];
-	char *manifest = NULL;
-	size_t n = 0;
-
-	*published = false;
-	int rc = cc_allocation_lock(pg, id, &al);
-	if (rc != 0)
-		return rc;
-	if (strcmp(al.state, "ALLOCATED") != 0)
-		return strcmp(al.state, "REQUESTED") == 0 ? CC_ESTATE : 0; /* published or over: nothing to do */
-	rc = cc_roster_participants(pg, al.match_id, t->seats, CC_ROSTER_MAX_ENTRIES, &n);
-	if (rc == 0)
-		rc = sign_seats(t, &al, n);
+	char err[160];
+	int rc = sign_seats(a, t);
 	if (rc == 0 && (rc = cc_roster_validate(&t->roster, err, sizeof err)) != 0)
-		cc_log_error("roster_invalid", CC_LOG_STR("allocation_id", al.id), CC_LOG_STR("reason", err));
+		cc_log_error("roster_invalid", CC_LOG_STR("allocation_id", t->al.id), CC_LOG_STR("reason", err));
 	if (rc == 0)
-		rc = cc_roster_digest(&t->roster, digest);
+		rc = cc_roster_digest(&t->roster, t->digest);
 	if (rc == 0)
-		rc = cc_roster_manifest_build(&t->roster, &manifest);
-	if (rc != 0)
-		goto out;
-	struct cc_roster_record rec = { .match_id = al.match_id,
-					.allocation_id = al.id,
-					.key_id = t->a->cfg->join_key_id,
-					.digest = digest,
-					.manifest_json = manifest };
-	rc = cc_roster_insert(pg, &rec, t->seats, n);
-	if (rc == 0)
-		rc = cc_allocation_set_published(pg, al.id, &al);
-	if (rc == 0)
-		*published = true;
-out:
-	free(manifest);
+		rc = cc_roster_manifest_build(&t->roster, &t->manifest);
 	return rc;
 }
 
@@ -116,26 +111,123 @@ struct batch_tx {
 	bool *published;
 };
 
+/*
+ * Publishes ids[0..n) in the caller's transaction, one statement per
+ * phase for the whole batch: lock the rows (in id order), read every
+ * match's participants, then (after signing in C) write every roster, seat,
+ * PUBLISHED and outbox event. A row already PUBLISHED or over is left
+ * alone; a REQUESTED one fails the batch (CC_ESTATE).
+ */
 static int batch_tx(struct cc_pg *pg, void *arg)
 {
 	struct batch_tx *b = arg;
-	for (size_t i = 0; i < b->n; i++) {
-		int rc = publish_one(pg, b->t, b->ids[i], &b->published[i]);
-		if (rc != 0)
-			return rc;
+	struct publish_tx *t = b->t;
+	size_t rows = 0, k = 0;
+	int rc;
+
+	for (size_t i = 0; i < b->n; i++)
+		b->published[i] = false;
+	for (size_t i = 0; i < t->cap; i++) {
+		free(t->items[i].manifest); /* a retried transaction starts over */
+		t->items[i].manifest = NULL;
 	}
+	if (b->n > t->cap)
+		return CC_EINVAL;
+	rc = cc_allocations_lock_many(pg, b->ids, b->n, t->locked, t->cap, &rows);
+	if (rc != 0)
+		return rc;
+	for (size_t r = 0; r < rows; r++) {
+		if (strcmp(t->locked[r].state, "REQUESTED") == 0)
+			return CC_ESTATE;
+		if (strcmp(t->locked[r].state, "ALLOCATED") != 0)
+			continue; /* published or over: nothing to do */
+		struct publish_item *it = &t->items[k];
+		it->al = t->locked[r];
+		it->index = b->n;
+		for (size_t i = 0; i < b->n; i++)
+			if (strcmp(b->ids[i], it->al.id) == 0)
+				it->index = i;
+		if (it->index == b->n)
+			CC_BUG("locked an allocation not asked for");
+		t->match_ids[k] = it->al.match_id;
+		k++;
+	}
+	if (k == 0)
+		return 0;
+	rc = cc_roster_participants_many(pg, t->match_ids, k, t->seats, CC_ROSTER_MAX_ENTRIES, t->counts);
+	if (rc != 0)
+		return rc;
+	for (size_t j = 0; j < k; j++) {
+		struct publish_item *it = &t->items[j];
+		it->n = t->counts[j];
+		memcpy(it->seats, &t->seats[j * CC_ROSTER_MAX_ENTRIES], it->n * sizeof it->seats[0]);
+		if ((rc = prepare_item(t->a, it)) != 0)
+			return rc;
+		t->recs[j] = (struct cc_roster_record){ .match_id = it->al.match_id,
+							.allocation_id = it->al.id,
+							.key_id = t->a->cfg->join_key_id,
+							.digest = it->digest,
+							.manifest_json = it->manifest };
+		t->seat_ptrs[j] = it->seats;
+	}
+	rc = cc_rosters_publish_many(pg, t->recs, t->seat_ptrs, t->counts, k);
+	if (rc != 0)
+		return rc;
+	for (size_t j = 0; j < k; j++)
+		b->published[t->items[j].index] = true;
 	return 0;
+}
+
+static void publish_tx_free(struct publish_tx *t)
+{
+	if (!t)
+		return;
+	if (t->items) {
+		for (size_t i = 0; i < t->cap; i++)
+			free(t->items[i].manifest);
+		sodium_memzero(t->items, t->cap * sizeof t->items[0]); /* join tokens */
+	}
+	if (t->seats)
+		sodium_memzero(t->seats, t->cap * CC_ROSTER_MAX_ENTRIES * sizeof t->seats[0]);
+	free(t->items);
+	free(t->locked);
+	free(t->match_ids);
+	free(t->seats);
+	free(t->counts);
+	free(t->recs);
+	free(t->seat_ptrs);
+	free(t);
+}
+
+static struct publish_tx *publish_tx_new(struct allocator *a, size_t cap)
+{
+	struct publish_tx *t = calloc(1, sizeof *t);
+	if (!t)
+		return NULL;
+	t->a = a;
+	t->cap = cap;
+	t->items = calloc(cap, sizeof *t->items);
+	t->locked = calloc(cap, sizeof *t->locked);
+	t->match_ids = calloc(cap, sizeof *t->match_ids);
+	t->seats = calloc(cap * CC_ROSTER_MAX_ENTRIES, sizeof *t->seats);
+	t->counts = calloc(cap, sizeof *t->counts);
+	t->recs = calloc(cap, sizeof *t->recs);
+	t->seat_ptrs = calloc(cap, sizeof *t->seat_ptrs);
+	if (!t->items || !t->locked || !t->match_ids || !t->seats || !t->counts || !t->recs || !t->seat_ptrs) {
+		publish_tx_free(t);
+		return NULL;
+	}
+	return t;
 }
 
 void allocator_publish_batch(struct allocator_worker *w, const char *const *ids, size_t n, bool *published, int *rcs)
 {
-	struct publish_tx *t = calloc(1, sizeof *t);
+	struct publish_tx *t = n ? publish_tx_new(w->a, n) : NULL;
 	if (!t) {
 		for (size_t i = 0; i < n; i++)
 			rcs[i] = CC_ENOMEM;
 		return;
 	}
-	t->a = w->a;
 	struct batch_tx b = { .t = t, .ids = ids, .n = n, .published = published };
 	int rc = cc_pg_run_locked(w->pg, batch_tx, &b);
 	for (size_t i = 0; i < n; i++)
@@ -147,6 +239,5 @@ void allocator_publish_batch(struct allocator_worker *w, const char *const *ids,
 			rcs[i] = cc_pg_run_locked(w->pg, batch_tx, &one);
 		}
 	}
-	sodium_memzero(t, sizeof *t); /* join tokens */
-	free(t);
+	publish_tx_free(t);
 }
