@@ -89,4 +89,12 @@ until [[ $(sql "SELECT state FROM game_servers WHERE port = $game_port") == IDLE
 	sleep 0.1
 done
 score=$(grep '"event":"match_ended"' "$log" | tail -1 | jq -c '[.score_0, .score_1]')
+# The score that rated the players is the one they saw: match_results (what
+# cc-gameserver posted) must equal the server's match_ended line and every
+# player's final snapshot score (game_finished), not only the broadcast.
+recorded=$(sql "SELECT '[' || score_team0 || ',' || score_team1 || ']' FROM match_results WHERE match_id = '$match'")
+expect_eq "recorded result vs the server's match_ended score" "$score" "$recorded"
+seen=$(grep '"event":"game_finished"' "$T_DIR/player.err" | jq -c '[.score0, .score1]' | sort -u | tr '\n' ' ' | sed 's/ $//')
+[[ $(grep -c '"event":"game_finished"' "$T_DIR/player.err") == 6 ]] || fail "expected 6 game_finished lines in $T_DIR/player.err"
+expect_eq "every player's final snapshot score vs the recorded result" "$recorded" "$seen"
 pass "match $match: played over ENet by six players, score $score, COMPLETED, rated once, server IDLE again: $summary"
