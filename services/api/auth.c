@@ -7,6 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <stdint.h>
+
 #include "api.h"
 #include "sys/charset.h"
 #include "sys/crypto.h"
@@ -15,26 +17,37 @@
 
 #define TOKEN_MAX API_BEARER_TOKEN_MAX
 
+/* RFC 6750's b64token of 1..max characters. */
+static bool b64token_ok(const char *token, size_t len, size_t max)
+{
+	return token && len > 0 && len <= max && cc_charset_all(token, len, CC_CHARSET_ALNUM, "-._~+/=");
+}
+
 bool api_bearer_token_syntax_ok(const char *token, size_t len)
 {
-	/* RFC 6750's b64token. */
-	return token && len > 0 && len <= TOKEN_MAX && cc_charset_all(token, len, CC_CHARSET_ALNUM, "-._~+/=");
+	return b64token_ok(token, len, TOKEN_MAX);
 }
 
 /*
- * Extracts the token of "Authorization: Bearer <token>" into buf, or returns
- * false for an absent, malformed or oversized header.
+ * The one reader of "Authorization: Bearer <token>": copies a b64token of
+ * at most max characters into buf (cap bytes), or returns false for an
+ * absent header, another scheme, or a malformed or oversized token.
  */
-bool api_bearer_parse(const char *h, char *buf, size_t len)
+static bool bearer_from_header(const char *h, size_t max, char *buf, size_t cap)
 {
 	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
 		return false;
 	h += 7;
 	size_t n = strlen(h);
-	if (n >= len || !api_bearer_token_syntax_ok(h, n))
+	if (n >= cap || !b64token_ok(h, n, max))
 		return false;
 	memcpy(buf, h, n + 1);
 	return true;
+}
+
+bool api_bearer_parse(const char *h, char *buf, size_t len)
+{
+	return bearer_from_header(h, TOKEN_MAX, buf, len);
 }
 
 static bool bearer_token(const struct cc_http_request *req, char *buf, size_t len)
@@ -42,17 +55,10 @@ static bool bearer_token(const struct cc_http_request *req, char *buf, size_t le
 	return api_bearer_parse(cc_http_header(req, "Authorization"), buf, len);
 }
 
+/* Workload tokens are longer than session tokens: only the buffer bounds them. */
 bool api_bearer_token(const struct cc_http_request *req, char *buf, size_t cap)
 {
-	const char *h = cc_http_header(req, "Authorization");
-	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
-		return false;
-	h += 7;
-	size_t n = strlen(h);
-	if (n == 0 || n >= cap || !cc_charset_all(h, n, CC_CHARSET_ALNUM, "-._~+/="))
-		return false;
-	memcpy(buf, h, n + 1);
-	return true;
+	return bearer_from_header(cc_http_header(req, "Authorization"), SIZE_MAX, buf, cap);
 }
 
 int api_authenticate(struct api *api, struct cc_pg *pg, const struct cc_http_request *req,
