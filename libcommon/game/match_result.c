@@ -69,6 +69,8 @@ static int parse_player(const cJSON *item, size_t i, struct cc_match_result_play
 		goto out;
 	p->bot = false;
 	rc = cc_json_get_bool(item, "bot", false, &p->bot, err);
+	if (rc == CC_ENOTFOUND)
+		rc = 0; /* optional: absent means a human played the whole match */
 out:
 	/* A field-level message names the field but not which player: add the index. */
 	if (rc != 0 && err->field[0] && strncmp(err->message, "players[", 8) != 0) {

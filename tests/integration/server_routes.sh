@@ -324,7 +324,7 @@ expect_http "casual result with a bot" 200
 expect_eq "no rating change in the answer" 0 "$(jq '.rating_changes | length' <<<"$BODY")"
 expect_eq "no rating_changes rows (the bot's team has no human)" 0 "$(sql "SELECT count(*) FROM rating_changes WHERE match_id = '$M4'")"
 expect_eq "no rating row moved for the bot-played participant" 0 "$(sql "SELECT count(*) FROM ratings WHERE player_id = '${P4[1]}' AND games > 0")"
-expect_eq "the bot mark is recorded" "true" "$(sql "SELECT body->'players' @> '[{\"player_id\":\"${P4[1]}\",\"bot\":true}]' FROM match_results WHERE match_id = '$M4'")"
+expect_eq "the bot mark is recorded" t "$(sql "SELECT body->'players' @> '[{\"player_id\":\"${P4[1]}\",\"bot\":true}]' FROM match_results WHERE match_id = '$M4'")"
 expect_eq "the match completed" COMPLETED "$(sql "SELECT state FROM matches WHERE id = '$M4'")"
 srv POST local-sr-4 result "$TD" "{\"score\":[1,0],\"duration_seconds\":300,\"players\":${bplayers/BOT/false}}"
 expect_http "the same result without the bot mark" 409 replay_conflict
