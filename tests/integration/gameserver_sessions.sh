@@ -89,6 +89,10 @@ if ((kicked_between == 0)); then
 	# The ship coasted where the server left it: at most 35 m/s (the speed cap) for the ticks between, plus quantisation.
 	python3 -c "import sys; d, t = float('$dist'), ($t1 - $t0) / 60; sys.exit(0 if d <= 35 * t + 0.5 else 1)" ||
 		fail "slot 0's ship jumped $dist m in $((t1 - t0)) ticks across the resume: $p0"
+	# Nor was it parked: slot 0 (team 0, spawn index 0) parks at (0, 9, -18) (game/sim.h cc_sim_spawn).
+	from_spawn=$(jq -r '.own_after.pos | [.[0], .[1] - 9, .[2] + 18] | map(. * .) | add | sqrt' <<<"$p0")
+	python3 -c "import sys; sys.exit(0 if float('$from_spawn') > 0.5 else 1)" ||
+		fail "slot 0's ship sat at its spawn when it resumed (parked, not kept in play): $p0"
 	pass "slot 0 resumed: same slot and team, its ship $dist m on after $((t1 - t0)) ticks away (it coasted, never reset)"
 else
 	pass "slot 0 resumed: same slot and team (a kickoff reset every ship while it was away)"
@@ -118,10 +122,11 @@ pass "players saw the bot flag on slots 2 and 3 only (snapshots $snap_bits, play
 # The spectator: the same snapshot bytes as the players, to the end.
 expect_eq "spectator" "ended 255 255" "$(jq -r '"\(.result) \(.slot) \(.team)"' <<<"$spec")"
 for who in p0 p3; do
-	common=$(join <(sort -u "$T_DIR/spectator.snaps") <(sort -u "$T_DIR/$who.snaps") | wc -l)
-	diff_ticks=$(join <(sort -u "$T_DIR/spectator.snaps" | cut -d' ' -f1 | sort -u) <(sort -u "$T_DIR/$who.snaps" | cut -d' ' -f1 | sort -u) | wc -l)
-	((common >= 200)) || fail "spectator and $who share only $common snapshots"
-	expect_eq "ticks both saw = ticks with identical bytes ($who)" "$diff_ticks" "$common"
+	# Lines are "tick hash": ticks both saw, and of those the lines (tick and bytes' hash) that are identical.
+	ticks=$(comm -12 <(cut -d' ' -f1 "$T_DIR/spectator.snaps" | sort -u) <(cut -d' ' -f1 "$T_DIR/$who.snaps" | sort -u) | wc -l)
+	common=$(comm -12 <(sort -u "$T_DIR/spectator.snaps") <(sort -u "$T_DIR/$who.snaps") | wc -l)
+	((ticks >= 200)) || fail "spectator and $who share only $ticks snapshot ticks"
+	expect_eq "snapshots with identical bytes, of the $ticks ticks both the spectator and $who received" "$ticks" "$common"
 done
 grep -q '"event":"spectator_left".*"ignored_messages":[1-9]' "$T_DIR/gs.log" || fail "the spectator's inputs were not counted as ignored"
 pass "the spectator received byte-identical snapshots ($common shared with slot 3), its own inputs ignored"
