@@ -172,7 +172,11 @@ $(B)/asan/tests/integration/test_steam: $(B)/asan/services/api/steam.o
 $(B)/asan/tests/unit/test_player_latency: $(B)/asan/tests/player/latency.o
 $(B)/asan/tests/unit/test_gs_input: $(B)/asan/gameserver/wire_glue.o $(B)/asan/gameserver/match.o
 # test_player_game plays cc-player's game stage against a game server in the test, over real ENet.
-$(B)/asan/tests/unit/test_player_game: $(B)/asan/tests/player/game.o
+$(B)/asan/tests/unit/test_player_game: $(B)/asan/tests/player/game.o $(B)/asan/tests/player/predict.o \
+	$(B)/asan/tests/player/clocksync.o $(B)/asan/tests/player/latency.o
+# test_player_predict: own-ship prediction, reconciliation and its error; clock sync from pongs.
+$(B)/asan/tests/unit/test_player_predict: $(B)/asan/tests/player/predict.o $(B)/asan/tests/player/clocksync.o \
+	$(B)/asan/tests/player/latency.o
 $(B)/asan/tests/unit/test_player_game: PKG_LIBS += $(shell pkg-config --libs libenet)
 
 # The game-server bench links cc-gameserver's objects minus main.c, and ENet.

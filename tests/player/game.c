@@ -55,6 +55,10 @@ struct gp {
 	uint32_t end_tick;             /* match_end's tick */
 	bool saw_end_snapshot;         /* a snapshot at or past end_tick arrived */
 	float style;                   /* chase style, redrawn at each kickoff */
+	struct pc_predict pred;        /* own ship predicted and reconciled (predict.h) */
+	struct pc_clock clock;         /* server clock from pongs (clocksync.h) */
+	int64_t next_ping_ms;
+	bool reported;                 /* the prediction and clock_sync lines are out */
 };
 
 struct game_thread {
@@ -202,33 +206,12 @@ static void send_hello(struct gp *p, int64_t now_ms)
 static void decide(const struct gp *p, struct cc_sim_input *in)
 {
 	struct cc_sim view;
-	unsigned per_team[2] = { 0, 0 };
 	int me = p->res->slot;
 
 	memset(in, 0, sizeof *in);
 	if (!p->have_snapshot)
 		return;
-	memset(&view, 0, sizeof view);
-	cc_wire_body_to_sim(&p->snap.ball, &view.ball);
-	view.ball_live = true;
-	view.last_touch = -1;
-	for (unsigned i = 0; i < p->snap.player_count; i++) {
-		const struct cc_wire_player_state *ps = &p->snap.players[i];
-		if (ps->slot >= CC_SIM_MAX_SHIPS)
-			continue;
-		struct cc_sim_ship *s = &view.ships[ps->slot];
-		cc_wire_body_to_sim(&ps->body, &s->body);
-		s->boost = cc_wire_boost_unpack(ps->boost);
-		s->team = p->team_of[ps->slot];
-		s->active = (ps->flags & (CC_WIRE_PF_CONNECTED | CC_WIRE_PF_BOT)) != 0 || ps->slot == me;
-		if (ps->slot + 1u > view.ship_count)
-			view.ship_count = (uint8_t)(ps->slot + 1u);
-	}
-	for (unsigned i = 0; i < view.ship_count; i++)
-		if (view.ships[i].team < 2)
-			view.ships[i].spawn = (uint8_t)per_team[view.ships[i].team]++;
-	if (me >= 0 && me < view.ship_count && view.ships[me].active) {
-		view.ships[me].team = (uint8_t)p->res->team;
+	if (pc_snapshot_view(&p->snap, p->team_of, me, p->res->team, &view)) {
 		cc_chase_team_input(&view, (unsigned)me, p->style, in);
 		return;
 	}
@@ -264,12 +247,57 @@ static void send_input(struct gp *p, int64_t now_ms)
 	m.u.input.count = (uint16_t)count;
 	for (unsigned i = 0; i < count; i++)
 		m.u.input.inputs[i] = p->ring[(uint16_t)(p->seq - i) % RING];
+	/* Predicted as the server will apply it (the quantised axes), the moment it is sent. */
+	pc_predict_input(&p->pred, p->seq, &p->ring[p->seq % RING]);
+	pc_predict_poll(&p->pred, now_ms);
 	if (send_msg(p, &m) != 0) {
 		fail(p, now_ms, "input %u could not be encoded or sent", (unsigned)p->seq);
 		drop(p, now_ms);
 		return;
 	}
 	p->res->inputs_sent++;
+}
+
+/* A ping every PC_CLOCK_PING_MS (clock sync): its client_time is our monotonic clock in microseconds. */
+static void maybe_ping(struct gp *p, int64_t now_ms)
+{
+	if (now_ms < p->next_ping_ms)
+		return;
+	p->next_ping_ms = now_ms + PC_CLOCK_PING_MS;
+	struct cc_wire_msg m;
+	memset(&m, 0, sizeof m);
+	m.id = CC_MSG_PING;
+	m.u.ping.client_time = pc_clock_stamp(cc_clock_ns());
+	if (send_msg(p, &m) != 0)
+		cc_log_warn("game_ping_failed", CC_LOG_INT("player", p->index));
+}
+
+/* The prediction error and the clock estimate, into the result and one info line each (once). */
+static void report_netcode(struct gp *p)
+{
+	struct pc_game_result *r = p->res;
+	struct pc_predict_stats *ps = &r->pred;
+	if (p->reported)
+		return;
+	p->reported = true;
+	pc_predict_flush(&p->pred);
+	cc_log_info("prediction", CC_LOG_INT("player", p->index), CC_LOG_STR("match_id", p->a.match_id),
+		    CC_LOG_INT("slot", r->slot), CC_LOG_INT("snapshots", ps->snapshots), CC_LOG_INT("used", ps->used),
+		    CC_LOG_INT("stalled", ps->stalled), CC_LOG_INT("held", ps->held), CC_LOG_INT("kickoff", ps->kickoff),
+		    CC_LOG_INT("stopped", ps->stopped), CC_LOG_INT("unmatched", ps->unmatched),
+		    CC_LOG_DBL("replayed_per_snapshot", ps->snapshots ? (double)ps->replayed / ps->snapshots : 0.0),
+		    CC_LOG_DBL("p50_m", pc_latency_percentile_ms(&ps->err_um, 50)),
+		    CC_LOG_DBL("p95_m", pc_latency_percentile_ms(&ps->err_um, 95)),
+		    CC_LOG_DBL("p99_m", pc_latency_percentile_ms(&ps->err_um, 99)),
+		    CC_LOG_DBL("max_m", pc_latency_percentile_ms(&ps->err_um, 100)));
+	r->pongs = p->clock.pongs;
+	r->clock_valid = pc_clock_estimate(&p->clock, &r->clock);
+	if (r->clock_valid)
+		cc_log_info("clock_sync", CC_LOG_INT("player", p->index), CC_LOG_STR("match_id", p->a.match_id),
+			    CC_LOG_INT("at_ns", r->clock.at_ns), CC_LOG_DBL("tick_at", r->clock.tick_at),
+			    CC_LOG_INT("origin_ns", r->clock.origin_ns), CC_LOG_DBL("rtt_ms", r->clock.rtt_ms),
+			    CC_LOG_DBL("bound_ms", r->clock.bound_ms), CC_LOG_INT("window", r->clock.window),
+			    CC_LOG_INT("pongs", p->clock.pongs), CC_LOG_INT("bogus", p->clock.bogus));
 }
 
 /* After match_end: what was sent must add up (game.h). Decides the outcome and leaves. */
@@ -296,6 +324,7 @@ static void judge_end(struct gp *p, int64_t now_ms)
 		r->outcome = PC_GAME_OK;
 		r->score_agrees = true;
 	}
+	report_netcode(p);
 	cc_log_info("game_finished", CC_LOG_INT("player", p->index), CC_LOG_STR("match_id", p->a.match_id),
 		    CC_LOG_INT("slot", r->slot), CC_LOG_INT("team", r->team), CC_LOG_INT("score0", r->final_score[0]),
 		    CC_LOG_INT("score1", r->final_score[1]), CC_LOG_INT("snapshots", r->snapshots),
@@ -323,6 +352,7 @@ static void take_snapshot(struct gp *p, const struct cc_wire_snapshot *s, size_t
 	p->snap = *s;
 	p->have_snapshot = true;
 	r->snapshots++;
+	pc_predict_snapshot(&p->pred, s, p->team_of, now_ms);
 	if (p->st == GP_ENDED && s->tick >= p->end_tick) {
 		p->saw_end_snapshot = true;
 		judge_end(p, now_ms);
@@ -349,6 +379,7 @@ static void on_message(struct game_thread *t, struct gp *p, const struct cc_wire
 			p->team_of[r->slot] = (uint8_t)r->team;
 		p->max_inputs = m->u.welcome.max_inputs;
 		r->connected_ns = (uint64_t)cc_clock_ns();
+		pc_predict_init(&p->pred, r->slot, r->team, &r->pred);
 		p->style = draw_style(g, p);
 		set_state(p, GP_PLAYING, now_ms);
 		break;
@@ -370,15 +401,24 @@ static void on_message(struct game_thread *t, struct gp *p, const struct cc_wire
 		break;
 	case CC_MSG_GOAL:
 		r->goals_seen++;
+		pc_predict_reliable(&p->pred, m->u.goal.tick, false);
 		break;
 	case CC_MSG_KICKOFF:
 		r->kickoffs++;
 		p->style = draw_style(g, p);
+		pc_predict_reliable(&p->pred, m->u.kickoff.tick, true);
+		break;
+	case CC_MSG_MATCH_STATE:
+		pc_predict_reliable(&p->pred, m->u.match_state.tick, false);
+		break;
+	case CC_MSG_PONG:
+		pc_clock_pong(&p->clock, &m->u.pong, cc_clock_ns());
 		break;
 	case CC_MSG_MATCH_END:
 		if (p->st != GP_PLAYING)
 			break;
 		r->ended_ns = (uint64_t)cc_clock_ns();
+		pc_predict_reliable(&p->pred, m->u.match_end.tick, false);
 		memcpy(r->final_score, m->u.match_end.score, 2);
 		r->winner = m->u.match_end.winner;
 		r->end_reason = m->u.match_end.reason;
@@ -391,7 +431,7 @@ static void on_message(struct game_thread *t, struct gp *p, const struct cc_wire
 		}
 		break;
 	default:
-		break; /* match_state, pong: nothing to do */
+		break;
 	}
 }
 
@@ -516,8 +556,11 @@ static void *game_thread_main(void *arg)
 			t->late_ticks += cc_clock_ns() - next_tick > TICK_NS;
 			for (int i = 0; i < t->n_mine; i++) {
 				struct gp *p = t->mine[i];
-				if (p->st == GP_PLAYING || p->st == GP_ENDED)
+				if (p->st == GP_PLAYING || p->st == GP_ENDED) {
 					send_input(p, now_ms);
+					if (p->st == GP_PLAYING || p->st == GP_ENDED)
+						maybe_ping(p, now_ms);
+				}
 			}
 			next_tick += TICK_NS;
 			/* Fell far behind (a stalled machine): resume the beat from now rather than burst. */
@@ -594,6 +637,7 @@ int pc_game_add(struct pc_game *g, int index, const struct pc_game_assignment *a
 	}
 	struct gp *p = &g->players[n];
 	memset(res, 0, sizeof *res);
+	pc_latency_init(&res->pred.err_um, 0);
 	res->assigned_ns = assigned_ns;
 	res->slot = -1;
 	res->team = -1;
@@ -606,6 +650,8 @@ int pc_game_add(struct pc_game *g, int index, const struct pc_game_assignment *a
 	p->added_ms = cc_clock_ms();
 	p->state_ms = p->added_ms;
 	memset(p->team_of, TEAM_UNKNOWN, sizeof p->team_of);
+	pc_predict_init(&p->pred, -1, 0, &res->pred); /* the slot comes with welcome */
+	pc_clock_init(&p->clock);
 	struct game_thread *t = &g->threads[n % g->opts.threads];
 	pthread_mutex_lock(&t->lock);
 	t->pending[t->n_pending++] = p; /* never past cap: n < max_players and players are dealt round-robin */
@@ -651,4 +697,10 @@ void pc_game_free(struct pc_game *g)
 	free(g->threads);
 	free(g->players);
 	free(g);
+}
+
+void pc_game_result_release(struct pc_game_result *r)
+{
+	if (r)
+		pc_latency_release(&r->pred.err_um);
 }
