@@ -465,6 +465,10 @@ static void tick(struct gs_server *s)
 	struct event_ctx ec = { .s = s };
 	gs_match_step(s->match, on_event, &ec);
 	uint32_t t = gs_match_tick(s->match);
+	/* Once a second, the tick and the monotonic time it was due: the clock pongs measure
+	 * (tick + fraction past that time), so a test on this machine can check a client's estimate. */
+	if (t % TICK_HZ == 0)
+		cc_log_info("clock", CC_LOG_INT("tick", t), CC_LOG_INT("due_ns", s->next_tick_ns - TICK_NS));
 	if (s->opts.snapshot_interval > 0 && t % (uint32_t)s->opts.snapshot_interval == 0) {
 		bool connected[GS_MATCH_MAX_SLOTS] = { false };
 		const struct gs_input_state *inputs[GS_MATCH_MAX_SLOTS] = { NULL };

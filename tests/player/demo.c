@@ -808,6 +808,11 @@ static void play_summary(struct play_stats *st, char *buf, size_t cap)
 			 pc_latency_percentile_ms(&st->pred_err, 99), pc_latency_percentile_ms(&st->pred_err, 100),
 			 st->pred_err.n, (unsigned long long)st->pred_snapshots,
 			 pc_latency_percentile_ms(&st->clock_bound, 50), pc_latency_percentile_ms(&st->clock_bound, 100));
+	used = strlen(buf);
+	if (st->cost.net_packets && used < cap)
+		snprintf(buf + used, cap - used, " net_sim_packets=%llu net_sim_dropped=%llu net_sim_duplicated=%llu",
+			 (unsigned long long)st->cost.net_packets, (unsigned long long)st->cost.net_dropped,
+			 (unsigned long long)st->cost.net_duplicated);
 }
 
 static void play_stats_release(struct play_stats *st)
@@ -945,7 +950,10 @@ int pc_demo_run(const struct player_config *cfg)
 	if (cfg->play) {
 		struct pc_game_options go = { .threads = (int)cfg->game_threads, .max_players = (int)cfg->players,
 					      .deadline_ms = cfg->game_deadline_seconds * 1000,
-					      .seed = (uint64_t)(cfg->decision_seed >= 0 ? cfg->decision_seed : cfg->seed) };
+					      .seed = (uint64_t)(cfg->decision_seed >= 0 ? cfg->decision_seed : cfg->seed),
+					      .net_latency_ms = (int)cfg->net_sim_latency, .net_jitter_ms = (int)cfg->net_sim_jitter,
+					      .net_loss_pct = cfg->net_sim_loss, .net_dup_pct = cfg->net_sim_dup,
+					      .net_seed = (uint64_t)cfg->net_sim_seed };
 		enet_up = enet_initialize() == 0;
 		shared.game = enet_up ? pc_game_start(&go) : NULL;
 		if (!shared.game) {

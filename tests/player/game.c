@@ -16,6 +16,7 @@
 #include "game/sim.h"
 #include "sys/clock.h"
 #include "sys/log.h"
+#include "sys/netsim.h"
 #include "sys/banned.h"
 
 #define TICK_NS (1000000000LL / CC_WIRE_TICK_RATE)
@@ -40,6 +41,7 @@ struct gp {
 	struct pc_game_assignment a;
 	struct pc_game_result *res;
 	ENetPeer *peer;
+	struct cc_netsim *net;         /* its thread's network simulation (NULL: off) */
 	enum gp_state st;
 	int64_t added_ms, state_ms;    /* when handed over; when the current state began */
 	uint16_t seq;                  /* newest input sequence sent (0: none yet) */
@@ -67,6 +69,7 @@ struct game_thread {
 	pthread_t tid;
 	bool started;
 	ENetHost *host;
+	struct cc_netsim *net;         /* simulation of this host's packets, both directions (NULL: off) */
 	pthread_mutex_t lock;          /* guards pending */
 	struct gp **pending;           /* handed over, not yet taken by the thread */
 	int n_pending;
@@ -76,6 +79,7 @@ struct game_thread {
 	struct cc_wire_msg msg;        /* decode scratch (a few KB: not on the stack per packet) */
 	uint64_t cpu_ns;               /* CPU time the thread used, written as it exits */
 	uint64_t ticks, late_ticks;    /* input ticks run; of those, begun more than a tick late */
+	uint64_t net_packets, net_dropped, net_duplicated; /* the simulation's counters, written as it exits */
 };
 
 struct pc_game {
@@ -132,7 +136,7 @@ static int send_msg(struct gp *p, const struct cc_wire_msg *m)
 	ENetPacket *pkt = enet_packet_create(buf, len, info->reliable ? ENET_PACKET_FLAG_RELIABLE : 0);
 	if (!pkt)
 		return CC_ENOMEM;
-	if (enet_peer_send(p->peer, (enet_uint8)info->channel, pkt) != 0) {
+	if (cc_netsim_send(p->net, p->peer, (enet_uint8)info->channel, pkt) != 0) {
 		enet_packet_destroy(pkt);
 		return CC_EIO;
 	}
@@ -142,8 +146,10 @@ static int send_msg(struct gp *p, const struct cc_wire_msg *m)
 /* Disconnects gracefully: the outcome is decided; the DISCONNECT event (or a timeout) finishes it. */
 static void leave(struct gp *p, int64_t now_ms)
 {
-	if (p->peer)
+	if (p->peer) {
+		cc_netsim_forget_peer(p->net, p->peer); /* nothing held for it matters once we leave */
 		enet_peer_disconnect(p->peer, 0);
+	}
 	set_state(p, p->peer ? GP_LEAVING : GP_DONE, now_ms);
 }
 
@@ -152,6 +158,7 @@ static void drop(struct gp *p, int64_t now_ms)
 {
 	if (p->peer) {
 		p->peer->data = NULL;
+		cc_netsim_forget_peer(p->net, p->peer);
 		enet_peer_reset(p->peer);
 		p->peer = NULL;
 	}
@@ -175,6 +182,7 @@ static void connect_player(struct game_thread *t, struct gp *p, int64_t now_ms)
 		return;
 	}
 	p->peer->data = p;
+	p->net = t->net;
 	set_state(p, GP_CONNECTING, now_ms);
 }
 
@@ -545,10 +553,10 @@ static void *game_thread_main(void *arg)
 		if (wait_ms > MAX_SERVICE_WAIT_MS)
 			wait_ms = MAX_SERVICE_WAIT_MS;
 		ENetEvent ev;
-		int rc = enet_host_service(t->host, &ev, wait_ms);
+		int rc = cc_netsim_service(t->net, t->host, &ev, wait_ms);
 		while (rc > 0) {
 			on_event(t, &ev, cc_clock_ms());
-			rc = enet_host_service(t->host, &ev, 0);
+			rc = cc_netsim_service(t->net, t->host, &ev, 0);
 		}
 		now_ms = cc_clock_ms();
 		if (cc_clock_ns() >= next_tick) {
@@ -569,9 +577,24 @@ static void *game_thread_main(void *arg)
 		}
 		for (int i = 0; i < t->n_mine; i++)
 			check_deadlines(t, t->mine[i], now_ms);
-		enet_host_flush(t->host);
+		cc_netsim_flush(t->net, t->host);
 		if (atomic_load(&t->g->stop) && all_done(t))
 			break;
+	}
+	if (t->net) {
+		struct cc_netsim_stats ns;
+		cc_netsim_stats(t->net, &ns);
+		cc_log_info("game_netsim", CC_LOG_INT("thread", t->index), CC_LOG_INT("packets_out", (int64_t)ns.packets[CC_NETSIM_OUT]),
+			    CC_LOG_INT("packets_in", (int64_t)ns.packets[CC_NETSIM_IN]),
+			    CC_LOG_INT("dropped_out", (int64_t)ns.dropped[CC_NETSIM_OUT]),
+			    CC_LOG_INT("dropped_in", (int64_t)ns.dropped[CC_NETSIM_IN]),
+			    CC_LOG_INT("duplicated_out", (int64_t)ns.duplicated[CC_NETSIM_OUT]),
+			    CC_LOG_INT("duplicated_in", (int64_t)ns.duplicated[CC_NETSIM_IN]),
+			    CC_LOG_INT("retransmits", (int64_t)(ns.retransmits[0] + ns.retransmits[1])),
+			    CC_LOG_INT("overflow", (int64_t)ns.overflow));
+		t->net_dropped = ns.dropped[0] + ns.dropped[1];
+		t->net_duplicated = ns.duplicated[0] + ns.duplicated[1];
+		t->net_packets = ns.packets[0] + ns.packets[1];
 	}
 	struct timespec cpu;
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
@@ -612,6 +635,17 @@ struct pc_game *pc_game_start(const struct pc_game_options *opts)
 		t->host = enet_host_create(NULL, (size_t)per_thread, CC_WIRE_CHANNELS, 0, 0);
 		if (!t->pending || !t->mine || !t->host)
 			goto out_free;
+		/* Each thread's link its own random stream, from the seed and the thread: a run reproduces. */
+		struct cc_netsim_options no = { .latency_ms = opts->net_latency_ms, .jitter_ms = opts->net_jitter_ms,
+						.loss_pct = opts->net_loss_pct, .dup_pct = opts->net_dup_pct,
+						.seed = mix(opts->net_seed ^ ((uint64_t)(unsigned)i << 32)) };
+		if (cc_netsim_active(&no)) {
+			char why[128] = "out of memory";
+			if (cc_netsim_options_check(&no, why, sizeof why) != 0 || !(t->net = cc_netsim_create(t->host, &no))) {
+				cc_log_error("game_start_failed", CC_LOG_STR("why", "network simulation"), CC_LOG_STR("detail", why));
+				goto out_free;
+			}
+		}
 	}
 	for (int i = 0; i < opts->threads; i++) {
 		if (pthread_create(&g->threads[i].tid, NULL, game_thread_main, &g->threads[i]) != 0)
@@ -677,6 +711,9 @@ void pc_game_stats(const struct pc_game *g, struct pc_game_stats *out)
 		out->cpu_ns += g->threads[i].cpu_ns;
 		out->ticks += g->threads[i].ticks;
 		out->late_ticks += g->threads[i].late_ticks;
+		out->net_packets += g->threads[i].net_packets;
+		out->net_dropped += g->threads[i].net_dropped;
+		out->net_duplicated += g->threads[i].net_duplicated;
 	}
 }
 
@@ -687,6 +724,7 @@ void pc_game_free(struct pc_game *g)
 	pc_game_finish(g);
 	for (int i = 0; g->threads && i < g->opts.threads; i++) {
 		struct game_thread *t = &g->threads[i];
+		cc_netsim_free(t->net); /* before its host: it holds the host's packets */
 		if (t->host)
 			enet_host_destroy(t->host);
 		if (t->pending || t->mine)

@@ -113,6 +113,10 @@ struct pc_game_options {
 	int max_players;      /* players pc_game_add() may add in all */
 	int64_t deadline_ms;  /* a player still playing this long after being added fails */
 	uint64_t seed;        /* seeds each player's chase style (redrawn at each kickoff) */
+	/* Network simulation on every game packet, both directions (sys/netsim; all 0 = off). */
+	int net_latency_ms, net_jitter_ms;
+	double net_loss_pct, net_dup_pct;
+	uint64_t net_seed;    /* thread i's link draws from a stream of its own, seeded from (net_seed, i) */
 };
 
 struct pc_game;
@@ -146,6 +150,7 @@ struct pc_game_stats {
 	uint64_t cpu_ns;     /* CPU time of all game threads */
 	uint64_t ticks;      /* input ticks they ran (each sends every playing player's input) */
 	uint64_t late_ticks; /* ticks begun more than one tick period late (the thread could not keep up) */
+	uint64_t net_packets, net_dropped, net_duplicated; /* the network simulation's, both directions (0: off) */
 };
 
 /* Fills *out after pc_game_finish() (zeros before it). */
