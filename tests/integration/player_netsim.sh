@@ -29,6 +29,17 @@ CLOCK_SLACK_MS=${CLOCK_SLACK_MS:-2}
 MIN_USED=${MIN_USED:-150}
 NETSIM=${NETSIM---net-sim-latency=80 --net-sim-jitter=30 --net-sim-loss=5 --net-sim-dup=1}
 
+# A scratch database of our own (as player_play.sh): cc-allocator serves the oldest ALLOCATING match
+# first, and the shared database holds the matches other tests left ALLOCATING, which would take our server.
+: "${CC_TEST_PG_ADMIN_DSN:?run under tests/harness/with-services.sh}"
+DB="player_netsim_$$"
+admin_sql() { psql -qAtX -v ON_ERROR_STOP=1 "$CC_TEST_PG_ADMIN_DSN" -c "$1"; }
+trap 'status=$?; admin_sql "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true; (exit $status); t_cleanup' EXIT
+admin_sql "CREATE DATABASE $DB" >/dev/null
+export CC_TEST_PG_DSN="${CC_TEST_PG_ADMIN_DSN%/postgres}/$DB" # lib.sh's start_api and sql use it
+COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" COSMIC_CLASH_MIGRATIONS_DIR="$TOP/migrations" \
+	"$BIN/cc-migrate" up >"$T_DIR/migrate.log" 2>&1 || fail "cc-migrate up: $(tail -3 "$T_DIR/migrate.log")"
+
 head -c 48 /dev/urandom | base64 | tr -d '\n=' >"$T_DIR/workload.secret"
 printf '{"k1":"%s"}\n' "$(head -c 32 /dev/urandom | base64 | tr -d '\n')" >"$T_DIR/join.json"
 cat >"$T_DIR/gameserver.conf" <<'EOF'
