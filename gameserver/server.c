@@ -275,7 +275,7 @@ static void kick(struct gs_server *s, struct peer *p, uint16_t reason, const cha
 	for (const char *c = detail ? detail : ""; *c && n < CC_WIRE_DETAIL_MAX; c++)
 		text[n++] = *c >= 0x20 && *c <= 0x7e ? *c : '?';
 	text[n] = '\0';
-	if (p->phase == PEER_PLAYING) {
+	if (p->phase != PEER_HELLO) { /* a player or a spectator: the session had begun */
 		m.id = CC_MSG_KICKED;
 		m.u.kicked.reason = reason;
 		m.u.kicked.detail_len = (uint16_t)n;
