@@ -580,7 +580,7 @@ static void allocation_file(int index, const char *server, char out[CC_UUID_BUF]
 	char path[2400], *text = NULL;
 	size_t len = 0;
 	struct cc_file_error fe;
-	snprintf(path, sizeof path, "%s/state-%d/%s.json", dir, index, server);
+	snprintf(path, sizeof path, "%s/state-%d/%s/allocation.json", dir, index, server);
 	out[0] = '\0';
 	if (cc_file_read(path, 65536, 0, &text, &len, &fe) != 0)
 		return;
