@@ -63,6 +63,8 @@ struct gameserver_config {
 	int64_t api_timeout_ms;
 	int64_t result_timeout_ms;
 	int64_t end_linger_ms;
+	int64_t slot_reserve_seconds;
+	int64_t max_spectators;
 	struct cc_service_options svc;
 };
 
@@ -118,6 +120,13 @@ static const struct cc_config_option gameserver_options[] = {
 	{ .name = "result-timeout-ms", .type = CC_CFG_INT, .default_value = "30000", .min = 100, .max = 600000,
 	  .help = "after the match, wait this long for cc-api to acknowledge the result (exit 3 if not)",
 	  .offset = OPT(result_timeout_ms) },
+	{ .name = "slot-reserve-seconds", .type = CC_CFG_INT, .default_value = "30", .min = 0, .max = 600,
+	  .help = "a player who drops keeps its slot and ship this long for a resume or a hello of the same player id; "
+		  "then casual hands the ship to a bot, ranked parks it",
+	  .offset = OPT(slot_reserve_seconds) },
+	{ .name = "max-spectators", .type = CC_CFG_INT, .default_value = "8", .min = 0, .max = GS_MAX_SPECTATORS,
+	  .help = "spectators admitted at once (a display name or a join token of this match); 0 = none",
+	  .offset = OPT(max_spectators) },
 	{ .name = "end-linger-ms", .type = CC_CFG_INT, .default_value = "1000", .min = 0, .max = 60000,
 	  .help = "keep serving after the end so clients receive the final messages", .offset = OPT(end_linger_ms) },
 };
@@ -271,7 +280,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	enet_up = true;
-	admission = gs_admission_create(keys, &roster, cfg.server_id);
+	admission = gs_admission_create(keys, &roster, cfg.server_id, cfg.slot_reserve_seconds * 1000);
 	keys = NULL; /* the admission owns it now, even on failure */
 	struct gs_match_options mo = { .expected = (int)roster.count, .match_seconds = cfg.match_seconds,
 				       .warmup_seconds = cfg.warmup_seconds,
@@ -298,7 +307,8 @@ int main(int argc, char **argv)
 					.max_bad_messages = (int)cfg.max_bad_messages,
 					.handshake_timeout_ms = (int)cfg.handshake_timeout_ms,
 					.snapshot_interval = interval < 1 ? 1 : interval, .end_linger_ms = cfg.end_linger_ms,
-					.arena = cfg.arena, .started_ns = started_ns };
+					.arena = cfg.arena, .started_ns = started_ns,
+					.max_spectators = (int)cfg.max_spectators, .bots = !pl->ranked };
 	lc.server = gs_server_create(&so, admission, match, reporter);
 	admission = NULL;
 	match = NULL;
@@ -311,7 +321,9 @@ int main(int argc, char **argv)
 	cc_log_info("started", CC_LOG_STR("server_id", cfg.server_id), CC_LOG_STR("match_id", roster.match_id),
 		    CC_LOG_STR("bind", cfg.bind), CC_LOG_INT("game_port", port), CC_LOG_INT("probe_port", cc_probe_port(probe)),
 		    CC_LOG_STR("playlist", pl->name), CC_LOG_INT("team_size", pl->team_size),
-		    CC_LOG_INT("protocol_version", GS_PROTOCOL_VERSION), CC_LOG_INT("snapshot_interval_ticks", so.snapshot_interval));
+		    CC_LOG_INT("protocol_version", GS_PROTOCOL_VERSION), CC_LOG_INT("snapshot_interval_ticks", so.snapshot_interval),
+		    CC_LOG_INT("slot_reserve_seconds", cfg.slot_reserve_seconds), CC_LOG_INT("max_spectators", cfg.max_spectators),
+		    CC_LOG_BOOL("bots", so.bots));
 	lc.result = 1;
 	status = cc_service_run(&service, game_loop, &lc);
 	if (status == 0 && lc.result == 0) {
