@@ -26,6 +26,13 @@
  * disconnect_later); the peer's record is detached so nothing is sent to
  * it again, even within the same poll batch.
  *
+ * Test aids (issue 12), off by default: with opts.netsim set, every packet
+ * goes through sys/netsim (sent, serviced, flushed and disconnected through
+ * cc_netsim_*); with opts.replay set, every packet received or sent is
+ * recorded (peer number, channel, bytes) with a verdict record wherever a
+ * message is refused, skipped, ignored or dropped and wherever a peer is
+ * kicked (gameserver/replay.h).
+ *
  * Sessions (issue 12; the rules of the slot table are gameserver/admission.h):
  * a player who leaves (disconnect, timeout, kick) keeps its slot reserved
  * --slot-reserve-seconds; its ship stays in play with neutral controls
@@ -46,7 +53,8 @@
  * ping is counted and ignored.
  *
  * Ownership: gs_server_create() takes ownership of admission and match
- * (freed by gs_server_free); the reporter stays the caller's.
+ * (freed by gs_server_free); the reporter and the replay log stay the
+ * caller's.
  */
 #ifndef CC_GAMESERVER_SERVER_H
 #define CC_GAMESERVER_SERVER_H
@@ -55,8 +63,10 @@
 #include <stdint.h>
 
 #include "sys/cc.h"
+#include "sys/netsim.h"
 
 struct gs_admission;
+struct gs_replay;
 struct gs_match;
 struct cc_reporter;
 
@@ -70,6 +80,8 @@ struct gs_server_options {
 	const char *arena;          /* arena name for the welcome ([a-z0-9_], 1..32 bytes) */
 	int64_t started_ns;         /* monotonic time main() began: the "ready" line says how long start-up took */
 	int64_t end_linger_ms;      /* after the result, keep serving this long so clients see it */
+	struct cc_netsim_options netsim; /* --net-sim-*: all knobs zero = off (plain ENet) */
+	struct gs_replay *replay;   /* --replay-log: NULL = off; the caller's, closed after gs_server_free */
 	int max_spectators;         /* spectate admits at most this many (0: none); <= GS_MAX_SPECTATORS */
 	bool bots;                  /* casual: bots drive no-show and lapsed slots (ranked: parked) */
 };
