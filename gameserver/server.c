@@ -256,7 +256,7 @@ static void on_hello(struct gs_server *s, struct peer *p, const struct cc_wire_h
 	p->phase = PEER_PLAYING;
 	p->who = who;
 	s->by_slot[who.slot] = p;
-	gs_input_state_init(&p->input);
+	gs_input_state_init(&p->input, &s->opts.input);
 	gs_match_set_present(s->match, who.slot, who.team, true);
 	cc_log_info("peer_admitted", CC_LOG_INT("peer", p->id), CC_LOG_STR("addr", p->addr), CC_LOG_INT("slot", who.slot),
 		    CC_LOG_INT("team", who.team), CC_LOG_STR("player_id", who.player_id),

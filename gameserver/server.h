@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include "sys/cc.h"
+#include "input.h"
 
 struct gs_admission;
 struct gs_match;
@@ -51,6 +52,7 @@ struct gs_server_options {
 	const char *arena;          /* arena name for the welcome ([a-z0-9_], 1..32 bytes) */
 	int64_t started_ns;         /* monotonic time main() began: the "ready" line says how long start-up took */
 	int64_t end_linger_ms;      /* after the result, keep serving this long so clients see it */
+	struct gs_input_options input; /* each player's jitter buffer (input.h) */
 };
 
 struct gs_server;

@@ -86,6 +86,7 @@ static size_t tick_match(struct gs_match *m, uint32_t t, uint8_t *buf)
 				       .pitch = (int8_t)((t * 5) % 255 - 127), .buttons = (uint8_t)((t / 90 + (unsigned)i) % 3 == 0) };
 		gs_match_input(m, i, &in);
 		st[i].last_consumed = t;
+		st[i].consumed = t;
 		inputs[i] = &st[i];
 		connected[i] = true;
 	}
