@@ -53,6 +53,12 @@ struct gs_server_options {
 	int64_t started_ns;         /* monotonic time main() began: the "ready" line says how long start-up took */
 	int64_t end_linger_ms;      /* after the result, keep serving this long so clients see it */
 	struct gs_input_options input; /* each player's jitter buffer (input.h) */
+	int peer_max_pps;           /* leaky bucket per peer: packets/s, burst one second's worth */
+	int peer_max_bps;           /* ... and bytes/s */
+	int64_t rate_log_window_ms; /* at most one rate_limited line per peer per window */
+	int max_silent_per_address; /* connected peers without a hello one address may hold */
+	int64_t input_stall_kick_ms; /* a player whose input ran dry this long is kicked input_stalled (0: never) */
+	int64_t stall_grace_ms;     /* after the tick loop itself stalled, nobody is kicked for it this long */
 };
 
 struct gs_server;
