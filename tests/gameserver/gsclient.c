@@ -28,11 +28,13 @@
  *       Prints {"result":"refused","reason":...,"detail":...} when the
  *       server sent a refusal, or result disconnected/admitted/timeout.
  *
- *   gsclient flood --port=P --token=FILE [--pps=N] [--seconds=S]
+ *   gsclient flood --port=P --token=FILE [--pps=N] [--seconds=S] [--rejoin=1]
  *       Joins with --token, then sends valid input messages (one new
  *       sequence each) at N packets a second (0: as fast as it can) for S
- *       seconds (default 5), or until kicked. Prints {"result":"kicked"|
- *       "done"|..., "reason", "sent", "seconds"}.
+ *       seconds (default 5), or until kicked; with --rejoin=1 it joins
+ *       again after each kick until the S seconds are over (a sustained
+ *       flood). Prints {"result":"kicked"|"done"|..., "reason", "detail",
+ *       "sent", "joins", "kicks", "seconds"}.
  *
  *   gsclient idle --port=P --count=N [--seconds=S]
  *       Opens N connections from one ENet host (one address) and never says
@@ -549,61 +551,74 @@ static int flood(int argc, char **argv)
 {
 	int port = (int)arg_long(argc, argv, "port", 0);
 	long pps = arg_long(argc, argv, "pps", 0), seconds = arg_long(argc, argv, "seconds", 5);
+	bool rejoin = arg_long(argc, argv, "rejoin", 0) != 0;
 	char *token = read_token(arg(argc, argv, "token"));
 	struct conn c;
-	int rc = 1;
+	memset(&c, 0, sizeof c);
 	if (port <= 0 || !token || pps < 0 || seconds < 1) {
 		fprintf(stderr, "gsclient flood: --port, a readable --token, --pps >= 0 and --seconds >= 1 are required\n");
 		free(token);
 		return 2;
 	}
-	if (connect_to(&c, port) != 0) {
-		printf("{\"result\":\"no_connection\"}\n");
-		goto out;
-	}
-	send_hello(&c, PROTOCOL, token);
-	await(&c, 5000);
-	if (!c.welcomed) {
-		print_outcome(&c);
-		rc = 0;
-		goto out;
-	}
 	int64_t start = cc_clock_ns(), end = start + (int64_t)seconds * 1000000000LL;
-	uint64_t sent = 0;
-	uint16_t seq = 0;
-	while (!c.gone && !c.refused && cc_clock_ns() < end) {
-		/* Paced: every packet due by now; unpaced: a batch, then a look at what came back. */
-		int64_t due = pps ? (int64_t)((double)sent * 1e9 / (double)pps) + start : cc_clock_ns();
-		for (int b = 0; b < 64 && cc_clock_ns() >= due; b++) {
-			seq++;
-			send_input(&c, seq, seq < 4 ? seq : 4, 0, 1);
-			sent++;
-			if (pps)
-				due = (int64_t)((double)sent * 1e9 / (double)pps) + start;
+	uint64_t sent = 0, kicks = 0, joins = 0;
+	const char *result = "done";
+	for (;;) {
+		if (connect_to(&c, port) != 0) {
+			result = "no_connection";
+			break;
 		}
-		ENetEvent ev;
-		while (enet_host_service(c.host, &ev, pps ? 1 : 0) > 0) {
-			if (ev.type == ENET_EVENT_TYPE_DISCONNECT) {
-				c.gone = true;
-			} else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
-				if (ev.channelID == 0 && ev.packet->dataLength >= 2)
-					on_control(&c, ev.packet->data, ev.packet->dataLength);
-				enet_packet_destroy(ev.packet);
+		send_hello(&c, PROTOCOL, token);
+		await(&c, 5000);
+		if (!c.welcomed) {
+			result = c.refused ? "refused" : "not_admitted";
+			break;
+		}
+		joins++;
+		c.welcomed = false;
+		uint64_t sent0 = sent;
+		int64_t t0 = cc_clock_ns();
+		uint16_t seq = 0;
+		while (!c.gone && !c.refused && cc_clock_ns() < end) {
+			/* Paced: every packet due by now; unpaced: a batch, then a look at what came back. */
+			int64_t due = pps ? (int64_t)((double)(sent - sent0) * 1e9 / (double)pps) + t0 : cc_clock_ns();
+			for (int b = 0; b < 64 && cc_clock_ns() >= due; b++) {
+				seq++;
+				send_input(&c, seq, seq < 4 ? seq : 4, 0, 1);
+				sent++;
+				if (pps)
+					due = (int64_t)((double)(sent - sent0) * 1e9 / (double)pps) + t0;
 			}
-			if (pps)
-				break;
+			ENetEvent ev;
+			while (enet_host_service(c.host, &ev, pps ? 1 : 0) > 0) {
+				if (ev.type == ENET_EVENT_TYPE_DISCONNECT) {
+					c.gone = true;
+				} else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
+					if (ev.channelID == 0 && ev.packet->dataLength >= 2)
+						on_control(&c, ev.packet->data, ev.packet->dataLength);
+					enet_packet_destroy(ev.packet);
+				}
+				if (pps)
+					break;
+			}
 		}
+		if (c.refused) {
+			kicks++;
+			await_gone(&c, 3000);
+		}
+		result = c.refused ? "kicked" : c.gone ? "disconnected" : "done";
+		if (!rejoin || !c.refused || cc_clock_ns() >= end)
+			break;
+		conn_close(&c);
+		memset(&c, 0, sizeof c);
 	}
-	if (c.refused)
-		await_gone(&c, 3000);
-	printf("{\"result\":\"%s\",\"reason\":\"%s\",\"detail\":\"%s\",\"sent\":%llu,\"seconds\":%.2f}\n",
-	       c.refused ? "kicked" : c.gone ? "disconnected" : "done", c.reason, c.detail, (unsigned long long)sent,
+	printf("{\"result\":\"%s\",\"reason\":\"%s\",\"detail\":\"%s\",\"sent\":%llu,\"joins\":%llu,\"kicks\":%llu,"
+	       "\"seconds\":%.2f}\n",
+	       result, c.reason, c.detail, (unsigned long long)sent, (unsigned long long)joins, (unsigned long long)kicks,
 	       (double)(cc_clock_ns() - start) / 1e9);
-	rc = 0;
-out:
 	conn_close(&c);
 	free(token);
-	return rc;
+	return 0;
 }
 
 /* ---- idle ------------------------------------------------------------------------------- */
