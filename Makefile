@@ -174,6 +174,8 @@ $(B)/asan/tests/unit/test_gs_input: $(B)/asan/gameserver/input.o $(B)/asan/games
 # test_player_game plays cc-player's game stage against a game server in the test, over real ENet.
 $(B)/asan/tests/unit/test_player_game: $(B)/asan/tests/player/game.o
 $(B)/asan/tests/unit/test_player_game: PKG_LIBS += $(shell pkg-config --libs libenet)
+# test_netsim drives sys/netsim over real ENet on loopback.
+$(B)/asan/tests/unit/test_netsim: PKG_LIBS += $(shell pkg-config --libs libenet)
 
 # The game-server bench links cc-gameserver's objects minus main.c, and ENet.
 $(B)/bench/gameserver: tests/bench/gameserver.c $(patsubst %.c,$(B)/rel/%.o,$(filter-out gameserver/main.c,$(wildcard gameserver/*.c))) $(REL_LIBS)
