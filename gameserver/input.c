@@ -10,6 +10,12 @@
 /* Unwrapped sequences start here so that 0 keeps meaning "none". */
 #define FIRST_BASE 65536
 
+/* cc_wire_seq_diff, inlined: a - b in serial arithmetic (RFC 1982), -32768..32767. */
+static inline int seq_diff(uint16_t a, uint16_t b)
+{
+	return (int16_t)(uint16_t)(a - b);
+}
+
 static int clampi(int v, int lo, int hi)
 {
 	return v < lo ? lo : v > hi ? hi : v;
@@ -41,12 +47,12 @@ static int64_t guard(struct gs_input_state *st, const struct cc_wire_input_msg *
 {
 	if (st->newest == 0)
 		return FIRST_BASE + in->newest_seq;
-	int d = cc_wire_seq_diff(in->newest_seq, (uint16_t)st->newest);
+	int d = seq_diff(in->newest_seq, (uint16_t)st->newest);
 	if (d >= -GS_INPUT_MAX_BEHIND && d <= GS_INPUT_MAX_AHEAD) {
 		st->oor_run = 0;
 		return st->newest + d;
 	}
-	int step = st->oor_run ? cc_wire_seq_diff(in->newest_seq, st->oor_last) : 0;
+	int step = st->oor_run ? seq_diff(in->newest_seq, st->oor_last) : 0;
 	st->oor_run = st->oor_run && step >= 1 && step <= GS_INPUT_MAX_INPUTS_STEP ? st->oor_run + 1 : 1;
 	st->oor_last = in->newest_seq;
 	if (st->oor_run < GS_INPUT_RESYNC_AFTER) {

@@ -74,6 +74,7 @@ struct gs_server {
 	uint32_t stall_kick_ticks;     /* held this many ticks in a row: kicked input_stalled (0: never) */
 	int64_t grace_until_ms;        /* server-stall grace: nobody is kicked for what the stall caused until then */
 	int64_t stall_seen_next;       /* the tick deadline whose lateness was already logged */
+	int64_t service_ns;            /* monotonic time the last network service returned (rate limits charge at it) */
 	struct {
 		struct cc_metric *ticks, *missed, *kicks, *bad, *unknown, *tick_seconds, *peers;
 		struct cc_metric *snapshot_bytes, *rl_packets, *rl_bytes, *input, *stalls, *lateness;
@@ -254,7 +255,8 @@ static bool in_grace(const struct gs_server *s, int64_t now_ms)
  */
 static void note_stall(struct gs_server *s, int64_t next)
 {
-	int64_t late_ms = (cc_clock_ns() - next) / 1000000;
+	s->service_ns = cc_clock_ns();
+	int64_t late_ms = (s->service_ns - next) / 1000000;
 	if (late_ms <= STALL_LOG_MS || s->stall_seen_next == next)
 		return;
 	s->stall_seen_next = next;
@@ -276,13 +278,13 @@ static void note_stall(struct gs_server *s, int64_t next)
  */
 static bool rate_ok(struct gs_server *s, struct peer *p, size_t len, bool *kicked)
 {
-	int64_t now = cc_clock_ns();
+	int64_t now = s->service_ns; /* no clock read per packet: the service that returned it just read it */
 	*kicked = false;
-	bool pkts_ok = cc_leaky_level(&p->pkts, now) + 1 <= p->pkts.capacity;
-	bool bytes_ok = cc_leaky_level(&p->bytes, now) + (double)len <= p->bytes.capacity;
-	/* Both fit (checked first so that a packet refused by one limit costs nothing in the other). */
-	if (pkts_ok && bytes_ok && cc_leaky_take(&p->pkts, 1, now) && cc_leaky_take(&p->bytes, (double)len, now))
+	bool pkts_ok = cc_leaky_take(&p->pkts, 1, now);
+	if (pkts_ok && cc_leaky_take(&p->bytes, (double)len, now))
 		return true;
+	if (pkts_ok)
+		cc_leaky_untake(&p->pkts, 1); /* refused by the byte limit: it costs nothing in the packet one */
 	const char *limit = pkts_ok ? "bytes" : "packets";
 	const char *labels[] = { limit, NULL };
 	cc_metric_add(s->m.rl_packets, labels, 1);

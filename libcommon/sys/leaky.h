@@ -24,6 +24,7 @@ struct cc_leaky {
 	double level;	 /* units in the bucket */
 	double capacity; /* the most it holds (the burst) */
 	double rate;	 /* units drained per second */
+	double per_ns;	 /* rate / 1e9: one multiply per drain */
 	int64_t last_ns; /* when level was last drained */
 };
 
@@ -36,6 +37,12 @@ void cc_leaky_init(struct cc_leaky *b, double rate, double capacity, int64_t now
  * level is unchanged). A now_ns before the last call drains nothing.
  */
 CC_MUST_CHECK bool cc_leaky_take(struct cc_leaky *b, double amount, int64_t now_ns);
+
+/*
+ * Gives back amount taken by the last cc_leaky_take (a packet this bucket
+ * took that another limit then refused: it must cost nothing here either).
+ */
+void cc_leaky_untake(struct cc_leaky *b, double amount);
 
 /* The level after draining up to now_ns. */
 double cc_leaky_level(struct cc_leaky *b, int64_t now_ns);

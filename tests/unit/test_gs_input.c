@@ -13,6 +13,7 @@
 
 #include "support.h"
 #include "../../gameserver/input.h"
+#include "../../gameserver/match.h"
 #include "../../gameserver/wire_glue.h"
 
 #include "sys/banned.h"
@@ -208,6 +209,49 @@ START_TEST(test_hostile_jump_bounded)
 }
 END_TEST
 
+/*
+ * The snapshot carries the pipeline's state per player: has_input and the
+ * ack once an input was consumed, input_stalled while a connected player's
+ * stream ran dry (the server holds its last input), never for a slot with
+ * nobody connected.
+ */
+START_TEST(test_snapshot_stalled_bit)
+{
+	struct gs_match_options o = { .n_slots = 2, .expected = 2, .match_seconds = 60, .warmup_seconds = 1,
+				      .connect_window_seconds = 1, .goal_pause_seconds = 3, .overtime_max_seconds = 60 };
+	o.teams[1] = 1;
+	struct gs_match *match = gs_match_create(&o);
+	ck_assert_ptr_nonnull(match);
+	struct gs_input_state st[2];
+	gs_input_state_init(&st[0], NULL);
+	gs_input_state_init(&st[1], NULL);
+	const struct gs_input_state *inputs[GS_MATCH_MAX_SLOTS] = { &st[0], &st[1] };
+	bool connected[GS_MATCH_MAX_SLOTS] = { true, false };
+	struct cc_wire_msg m;
+
+	(void)receive(&st[0], (struct pkt){ 7, 1 });
+	(void)gs_input_next(&st[0]);
+	(void)gs_input_next(&st[1]);
+	gs_wire_snapshot(&m, match, connected, inputs);
+	ck_assert_uint_eq(m.u.snapshot.players[0].flags & (CC_WIRE_PF_INPUT_STALLED | CC_WIRE_PF_HAS_INPUT), CC_WIRE_PF_HAS_INPUT);
+	ck_assert_uint_eq(m.u.snapshot.players[0].last_input_seq, 7);
+	ck_assert_uint_eq(m.u.snapshot.players[1].flags & (CC_WIRE_PF_INPUT_STALLED | CC_WIRE_PF_HAS_INPUT), 0);
+
+	(void)gs_input_next(&st[0]); /* nothing new: held */
+	gs_wire_snapshot(&m, match, connected, inputs);
+	ck_assert_uint_eq(m.u.snapshot.players[0].flags & (CC_WIRE_PF_INPUT_STALLED | CC_WIRE_PF_HAS_INPUT),
+			  CC_WIRE_PF_INPUT_STALLED | CC_WIRE_PF_HAS_INPUT);
+	ck_assert_uint_eq(m.u.snapshot.players[0].last_input_seq, 7);
+
+	(void)receive(&st[0], (struct pkt){ 8, 2 });
+	(void)gs_input_next(&st[0]);
+	gs_wire_snapshot(&m, match, connected, inputs);
+	ck_assert_uint_eq(m.u.snapshot.players[0].flags & CC_WIRE_PF_INPUT_STALLED, 0);
+	ck_assert_uint_eq(m.u.snapshot.players[0].last_input_seq, 8);
+	gs_match_free(match);
+}
+END_TEST
+
 /* The token refusals map onto the wire's short list; the log keeps the precise name. */
 START_TEST(test_refusal_reasons)
 {
@@ -235,6 +279,7 @@ int main(void)
 	TCase *tc = tcase_create("core");
 	tcase_add_loop_test(tc, test_input_pipeline, 0, (int)CC_ARRAY_LEN(cases));
 	tcase_add_test(tc, test_drain);
+	tcase_add_test(tc, test_snapshot_stalled_bit);
 	tcase_add_test(tc, test_hostile_jump_bounded);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_refusal_reasons);
