@@ -70,6 +70,8 @@ struct gameserver_config {
 	int64_t peer_max_bps;
 	int64_t rate_limit_log_window_ms;
 	int64_t max_silent_per_address;
+	int64_t slot_reserve_seconds;
+	int64_t max_spectators;
 	struct cc_service_options svc;
 };
 
@@ -111,8 +113,8 @@ static const struct cc_config_option gameserver_options[] = {
 	  .help = "golden-goal overtime after a draw ends as a draw after this (0 = only a goal ends it)",
 	  .offset = OPT(overtime_max_seconds) },
 	{ .name = "max-peers", .type = CC_CFG_INT, .default_value = "32", .min = 2, .max = 256,
-	  .help = "connections served at once: roster (up to 8) + spectators + spare; past it a newcomer evicts the "
-		  "oldest silent peer or is refused server_full",
+	  .help = "connections served at once besides admitted spectators (who have --max-spectators): players (up to 8) "
+		  "+ peers still in their handshake; past it a newcomer evicts the oldest silent peer or is refused server_full",
 	  .offset = OPT(max_peers) },
 	{ .name = "max-silent-per-address", .type = CC_CFG_INT, .default_value = "4", .min = 1, .max = 256,
 	  .help = "connected peers without a hello one IP address may hold; the oldest gives way to a newer one",
@@ -148,6 +150,13 @@ static const struct cc_config_option gameserver_options[] = {
 	{ .name = "result-timeout-ms", .type = CC_CFG_INT, .default_value = "30000", .min = 100, .max = 600000,
 	  .help = "after the match, wait this long for cc-api to acknowledge the result (exit 3 if not)",
 	  .offset = OPT(result_timeout_ms) },
+	{ .name = "slot-reserve-seconds", .type = CC_CFG_INT, .default_value = "30", .min = 0, .max = 600,
+	  .help = "a player who drops keeps its slot and ship this long for a resume or a hello of the same player id; "
+		  "then casual hands the ship to a bot, ranked parks it",
+	  .offset = OPT(slot_reserve_seconds) },
+	{ .name = "max-spectators", .type = CC_CFG_INT, .default_value = "8", .min = 0, .max = GS_MAX_SPECTATORS,
+	  .help = "spectators admitted at once (a display name or a join token of this match); 0 = none",
+	  .offset = OPT(max_spectators) },
 	{ .name = "end-linger-ms", .type = CC_CFG_INT, .default_value = "1000", .min = 0, .max = 60000,
 	  .help = "keep serving after the end so clients receive the final messages", .offset = OPT(end_linger_ms) },
 };
@@ -301,7 +310,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	enet_up = true;
-	admission = gs_admission_create(keys, &roster, cfg.server_id);
+	admission = gs_admission_create(keys, &roster, cfg.server_id, cfg.slot_reserve_seconds * 1000);
 	keys = NULL; /* the admission owns it now, even on failure */
 	struct gs_match_options mo = { .expected = (int)roster.count, .match_seconds = cfg.match_seconds,
 				       .warmup_seconds = cfg.warmup_seconds,
@@ -332,7 +341,8 @@ int main(int argc, char **argv)
 					.peer_max_pps = (int)cfg.peer_max_pps, .peer_max_bps = (int)cfg.peer_max_bps,
 					.rate_log_window_ms = cfg.rate_limit_log_window_ms,
 					.max_silent_per_address = (int)cfg.max_silent_per_address,
-					.input_stall_kick_ms = cfg.input_stall_kick_ms, .stall_grace_ms = cfg.stall_grace_ms };
+					.input_stall_kick_ms = cfg.input_stall_kick_ms, .stall_grace_ms = cfg.stall_grace_ms,
+					.max_spectators = (int)cfg.max_spectators, .bots = !pl->ranked };
 	so.input = GS_INPUT_OPTIONS_DEFAULT;
 	so.input.target_depth = (int)cfg.input_buffer_ticks;
 	lc.server = gs_server_create(&so, admission, match, reporter);
@@ -347,7 +357,9 @@ int main(int argc, char **argv)
 	cc_log_info("started", CC_LOG_STR("server_id", cfg.server_id), CC_LOG_STR("match_id", roster.match_id),
 		    CC_LOG_STR("bind", cfg.bind), CC_LOG_INT("game_port", port), CC_LOG_INT("probe_port", cc_probe_port(probe)),
 		    CC_LOG_STR("playlist", pl->name), CC_LOG_INT("team_size", pl->team_size),
-		    CC_LOG_INT("protocol_version", GS_PROTOCOL_VERSION), CC_LOG_INT("snapshot_interval_ticks", so.snapshot_interval));
+		    CC_LOG_INT("protocol_version", GS_PROTOCOL_VERSION), CC_LOG_INT("snapshot_interval_ticks", so.snapshot_interval),
+		    CC_LOG_INT("slot_reserve_seconds", cfg.slot_reserve_seconds), CC_LOG_INT("max_spectators", cfg.max_spectators),
+		    CC_LOG_BOOL("bots", so.bots));
 	lc.result = 1;
 	status = cc_service_run(&service, game_loop, &lc);
 	if (status == 0 && lc.result == 0) {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "wire_glue.h"
+#include "game/chase.h"
 #include "game/match_lifecycle.h"
 #include "game/sim.h"
 #include "sys/banned.h"
@@ -17,8 +18,10 @@ struct gs_match {
 	struct cc_sim sim;
 	struct cc_match life;
 	struct cc_sim_input inputs[CC_SIM_MAX_SHIPS]; /* by slot: what each ship does this tick */
-	bool present[CC_SIM_MAX_SHIPS];
-	int n_slots, n_present, expected;
+	enum gs_driver driver[CC_SIM_MAX_SHIPS];
+	bool queued[CC_SIM_MAX_SHIPS];            /* a driver change waits for the next kickoff */
+	enum gs_driver queued_driver[CC_SIM_MAX_SHIPS];
+	int n_slots, n_present, expected;         /* n_present: slots driven by their players */
 	bool over;
 };
 
@@ -57,26 +60,59 @@ struct gs_match *gs_match_create(const struct gs_match_options *opts)
 	return m;
 }
 
+void gs_match_set_driver(struct gs_match *m, int slot, enum gs_driver d)
+{
+	if (slot < 0 || slot >= m->n_slots || m->driver[slot] == d)
+		return;
+	m->n_present += (d == GS_DRIVER_PLAYER) - (m->driver[slot] == GS_DRIVER_PLAYER);
+	m->driver[slot] = d;
+	/* A new driver starts from neutral controls: an away ship coasts, a player's first input takes over. */
+	memset(&m->inputs[slot], 0, sizeof m->inputs[slot]);
+	if (cc_sim_set_active(&m->sim, (unsigned)slot, d != GS_DRIVER_NONE) != 0)
+		CC_BUG("slot below ship_count refused");
+}
+
 void gs_match_set_present(struct gs_match *m, int slot, int team, bool present)
 {
 	(void)team; /* the roster fixed it at create */
-	if (slot < 0 || slot >= m->n_slots || m->present[slot] == present)
+	gs_match_set_driver(m, slot, present ? GS_DRIVER_PLAYER : GS_DRIVER_NONE);
+}
+
+void gs_match_driver_at_kickoff(struct gs_match *m, int slot, enum gs_driver d, bool cancel)
+{
+	if (slot < 0 || slot >= m->n_slots)
 		return;
-	m->present[slot] = present;
-	m->n_present += present ? 1 : -1;
-	memset(&m->inputs[slot], 0, sizeof m->inputs[slot]);
-	if (cc_sim_set_active(&m->sim, (unsigned)slot, present) != 0)
-		CC_BUG("slot below ship_count refused");
+	m->queued[slot] = !cancel;
+	m->queued_driver[slot] = d;
+}
+
+enum gs_driver gs_match_driver(const struct gs_match *m, int slot)
+{
+	return slot >= 0 && slot < m->n_slots ? m->driver[slot] : GS_DRIVER_NONE;
+}
+
+bool gs_match_entry_queued(const struct gs_match *m, int slot)
+{
+	return slot >= 0 && slot < m->n_slots && m->queued[slot];
 }
 
 void gs_match_input(struct gs_match *m, int slot, const struct gs_input *in)
 {
-	if (slot < 0 || slot >= m->n_slots)
-		return;
+	if (slot < 0 || slot >= m->n_slots || m->driver[slot] != GS_DRIVER_PLAYER)
+		return; /* an away or bot-driven ship takes no player input */
 	struct cc_sim_input *s = &m->inputs[slot];
 	s->thrust = (struct cc_sim_vec3){ in->strafe / 127.0f, in->lift / 127.0f, in->throttle / 127.0f };
 	s->torque = (struct cc_sim_vec3){ in->pitch / 127.0f, in->yaw / 127.0f, in->roll / 127.0f };
 	s->boost = (in->buttons & 1) != 0;
+}
+
+/*
+ * A bot's fixed style in [-0.9, 0.9], distinct per slot: identical bots on
+ * both teams would mirror each other forever (game/chase.h).
+ */
+static float bot_style(int slot)
+{
+	return (float)((slot * 7) % 13) / 6.0f * 0.9f - 0.9f;
 }
 
 /* Turns one lifecycle call's events into ours, in the order they happened. */
@@ -92,6 +128,12 @@ static void emit(struct gs_match *m, const struct cc_match_events *mev, int last
 		fn(ctx, &ev);
 	}
 	if (mev->kickoff) {
+		/* Queued entries first, so an entering ship is reset to its spawn with the others. */
+		for (int i = 0; i < m->n_slots; i++)
+			if (m->queued[i]) {
+				m->queued[i] = false;
+				gs_match_set_driver(m, i, m->queued_driver[i]);
+			}
 		cc_sim_kickoff(&m->sim);
 		struct gs_event ev = { .kind = GS_EVENT_KICKOFF };
 		fn(ctx, &ev);
@@ -112,8 +154,12 @@ void gs_match_step(struct gs_match *m, gs_event_fn fn, void *ctx)
 	if (m->life.state == CC_MATCH_LOADING && m->n_present >= m->expected && cc_match_begin(&m->life, &mev) == 0)
 		emit(m, &mev, -1, fn, ctx);
 	struct cc_sim_events sev = { .goal_team = -1, .last_touch = -1 };
-	if (cc_match_state_runs_sim(m->life.state))
+	if (cc_match_state_runs_sim(m->life.state)) {
+		for (int i = 0; i < m->n_slots; i++)
+			if (m->driver[i] == GS_DRIVER_BOT)
+				cc_chase_team_input(&m->sim, (unsigned)i, bot_style(i), &m->inputs[i]);
 		cc_sim_step(&m->sim, m->inputs, &sev);
+	}
 	cc_match_tick(&m->life, sev.goal_team, &mev);
 	emit(m, &mev, sev.last_touch, fn, ctx);
 }

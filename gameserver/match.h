@@ -9,6 +9,17 @@
  * gs_match_snapshot(). Pure computation, no I/O: the simulation never
  * touches the database or the network (issue 11).
  *
+ * Drivers (issue 12): each slot's ship is driven by nobody (parked at its
+ * spawn, out of play), its player, nobody while its player is away (the
+ * slot is reserved for a reconnect: the ship stays in play where it is,
+ * with neutral controls, so a resumed player finds it where the server
+ * left it), or a server bot (game/chase's team policy, computed here each
+ * tick from the sim; a fixed style per slot). A driver change can take
+ * effect at once or at the next kickoff, applied just before the kickoff
+ * reset so an entering ship starts from its spawn like everyone else
+ * (late joiners and players taking a slot back from a bot). LOADING ends
+ * when `expected` slots are driven by their players.
+ *
  * Ownership: the match owns its sim and lifecycle; gs_match_free() frees.
  */
 #ifndef CC_GAMESERVER_MATCH_H
@@ -64,8 +75,29 @@ struct cc_match;
 const struct cc_sim *gs_match_sim(const struct gs_match *m);
 const struct cc_match *gs_match_lifecycle(const struct gs_match *m);
 
-/* A player took (present) or left a slot on team. */
+/* A player took (present) or left a slot on team: gs_match_set_driver(PLAYER or NONE). */
 void gs_match_set_present(struct gs_match *m, int slot, int team, bool present);
+
+enum gs_driver {
+	GS_DRIVER_NONE,   /* parked at its spawn, inactive */
+	GS_DRIVER_PLAYER, /* its connected player's inputs */
+	GS_DRIVER_AWAY,   /* in play, neutral controls: its player may resume */
+	GS_DRIVER_BOT,    /* the server's chase bot */
+};
+
+/* Sets slot's driver now (a queued change for the next kickoff stays queued). */
+void gs_match_set_driver(struct gs_match *m, int slot, enum gs_driver d);
+
+/*
+ * Queues d for slot, applied just before the next kickoff reset (replacing
+ * an earlier queued one); GS_DRIVER_NONE as `cancel` true drops the queued change.
+ */
+void gs_match_driver_at_kickoff(struct gs_match *m, int slot, enum gs_driver d, bool cancel);
+
+enum gs_driver gs_match_driver(const struct gs_match *m, int slot);
+
+/* True when slot has a driver change queued for the next kickoff. */
+bool gs_match_entry_queued(const struct gs_match *m, int slot);
 
 /* Applies one input for slot (throttle etc. as decoded by game/wire). */
 struct gs_input;

@@ -34,8 +34,9 @@
 #define IDLE_EVICT_MIN_MS 500   /* a silent peer younger than this is never evicted (its hello may be in flight) */
 
 enum peer_phase {
-	PEER_HELLO,   /* connected, no admitted hello yet */
-	PEER_PLAYING, /* admitted: holds a slot */
+	PEER_HELLO,      /* connected, no admitted hello yet */
+	PEER_PLAYING,    /* admitted: holds a slot */
+	PEER_SPECTATING, /* admitted by spectate: no slot, receives what the players do */
 };
 
 struct peer {
@@ -54,6 +55,8 @@ struct peer {
 	uint64_t rl_total;         /* drops in all */
 	int64_t rl_logged_ms;      /* when the last rate_limited line was written (0: never) */
 	char addr[48];             /* "ip:port" for logs */
+	bool displaced;            /* PLAYING: a resume took its slot over (duplicate_session) */
+	uint64_t ignored;          /* SPECTATING: messages besides ping, ignored */
 };
 
 struct gs_server {
@@ -63,6 +66,11 @@ struct gs_server {
 	struct gs_match *match;         /* owned */
 	struct cc_reporter *reporter;   /* the caller's; may be NULL (tests, bench) */
 	struct peer *by_slot[GS_MATCH_MAX_SLOTS]; /* PLAYING peers by roster slot */
+	struct peer *spectators[GS_MAX_SPECTATORS]; /* SPECTATING peers, the first n_spectators */
+	int n_spectators;
+	bool bot_played[GS_MATCH_MAX_SLOTS];      /* a bot drove the slot at some time: marked in the result */
+	bool loading_over;                        /* the match left LOADING (no-shows settled) */
+	int64_t left_ms[GS_MATCH_MAX_SLOTS];      /* monotonic time the slot's player last left (logs) */
 	uint64_t next_peer_id;
 	atomic_bool ready;             /* the loop ran a tick */
 	char nonce[17];                /* random hex: makes connection ids unique across restarts */
@@ -77,7 +85,7 @@ struct gs_server {
 	int64_t service_ns;            /* monotonic time the last network service returned (rate limits charge at it) */
 	struct {
 		struct cc_metric *ticks, *missed, *kicks, *bad, *unknown, *tick_seconds, *peers;
-		struct cc_metric *snapshot_bytes, *rl_packets, *rl_bytes, *input, *stalls, *lateness;
+		struct cc_metric *snapshot_bytes, *sessions, *rl_packets, *rl_bytes, *input, *stalls, *lateness;
 	} m;
 };
 
@@ -132,6 +140,9 @@ static size_t broadcast_msg(struct gs_server *s, const struct cc_wire_msg *m)
 	size_t n = info ? encode(m, buf, sizeof buf) : 0;
 	for (int i = 0; n && i < GS_MATCH_MAX_SLOTS; i++)
 		send_bytes(s->by_slot[i], (int)info->channel, buf, n);
+	/* Spectators get the very same bytes (issue 12: the same snapshots and events). */
+	for (int i = 0; n && i < s->n_spectators; i++)
+		send_bytes(s->spectators[i], (int)info->channel, buf, n);
 	return n;
 }
 
@@ -145,14 +156,47 @@ static void report_disconnect(struct gs_server *s, struct peer *p, const char *r
 	cc_reporter_disconnect(s->reporter, p->who.player_id, reason);
 }
 
-/* Tells every player who holds slot (player_info, reliable). */
-static void announce_slot(struct gs_server *s, int slot, int team, bool connected)
+/* player_info for slot as it stands: connected (a peer holds it), bot (a bot drives its ship). */
+static void slot_info(const struct gs_server *s, int slot, int team, struct cc_wire_msg *m)
 {
-	struct cc_wire_msg m = { .id = CC_MSG_PLAYER_INFO };
-	m.u.player_info.slot = (uint8_t)slot;
-	m.u.player_info.team = (uint8_t)team;
-	m.u.player_info.flags = connected ? CC_WIRE_PI_CONNECTED : 0;
+	memset(m, 0, sizeof *m);
+	m->id = CC_MSG_PLAYER_INFO;
+	m->u.player_info.slot = (uint8_t)slot;
+	m->u.player_info.team = (uint8_t)team;
+	m->u.player_info.flags = (uint8_t)((s->by_slot[slot] ? CC_WIRE_PI_CONNECTED : 0) |
+					   (gs_match_driver(s->match, slot) == GS_DRIVER_BOT ? CC_WIRE_PI_BOT : 0));
+}
+
+/* Tells every player and spectator who holds slot (player_info, reliable). */
+static void announce_slot(struct gs_server *s, int slot, int team)
+{
+	struct cc_wire_msg m;
+	slot_info(s, slot, team, &m);
 	(void)broadcast_msg(s, &m);
+}
+
+static void count_session(struct gs_server *s, const char *event)
+{
+	const char *labels[] = { event, NULL };
+	cc_metric_add(s->m.sessions, labels, 1);
+}
+
+static int slot_team(const struct gs_server *s, int slot);
+
+/* Hands slot's ship to a bot (casual) or parks it (ranked: no bots). */
+static void vacate_ship(struct gs_server *s, int slot, const char *why)
+{
+	enum gs_driver d = s->opts.bots ? GS_DRIVER_BOT : GS_DRIVER_NONE;
+	if (gs_match_driver(s->match, slot) == d)
+		return;
+	gs_match_set_driver(s->match, slot, d);
+	if (d == GS_DRIVER_BOT)
+		s->bot_played[slot] = true;
+	count_session(s, d == GS_DRIVER_BOT ? "bot_took_slot" : "slot_parked");
+	cc_log_info(d == GS_DRIVER_BOT ? "bot_took_slot" : "slot_parked", CC_LOG_INT("slot", slot),
+		    CC_LOG_STR("why", why), CC_LOG_INT("tick", gs_match_tick(s->match)));
+	if (!s->freeing)
+		announce_slot(s, slot, slot_team(s, slot));
 }
 
 /*
@@ -162,19 +206,33 @@ static void announce_slot(struct gs_server *s, int slot, int team, bool connecte
  */
 static void detach(struct gs_server *s, struct peer *p)
 {
-	bool was_playing = p->phase == PEER_PLAYING;
+	/* A displaced session's slot already belongs to its successor: nothing to give back. */
+	bool was_playing = p->phase == PEER_PLAYING && !p->displaced && s->by_slot[p->who.slot] == p;
 	if (was_playing) {
-		if (s->by_slot[p->who.slot] == p)
-			s->by_slot[p->who.slot] = NULL;
-		if (s->admission)
-			gs_admission_release(s->admission, p->id);
-		gs_match_set_present(s->match, p->who.slot, p->who.team, false);
+		int slot = p->who.slot;
+		s->by_slot[slot] = NULL;
+		/* The slot waits --slot-reserve-seconds for this identity; the ship stays in play, coasting. */
+		s->left_ms[slot] = cc_clock_ms();
+		if (s->admission && gs_admission_release(s->admission, p->id, s->left_ms[slot]) >= 0)
+			count_session(s, "reserved");
+		gs_match_driver_at_kickoff(s->match, slot, GS_DRIVER_NONE, true);
+		if (gs_match_driver(s->match, slot) == GS_DRIVER_PLAYER)
+			gs_match_set_driver(s->match, slot, GS_DRIVER_AWAY);
+	}
+	if (p->phase == PEER_SPECTATING) {
+		for (int i = 0; i < s->n_spectators; i++)
+			if (s->spectators[i] == p) {
+				s->spectators[i] = s->spectators[--s->n_spectators];
+				break;
+			}
+		if (p->ignored)
+			cc_log_info("spectator_left", CC_LOG_INT("peer", p->id), CC_LOG_INT("ignored_messages", (int64_t)p->ignored));
 	}
 	if (p->enet)
 		p->enet->data = NULL;
 	p->enet = NULL;
 	if (was_playing && !s->freeing)
-		announce_slot(s, p->who.slot, p->who.team, false);
+		announce_slot(s, p->who.slot, p->who.team);
 	cc_metric_add(s->m.peers, NULL, -1);
 	free(p);
 }
@@ -331,21 +389,105 @@ static void input_metrics(struct gs_server *s, struct peer *p)
 
 /* ---- the handshake ---------------------------------------------------------------- */
 
+/* The welcome for p (slot/team 255 for a spectator), with its resume key (zero for a spectator). */
+static void send_welcome(struct gs_server *s, struct peer *p, int slot, int team, const uint8_t *resume_key)
+{
+	struct cc_wire_msg m;
+	memset(&m, 0, sizeof m);
+	m.id = CC_MSG_WELCOME;
+	struct cc_wire_welcome *w = &m.u.welcome;
+	w->protocol_version = GS_PROTOCOL_VERSION;
+	w->tick_rate = CC_WIRE_TICK_RATE;
+	w->snapshot_rate = (uint16_t)(CC_WIRE_TICK_RATE / s->opts.snapshot_interval);
+	w->mode = CC_WIRE_MODE_ALLOCATED;
+	w->slot = (uint8_t)slot;
+	w->team = (uint8_t)team;
+	w->max_players = (uint8_t)gs_match_sim(s->match)->ship_count;
+	w->max_inputs = CC_WIRE_MAX_INPUTS;
+	w->match_state = (uint8_t)gs_match_state(s->match);
+	w->server_tick = gs_match_tick(s->match);
+	if (resume_key)
+		memcpy(w->resume_key, resume_key, sizeof w->resume_key);
+	w->arena_len = (uint16_t)strlen(s->opts.arena);
+	snprintf(w->arena, sizeof w->arena, "%s", s->opts.arena);
+	send_msg(p, &m);
+	/* Every other slot that is held or bot-driven, to the newcomer. */
+	for (int i = 0; i < GS_MATCH_MAX_SLOTS; i++) {
+		if (s->by_slot[i] == p || (!s->by_slot[i] && gs_match_driver(s->match, i) != GS_DRIVER_BOT))
+			continue;
+		struct cc_wire_msg pi;
+		slot_info(s, i, slot_team(s, i), &pi);
+		send_msg(p, &pi);
+	}
+}
+
+/* The hello, spectate or resume fields every handshake checks first; false when p was kicked. */
+static bool handshake_ok(struct gs_server *s, struct peer *p, uint16_t version, uint16_t tick_rate)
+{
+	char detail[64];
+	if (version != GS_PROTOCOL_VERSION) {
+		snprintf(detail, sizeof detail, "server speaks protocol %d, client %u", GS_PROTOCOL_VERSION, (unsigned)version);
+		kick(s, p, CC_REASON_PROTOCOL_MISMATCH, detail);
+		return false;
+	}
+	if (tick_rate != CC_WIRE_TICK_RATE) {
+		snprintf(detail, sizeof detail, "server ticks at %d Hz, client %u", CC_WIRE_TICK_RATE, (unsigned)tick_rate);
+		kick(s, p, CC_REASON_TICK_RATE_MISMATCH, detail);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * p was admitted to who.slot (hello or resume). Its ship: a resumed player
+ * whose ship is still in play (away, or a live session taken over) drives
+ * it again at once; before the match leaves LOADING everyone is in at
+ * once; anyone else (a late joiner, a no-show arriving, a player back
+ * after the reservation lapsed) enters at the next kickoff, the bot (or
+ * the parked ship) holding the slot until then.
+ */
+static void admitted(struct gs_server *s, struct peer *p, const struct gs_admit *who)
+{
+	p->phase = PEER_PLAYING;
+	p->who = *who;
+	s->by_slot[who->slot] = p;
+	gs_input_state_init(&p->input, &s->opts.input);
+	p->reported = p->input;
+	enum gs_driver d = gs_match_driver(s->match, who->slot);
+	bool now = gs_match_state(s->match) == CC_MATCH_LOADING ||
+		   (who->resumed && (d == GS_DRIVER_AWAY || d == GS_DRIVER_PLAYER));
+	if (now) {
+		gs_match_driver_at_kickoff(s->match, who->slot, GS_DRIVER_NONE, true);
+		gs_match_set_driver(s->match, who->slot, GS_DRIVER_PLAYER);
+	} else {
+		gs_match_driver_at_kickoff(s->match, who->slot, GS_DRIVER_PLAYER, false);
+	}
+	count_session(s, who->resumed ? "resumed" : now ? "joined" : "joined_late");
+	cc_log_info("peer_admitted", CC_LOG_INT("peer", p->id), CC_LOG_STR("addr", p->addr), CC_LOG_INT("slot", who->slot),
+		    CC_LOG_INT("team", who->team), CC_LOG_STR("player_id", who->player_id),
+		    CC_LOG_INT("generation", who->generation), CC_LOG_BOOL("resumed", who->resumed),
+		    CC_LOG_BOOL("enters_at_kickoff", !now), CC_LOG_INT("tick", gs_match_tick(s->match)));
+	send_welcome(s, p, who->slot, who->team, who->resume_key);
+	announce_slot(s, who->slot, who->team);
+	if (s->reporter) {
+		/* Unique per connection: this process's nonce and the peer's number. */
+		char connection_id[64];
+		snprintf(connection_id, sizeof connection_id, "gs-%s-%" PRIu64, s->nonce, p->id);
+		cc_reporter_connect(s->reporter, who->player_id, connection_id);
+	}
+}
+
 static void on_hello(struct gs_server *s, struct peer *p, const struct cc_wire_hello *h)
 {
-	if (h->tick_rate != CC_WIRE_TICK_RATE) {
-		char detail[64];
-		snprintf(detail, sizeof detail, "server ticks at %d Hz, client %u", CC_WIRE_TICK_RATE, (unsigned)h->tick_rate);
-		kick(s, p, CC_REASON_TICK_RATE_MISMATCH, detail);
+	if (!handshake_ok(s, p, h->protocol_version, h->tick_rate))
 		return;
-	}
 	if (h->auth != CC_WIRE_AUTH_TOKEN || !s->admission) {
 		kick(s, p, CC_REASON_WRONG_MODE, "allocated mode admits only roster players with a join token");
 		return;
 	}
 	struct gs_admit who;
 	const char *refusal = "malformed";
-	int rc = gs_admission_admit(s->admission, h->credential, (int64_t)time(NULL), p->id, &who, &refusal);
+	int rc = gs_admission_admit(s->admission, h->credential, (int64_t)time(NULL), cc_clock_ms(), p->id, &who, &refusal);
 	if (rc != 0) {
 		kick(s, p, gs_wire_reason_for_refusal(refusal), refusal);
 		return;
@@ -355,49 +497,70 @@ static void on_hello(struct gs_server *s, struct peer *p, const struct cc_wire_h
 		kick(s, p, CC_REASON_TOKEN_REPLAYED, "slot held");
 		return;
 	}
-	p->phase = PEER_PLAYING;
-	p->who = who;
-	s->by_slot[who.slot] = p;
-	gs_input_state_init(&p->input, &s->opts.input);
-	p->reported = p->input;
-	gs_match_set_present(s->match, who.slot, who.team, true);
-	cc_log_info("peer_admitted", CC_LOG_INT("peer", p->id), CC_LOG_STR("addr", p->addr), CC_LOG_INT("slot", who.slot),
-		    CC_LOG_INT("team", who.team), CC_LOG_STR("player_id", who.player_id),
-		    CC_LOG_INT("generation", who.generation));
-	struct cc_wire_msg m;
-	memset(&m, 0, sizeof m);
-	m.id = CC_MSG_WELCOME;
-	struct cc_wire_welcome *w = &m.u.welcome;
-	w->protocol_version = GS_PROTOCOL_VERSION;
-	w->tick_rate = CC_WIRE_TICK_RATE;
-	w->snapshot_rate = (uint16_t)(CC_WIRE_TICK_RATE / s->opts.snapshot_interval);
-	w->mode = CC_WIRE_MODE_ALLOCATED;
-	w->slot = (uint8_t)who.slot;
-	w->team = (uint8_t)who.team;
-	w->max_players = (uint8_t)gs_match_sim(s->match)->ship_count;
-	w->max_inputs = CC_WIRE_MAX_INPUTS;
-	w->match_state = (uint8_t)gs_match_state(s->match);
-	w->server_tick = gs_match_tick(s->match);
-	w->arena_len = (uint16_t)strlen(s->opts.arena);
-	snprintf(w->arena, sizeof w->arena, "%s", s->opts.arena);
-	send_msg(p, &m);
-	/* Who else is here, to the newcomer; the newcomer, to everyone. */
-	for (int i = 0; i < GS_MATCH_MAX_SLOTS; i++) {
-		if (!s->by_slot[i] || s->by_slot[i] == p)
-			continue;
-		struct cc_wire_msg pi = { .id = CC_MSG_PLAYER_INFO };
-		pi.u.player_info.slot = (uint8_t)i;
-		pi.u.player_info.team = (uint8_t)s->by_slot[i]->who.team;
-		pi.u.player_info.flags = CC_WIRE_PI_CONNECTED;
-		send_msg(p, &pi);
+	admitted(s, p, &who);
+}
+
+/* resume (issue 12): the same identity and its session's key take back a reserved (or live) slot. */
+static void on_resume(struct gs_server *s, struct peer *p, const struct cc_wire_resume *r)
+{
+	if (!handshake_ok(s, p, r->protocol_version, r->tick_rate))
+		return;
+	if (r->auth != CC_WIRE_AUTH_TOKEN || !s->admission) {
+		kick(s, p, CC_REASON_RESUME_REFUSED, "allocated mode resumes only with the same player's join token");
+		return;
 	}
-	announce_slot(s, who.slot, who.team, true);
-	if (s->reporter) {
-		/* Unique per connection: this process's nonce and the peer's number. */
-		char connection_id[64];
-		snprintf(connection_id, sizeof connection_id, "gs-%s-%" PRIu64, s->nonce, p->id);
-		cc_reporter_connect(s->reporter, who.player_id, connection_id);
+	struct gs_admit who;
+	uint64_t displaced = 0;
+	const char *refusal = "malformed", *detail = "";
+	int rc = gs_admission_resume(s->admission, r->credential, r->resume_key, (int64_t)time(NULL), cc_clock_ms(), p->id,
+				     &who, &displaced, &refusal, &detail);
+	if (rc != 0) {
+		count_session(s, "resume_refused");
+		kick(s, p, rc == CC_ECONFLICT ? CC_REASON_RESUME_REFUSED : gs_wire_reason_for_refusal(refusal), detail);
+		return;
 	}
+	struct peer *old = s->by_slot[who.slot];
+	if (old && old != p) {
+		/* The older session of the same player is still live (its drop not noticed yet): it is closed. */
+		old->displaced = true;
+		count_session(s, "taken_over");
+		kick(s, old, CC_REASON_DUPLICATE_SESSION, "the same player resumed on another connection");
+		s->by_slot[who.slot] = NULL;
+	}
+	(void)displaced; /* the admission's view of old; by_slot is the server's */
+	admitted(s, p, &who);
+}
+
+/*
+ * spectate (issue 12): allocated mode admits a spectator with a display
+ * name (the `name` rules, checked by the decoder) or with a join token of
+ * this match (verified, no slot taken), up to --max-spectators (0: none).
+ */
+static void on_spectate(struct gs_server *s, struct peer *p, const struct cc_wire_hello *h)
+{
+	if (!handshake_ok(s, p, h->protocol_version, h->tick_rate))
+		return;
+	if (h->auth == CC_WIRE_AUTH_TOKEN) {
+		const char *refusal = "malformed";
+		if (!s->admission || gs_admission_verify(s->admission, h->credential, (int64_t)time(NULL), &refusal) != 0) {
+			kick(s, p, gs_wire_reason_for_refusal(refusal), refusal);
+			return;
+		}
+	}
+	if (s->n_spectators >= s->opts.max_spectators || s->n_spectators >= GS_MAX_SPECTATORS) {
+		char detail[64];
+		snprintf(detail, sizeof detail, "%d of %d spectators", s->n_spectators, s->opts.max_spectators);
+		count_session(s, "spectator_refused");
+		kick(s, p, CC_REASON_SPECTATORS_FULL, detail);
+		return;
+	}
+	p->phase = PEER_SPECTATING;
+	s->spectators[s->n_spectators++] = p;
+	count_session(s, "spectator");
+	cc_log_info("spectator_admitted", CC_LOG_INT("peer", p->id), CC_LOG_STR("addr", p->addr),
+		    CC_LOG_STR("auth", h->auth == CC_WIRE_AUTH_TOKEN ? "token" : "name"),
+		    CC_LOG_INT("spectators", s->n_spectators));
+	send_welcome(s, p, CC_WIRE_SLOT_NONE, CC_WIRE_TEAM_NONE, NULL);
 }
 
 /* ---- receiving ------------------------------------------------------------------ */
@@ -419,10 +582,21 @@ static void on_packet(struct gs_server *s, struct peer *p, int channel, const ui
 		/* Before its hello is admitted a peer may say nothing else, and nothing malformed. */
 		if (rc != 0)
 			kick(s, p, CC_REASON_MALFORMED, rc == CC_ENOTFOUND ? "the first message must be a hello" : f.text);
-		else if (m.id != CC_MSG_HELLO)
-			kick(s, p, CC_REASON_MALFORMED, "the first message must be a hello");
-		else
+		else if (m.id == CC_MSG_HELLO)
 			on_hello(s, p, &m.u.hello);
+		else if (m.id == CC_MSG_RESUME)
+			on_resume(s, p, &m.u.resume);
+		else if (m.id == CC_MSG_SPECTATE)
+			on_spectate(s, p, &m.u.spectate);
+		else
+			kick(s, p, CC_REASON_MALFORMED, "the first message must be a hello");
+		return;
+	}
+	if (p->phase == PEER_SPECTATING && rc == 0 && m.id != CC_MSG_PING) {
+		/* A spectator only watches: anything but ping is counted and dropped. */
+		if (p->ignored++ == 0)
+			cc_log_info("spectator_message_ignored", CC_LOG_INT("peer", p->id),
+				    CC_LOG_STR("message", cc_wire_msg_name(m.id)));
 		return;
 	}
 	if (rc == CC_ENOTFOUND) {
@@ -440,7 +614,8 @@ static void on_packet(struct gs_server *s, struct peer *p, int channel, const ui
 	}
 	switch (m.id) {
 	case CC_MSG_INPUT:
-		gs_input_receive(&p->input, &m.u.input);
+		if (p->phase == PEER_PLAYING)
+			gs_input_receive(&p->input, &m.u.input);
 		break;
 	case CC_MSG_PING: {
 		struct cc_wire_msg pong = { .id = CC_MSG_PONG };
@@ -452,14 +627,16 @@ static void on_packet(struct gs_server *s, struct peer *p, int channel, const ui
 		send_msg(p, &pong);
 		break;
 	}
-	case CC_MSG_HELLO: {
+	case CC_MSG_HELLO:
+	case CC_MSG_SPECTATE:
+	case CC_MSG_RESUME: {
 		struct cc_wire_fault again = { .kind = CC_WIRE_FAULT_MALFORMED, .id = m.id };
-		snprintf(again.text, sizeof again.text, "hello: a second hello on an admitted session");
+		snprintf(again.text, sizeof again.text, "%s: a second handshake on an admitted session", cc_wire_msg_name(m.id));
 		(void)count_bad(s, p, &again, len);
 		break;
 	}
 	default:
-		/* Spectate, resume and the lobby messages belong to issue 12 and community mode: ignored here. */
+		/* The lobby messages belong to community mode: ignored here. */
 		cc_log_debug("message_ignored", CC_LOG_INT("peer", p->id), CC_LOG_STR("message", cc_wire_msg_name(m.id)));
 		break;
 	}
@@ -488,9 +665,11 @@ static void post_result(struct gs_server *s, const int score[2])
 	for (size_t i = 0; r && i < r->count && off < sizeof body; i++) {
 		const struct cc_roster_entry *e = &r->entries[i];
 		off += (size_t)snprintf(body + off, sizeof body - off,
-					"%s{\"player_id\":\"%s\",\"team\":%d,\"goals\":%d,\"assists\":0,\"saves\":0,\"shots\":0}",
+					"%s{\"player_id\":\"%s\",\"team\":%d,\"goals\":%d,\"assists\":0,\"saves\":0,\"shots\":0%s}",
 					i ? "," : "", e->player_id, e->team,
-					e->slot >= 0 && e->slot < GS_MATCH_MAX_SLOTS ? s->goals[e->slot] : 0);
+					e->slot >= 0 && e->slot < GS_MATCH_MAX_SLOTS ? s->goals[e->slot] : 0,
+					/* A bot drove this slot at some time: recorded, never rated (cc-api). */
+					e->slot >= 0 && e->slot < GS_MATCH_MAX_SLOTS && s->bot_played[e->slot] ? ",\"bot\":true" : "");
 	}
 	if (off < sizeof body)
 		snprintf(body + off, sizeof body - off, "]}");
@@ -515,6 +694,15 @@ static void on_event(void *ctx, const struct gs_event *ev)
 	memset(&m, 0, sizeof m);
 	switch (ev->kind) {
 	case GS_EVENT_STATE:
+		if (!s->loading_over && ev->state != CC_MATCH_LOADING) {
+			/* LOADING ended: a roster slot nobody took is a no-show (casual: a bot plays it). */
+			s->loading_over = true;
+			const struct cc_roster *r = s->admission ? gs_admission_roster(s->admission) : NULL;
+			for (size_t i = 0; r && i < r->count; i++)
+				if (!s->by_slot[r->entries[i].slot] &&
+				    gs_match_driver(s->match, r->entries[i].slot) == GS_DRIVER_NONE)
+					vacate_ship(s, r->entries[i].slot, "no_show");
+		}
 		gs_wire_match_state(&m, s->match);
 		cc_log_info("match_state", CC_LOG_INT("tick", tick), CC_LOG_STR("state", gs_wire_state_name(ev->state)));
 		break;
@@ -556,9 +744,17 @@ static void on_event(void *ctx, const struct gs_event *ev)
 		(void)broadcast_msg(s, &m);
 }
 
-/* One simulation tick: consume inputs, step, maybe snapshot, kick slow handshakes. */
+/* One simulation tick: settle lapsed reservations, consume inputs, step, maybe snapshot, kick slow handshakes. */
 static void tick(struct gs_server *s)
 {
+	for (int slot; s->admission && (slot = gs_admission_next_lapsed(s->admission, cc_clock_ms())) >= 0;) {
+		/* Nobody came back in time: the ship goes to a bot (casual) or is parked (ranked). */
+		cc_log_info("slot_reservation_lapsed", CC_LOG_INT("slot", slot), CC_LOG_INT("tick", gs_match_tick(s->match)),
+			    CC_LOG_INT("away_ms", cc_clock_ms() - s->left_ms[slot]), CC_LOG_BOOL("player_back", s->by_slot[slot] != NULL));
+		count_session(s, "lapsed");
+		if (gs_match_driver(s->match, slot) == GS_DRIVER_AWAY)
+			vacate_ship(s, slot, "reservation_lapsed");
+	}
 	int64_t now = cc_clock_ms();
 	bool grace = in_grace(s, now);
 	for (int i = 0; i < GS_MATCH_MAX_SLOTS; i++) {
@@ -588,6 +784,9 @@ static void tick(struct gs_server *s)
 		}
 		struct cc_wire_msg m;
 		gs_wire_snapshot(&m, s->match, connected, inputs);
+		for (uint16_t i = 0; i < m.u.snapshot.player_count; i++)
+			if (gs_match_driver(s->match, m.u.snapshot.players[i].slot) == GS_DRIVER_BOT)
+				m.u.snapshot.players[i].flags |= CC_WIRE_PF_BOT;
 		size_t n = broadcast_msg(s, &m);
 		cc_metric_add(s->m.snapshot_bytes, NULL, (double)n);
 	}
@@ -618,8 +817,8 @@ static void on_connect(struct gs_server *s, ENetPeer *e)
 	struct peer *old_same = NULL, *old_any = NULL;
 	for (size_t i = 0; i < s->host->peerCount; i++) {
 		struct peer *q = s->host->peers[i].data;
-		if (!q || &s->host->peers[i] == e)
-			continue;
+		if (!q || &s->host->peers[i] == e || q->phase == PEER_SPECTATING)
+			continue; /* spectators have their own cap (--max-spectators) and room: never server_full for players */
 		ours++;
 		if (q->phase != PEER_HELLO || now - q->connected_ms < IDLE_EVICT_MIN_MS)
 			continue;
@@ -775,7 +974,8 @@ struct gs_server *gs_server_create(const struct gs_server_options *opts, struct 
 		cc_log_error("start_failed", CC_LOG_STR("reason", "--bind is not an IPv4 address"));
 		goto out_fail;
 	}
-	s->host = enet_host_create(&addr, (size_t)opts->max_peers + REFUSE_SPARE, GS_CHANNELS, 0, 0);
+	s->host = enet_host_create(&addr, (size_t)opts->max_peers + (size_t)opts->max_spectators + REFUSE_SPARE,
+				   GS_CHANNELS, 0, 0);
 	if (!s->host) {
 		cc_log_error("start_failed", CC_LOG_STR("reason", "cannot bind the UDP game port"),
 			     CC_LOG_STR("bind", opts->bind), CC_LOG_INT("port", opts->port));
@@ -802,6 +1002,7 @@ struct gs_server *gs_server_create(const struct gs_server_options *opts, struct 
 	}
 	const char *reason_l[] = { "reason", NULL };
 	const char *kind_l[] = { "kind", NULL };
+	const char *event_l[] = { "event", NULL };
 	static const double buckets[] = { 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.0167, 0.05 };
 	s->m.ticks = cc_counter("cosmic_clash_gameserver_ticks_total", "Simulation ticks run.", NULL, 1);
 	s->m.missed = cc_counter("cosmic_clash_gameserver_missed_ticks_total",
@@ -830,6 +1031,9 @@ struct gs_server *gs_server_create(const struct gs_server_options *opts, struct 
 	s->m.lateness = cc_histogram("cosmic_clash_gameserver_tick_lateness_seconds",
 				     "How late each tick batch started after its deadline.", NULL, 1, late_buckets,
 				     CC_ARRAY_LEN(late_buckets));
+	s->m.sessions = cc_counter("cosmic_clash_gameserver_session_events_total",
+				   "Slot and spectator events: reserved, resumed, taken_over, lapsed, bot_took_slot, spectator, ...",
+				   event_l, 16);
 	s->m.snapshot_bytes = cc_counter("cosmic_clash_gameserver_snapshot_bytes_total",
 					 "Snapshot payload bytes encoded (each sent to every player).", NULL, 1);
 	return s;

@@ -26,6 +26,25 @@
  * disconnect_later); the peer's record is detached so nothing is sent to
  * it again, even within the same poll batch.
  *
+ * Sessions (issue 12; the rules of the slot table are gameserver/admission.h):
+ * a player who leaves (disconnect, timeout, kick) keeps its slot reserved
+ * --slot-reserve-seconds; its ship stays in play with neutral controls
+ * (GS_DRIVER_AWAY, gameserver/match.h) so a resume finds it where the server left
+ * it. resume with the welcome's resume_key takes it back at once, or takes
+ * a live session over (the older one kicked duplicate_session). When the
+ * reservation lapses, casual hands the ship to a server bot (game/chase;
+ * flagged bot in snapshots and player_info, "bot":true in the result) and
+ * ranked parks it (the team plays short; the player may still come back
+ * with its token). A roster player admitted after LOADING who is not
+ * resuming a ship in play (a late joiner, a no-show, a player back after
+ * the lapse) is welcomed at once and gets snapshots, and its ship enters
+ * at the next kickoff (the bot drives until then). A no-show slot in
+ * casual is a bot's from the end of LOADING.
+ * Spectators (spectate): a display name or a join token of this match, up
+ * to --max-spectators; they get the same encoded snapshots and reliable
+ * events as the players, never hold a slot, and anything they send but
+ * ping is counted and ignored.
+ *
  * Ownership: gs_server_create() takes ownership of admission and match
  * (freed by gs_server_free); the reporter stays the caller's.
  */
@@ -59,7 +78,11 @@ struct gs_server_options {
 	int max_silent_per_address; /* connected peers without a hello one address may hold */
 	int64_t input_stall_kick_ms; /* a player whose input ran dry this long is kicked input_stalled (0: never) */
 	int64_t stall_grace_ms;     /* after the tick loop itself stalled, nobody is kicked for it this long */
+	int max_spectators;         /* spectate admits at most this many (0: none); <= GS_MAX_SPECTATORS */
+	bool bots;                  /* casual: bots drive no-show and lapsed slots (ranked: parked) */
 };
+
+#define GS_MAX_SPECTATORS 64
 
 struct gs_server;
 

@@ -22,9 +22,9 @@ static int player_cmp(const void *a, const void *b)
 	int c = strcmp(p->player_id, q->player_id);
 	if (c)
 		return c;
-	const int x[5] = { p->team, p->goals, p->assists, p->saves, p->shots };
-	const int y[5] = { q->team, q->goals, q->assists, q->saves, q->shots };
-	for (int i = 0; i < 5; i++)
+	const int x[6] = { p->team, p->goals, p->assists, p->saves, p->shots, p->bot };
+	const int y[6] = { q->team, q->goals, q->assists, q->saves, q->shots, q->bot };
+	for (int i = 0; i < 6; i++)
 		if (x[i] != y[i])
 			return x[i] < y[i] ? -1 : 1;
 	return 0;
@@ -43,7 +43,7 @@ static int get_count(const cJSON *obj, const char *field, int64_t max, int *out,
 /* One element of "players"; i is its index, for the messages. */
 static int parse_player(const cJSON *item, size_t i, struct cc_match_result_player *p, struct cc_json_error *err)
 {
-	static const char *const fields[] = { "player_id", "team", "goals", "assists", "saves", "shots", NULL };
+	static const char *const fields[] = { "player_id", "team", "goals", "assists", "saves", "shots", "bot", NULL };
 	const char *id = NULL;
 	int rc;
 	if (!cJSON_IsObject(item)) {
@@ -67,6 +67,10 @@ static int parse_player(const cJSON *item, size_t i, struct cc_match_result_play
 	    (rc = get_count(item, "saves", CC_MATCH_RESULT_STAT_MAX, &p->saves, err)) != 0 ||
 	    (rc = get_count(item, "shots", CC_MATCH_RESULT_STAT_MAX, &p->shots, err)) != 0)
 		goto out;
+	p->bot = false;
+	rc = cc_json_get_bool(item, "bot", false, &p->bot, err);
+	if (rc == CC_ENOTFOUND)
+		rc = 0; /* optional: absent means a human played the whole match */
 out:
 	/* A field-level message names the field but not which player: add the index. */
 	if (rc != 0 && err->field[0] && strncmp(err->message, "players[", 8) != 0) {
@@ -167,8 +171,9 @@ void cc_match_result_hash(const struct cc_match_result *r, char out[CC_MATCH_RES
 				       r->duration_seconds);
 	for (size_t i = 0; i < r->n_players && i < CC_MATCH_RESULT_MAX_PLAYERS; i++) {
 		const struct cc_match_result_player *p = &r->players[i];
-		used += (size_t)snprintf(text + used, sizeof text - used, "%s %d %d %d %d %d\n", p->player_id, p->team,
-					 p->goals, p->assists, p->saves, p->shots);
+		/* " bot" only when set: a result without bots hashes as it always did. */
+		used += (size_t)snprintf(text + used, sizeof text - used, "%s %d %d %d %d %d%s\n", p->player_id, p->team,
+					 p->goals, p->assists, p->saves, p->shots, p->bot ? " bot" : "");
 	}
 	cc_sha256_hex(text, used, out);
 }
@@ -201,7 +206,8 @@ cJSON *cc_match_result_to_json(const struct cc_match_result *r)
 		}
 		if (!cJSON_AddStringToObject(e, "player_id", p->player_id) || !cJSON_AddNumberToObject(e, "team", p->team) ||
 		    !cJSON_AddNumberToObject(e, "goals", p->goals) || !cJSON_AddNumberToObject(e, "assists", p->assists) ||
-		    !cJSON_AddNumberToObject(e, "saves", p->saves) || !cJSON_AddNumberToObject(e, "shots", p->shots))
+		    !cJSON_AddNumberToObject(e, "saves", p->saves) || !cJSON_AddNumberToObject(e, "shots", p->shots) ||
+		    (p->bot && !cJSON_AddTrueToObject(e, "bot")))
 			goto fail;
 	}
 	return o;

@@ -4,7 +4,13 @@
  *
  * The body (contracts/v1/openapi.json MatchResultRequest):
  *   {"score":[t0,t1], "duration_seconds":N,
- *    "players":[{"player_id","team","goals","assists","saves","shots"}, ...]}
+ *    "players":[{"player_id","team","goals","assists","saves","shots"[,"bot"]}, ...]}
+ * "bot": true (optional, default false) says a server bot drove that
+ * participant's slot at some time of the match (a no-show, or a player
+ * whose reservation lapsed; issue 12). The participant is still listed
+ * (every participant exactly once) and its numbers recorded, but it is
+ * never rated: cc-api moves no rating for it and leaves it out of the
+ * opponents' composite (a team with no human left rates nobody).
  * cc_match_result_parse() reads its shape (what a 400 refuses);
  * cc_match_result_check() judges it against the match's participants (what
  * a 422 refuses): every participant exactly once, nobody else, each on the
@@ -27,6 +33,7 @@
 #ifndef CC_GAME_MATCH_RESULT_H
 #define CC_GAME_MATCH_RESULT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +55,7 @@ struct cc_match_result_player {
 	int assists;
 	int saves;
 	int shots;
+	bool bot;                    /* a server bot drove this slot at some time: recorded, never rated */
 };
 
 struct cc_match_result {

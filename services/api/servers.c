@@ -725,22 +725,50 @@ static int result_answer(struct cc_pg *pg, struct result_tx *tx)
 	return rc;
 }
 
+/* True when the result marks player_id as played by a bot (issue 12). */
+static bool played_by_bot(const struct cc_match_result *r, const char *player_id)
+{
+	for (size_t i = 0; i < r->n_players; i++)
+		if (strcmp(r->players[i].player_id, player_id) == 0)
+			return r->players[i].bot;
+	return false;
+}
+
 /*
- * Every participant's rating in the match's playlist, moved once: each
- * player of a team against the other team as a composite opponent
+ * Every human participant's rating in the match's playlist, moved once:
+ * each player of a team against the other team as a composite opponent
  * (cc_glicko2_rate_match), before and after recorded beside the result.
+ * A participant marked "bot" (a server bot drove its slot) is never rated:
+ * no rating moves for it, no rating_changes row, and it is no part of the
+ * opponents' composite. When a team has no human left, nobody is rated.
  */
 static int rate_players(struct cc_pg *pg, struct result_tx *tx)
 {
 	const struct cc_match *m = &tx->s.match;
 	struct cc_glicko2_rating before[CC_FORMATION_MAX_PLAYERS], after[CC_FORMATION_MAX_PLAYERS];
 	struct cc_glicko2_rating team[2][CC_GLICKO2_TEAM_MAX], rated[2][CC_GLICKO2_TEAM_MAX];
-	size_t n[2] = { 0, 0 }, at[CC_FORMATION_MAX_PLAYERS];
-	int rc = cc_ratings_lock(pg, m->playlist, (const char (*)[CC_UUID_BUF])m->player_ids, m->n_players, before, NULL);
+	char ids[CC_FORMATION_MAX_PLAYERS][CC_UUID_BUF];
+	uint8_t teams[CC_FORMATION_MAX_PLAYERS];
+	size_t n[2] = { 0, 0 }, at[CC_FORMATION_MAX_PLAYERS], humans = 0;
+	for (size_t i = 0; i < m->n_players && i < CC_FORMATION_MAX_PLAYERS; i++) {
+		if (played_by_bot(&tx->result, m->player_ids[i]))
+			continue;
+		memcpy(ids[humans], m->player_ids[i], CC_UUID_BUF);
+		teams[humans++] = m->teams[i];
+	}
+	for (size_t i = 0; i < humans; i++)
+		n[teams[i]]++;
+	if (n[0] == 0 || n[1] == 0) {
+		cc_log_info("rating_skipped", CC_LOG_STR("match_id", m->id), CC_LOG_STR("why", "a team has no human player"),
+			    CC_LOG_INT("humans", (int64_t)humans));
+		return 0;
+	}
+	n[0] = n[1] = 0;
+	int rc = cc_ratings_lock(pg, m->playlist, (const char (*)[CC_UUID_BUF])ids, humans, before, NULL);
 	if (rc != 0)
 		return rc;
-	for (size_t i = 0; i < m->n_players; i++) {
-		int t = m->teams[i];
+	for (size_t i = 0; i < humans; i++) {
+		int t = teams[i];
 		if (n[t] == CC_GLICKO2_TEAM_MAX)
 			return CC_EDB;
 		at[i] = n[t];
@@ -752,10 +780,10 @@ static int rate_players(struct cc_pg *pg, struct result_tx *tx)
 		cc_log_error("rating_failed", CC_LOG_STR("match_id", m->id), CC_LOG_STR("error", cc_errname(rc)));
 		return rc == CC_EINVAL ? CC_EDB : rc;
 	}
-	for (size_t i = 0; i < m->n_players && rc == 0; i++) {
-		after[i] = rated[m->teams[i]][at[i]];
-		if ((rc = cc_result_rating_change(pg, m->id, m->player_ids[i], m->playlist, &before[i], &after[i])) == 0)
-			rc = cc_rating_record(pg, m->player_ids[i], m->playlist, m->id, &after[i]);
+	for (size_t i = 0; i < humans && rc == 0; i++) {
+		after[i] = rated[teams[i]][at[i]];
+		if ((rc = cc_result_rating_change(pg, m->id, ids[i], m->playlist, &before[i], &after[i])) == 0)
+			rc = cc_rating_record(pg, ids[i], m->playlist, m->id, &after[i]);
 	}
 	return rc;
 }

@@ -21,6 +21,30 @@
  *       --unknown-every=N also sends a message with an unknown id every N
  *       ticks (the server must skip it and keep this player).
  *
+ *       Sessions (issue 12):
+ *       --snapshot-log=FILE writes "tick fnv1a64-of-the-packet" per snapshot
+ *       (compare with a spectator's: the same bytes);
+ *       --drop-after-ms=N drops the connection N ms after the welcome,
+ *       --drop=graceful (an ENet disconnect, the default) or silent (the
+ *       socket just goes: the server notices only by timeout);
+ *       --resume (after --resume-after-ms=M, default 1000) reconnects and
+ *       sends resume with the welcome's key and the same token, then plays
+ *       on; without --resume the client stops after the drop (result
+ *       "dropped"). Before its own resume it can try an impostor's:
+ *       --impostor-token=FILE (another player's token with our key) and
+ *       --impostor-name=NAME (a display name with our key); their outcomes
+ *       are printed (impostor_token, impostor_name). The line adds
+ *       resumed_slot/team, own_before/own_after {tick, pos} around the drop,
+ *       bot_slots (bit mask of slots seen with the snapshot bot flag),
+ *       pi_bot_slots (player_info bot flag), welcome_state, welcome_tick,
+ *       own_bot_last_tick (last snapshot with our own slot bot-driven),
+ *       own_free_tick (first later snapshot without), kickoffs (ticks).
+ *
+ *   gsclient spectate --port=P (--name=NAME | --token=FILE) [--max-seconds=S] [--snapshot-log=FILE]
+ *       Watches until the match ends; prints result (ended|refused|...),
+ *       reason, slot, snapshots, ignored_sent (inputs sent, which the server
+ *       must ignore), score.
+ *
  *   gsclient hostile --port=P --kind=KIND [--token=FILE]
  *       KIND: garbage, short, truncated-hello, oversized-hello, version,
  *       token (hello with --token), truncated-input, oversized-input,
@@ -189,6 +213,9 @@ struct conn {
 	bool refused;
 	int slot, team;
 	bool welcomed;
+	uint8_t resume_key[CC_WIRE_RESUME_KEY_LEN]; /* from the welcome */
+	int welcome_state;
+	uint32_t welcome_tick;
 };
 
 static int connect_to(struct conn *c, int port)
@@ -274,6 +301,9 @@ static void on_control(struct conn *c, const uint8_t *d, size_t len)
 		c->welcomed = true;
 		c->slot = m.u.welcome.slot;
 		c->team = m.u.welcome.team;
+		c->welcome_state = m.u.welcome.match_state;
+		c->welcome_tick = m.u.welcome.server_tick;
+		memcpy(c->resume_key, m.u.welcome.resume_key, sizeof c->resume_key);
 	} else if (m.id == CC_MSG_REFUSED || m.id == CC_MSG_KICKED) {
 		uint16_t reason = m.id == CC_MSG_REFUSED ? m.u.refused.reason : m.u.kicked.reason;
 		snprintf(c->reason, sizeof c->reason, "%s", cc_wire_reason_name(reason));
@@ -442,20 +472,205 @@ out:
 	return rc;
 }
 
-/* ---- play ------------------------------------------------------------------------------ */
+/* ---- play and spectate ------------------------------------------------------------- */
+
+/* A spectate or resume (kind) with auth and credential; resume carries key. */
+static void send_handshake(struct conn *c, uint16_t id, uint8_t auth, const char *credential, const uint8_t *key)
+{
+	struct cc_wire_msg m = { .id = id };
+	struct cc_wire_hello *h = id == CC_MSG_SPECTATE ? &m.u.spectate : NULL;
+	size_t n = strlen(credential);
+	if (n > CC_WIRE_TOKEN_MAX)
+		n = CC_WIRE_TOKEN_MAX;
+	if (h) {
+		h->protocol_version = PROTOCOL;
+		h->tick_rate = CC_WIRE_TICK_RATE;
+		h->auth = auth;
+		memcpy(h->credential, credential, n);
+		h->credential_len = (uint16_t)n;
+	} else {
+		struct cc_wire_resume *r = &m.u.resume;
+		r->protocol_version = PROTOCOL;
+		r->tick_rate = CC_WIRE_TICK_RATE;
+		r->auth = auth;
+		memcpy(r->resume_key, key, CC_WIRE_RESUME_KEY_LEN);
+		memcpy(r->credential, credential, n);
+		r->credential_len = (uint16_t)n;
+	}
+	uint8_t buf[CC_WIRE_MAX_PACKET];
+	size_t len = encode(&m, buf, sizeof buf);
+	if (len)
+		send_raw(c, 0, buf, len, true);
+}
+
+struct own_pos {
+	uint32_t tick; /* 0: none */
+	float pos[3];
+};
+
+struct play_stats {
+	uint64_t snapshots, snapshot_bytes, bad_messages, goals;
+	int64_t last_snap, max_gap;
+	uint32_t last_ack, last_tick;
+	int score[2], ended[2];
+	bool over;
+	uint32_t bot_slots, pi_bot_slots;
+	uint32_t own_bot_last_tick, own_free_tick;
+	uint32_t kickoffs[8];
+	int n_kickoffs;
+	struct own_pos own; /* our ship in the newest snapshot */
+	FILE *snaplog;
+};
+
+static uint64_t fnv1a(const uint8_t *d, size_t n)
+{
+	uint64_t h = 14695981039346656037ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ d[i]) * 1099511628211ull;
+	return h;
+}
+
+/* One received packet of a session: snapshots, events, control. */
+static void on_session_packet(struct conn *c, struct play_stats *st, int channel, const uint8_t *d, size_t len)
+{
+	struct cc_wire_msg m;
+	if (cc_wire_decode(d, len, &m, NULL) != 0) {
+		st->bad_messages++;
+		return;
+	}
+	if (m.id == CC_MSG_SNAPSHOT) {
+		int64_t now = cc_clock_ms();
+		if (st->last_snap && now - st->last_snap > st->max_gap)
+			st->max_gap = now - st->last_snap;
+		st->last_snap = now;
+		st->snapshots++;
+		st->snapshot_bytes += len;
+		if (st->snaplog)
+			fprintf(st->snaplog, "%u %016llx\n", m.u.snapshot.tick, (unsigned long long)fnv1a(d, len));
+		const struct cc_wire_snapshot *sn = &m.u.snapshot;
+		if (sn->tick <= st->last_tick)
+			return;
+		st->last_tick = sn->tick;
+		st->score[0] = sn->score[0];
+		st->score[1] = sn->score[1];
+		for (uint16_t i = 0; i < sn->player_count; i++) {
+			const struct cc_wire_player_state *ps = &sn->players[i];
+			if (ps->flags & CC_WIRE_PF_BOT)
+				st->bot_slots |= 1u << ps->slot;
+			if (ps->slot != c->slot)
+				continue;
+			if (ps->flags & CC_WIRE_PF_HAS_INPUT)
+				st->last_ack = ps->last_input_seq;
+			if (ps->flags & CC_WIRE_PF_BOT)
+				st->own_bot_last_tick = sn->tick;
+			else if (st->own_bot_last_tick && !st->own_free_tick)
+				st->own_free_tick = sn->tick;
+			struct cc_wire_pose pose;
+			cc_wire_dequantise(&ps->body, &pose);
+			st->own.tick = sn->tick;
+			memcpy(st->own.pos, pose.pos, sizeof st->own.pos);
+		}
+	} else if (m.id == CC_MSG_MATCH_END) {
+		st->ended[0] = m.u.match_end.score[0];
+		st->ended[1] = m.u.match_end.score[1];
+		st->over = true;
+	} else if (m.id == CC_MSG_GOAL) {
+		st->goals++;
+	} else if (m.id == CC_MSG_KICKOFF) {
+		if (st->n_kickoffs < 8)
+			st->kickoffs[st->n_kickoffs++] = m.u.kickoff.tick;
+	} else if (m.id == CC_MSG_PLAYER_INFO) {
+		if (m.u.player_info.flags & CC_WIRE_PI_BOT)
+			st->pi_bot_slots |= 1u << m.u.player_info.slot;
+	} else if (channel == 0) {
+		on_control(c, d, len);
+	}
+}
+
+/*
+ * Serves the session until the match ends, it is refused or gone, the
+ * deadline (end_ms) or stop_ms passes; sends 60 Hz input from *seq on
+ * (when send_inputs).
+ */
+static void session_loop(struct conn *c, struct play_stats *st, int64_t end_ms, int64_t stop_ms, uint32_t *seq,
+			 bool send_inputs, long unknown_every)
+{
+	int64_t next_input = cc_clock_ms();
+	while (!st->over && !c->gone && !c->refused && cc_clock_ms() < end_ms && cc_clock_ms() < stop_ms) {
+		ENetEvent ev;
+		int64_t wait = next_input - cc_clock_ms();
+		if (enet_host_service(c->host, &ev, wait > 0 ? (enet_uint32)wait : 0) > 0) {
+			if (ev.type == ENET_EVENT_TYPE_DISCONNECT) {
+				c->gone = true;
+			} else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
+				on_session_packet(c, st, ev.channelID, ev.packet->data, ev.packet->dataLength);
+				enet_packet_destroy(ev.packet);
+			}
+			continue;
+		}
+		if (cc_clock_ms() < next_input)
+			continue;
+		next_input += 1000 / 60;
+		if (!send_inputs)
+			continue;
+		(*seq)++;
+		int count = *seq < 4 ? (int)*seq : 4;
+		send_input(c, (uint16_t)*seq, count, 0, 1);
+		if (unknown_every > 0 && *seq % (uint32_t)unknown_every == 0) {
+			uint8_t u[8] = { 0 };
+			put16(u, 0x7777); /* an id no protocol version defines */
+			send_raw(c, 0, u, sizeof u, true);
+		}
+	}
+}
+
+/* A resume attempt on a fresh connection that is expected to be refused; "refused:REASON" etc. into out. */
+static void impostor(int port, uint8_t auth, const char *credential, const uint8_t *key, char *out, size_t cap)
+{
+	struct conn x;
+	if (connect_to(&x, port) != 0) {
+		snprintf(out, cap, "no_connection");
+		conn_close(&x);
+		return;
+	}
+	send_handshake(&x, CC_MSG_RESUME, auth, credential, key);
+	await(&x, 5000);
+	snprintf(out, cap, "%s:%s", x.refused ? "refused" : x.welcomed ? "admitted" : x.gone ? "disconnected" : "timeout",
+		 x.reason);
+	conn_close(&x);
+}
 
 static int play(int argc, char **argv)
 {
 	int port = (int)arg_long(argc, argv, "port", 0);
 	long unknown_every = arg_long(argc, argv, "unknown-every", 0);
 	long max_seconds = arg_long(argc, argv, "max-seconds", 120);
+	long drop_after = arg_long(argc, argv, "drop-after-ms", -1);
+	long resume_after = arg_long(argc, argv, "resume-after-ms", 1000);
+	const char *drop = arg(argc, argv, "drop") ? arg(argc, argv, "drop") : "graceful";
+	bool resume = false;
+	for (int i = 2; i < argc; i++)
+		if (strcmp(argv[i], "--resume") == 0)
+			resume = true;
+	const char *imp_name = arg(argc, argv, "impostor-name");
 	char *token = read_token(arg(argc, argv, "token"));
+	char *imp_token = arg(argc, argv, "impostor-token") ? read_token(arg(argc, argv, "impostor-token")) : NULL;
+	const char *snaplog = arg(argc, argv, "snapshot-log");
 	struct conn c;
+	struct play_stats st = { .ended = { -1, -1 } };
 	int rc = 1;
-	if (port <= 0 || !token) {
-		fprintf(stderr, "gsclient play: --port and a readable --token are required\n");
+	memset(&c, 0, sizeof c);
+	if (port <= 0 || !token || (strcmp(drop, "graceful") != 0 && strcmp(drop, "silent") != 0)) {
+		fprintf(stderr, "gsclient play: --port and a readable --token are required; --drop=graceful|silent\n");
 		free(token);
+		free(imp_token);
 		return 2;
+	}
+	if (snaplog && !(st.snaplog = fopen(snaplog, "w"))) {
+		fprintf(stderr, "gsclient play: cannot write %s: %s\n", snaplog, strerror(errno));
+		free(token);
+		free(imp_token);
+		return 1;
 	}
 	if (connect_to(&c, port) != 0) {
 		printf("{\"result\":\"no_connection\"}\n");
@@ -468,79 +683,132 @@ static int play(int argc, char **argv)
 		rc = 0;
 		goto out;
 	}
-	uint64_t snapshots = 0, snapshot_bytes = 0, bad_messages = 0, goals = 0;
 	int64_t started = cc_clock_ms();
 	c.host->totalReceivedData = 0;
-	int64_t last_snap = 0, max_gap = 0, end = cc_clock_ms() + max_seconds * 1000;
-	int64_t next_input = cc_clock_ms();
-	uint32_t seq = 0, last_ack = 0, last_tick = 0; /* seq: inputs sent (the wire carries it mod 2^16) */
-	int score[2] = { 0, 0 }, ended[2] = { -1, -1 };
-	bool over = false;
-	while (!over && !c.gone && !c.refused && cc_clock_ms() < end) {
-		ENetEvent ev;
-		int64_t wait = next_input - cc_clock_ms();
-		if (enet_host_service(c.host, &ev, wait > 0 ? (enet_uint32)wait : 0) > 0) {
-			if (ev.type == ENET_EVENT_TYPE_DISCONNECT) {
-				c.gone = true;
-			} else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
-				const uint8_t *d = ev.packet->data;
-				size_t len = ev.packet->dataLength;
-				struct cc_wire_msg m;
-				if (cc_wire_decode(d, len, &m, NULL) != 0) {
-					bad_messages++;
-				} else if (m.id == CC_MSG_SNAPSHOT) {
-					int64_t now = cc_clock_ms();
-					if (last_snap && now - last_snap > max_gap)
-						max_gap = now - last_snap;
-					last_snap = now;
-					snapshots++;
-					snapshot_bytes += len;
-					const struct cc_wire_snapshot *sn = &m.u.snapshot;
-					if (sn->tick > last_tick) {
-						last_tick = sn->tick;
-						score[0] = sn->score[0];
-						score[1] = sn->score[1];
-						for (uint16_t i = 0; i < sn->player_count; i++)
-							if (sn->players[i].slot == c.slot &&
-							    (sn->players[i].flags & CC_WIRE_PF_HAS_INPUT))
-								last_ack = sn->players[i].last_input_seq;
-					}
-				} else if (m.id == CC_MSG_MATCH_END) {
-					ended[0] = m.u.match_end.score[0];
-					ended[1] = m.u.match_end.score[1];
-					over = true;
-				} else if (m.id == CC_MSG_GOAL) {
-					goals++;
-				} else if (ev.channelID == 0) {
-					on_control(&c, d, len);
-				}
-				enet_packet_destroy(ev.packet);
-			}
-			continue;
+	int64_t end = cc_clock_ms() + max_seconds * 1000;
+	uint32_t seq = 0; /* inputs sent (the wire carries it mod 2^16) */
+	int first_slot = c.slot, first_team = c.team, welcome_state = c.welcome_state;
+	uint32_t welcome_tick = c.welcome_tick;
+	struct own_pos before = { 0 }, after = { 0 };
+	char imp_tok_out[128] = "", imp_name_out[128] = "";
+	bool dropped = false, resumed = false;
+	session_loop(&c, &st, end, drop_after >= 0 ? started + drop_after : INT64_MAX, &seq, true, unknown_every);
+	if (drop_after >= 0 && !st.over && !c.gone && !c.refused) {
+		dropped = true;
+		before = st.own;
+		uint8_t key[CC_WIRE_RESUME_KEY_LEN];
+		memcpy(key, c.resume_key, sizeof key);
+		if (strcmp(drop, "silent") == 0) {
+			enet_peer_reset(c.peer); /* no word to the server: only its timeout would tell it */
+			c.gone = true;
 		}
-		if (cc_clock_ms() < next_input)
-			continue;
-		next_input += 1000 / 60;
-		seq++;
-		int count = seq < 4 ? (int)seq : 4;
-		send_input(&c, (uint16_t)seq, count, 0, 1);
-		if (unknown_every > 0 && seq % (uint32_t)unknown_every == 0) {
-			uint8_t u[8] = { 0 };
-			put16(u, 0x7777); /* an id no protocol version defines */
-			send_raw(&c, 0, u, sizeof u, true);
+		conn_close(&c);
+		memset(&c, 0, sizeof c);
+		if (!resume)
+			goto report;
+		int64_t back = cc_clock_ms() + resume_after;
+		while (cc_clock_ms() < back) {
+			struct timespec ts = { 0, 10 * 1000000 };
+			nanosleep(&ts, NULL); /* the client is away: nothing to wait for but the time itself */
+		}
+		if (imp_token)
+			impostor(port, CC_WIRE_AUTH_TOKEN, imp_token, key, imp_tok_out, sizeof imp_tok_out);
+		if (imp_name)
+			impostor(port, CC_WIRE_AUTH_NAME, imp_name, key, imp_name_out, sizeof imp_name_out);
+		if (connect_to(&c, port) != 0) {
+			printf("{\"result\":\"no_connection\",\"phase\":\"resume\"}\n");
+			goto out;
+		}
+		send_handshake(&c, CC_MSG_RESUME, CC_WIRE_AUTH_TOKEN, token, key);
+		await(&c, 5000);
+		if (c.welcomed) {
+			resumed = true;
+			st.own.tick = 0;
+			/* The first snapshot after the resume: our ship as the server kept it. */
+			while (!st.over && !c.gone && !c.refused && cc_clock_ms() < end && st.own.tick == 0)
+				session_loop(&c, &st, end, cc_clock_ms() + 20, &seq, true, unknown_every);
+			after = st.own;
+			session_loop(&c, &st, end, INT64_MAX, &seq, true, unknown_every);
 		}
 	}
-	const char *result = over ? "ended" : c.refused ? "refused" : c.gone ? "disconnected" : "timeout";
+report:;
+	const char *result = st.over ? "ended" : c.refused ? "refused" : dropped && !resume ? "dropped" : c.gone ? "disconnected" : "timeout";
 	printf("{\"result\":\"%s\",\"reason\":\"%s\",\"slot\":%d,\"team\":%d,\"snapshots\":%llu,\"max_gap_ms\":%lld,"
 	       "\"inputs_sent\":%u,\"last_ack\":%u,\"last_tick\":%u,\"score\":[%d,%d],\"ended_score\":[%d,%d],"
-	       "\"seconds\":%.2f,\"snapshot_bytes\":%llu,\"enet_bytes_in\":%u,\"undecodable\":%llu,\"goals_seen\":%llu}\n",
-	       result, c.reason, c.slot, c.team, (unsigned long long)snapshots, (long long)max_gap, seq, last_ack, last_tick,
-	       score[0], score[1], ended[0], ended[1], (double)(cc_clock_ms() - started) / 1000.0,
-	       (unsigned long long)snapshot_bytes, c.host->totalReceivedData, (unsigned long long)bad_messages,
-	       (unsigned long long)goals);
+	       "\"seconds\":%.2f,\"snapshot_bytes\":%llu,\"enet_bytes_in\":%u,\"undecodable\":%llu,\"goals_seen\":%llu,"
+	       "\"welcome_state\":%d,\"welcome_tick\":%u,\"bot_slots\":%u,\"pi_bot_slots\":%u,"
+	       "\"own_bot_last_tick\":%u,\"own_free_tick\":%u,\"kickoffs\":[",
+	       result, c.reason, first_slot, first_team, (unsigned long long)st.snapshots, (long long)st.max_gap, seq,
+	       st.last_ack, st.last_tick, st.score[0], st.score[1], st.ended[0], st.ended[1],
+	       (double)(cc_clock_ms() - started) / 1000.0, (unsigned long long)st.snapshot_bytes,
+	       c.host ? c.host->totalReceivedData : 0, (unsigned long long)st.bad_messages, (unsigned long long)st.goals,
+	       welcome_state, welcome_tick, st.bot_slots, st.pi_bot_slots, st.own_bot_last_tick, st.own_free_tick);
+	for (int i = 0; i < st.n_kickoffs; i++)
+		printf("%s%u", i ? "," : "", st.kickoffs[i]);
+	printf("],\"dropped\":%s,\"resumed\":%s,\"resumed_slot\":%d,\"resumed_team\":%d,"
+	       "\"own_before\":{\"tick\":%u,\"pos\":[%.3f,%.3f,%.3f]},\"own_after\":{\"tick\":%u,\"pos\":[%.3f,%.3f,%.3f]},"
+	       "\"impostor_token\":\"%s\",\"impostor_name\":\"%s\"}\n",
+	       dropped ? "true" : "false", resumed ? "true" : "false", resumed ? c.slot : -1, resumed ? c.team : -1,
+	       before.tick, before.pos[0], before.pos[1], before.pos[2], after.tick, after.pos[0], after.pos[1],
+	       after.pos[2], imp_tok_out, imp_name_out);
+	rc = 0;
+out:
+	if (c.host)
+		conn_close(&c);
+	if (st.snaplog)
+		fclose(st.snaplog);
+	free(token);
+	free(imp_token);
+	return rc;
+}
+
+static int spectate(int argc, char **argv)
+{
+	int port = (int)arg_long(argc, argv, "port", 0);
+	long max_seconds = arg_long(argc, argv, "max-seconds", 120);
+	const char *name = arg(argc, argv, "name");
+	char *token = arg(argc, argv, "token") ? read_token(arg(argc, argv, "token")) : NULL;
+	const char *snaplog = arg(argc, argv, "snapshot-log");
+	struct conn c;
+	struct play_stats st = { .ended = { -1, -1 } };
+	int rc = 1;
+	memset(&c, 0, sizeof c);
+	if (port <= 0 || (!name && !token)) {
+		fprintf(stderr, "gsclient spectate: --port and --name or a readable --token are required\n");
+		free(token);
+		return 2;
+	}
+	if (snaplog && !(st.snaplog = fopen(snaplog, "w"))) {
+		fprintf(stderr, "gsclient spectate: cannot write %s: %s\n", snaplog, strerror(errno));
+		free(token);
+		return 1;
+	}
+	if (connect_to(&c, port) != 0) {
+		printf("{\"result\":\"no_connection\"}\n");
+		goto out;
+	}
+	send_handshake(&c, CC_MSG_SPECTATE, token ? CC_WIRE_AUTH_TOKEN : CC_WIRE_AUTH_NAME, token ? token : name, NULL);
+	await(&c, 5000);
+	if (!c.welcomed) {
+		if (c.refused)
+			await_gone(&c, 5000);
+		print_outcome(&c);
+		rc = 0;
+		goto out;
+	}
+	uint32_t seq = 0;
+	/* A spectator that sends inputs anyway: the server must ignore them (and keep it). */
+	session_loop(&c, &st, cc_clock_ms() + max_seconds * 1000, INT64_MAX, &seq, true, 0);
+	const char *result = st.over ? "ended" : c.refused ? "refused" : c.gone ? "disconnected" : "timeout";
+	printf("{\"result\":\"%s\",\"reason\":\"%s\",\"slot\":%d,\"team\":%d,\"snapshots\":%llu,\"max_gap_ms\":%lld,"
+	       "\"ignored_sent\":%u,\"score\":[%d,%d],\"ended_score\":[%d,%d],\"bot_slots\":%u,\"goals_seen\":%llu}\n",
+	       result, c.reason, c.slot, c.team, (unsigned long long)st.snapshots, (long long)st.max_gap, seq,
+	       st.score[0], st.score[1], st.ended[0], st.ended[1], st.bot_slots, (unsigned long long)st.goals);
 	rc = 0;
 out:
 	conn_close(&c);
+	if (st.snaplog)
+		fclose(st.snaplog);
 	free(token);
 	return rc;
 }
@@ -685,7 +953,7 @@ static int idle(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: gsclient mint|play|hostile|flood|idle --name=value...\n");
+		fprintf(stderr, "usage: gsclient mint|play|spectate|hostile|flood|idle --name=value...\n");
 		return 2;
 	}
 	if (cc_crypto_init() != 0 || enet_initialize() != 0)
@@ -694,6 +962,7 @@ int main(int argc, char **argv)
 	int rc = strcmp(argv[1], "mint") == 0	 ? mint(argc, argv)
 		 : strcmp(argv[1], "play") == 0	 ? play(argc, argv)
 		 : strcmp(argv[1], "hostile") == 0 ? hostile(argc, argv)
+		 : strcmp(argv[1], "spectate") == 0 ? spectate(argc, argv)
 		 : strcmp(argv[1], "flood") == 0 ? flood(argc, argv)
 		 : strcmp(argv[1], "idle") == 0	 ? idle(argc, argv)
 						 : 2;

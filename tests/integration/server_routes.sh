@@ -24,7 +24,9 @@
 #    the Python Glicko-2 (2v2 ranked: composites), a conflicting result 409
 #    with nothing changed; tickets COMPLETED; one outbox event per change;
 #    GET /v1/profile/ranked shows the new rating; casual moves only the
-#    hidden rating (ranked_games unchanged);
+#    hidden rating (ranked_games unchanged); a participant marked "bot"
+#    (issue 12: a server bot drove its slot) is recorded, never rated, and
+#    a team without a human rates nobody;
 #  - shutdown releases the allocation (cc-allocator frees the server:
 #    allocator_e2e.sh); a shutdown before any result fails the match and
 #    its tickets.
@@ -103,7 +105,9 @@ make_match r2b ranked 2
 M2=$MATCH; P2=("${PLAYERS[@]}")
 make_match c1 casual 1 1500/300/0.06
 M3=$MATCH; P3=("${PLAYERS[@]}"); T3=("${TOKENS[@]}")
-pass "three matches made through queue, matcher and proposals: $M1 $M2 $M3"
+make_match c2 casual 1
+M4=$MATCH; P4=("${PLAYERS[@]}")
+pass "four matches made through queue, matcher and proposals: $M1 $M2 $M3 $M4"
 
 read -r A1 E1 < <(fixture_allocate "$M1" local-sr-1 17001)
 read -r A2 E2 < <(fixture_allocate "$M2" local-sr-2 17002)
@@ -304,6 +308,27 @@ expect_eq "no ranked row for casual players" 0 "$(sql "SELECT count(*) FROM rati
 http GET "$A_URL/v1/profile/ranked" "${T3[1]}"; expect_http "casual winner's ranked profile" 404 no_rating
 expect_eq "casual winner's hidden rating went up" t "$(sql "SELECT rating > 1500 FROM ratings WHERE playlist = 'casual' AND player_id = '${P3[1]}'")"
 pass "casual result moves the hidden rating only; ranked_games untouched"
+
+# ---- casual with a bot: recorded, never rated -------------------------------------------
+read -r A4 E4 < <(fixture_allocate "$M4" local-sr-4 17004)
+TD=$(token "$A4" "$E4")
+srv POST local-sr-4 register "$TD" "$reg_body"; expect_http "bot match process_ready" 200
+fixture_publish "$M4" "$A4"
+srv POST local-sr-4 register "$TD" "$ar_body"; expect_http "bot match assignment_ready" 200
+srv POST local-sr-4 connect "$TD" "{\"player_id\":\"${P4[0]}\",\"connection_id\":\"c1\"}"; expect_http "bot match connect" 200
+bplayers="[{\"player_id\":\"${P4[0]}\",\"team\":0,\"goals\":1,\"assists\":0,\"saves\":0,\"shots\":2},{\"player_id\":\"${P4[1]}\",\"team\":1,\"goals\":0,\"assists\":0,\"saves\":0,\"shots\":1,\"bot\":BOT}]"
+srv POST local-sr-4 result "$TD" "{\"score\":[1,0],\"duration_seconds\":300,\"players\":${bplayers/BOT/\"yes\"}}"
+expect_http "a bot mark that is not a boolean" 400 invalid_request
+srv POST local-sr-4 result "$TD" "{\"score\":[1,0],\"duration_seconds\":300,\"players\":${bplayers/BOT/true}}"
+expect_http "casual result with a bot" 200
+expect_eq "no rating change in the answer" 0 "$(jq '.rating_changes | length' <<<"$BODY")"
+expect_eq "no rating_changes rows (the bot's team has no human)" 0 "$(sql "SELECT count(*) FROM rating_changes WHERE match_id = '$M4'")"
+expect_eq "no rating row moved for the bot-played participant" 0 "$(sql "SELECT count(*) FROM ratings WHERE player_id = '${P4[1]}' AND games > 0")"
+expect_eq "the bot mark is recorded" t "$(sql "SELECT body->'players' @> '[{\"player_id\":\"${P4[1]}\",\"bot\":true}]' FROM match_results WHERE match_id = '$M4'")"
+expect_eq "the match completed" COMPLETED "$(sql "SELECT state FROM matches WHERE id = '$M4'")"
+srv POST local-sr-4 result "$TD" "{\"score\":[1,0],\"duration_seconds\":300,\"players\":${bplayers/BOT/false}}"
+expect_http "the same result without the bot mark" 409 replay_conflict
+pass "a bot-played participant is recorded (bot: true), never rated; a team without a human rates nobody"
 
 violations=$(psql -qAtX "$CC_TEST_PG_DSN" -f "$TOP/tests/integration/audit.sql")
 [[ -z "$violations" ]] || fail "audit found violations: $violations"

@@ -57,6 +57,8 @@ START_TEST(test_shape)
 		{ "upper-case id", "{\"score\":[1,2],\"duration_seconds\":3,\"players\":[" PL("00000000-0000-4000-8000-00000000000A", 0, 0) "," PL(P2, 1, 0) "]}", "player_id" },
 		{ "team 2", "{\"score\":[1,2],\"duration_seconds\":3,\"players\":[" PL(P0, 2, 0) "," PL(P2, 1, 0) "]}", "team" },
 		{ "negative goals", "{\"score\":[1,2],\"duration_seconds\":3,\"players\":[" PL(P0, 0, -1) "," PL(P2, 1, 0) "]}", "goals" },
+		{ "a bot mark", "{\"score\":[0,0],\"duration_seconds\":3,\"players\":[" PL(P0, 0, 0) ",{\"player_id\":\"" P2 "\",\"team\":1,\"goals\":0,\"assists\":0,\"saves\":0,\"shots\":0,\"bot\":true}]}", "" },
+		{ "a bot mark not a boolean", "{\"score\":[0,0],\"duration_seconds\":3,\"players\":[" PL(P0, 0, 0) ",{\"player_id\":\"" P2 "\",\"team\":1,\"goals\":0,\"assists\":0,\"saves\":0,\"shots\":0,\"bot\":1}]}", "bot" },
 		{ "a stat missing", "{\"score\":[1,2],\"duration_seconds\":3,\"players\":[{\"player_id\":\"" P0 "\",\"team\":0,\"goals\":0,\"assists\":0,\"saves\":0}," PL(P2, 1, 0) "]}", "shots" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -120,12 +122,21 @@ START_TEST(test_hash_and_outcome)
 		"{\"score\":[2,1],\"duration_seconds\":301,\"players\":[" PL(P0, 0, 2) "," PL(P1, 0, 0) "," PL(P2, 1, 1) "," PL(P3, 1, 0) "]}",
 		"{\"score\":[2,2],\"duration_seconds\":300,\"players\":[" PL(P0, 0, 2) "," PL(P1, 0, 0) "," PL(P2, 1, 1) "," PL(P3, 1, 0) "]}",
 		"{\"score\":[2,1],\"duration_seconds\":300,\"players\":[" PL(P0, 0, 1) "," PL(P1, 0, 1) "," PL(P2, 1, 1) "," PL(P3, 1, 0) "]}",
+		/* The same numbers with slot P3 played by a bot: another result (and another stored body). */
+		"{\"score\":[2,1],\"duration_seconds\":300,\"players\":[" PL(P0, 0, 2) "," PL(P1, 0, 0) "," PL(P2, 1, 1) ","
+		"{\"player_id\":\"" P3 "\",\"team\":1,\"goals\":0,\"assists\":0,\"saves\":1,\"shots\":2,\"bot\":true}]}",
 	};
 	for (size_t i = 0; i < sizeof different / sizeof different[0]; i++) {
 		ck_assert_int_eq(parse(different[i], &c, &err), 0);
 		cc_match_result_hash(&c, hc);
 		ck_assert_msg(strcmp(ha, hc) != 0, "different result %zu hashes the same", i);
 	}
+	/* An explicit "bot": false is the same result as no mark at all. */
+	ck_assert_int_eq(parse("{\"score\":[2,1],\"duration_seconds\":300,\"players\":[" PL(P0, 0, 2) "," PL(P1, 0, 0) "," PL(P2, 1, 1) ","
+			       "{\"player_id\":\"" P3 "\",\"team\":1,\"goals\":0,\"assists\":0,\"saves\":1,\"shots\":2,\"bot\":false}]}",
+			       &c, &err), 0);
+	cc_match_result_hash(&c, hc);
+	ck_assert_str_eq(ha, hc);
 	ck_assert(cc_match_result_score_team0(&a) == 1.0);
 	ck_assert_int_eq(cc_match_result_winner(&a), 0);
 	a.score[0] = 1;
