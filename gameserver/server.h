@@ -45,6 +45,24 @@
  * events as the players, never hold a slot, and anything they send but
  * ping is counted and ignored.
  *
+ * Input and limits (issue 12): each player's input messages go through
+ * gameserver/input.h (sequence-range guard, jitter buffer, stall); the
+ * snapshot flags a player whose stream ran dry input_stalled, and one dry
+ * longer than --input-stall-kick-ms is kicked input_stalled. Every packet
+ * of every peer is charged to its two leaky buckets (sys/leaky.h: packets
+ * and bytes per second, one second's burst) before it is decoded; over
+ * either it is dropped, logged rate_limited at most once per peer per
+ * window, and a peer persistently over (its drops overflow a third bucket
+ * leaking at half the packet limit) is kicked rate_limited. When the loop
+ * itself ran over 100 ms late (server_stalled), nobody is kicked for
+ * input stalls, rate limits or handshake deadlines for --stall-grace-ms.
+ * The loop ticks on time under any packet stream: it leaves the network
+ * service as soon as a tick is due. Silent peers (no hello) give way to
+ * newcomers (the oldest one of an address holding --max-silent-per-address,
+ * or of the server when --max-peers are taken); with none to evict a
+ * newcomer is refused server_full. ENet's own peer timeout (5 s minimum)
+ * is left at its defaults: a 2 s freeze trips it on neither side.
+ *
  * Ownership: gs_server_create() takes ownership of admission and match
  * (freed by gs_server_free); the reporter stays the caller's.
  */
