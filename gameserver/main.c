@@ -26,6 +26,7 @@
 #include "admission.h"
 #include "match.h"
 #include "probe.h"
+#include "replay.h"
 #include "reporter.h"
 #include "server.h"
 #include "wire_glue.h"
@@ -70,6 +71,13 @@ struct gameserver_config {
 	int64_t peer_max_bps;
 	int64_t rate_limit_log_window_ms;
 	int64_t max_silent_per_address;
+	int64_t net_sim_latency;  /* test aids (issue 12): sys/netsim.h */
+	int64_t net_sim_jitter;
+	double net_sim_loss;
+	double net_sim_dup;
+	int64_t net_sim_seed;
+	char *replay_log;         /* gameserver/replay.h */
+	int64_t replay_log_max_bytes;
 	int64_t slot_reserve_seconds;
 	int64_t max_spectators;
 	struct cc_service_options svc;
@@ -159,6 +167,26 @@ static const struct cc_config_option gameserver_options[] = {
 	  .offset = OPT(max_spectators) },
 	{ .name = "end-linger-ms", .type = CC_CFG_INT, .default_value = "1000", .min = 0, .max = 60000,
 	  .help = "keep serving after the end so clients receive the final messages", .offset = OPT(end_linger_ms) },
+	/* Test aids (SPEC 11, issue 12), off by default. */
+	{ .name = "net-sim-latency", .type = CC_CFG_INT, .default_value = "0", .min = 0, .max = CC_NETSIM_MAX_LATENCY_MS,
+	  .help = "test aid: one-way ms added to every packet in each direction (sys/netsim; 0 = off)",
+	  .offset = OPT(net_sim_latency) },
+	{ .name = "net-sim-jitter", .type = CC_CFG_INT, .default_value = "0", .min = 0, .max = CC_NETSIM_MAX_JITTER_MS,
+	  .help = "test aid: plus a uniform +-ms per packet (reorders unreliable packets)", .offset = OPT(net_sim_jitter) },
+	{ .name = "net-sim-loss", .type = CC_CFG_DOUBLE, .default_value = "0", .min = 0, .max = 100,
+	  .help = "test aid: percent of packets lost (reliable ones arrive later, as if retransmitted)",
+	  .offset = OPT(net_sim_loss) },
+	{ .name = "net-sim-dup", .type = CC_CFG_DOUBLE, .default_value = "0", .min = 0, .max = 100,
+	  .help = "test aid: percent of unreliable packets delivered twice", .offset = OPT(net_sim_dup) },
+	{ .name = "net-sim-seed", .type = CC_CFG_INT, .default_value = "1", .min = 0, .max = 9007199254740991.0,
+	  .help = "test aid: seed of the simulation (same seed, same packets: same schedule)", .offset = OPT(net_sim_seed) },
+	{ .name = "replay-log", .type = CC_CFG_STRING,
+	  .help = "test aid: record every wire packet and verdict into this new file (mode 0600; an existing file is "
+		  "refused, never overwritten; cc-replay-dump prints it)",
+	  .offset = OPT(replay_log) },
+	{ .name = "replay-log-max-bytes", .type = CC_CFG_INT, .default_value = "67108864", .min = GS_REPLAY_MIN_MAX_BYTES,
+	  .max = 1099511627776.0, .help = "cap of --replay-log (64 MiB): at it the log ends with a truncated record",
+	  .offset = OPT(replay_log_max_bytes) },
 };
 
 static const struct cc_service_spec gameserver_spec = {
@@ -261,6 +289,7 @@ int main(int argc, char **argv)
 	struct gs_match *match = NULL;
 	struct cc_reporter *reporter = NULL;
 	struct cc_probe *probe = NULL;
+	struct gs_replay *replay = NULL;
 	struct loop_ctx lc = { 0 };
 	bool enet_up = false;
 	int status = 1;
@@ -299,6 +328,11 @@ int main(int argc, char **argv)
 	}
 	if (ok && !load_roster(&cfg, &roster))
 		ok = false;
+	/* Last: it creates the file, which must not be left behind by another option's mistake. */
+	if (ok && cfg.replay_log && gs_replay_open(cfg.replay_log, cfg.replay_log_max_bytes, &replay, err, sizeof err) != 0) {
+		fprintf(stderr, "cc-gameserver: %s\n", err);
+		ok = false;
+	}
 	if (!ok) {
 		fprintf(stderr, "cc-gameserver: see --help\n");
 		status = 2;
@@ -337,14 +371,24 @@ int main(int argc, char **argv)
 					.max_bad_messages = (int)cfg.max_bad_messages,
 					.handshake_timeout_ms = (int)cfg.handshake_timeout_ms,
 					.snapshot_interval = interval < 1 ? 1 : interval, .end_linger_ms = cfg.end_linger_ms,
-					.arena = cfg.arena, .started_ns = started_ns,
+					.arena = cfg.arena, .started_ns = started_ns, .replay = replay,
 					.peer_max_pps = (int)cfg.peer_max_pps, .peer_max_bps = (int)cfg.peer_max_bps,
 					.rate_log_window_ms = cfg.rate_limit_log_window_ms,
 					.max_silent_per_address = (int)cfg.max_silent_per_address,
 					.input_stall_kick_ms = cfg.input_stall_kick_ms, .stall_grace_ms = cfg.stall_grace_ms,
-					.max_spectators = (int)cfg.max_spectators, .bots = !pl->ranked };
+					.max_spectators = (int)cfg.max_spectators, .bots = !pl->ranked,
+					.netsim = { .latency_ms = (int)cfg.net_sim_latency, .jitter_ms = (int)cfg.net_sim_jitter,
+						    .loss_pct = cfg.net_sim_loss, .dup_pct = cfg.net_sim_dup,
+						    .seed = (uint64_t)cfg.net_sim_seed } };
+	if (cc_netsim_active(&so.netsim))
+		cc_log_warn("net_sim_on", CC_LOG_STR("why", "test aid: every packet is delayed, lost or duplicated on purpose"),
+			    CC_LOG_INT("latency_ms", so.netsim.latency_ms), CC_LOG_INT("jitter_ms", so.netsim.jitter_ms),
+			    CC_LOG_DBL("loss_pct", so.netsim.loss_pct), CC_LOG_DBL("dup_pct", so.netsim.dup_pct),
+			    CC_LOG_INT("seed", (int64_t)so.netsim.seed));
 	so.input = GS_INPUT_OPTIONS_DEFAULT;
 	so.input.target_depth = (int)cfg.input_buffer_ticks;
+	if (replay)
+		cc_log_info("replay_log_on", CC_LOG_STR("path", cfg.replay_log), CC_LOG_INT("max_bytes", cfg.replay_log_max_bytes));
 	lc.server = gs_server_create(&so, admission, match, reporter);
 	admission = NULL;
 	match = NULL;
@@ -375,6 +419,7 @@ int main(int argc, char **argv)
 out:
 	cc_probe_stop(probe);
 	gs_server_free(lc.server);
+	(void)gs_replay_close(replay); /* a write error was logged when it happened */
 	cc_reporter_free(reporter);
 	cc_keyset_free(keys);
 	if (enet_up)

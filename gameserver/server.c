@@ -8,6 +8,7 @@
 
 #include <enet/enet.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 
 #include "admission.h"
 #include "match.h"
+#include "replay.h"
 #include "reporter.h"
 #include "wire_glue.h"
 #include "game/match_lifecycle.h"
@@ -40,6 +42,7 @@ enum peer_phase {
 };
 
 struct peer {
+	struct gs_server *server;  /* ours: sends go through its net simulation and replay log */
 	ENetPeer *enet;            /* cleared when detached */
 	uint64_t id;               /* ours, never reused: logs and the admission's holder */
 	enum peer_phase phase;
@@ -62,6 +65,7 @@ struct peer {
 struct gs_server {
 	struct gs_server_options opts;
 	ENetHost *host;
+	struct cc_netsim *sim;          /* owned; NULL = no --net-sim-* (plain ENet) */
 	struct gs_admission *admission; /* owned */
 	struct gs_match *match;         /* owned */
 	struct cc_reporter *reporter;   /* the caller's; may be NULL (tests, bench) */
@@ -105,9 +109,32 @@ static void send_bytes(struct peer *p, int channel, const uint8_t *buf, size_t l
 {
 	if (!p || !p->enet || len == 0)
 		return;
+	struct gs_server *s = p->server;
+	gs_replay_packet(s->opts.replay, GS_REPLAY_OUT, p->id, (uint8_t)channel, buf, len);
 	ENetPacket *pkt = enet_packet_create(buf, len, channel == GS_CH_CONTROL ? ENET_PACKET_FLAG_RELIABLE : 0);
-	if (pkt && enet_peer_send(p->enet, (enet_uint8)channel, pkt) != 0)
+	if (pkt && cc_netsim_send(s->sim, p->enet, (enet_uint8)channel, pkt) != 0)
 		enet_packet_destroy(pkt);
+}
+
+/*
+ * One verdict record in the replay log (nothing, not even the formatting,
+ * without --replay-log): every refusal, skip and kick below writes one, as
+ * "refused <fault kind>: <decoder's text>", "skipped ...", "ignored ...",
+ * "kicked <reason>: <detail>". A packet dropped unread (the input
+ * pipeline's rate limit) is written here too, before it is dropped:
+ * replay_verdict(s, p->id, "dropped rate_limited: %s", detail).
+ */
+static void replay_verdict(struct gs_server *s, uint64_t peer, const char *fmt, ...) CC_PRINTF(3, 4);
+static void replay_verdict(struct gs_server *s, uint64_t peer, const char *fmt, ...)
+{
+	if (!s->opts.replay)
+		return;
+	char text[GS_REPLAY_MAX_TEXT + 1];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
+	gs_replay_verdict(s->opts.replay, peer, text);
 }
 
 /* Encodes m into buf; 0 (logged: a message we built is ours to get right) when it does not encode. */
@@ -250,6 +277,7 @@ static void kick(struct gs_server *s, struct peer *p, uint16_t reason, const cha
 		    CC_LOG_STR("detail", detail ? detail : ""), CC_LOG_INT("slot", p->phase == PEER_PLAYING ? p->who.slot : -1),
 		    CC_LOG_STR("player_id", p->phase == PEER_PLAYING ? p->who.player_id : ""),
 		    CC_LOG_INT("bad_messages", p->bad), CC_LOG_INT("unknown_messages", (int64_t)p->unknown));
+	replay_verdict(s, p->id, "kicked %s: %s", name, detail ? detail : "");
 	const char *labels[] = { name, NULL };
 	cc_metric_add(s->m.kicks, labels, 1);
 	struct cc_wire_msg m;
@@ -260,7 +288,7 @@ static void kick(struct gs_server *s, struct peer *p, uint16_t reason, const cha
 	for (const char *c = detail ? detail : ""; *c && n < CC_WIRE_DETAIL_MAX; c++)
 		text[n++] = *c >= 0x20 && *c <= 0x7e ? *c : '?';
 	text[n] = '\0';
-	if (p->phase == PEER_PLAYING) {
+	if (p->phase != PEER_HELLO) { /* a player or a spectator: the session had begun */
 		m.id = CC_MSG_KICKED;
 		m.u.kicked.reason = reason;
 		m.u.kicked.detail_len = (uint16_t)n;
@@ -277,7 +305,7 @@ static void kick(struct gs_server *s, struct peer *p, uint16_t reason, const cha
 	ENetPeer *e = p->enet;
 	detach(s, p);
 	if (e)
-		enet_peer_disconnect_later(e, reason);
+		cc_netsim_disconnect_later(s->sim, e, reason);
 }
 
 /* Counts one refused message; kicks past the threshold. Returns true when p was kicked (freed). */
@@ -287,6 +315,7 @@ static bool count_bad(struct gs_server *s, struct peer *p, const struct cc_wire_
 	const char *labels[] = { kind, NULL };
 	cc_metric_add(s->m.bad, labels, 1);
 	p->bad++;
+	replay_verdict(s, p->id, "refused %s: %s", kind, f->text);
 	cc_log_debug("bad_message", CC_LOG_INT("peer", p->id), CC_LOG_STR("kind", kind), CC_LOG_INT("id", f->id),
 		     CC_LOG_INT("bytes", (int64_t)len), CC_LOG_INT("count", p->bad), CC_LOG_STR("fault", f->text));
 	if (p->bad > s->opts.max_bad_messages) {
@@ -352,6 +381,8 @@ static bool rate_ok(struct gs_server *s, struct peer *p, size_t len, bool *kicke
 	p->rl_total++;
 	int64_t now_ms = now / 1000000;
 	bool grace = in_grace(s, now_ms);
+	replay_verdict(s, p->id, "dropped rate_limited: over the %s limit (%zu bytes; %" PRIu64 " dropped so far%s)", limit,
+		       len, p->rl_total, grace ? ", server-stall grace" : "");
 	if (!p->rl_logged_ms || now_ms - p->rl_logged_ms >= s->opts.rate_log_window_ms) {
 		cc_log_warn("rate_limited", CC_LOG_INT("peer", p->id), CC_LOG_STR("addr", p->addr),
 			    CC_LOG_INT("slot", p->phase == PEER_PLAYING ? p->who.slot : -1), CC_LOG_STR("limit", limit),
@@ -580,6 +611,12 @@ static void on_packet(struct gs_server *s, struct peer *p, int channel, const ui
 	int rc = cc_wire_decode_from(data, len, CC_WIRE_TO_SERVER, (uint8_t)channel, &m, &f);
 	if (p->phase == PEER_HELLO) {
 		/* Before its hello is admitted a peer may say nothing else, and nothing malformed. */
+		if (rc == CC_EINVAL)
+			replay_verdict(s, p->id, "refused %s: %s", cc_wire_fault_name(f.kind), f.text);
+		else if (rc != 0)
+			replay_verdict(s, p->id, "refused: id 0x%04x before the hello (%zu bytes)", f.id, len);
+		else if (m.id != CC_MSG_HELLO && m.id != CC_MSG_RESUME && m.id != CC_MSG_SPECTATE)
+			replay_verdict(s, p->id, "refused: %s before the hello", cc_wire_msg_name(m.id));
 		if (rc != 0)
 			kick(s, p, CC_REASON_MALFORMED, rc == CC_ENOTFOUND ? "the first message must be a hello" : f.text);
 		else if (m.id == CC_MSG_HELLO)
@@ -594,6 +631,7 @@ static void on_packet(struct gs_server *s, struct peer *p, int channel, const ui
 	}
 	if (p->phase == PEER_SPECTATING && rc == 0 && m.id != CC_MSG_PING) {
 		/* A spectator only watches: anything but ping is counted and dropped. */
+		replay_verdict(s, p->id, "ignored %s: a spectator only watches", cc_wire_msg_name(m.id));
 		if (p->ignored++ == 0)
 			cc_log_info("spectator_message_ignored", CC_LOG_INT("peer", p->id),
 				    CC_LOG_STR("message", cc_wire_msg_name(m.id)));
@@ -603,6 +641,7 @@ static void on_packet(struct gs_server *s, struct peer *p, int channel, const ui
 		/* Unknown ids are skipped: a newer client may send what we do not know yet. */
 		p->unknown++;
 		cc_metric_add(s->m.unknown, NULL, 1);
+		replay_verdict(s, p->id, "skipped unknown: id 0x%04x (%zu bytes)", f.id, len);
 		if (p->unknown == 1)
 			cc_log_info("unknown_message", CC_LOG_INT("peer", p->id), CC_LOG_INT("id", f.id),
 				    CC_LOG_INT("bytes", (int64_t)len));
@@ -637,6 +676,7 @@ static void on_packet(struct gs_server *s, struct peer *p, int channel, const ui
 	}
 	default:
 		/* The lobby messages belong to community mode: ignored here. */
+		replay_verdict(s, p->id, "ignored %s: not served here", cc_wire_msg_name(m.id));
 		cc_log_debug("message_ignored", CC_LOG_INT("peer", p->id), CC_LOG_STR("message", cc_wire_msg_name(m.id)));
 		break;
 	}
@@ -835,6 +875,7 @@ static void on_connect(struct gs_server *s, ENetPeer *e)
 		enet_peer_disconnect_now(e, 0);
 		return;
 	}
+	p->server = s;
 	p->enet = e;
 	p->id = ++s->next_peer_id;
 	p->phase = PEER_HELLO;
@@ -888,7 +929,11 @@ static void handle(struct gs_server *s, ENetEvent *ev)
 	case ENET_EVENT_TYPE_RECEIVE: {
 		struct peer *p = ev->peer->data;
 		bool kicked = false;
-		if (p && rate_ok(s, p, ev->packet->dataLength, &kicked))
+		gs_replay_packet(s->opts.replay, GS_REPLAY_IN, p ? p->id : 0, ev->channelID, ev->packet->data,
+				 ev->packet->dataLength);
+		if (!p)
+			replay_verdict(s, 0, "dropped: from a peer already kicked (%zu bytes)", ev->packet->dataLength);
+		else if (rate_ok(s, p, ev->packet->dataLength, &kicked)) /* over the limit: dropped, its verdict written */
 			on_packet(s, p, ev->channelID, ev->packet->data, ev->packet->dataLength);
 		enet_packet_destroy(ev->packet);
 		break;
@@ -906,7 +951,7 @@ int gs_server_run(struct gs_server *s, bool (*stopping)(void *ctx), void *ctx)
 		ENetEvent ev;
 		for (;;) {
 			int64_t left_ms = (next - cc_clock_ns()) / 1000000;
-			int rc = enet_host_service(s->host, &ev, left_ms > 0 ? (enet_uint32)left_ms : 0);
+			int rc = cc_netsim_service(s->sim, s->host, &ev, left_ms > 0 ? (enet_uint32)left_ms : 0);
 			note_stall(s, next);
 			if (rc > 0)
 				handle(s, &ev);
@@ -930,7 +975,7 @@ int gs_server_run(struct gs_server *s, bool (*stopping)(void *ctx), void *ctx)
 			cc_metric_add(s->m.missed, NULL, (double)missed);
 			next = cc_clock_ns() + TICK_NS;
 		}
-		enet_host_flush(s->host);
+		cc_netsim_flush(s->sim, s->host);
 		cc_metric_observe(s->m.tick_seconds, NULL, (double)(cc_clock_ns() - started) / 1e9 / runs);
 		if (!atomic_exchange(&s->ready, true))
 			cc_log_info("ready", CC_LOG_DBL("ms_since_main", (double)(cc_clock_ns() - s->opts.started_ns) / 1e6));
@@ -1000,6 +1045,13 @@ struct gs_server *gs_server_create(const struct gs_server_options *opts, struct 
 		if (enet_socket_get_address(s->host->socket, &bound) == 0)
 			s->host->address.port = bound.port;
 	}
+	if (cc_netsim_active(&opts->netsim)) {
+		s->sim = cc_netsim_create(s->host, &opts->netsim);
+		if (!s->sim) {
+			cc_log_error("start_failed", CC_LOG_STR("reason", "the network simulation: out of memory or a knob out of range"));
+			goto out_fail;
+		}
+	}
 	const char *reason_l[] = { "reason", NULL };
 	const char *kind_l[] = { "kind", NULL };
 	const char *event_l[] = { "event", NULL };
@@ -1038,6 +1090,8 @@ struct gs_server *gs_server_create(const struct gs_server_options *opts, struct 
 					 "Snapshot payload bytes encoded (each sent to every player).", NULL, 1);
 	return s;
 out_fail:
+	if (s && s->host)
+		enet_host_destroy(s->host);
 	gs_admission_free(admission);
 	gs_match_free(match);
 	free(s);
@@ -1055,8 +1109,23 @@ void gs_server_free(struct gs_server *s)
 			struct peer *p = e->data;
 			if (p)
 				detach(s, p);
+			cc_netsim_forget_peer(s->sim, e);
 			if (e->state == ENET_PEER_STATE_CONNECTED)
 				enet_peer_disconnect_now(e, 0);
+		}
+		if (s->sim) {
+			struct cc_netsim_stats st;
+			cc_netsim_stats(s->sim, &st);
+			cc_log_info("net_sim_stats", CC_LOG_INT("packets_out", (int64_t)st.packets[CC_NETSIM_OUT]),
+				    CC_LOG_INT("packets_in", (int64_t)st.packets[CC_NETSIM_IN]),
+				    CC_LOG_INT("dropped_out", (int64_t)st.dropped[CC_NETSIM_OUT]),
+				    CC_LOG_INT("dropped_in", (int64_t)st.dropped[CC_NETSIM_IN]),
+				    CC_LOG_INT("duplicated_out", (int64_t)st.duplicated[CC_NETSIM_OUT]),
+				    CC_LOG_INT("duplicated_in", (int64_t)st.duplicated[CC_NETSIM_IN]),
+				    CC_LOG_INT("retransmits_out", (int64_t)st.retransmits[CC_NETSIM_OUT]),
+				    CC_LOG_INT("retransmits_in", (int64_t)st.retransmits[CC_NETSIM_IN]),
+				    CC_LOG_INT("stale", (int64_t)st.stale), CC_LOG_INT("overflow", (int64_t)st.overflow));
+			cc_netsim_free(s->sim);
 		}
 		enet_host_destroy(s->host);
 	}

@@ -26,6 +26,13 @@
  * disconnect_later); the peer's record is detached so nothing is sent to
  * it again, even within the same poll batch.
  *
+ * Test aids (issue 12), off by default: with opts.netsim set, every packet
+ * goes through sys/netsim (sent, serviced, flushed and disconnected through
+ * cc_netsim_*); with opts.replay set, every packet received or sent is
+ * recorded (peer number, channel, bytes) with a verdict record wherever a
+ * message is refused, skipped, ignored or dropped and wherever a peer is
+ * kicked (gameserver/replay.h).
+ *
  * Sessions (issue 12; the rules of the slot table are gameserver/admission.h):
  * a player who leaves (disconnect, timeout, kick) keeps its slot reserved
  * --slot-reserve-seconds; its ship stays in play with neutral controls
@@ -64,7 +71,8 @@
  * is left at its defaults: a 2 s freeze trips it on neither side.
  *
  * Ownership: gs_server_create() takes ownership of admission and match
- * (freed by gs_server_free); the reporter stays the caller's.
+ * (freed by gs_server_free); the reporter and the replay log stay the
+ * caller's.
  */
 #ifndef CC_GAMESERVER_SERVER_H
 #define CC_GAMESERVER_SERVER_H
@@ -74,8 +82,10 @@
 
 #include "sys/cc.h"
 #include "input.h"
+#include "sys/netsim.h"
 
 struct gs_admission;
+struct gs_replay;
 struct gs_match;
 struct cc_reporter;
 
@@ -96,6 +106,8 @@ struct gs_server_options {
 	int max_silent_per_address; /* connected peers without a hello one address may hold */
 	int64_t input_stall_kick_ms; /* a player whose input ran dry this long is kicked input_stalled (0: never) */
 	int64_t stall_grace_ms;     /* after the tick loop itself stalled, nobody is kicked for it this long */
+	struct cc_netsim_options netsim; /* --net-sim-*: all knobs zero = off (plain ENet) */
+	struct gs_replay *replay;   /* --replay-log: NULL = off; the caller's, closed after gs_server_free */
 	int max_spectators;         /* spectate admits at most this many (0: none); <= GS_MAX_SPECTATORS */
 	bool bots;                  /* casual: bots drive no-show and lapsed slots (ranked: parked) */
 };

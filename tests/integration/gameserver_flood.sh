@@ -25,7 +25,8 @@ gs_mint 6
 gs_start_fake
 port=$(free_port)
 gs_start_server "$port" --match-seconds=30 --warmup-seconds=1 --connect-window-seconds=3 --overtime-max-seconds=1 \
-	--peer-max-packets-per-second=100 --rate-limit-log-window-ms=2000 --log-level=info
+	--peer-max-packets-per-second=100 --rate-limit-log-window-ms=2000 --log-level=info \
+	--replay-log="$T_DIR/replay.log" --replay-log-max-bytes=8388608
 gs_pid=$LAST_PID
 METRICS="http://127.0.0.1:$port/metrics"
 
@@ -123,3 +124,9 @@ if grep '"event":"peer_kicked"' "$T_DIR/gs.log" | grep -v '"slot":4,'; then
 fi
 wait_exit "$gs_pid" 30
 expect_eq "cc-gameserver exit status (0 = result acknowledged)" 0 "$EXIT_STATUS"
+
+# The replay log (capped at 8 MiB: the flood fills it) records the throttled flooder's drops as verdicts.
+"$BIN/cc-replay-dump" "$T_DIR/replay.log" >"$T_DIR/dump.txt" 2>"$T_DIR/dump.err" || true
+n=$(grep -cE "^[0-9.]+ verdict peer $t_peer dropped rate_limited: over the packets limit" "$T_DIR/dump.txt" || true)
+((n >= 1)) || fail "no 'dropped rate_limited' verdict for peer $t_peer in the replay dump ($(wc -l <"$T_DIR/dump.txt") lines; $(head -c 300 "$T_DIR/dump.err"))"
+pass "the replay dump shows $n rate_limited drops of the throttled flooder as verdicts"

@@ -24,8 +24,8 @@ source "$(dirname "$0")/gameserver_lib.sh"
 gs_mint 4
 gs_start_fake
 port=$(free_port)
-# LOADING 2 s (slot 3 will not be there), WARMUP 8 s, 45 s of play: the 30 s reservation of slot 2 lapses in play.
-gs_start_server "$port" --match-seconds=45 --warmup-seconds=8 --connect-window-seconds=2 --goal-pause-seconds=1 \
+# LOADING 2 s (slot 3 will not be there), WARMUP 10 s (the late joiner comes in it), 45 s of play: the 30 s reservation of slot 2 lapses in play.
+gs_start_server "$port" --match-seconds=45 --warmup-seconds=10 --connect-window-seconds=2 --goal-pause-seconds=1 \
 	--overtime-max-seconds=1 --max-spectators=1
 gs_pid=$LAST_PID
 grep -q '"slot_reserve_seconds":30' "$T_DIR/gs.log" || fail "the server does not run the 30 s default reservation"

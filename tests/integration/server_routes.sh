@@ -107,7 +107,9 @@ make_match c1 casual 1 1500/300/0.06
 M3=$MATCH; P3=("${PLAYERS[@]}"); T3=("${TOKENS[@]}")
 make_match c2 casual 1
 M4=$MATCH; P4=("${PLAYERS[@]}")
-pass "four matches made through queue, matcher and proposals: $M1 $M2 $M3 $M4"
+make_match r2c ranked 2 1610/150/0.06 1500/200/0.06 1450/100/0.06 1550/250/0.06
+M5=$MATCH; P5=("${PLAYERS[@]}")
+pass "five matches made through queue, matcher and proposals: $M1 $M2 $M3 $M4 $M5"
 
 read -r A1 E1 < <(fixture_allocate "$M1" local-sr-1 17001)
 read -r A2 E2 < <(fixture_allocate "$M2" local-sr-2 17002)
@@ -329,6 +331,28 @@ expect_eq "the match completed" COMPLETED "$(sql "SELECT state FROM matches WHER
 srv POST local-sr-4 result "$TD" "{\"score\":[1,0],\"duration_seconds\":300,\"players\":${bplayers/BOT/false}}"
 expect_http "the same result without the bot mark" 409 replay_conflict
 pass "a bot-played participant is recorded (bot: true), never rated; a team without a human rates nobody"
+
+# 2v2 with one bot-played participant: the three humans are rated, against the humans only (the
+# rule is cc-api's whatever the playlist; cc-gameserver marks bots in casual only).
+read -r A5 E5 < <(fixture_allocate "$M5" local-sr-5 17005)
+TE=$(token "$A5" "$E5")
+srv POST local-sr-5 register "$TE" "$reg_body"; expect_http "2v2 bot match process_ready" 200
+fixture_publish "$M5" "$A5"
+srv POST local-sr-5 register "$TE" "$ar_body"; expect_http "2v2 bot match assignment_ready" 200
+srv POST local-sr-5 connect "$TE" "{\"player_id\":\"${P5[0]}\",\"connection_id\":\"c1\"}"; expect_http "2v2 bot match connect" 200
+humans_before=$(sql "SELECT json_agg(json_build_object('id', r.player_id, 'team', mp.team, 'rating', r.rating, 'deviation', r.deviation, 'volatility', r.volatility))
+	FROM ratings r JOIN match_players mp ON mp.player_id = r.player_id AND mp.match_id = '$M5' WHERE r.playlist = 'ranked' AND r.player_id <> '${P5[3]}'")
+bot_before=$(sql "SELECT coalesce((SELECT rating::text || ' ' || games FROM ratings WHERE playlist = 'ranked' AND player_id = '${P5[3]}'), 'none')")
+p5json="[{\"player_id\":\"${P5[0]}\",\"team\":0,\"goals\":1,\"assists\":0,\"saves\":0,\"shots\":1},{\"player_id\":\"${P5[1]}\",\"team\":0,\"goals\":0,\"assists\":0,\"saves\":0,\"shots\":0},{\"player_id\":\"${P5[2]}\",\"team\":1,\"goals\":0,\"assists\":0,\"saves\":0,\"shots\":0},{\"player_id\":\"${P5[3]}\",\"team\":1,\"goals\":0,\"assists\":0,\"saves\":0,\"shots\":0,\"bot\":true}]"
+srv POST local-sr-5 result "$TE" "{\"score\":[1,0],\"duration_seconds\":300,\"players\":$p5json}"
+expect_http "2v2 result with a bot" 200
+expect_eq "rating changes: the three humans" 3 "$(jq '.rating_changes | length' <<<"$BODY")"
+expect_eq "no rating change for the bot-played participant" 0 "$(jq --arg p "${P5[3]}" '[.rating_changes[] | select(.player_id == $p)] | length' <<<"$BODY")"
+expect_eq "the bot-played participant's rating untouched" "$bot_before" "$(sql "SELECT coalesce((SELECT rating::text || ' ' || games FROM ratings WHERE playlist = 'ranked' AND player_id = '${P5[3]}'), 'none')")"
+want5=$(jq -c --argjson tau "$TAU" '{tau: $tau, score_team0: 1, players: .}' <<<"$humans_before" | python3 "$REF_GLICKO")
+jq -e --argjson want "$want5" '[.rating_changes[] | .player_id as $p | (.rating_after - $want[$p].rating) | fabs] | max < 1e-6' <<<"$BODY" >/dev/null ||
+	fail "2v2 with a bot: ratings differ from the Python Glicko-2 over the humans only: want $want5, have $BODY"
+pass "2v2 with a bot: the three humans rated against the humans only (equal to the Python Glicko-2), the bot-played slot untouched"
 
 violations=$(psql -qAtX "$CC_TEST_PG_DSN" -f "$TOP/tests/integration/audit.sql")
 [[ -z "$violations" ]] || fail "audit found violations: $violations"

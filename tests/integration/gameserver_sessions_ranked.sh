@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Ranked has no bots (issue 12): a ranked player who leaves keeps its slot
+# for --slot-reserve-seconds (2 here), then its ship is parked at its spawn
+# (logged slot_parked), nobody ever sees a bot flag, and the posted result
+# marks nobody "bot". The real cc-gameserver over real ENet, the result to
+# the fake server routes over real HTTP.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/gameserver_lib.sh"
+
+gs_mint 2
+gs_start_fake
+port=$(free_port)
+gs_start_server "$port" --playlist=ranked --slot-reserve-seconds=2 --match-seconds=8 --warmup-seconds=1 \
+	--connect-window-seconds=5 --overtime-max-seconds=1
+gs_pid=$LAST_PID
+grep -q '"bots":false' "$T_DIR/gs.log" || fail "a ranked server runs bots"
+M="$T_DIR/mint"
+start_bg "$T_DIR/p0.out" "$GSCLIENT" play --port="$port" --token="$M/token.0"
+p0_pid=$LAST_PID
+start_bg "$T_DIR/p1.out" "$GSCLIENT" play --port="$port" --token="$M/token.1" --drop-after-ms=3000
+p1_pid=$LAST_PID
+
+wait_log "$T_DIR/gs.log" '"event":"peer_left".*"slot":1' 1 "$gs_pid" 20
+wait_log "$T_DIR/gs.log" '"event":"slot_reservation_lapsed","slot":1' 1 "$gs_pid" 10
+away=$(grep '"event":"slot_reservation_lapsed","slot":1' "$T_DIR/gs.log" | head -1 | jq -r .away_ms)
+((away >= 2000 && away < 3000)) || fail "slot 1's reservation lapsed after $away ms; want 2000 (+ a tick or two)"
+wait_log "$T_DIR/gs.log" '"event":"slot_parked","slot":1,"why":"reservation_lapsed"' 1 "$gs_pid" 5
+! grep -q '"event":"bot_took_slot"' "$T_DIR/gs.log" || fail "a bot took a ranked slot: $(grep bot_took_slot "$T_DIR/gs.log")"
+pass "ranked: slot 1's reservation lapsed after $away ms and its ship was parked, no bot"
+
+wait_exit "$p0_pid" 60
+((EXIT_STATUS == 0)) || fail "p0: gsclient exited $EXIT_STATUS"
+p0=$(tail -1 "$T_DIR/p0.out")
+expect_eq "p0 played to the end" ended "$(jq -r .result <<<"$p0")"
+expect_eq "bot flags p0 saw (snapshots, player_info)" "0 0" "$(jq -r '"\(.bot_slots) \(.pi_bot_slots)"' <<<"$p0")"
+wait_exit "$gs_pid" 60
+expect_eq "cc-gameserver exit status (0 = result acknowledged)" 0 "$EXIT_STATUS"
+result=$(curl -sf "$FAKE_URL/calls" | jq -c '[.calls[] | select(.route == "result") | .body | fromjson][0]')
+expect_eq "players marked bot in the ranked result" 0 "$(jq '[.players[] | select(.bot == true)] | length' <<<"$result")"
+pass "ranked: no bot flag seen, the result marks nobody bot: $result"
