@@ -125,8 +125,10 @@ fi
 wait_exit "$gs_pid" 30
 expect_eq "cc-gameserver exit status (0 = result acknowledged)" 0 "$EXIT_STATUS"
 
-# The replay log (capped at 8 MiB: the flood fills it) records the throttled flooder's drops as verdicts.
+# The replay log (capped at 8 MiB: the hard flood fills it within a second) records the drops and the kick
+# of the hard flooder's first sessions as verdicts.
 "$BIN/cc-replay-dump" "$T_DIR/replay.log" >"$T_DIR/dump.txt" 2>"$T_DIR/dump.err" || true
-n=$(grep -cE "^[0-9.]+ verdict peer $t_peer dropped rate_limited: over the packets limit" "$T_DIR/dump.txt" || true)
-((n >= 1)) || fail "no 'dropped rate_limited' verdict for peer $t_peer in the replay dump ($(wc -l <"$T_DIR/dump.txt") lines; $(head -c 300 "$T_DIR/dump.err"))"
-pass "the replay dump shows $n rate_limited drops of the throttled flooder as verdicts"
+n=$(grep -cE "^[0-9.]+ verdict peer [0-9]+ dropped rate_limited: over the packets limit" "$T_DIR/dump.txt" || true)
+k=$(grep -cE "^[0-9.]+ verdict peer [0-9]+ kicked rate_limited: persistently over the packets limit" "$T_DIR/dump.txt" || true)
+((n >= 1 && k >= 1)) || fail "replay dump: $n 'dropped rate_limited' and $k 'kicked rate_limited' verdicts ($(wc -l <"$T_DIR/dump.txt") lines; $(head -c 300 "$T_DIR/dump.err"))"
+pass "the replay dump shows the rate limit's verdicts: $n drops, $k kicks before the cap"
