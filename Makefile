@@ -179,7 +179,7 @@ $(B)/asan/tests/%: $(B)/asan/tests/%.o $(SUPPORT_OBJS) $(ASAN_LIBS)
 # objects like this one are linked before the archive (see the recipe above).
 $(B)/asan/tests/integration/test_steam: $(B)/asan/services/api/steam.o
 $(B)/asan/tests/unit/test_player_latency: $(B)/asan/tests/player/latency.o
-$(B)/asan/tests/unit/test_gs_input: $(B)/asan/gameserver/wire_glue.o $(B)/asan/gameserver/match.o
+$(B)/asan/tests/unit/test_gs_input: $(B)/asan/gameserver/input.o $(B)/asan/gameserver/wire_glue.o $(B)/asan/gameserver/match.o
 $(B)/asan/tests/unit/test_gs_admission: $(B)/asan/gameserver/admission.o $(B)/asan/gameserver/wire_glue.o $(B)/asan/gameserver/match.o
 # test_player_game plays cc-player's game stage against a game server in the test, over real ENet.
 $(B)/asan/tests/unit/test_player_game: $(B)/asan/tests/player/game.o $(B)/asan/tests/player/predict.o \

@@ -64,6 +64,13 @@ struct gameserver_config {
 	int64_t api_timeout_ms;
 	int64_t result_timeout_ms;
 	int64_t end_linger_ms;
+	int64_t input_buffer_ticks;
+	int64_t input_stall_kick_ms;
+	int64_t stall_grace_ms;
+	int64_t peer_max_pps;
+	int64_t peer_max_bps;
+	int64_t rate_limit_log_window_ms;
+	int64_t max_silent_per_address;
 	int64_t net_sim_latency;  /* test aids (issue 12): sys/netsim.h */
 	int64_t net_sim_jitter;
 	double net_sim_loss;
@@ -113,8 +120,31 @@ static const struct cc_config_option gameserver_options[] = {
 	{ .name = "overtime-max-seconds", .type = CC_CFG_INT, .default_value = "300", .min = 0, .max = 3600,
 	  .help = "golden-goal overtime after a draw ends as a draw after this (0 = only a goal ends it)",
 	  .offset = OPT(overtime_max_seconds) },
-	{ .name = "max-peers", .type = CC_CFG_INT, .default_value = "16", .min = 2, .max = 64,
-	  .help = "ENet peer slots (players plus room to refuse strangers)", .offset = OPT(max_peers) },
+	{ .name = "max-peers", .type = CC_CFG_INT, .default_value = "32", .min = 2, .max = 256,
+	  .help = "connections served at once besides admitted spectators (who have --max-spectators): players (up to 8) "
+		  "+ peers still in their handshake; past it a newcomer evicts the oldest silent peer or is refused server_full",
+	  .offset = OPT(max_peers) },
+	{ .name = "max-silent-per-address", .type = CC_CFG_INT, .default_value = "4", .min = 1, .max = 256,
+	  .help = "connected peers without a hello one IP address may hold; the oldest gives way to a newer one",
+	  .offset = OPT(max_silent_per_address) },
+	{ .name = "input-buffer-ticks", .type = CC_CFG_INT, .default_value = "1", .min = 0, .max = 8,
+	  .help = "jitter buffer target depth: inputs kept buffered per player (persistent extra depth is drained)",
+	  .offset = OPT(input_buffer_ticks) },
+	{ .name = "input-stall-kick-ms", .type = CC_CFG_INT, .default_value = "10000", .min = 0, .max = 600000,
+	  .help = "a player whose input ran dry this long is kicked input_stalled (0 = never; never during a stall grace)",
+	  .offset = OPT(input_stall_kick_ms) },
+	{ .name = "stall-grace-ms", .type = CC_CFG_INT, .default_value = "3000", .min = 0, .max = 60000,
+	  .help = "after the tick loop itself ran > 100 ms late, nobody is kicked for input stalls, rate limits or "
+		  "handshake deadlines this long",
+	  .offset = OPT(stall_grace_ms) },
+	{ .name = "peer-max-packets-per-second", .type = CC_CFG_INT, .default_value = "240", .min = 10, .max = 1000000,
+	  .help = "leaky bucket per peer (burst one second's worth): an honest client sends 60 inputs + a few pings a second",
+	  .offset = OPT(peer_max_pps) },
+	{ .name = "peer-max-bytes-per-second", .type = CC_CFG_INT, .default_value = "32768", .min = 1500, .max = 100000000,
+	  .help = "leaky bucket per peer, bytes (burst one second's worth): honest input with 16-fold redundancy is ~7.5 KB/s",
+	  .offset = OPT(peer_max_bps) },
+	{ .name = "rate-limit-log-window-ms", .type = CC_CFG_INT, .default_value = "10000", .min = 100, .max = 3600000,
+	  .help = "at most one rate_limited log line per peer per window", .offset = OPT(rate_limit_log_window_ms) },
 	{ .name = "max-bad-messages", .type = CC_CFG_INT, .default_value = "8", .min = 0, .max = 100000,
 	  .help = "truncated, oversized or misrouted messages a peer may send before it is kicked",
 	  .offset = OPT(max_bad_messages) },
@@ -342,6 +372,10 @@ int main(int argc, char **argv)
 					.handshake_timeout_ms = (int)cfg.handshake_timeout_ms,
 					.snapshot_interval = interval < 1 ? 1 : interval, .end_linger_ms = cfg.end_linger_ms,
 					.arena = cfg.arena, .started_ns = started_ns, .replay = replay,
+					.peer_max_pps = (int)cfg.peer_max_pps, .peer_max_bps = (int)cfg.peer_max_bps,
+					.rate_log_window_ms = cfg.rate_limit_log_window_ms,
+					.max_silent_per_address = (int)cfg.max_silent_per_address,
+					.input_stall_kick_ms = cfg.input_stall_kick_ms, .stall_grace_ms = cfg.stall_grace_ms,
 					.max_spectators = (int)cfg.max_spectators, .bots = !pl->ranked,
 					.netsim = { .latency_ms = (int)cfg.net_sim_latency, .jitter_ms = (int)cfg.net_sim_jitter,
 						    .loss_pct = cfg.net_sim_loss, .dup_pct = cfg.net_sim_dup,
@@ -351,6 +385,8 @@ int main(int argc, char **argv)
 			    CC_LOG_INT("latency_ms", so.netsim.latency_ms), CC_LOG_INT("jitter_ms", so.netsim.jitter_ms),
 			    CC_LOG_DBL("loss_pct", so.netsim.loss_pct), CC_LOG_DBL("dup_pct", so.netsim.dup_pct),
 			    CC_LOG_INT("seed", (int64_t)so.netsim.seed));
+	so.input = GS_INPUT_OPTIONS_DEFAULT;
+	so.input.target_depth = (int)cfg.input_buffer_ticks;
 	if (replay)
 		cc_log_info("replay_log_on", CC_LOG_STR("path", cfg.replay_log), CC_LOG_INT("max_bytes", cfg.replay_log_max_bytes));
 	lc.server = gs_server_create(&so, admission, match, reporter);
