@@ -51,6 +51,10 @@ ASAN_LIBS := $(B)/asan/libcc-store.a $(B)/asan/libcc-game.a $(B)/asan/libcc-sys.
 SERVICE_DIRS := $(patsubst %/main.c,%,$(wildcard services/*/main.c gameserver/main.c))
 bin_name = $(if $(filter gameserver,$(1)),cc-gameserver,cc-$(notdir $(1)))
 BINS := $(foreach d,$(SERVICE_DIRS),$(call bin_name,$(d)))
+# cc-replay-dump prints cc-gameserver's replay log (gameserver/replay.h); its
+# main is gameserver/tools/replay_dump.c, outside cc-gameserver's sources.
+BINS += cc-replay-dump
+PKGS_cc-replay-dump := libcjson libsodium
 
 # Test-only binaries: cc-testkit-api is cc-api plus services/api/testkit_*.c;
 # cc-testkit-allocator is cc-allocator plus services/allocator/testkit_*.c.
@@ -105,6 +109,11 @@ $(B)/bin/$(call bin_name,$(1)): $(patsubst %.c,$(B)/rel/%.o,$(filter-out $(1)/te
 	$$(Q)$$(CC) -o $$@ $$^ $$(call pkg_libs_for,$(call bin_name,$(1)))
 endef
 $(foreach d,$(SERVICE_DIRS),$(eval $(call bin_rule,$(d))))
+
+$(B)/bin/cc-replay-dump: $(B)/rel/gameserver/tools/replay_dump.o $(B)/rel/gameserver/replay.o $(REL_LIBS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ $(call pkg_libs_for,cc-replay-dump)
 
 $(B)/bin/cc-testkit-api: $(patsubst %.c,$(B)/rel/%.o,$(wildcard services/api/*.c)) $(REL_LIBS)
 	@mkdir -p $(@D)
@@ -170,11 +179,16 @@ $(B)/asan/tests/%: $(B)/asan/tests/%.o $(SUPPORT_OBJS) $(ASAN_LIBS)
 # objects like this one are linked before the archive (see the recipe above).
 $(B)/asan/tests/integration/test_steam: $(B)/asan/services/api/steam.o
 $(B)/asan/tests/unit/test_player_latency: $(B)/asan/tests/player/latency.o
-$(B)/asan/tests/unit/test_gs_input: $(B)/asan/gameserver/wire_glue.o $(B)/asan/gameserver/match.o
+$(B)/asan/tests/unit/test_gs_input: $(B)/asan/gameserver/input.o $(B)/asan/gameserver/wire_glue.o $(B)/asan/gameserver/match.o
 $(B)/asan/tests/unit/test_gs_admission: $(B)/asan/gameserver/admission.o $(B)/asan/gameserver/wire_glue.o $(B)/asan/gameserver/match.o
 # test_player_game plays cc-player's game stage against a game server in the test, over real ENet.
-$(B)/asan/tests/unit/test_player_game: $(B)/asan/tests/player/game.o
+$(B)/asan/tests/unit/test_player_game: $(B)/asan/tests/player/game.o $(B)/asan/tests/player/predict.o \
+	$(B)/asan/tests/player/clocksync.o $(B)/asan/tests/player/latency.o
+# test_player_predict: own-ship prediction, reconciliation and its error; clock sync from pongs.
+$(B)/asan/tests/unit/test_player_predict: $(B)/asan/tests/player/predict.o $(B)/asan/tests/player/clocksync.o \
+	$(B)/asan/tests/player/latency.o
 $(B)/asan/tests/unit/test_player_game: PKG_LIBS += $(shell pkg-config --libs libenet)
+$(B)/asan/tests/unit/test_replay: $(B)/asan/gameserver/replay.o
 # test_netsim drives sys/netsim over real ENet on loopback.
 $(B)/asan/tests/unit/test_netsim: PKG_LIBS += $(shell pkg-config --libs libenet)
 
@@ -233,6 +247,9 @@ $(foreach l,$(LAYERS),$(eval $(call fuzz_layer_rule,$(l))))
 $(B)/fuzz/fuzz_%: $(B)/fuzz/tests/fuzz/fuzz_%.o $(FUZZ_API_OBJS) $(FUZZ_LIBS)
 	@$(if $(Q),echo "  LD-FUZZ $@")
 	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $(filter-out %.a,$^) $(filter %.a,$^) $(PKG_LIBS)
+
+# fuzz_replay_file reads cc-gameserver's replay log with the reader cc-replay-dump uses.
+$(B)/fuzz/fuzz_replay_file: $(B)/fuzz/gameserver/replay.o
 
 fuzz-build: $(FUZZ_BINS)
 

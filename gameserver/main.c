@@ -26,6 +26,7 @@
 #include "admission.h"
 #include "match.h"
 #include "probe.h"
+#include "replay.h"
 #include "reporter.h"
 #include "server.h"
 #include "wire_glue.h"
@@ -63,6 +64,20 @@ struct gameserver_config {
 	int64_t api_timeout_ms;
 	int64_t result_timeout_ms;
 	int64_t end_linger_ms;
+	int64_t input_buffer_ticks;
+	int64_t input_stall_kick_ms;
+	int64_t stall_grace_ms;
+	int64_t peer_max_pps;
+	int64_t peer_max_bps;
+	int64_t rate_limit_log_window_ms;
+	int64_t max_silent_per_address;
+	int64_t net_sim_latency;  /* test aids (issue 12): sys/netsim.h */
+	int64_t net_sim_jitter;
+	double net_sim_loss;
+	double net_sim_dup;
+	int64_t net_sim_seed;
+	char *replay_log;         /* gameserver/replay.h */
+	int64_t replay_log_max_bytes;
 	int64_t slot_reserve_seconds;
 	int64_t max_spectators;
 	struct cc_service_options svc;
@@ -105,8 +120,31 @@ static const struct cc_config_option gameserver_options[] = {
 	{ .name = "overtime-max-seconds", .type = CC_CFG_INT, .default_value = "300", .min = 0, .max = 3600,
 	  .help = "golden-goal overtime after a draw ends as a draw after this (0 = only a goal ends it)",
 	  .offset = OPT(overtime_max_seconds) },
-	{ .name = "max-peers", .type = CC_CFG_INT, .default_value = "16", .min = 2, .max = 64,
-	  .help = "ENet peer slots (players plus room to refuse strangers)", .offset = OPT(max_peers) },
+	{ .name = "max-peers", .type = CC_CFG_INT, .default_value = "32", .min = 2, .max = 256,
+	  .help = "connections served at once besides admitted spectators (who have --max-spectators): players (up to 8) "
+		  "+ peers still in their handshake; past it a newcomer evicts the oldest silent peer or is refused server_full",
+	  .offset = OPT(max_peers) },
+	{ .name = "max-silent-per-address", .type = CC_CFG_INT, .default_value = "4", .min = 1, .max = 256,
+	  .help = "connected peers without a hello one IP address may hold; the oldest gives way to a newer one",
+	  .offset = OPT(max_silent_per_address) },
+	{ .name = "input-buffer-ticks", .type = CC_CFG_INT, .default_value = "1", .min = 0, .max = 8,
+	  .help = "jitter buffer target depth: inputs kept buffered per player (persistent extra depth is drained)",
+	  .offset = OPT(input_buffer_ticks) },
+	{ .name = "input-stall-kick-ms", .type = CC_CFG_INT, .default_value = "10000", .min = 0, .max = 600000,
+	  .help = "a player whose input ran dry this long is kicked input_stalled (0 = never; never during a stall grace)",
+	  .offset = OPT(input_stall_kick_ms) },
+	{ .name = "stall-grace-ms", .type = CC_CFG_INT, .default_value = "3000", .min = 0, .max = 60000,
+	  .help = "after the tick loop itself ran > 100 ms late, nobody is kicked for input stalls, rate limits or "
+		  "handshake deadlines this long",
+	  .offset = OPT(stall_grace_ms) },
+	{ .name = "peer-max-packets-per-second", .type = CC_CFG_INT, .default_value = "240", .min = 10, .max = 1000000,
+	  .help = "leaky bucket per peer (burst one second's worth): an honest client sends 60 inputs + a few pings a second",
+	  .offset = OPT(peer_max_pps) },
+	{ .name = "peer-max-bytes-per-second", .type = CC_CFG_INT, .default_value = "32768", .min = 1500, .max = 100000000,
+	  .help = "leaky bucket per peer, bytes (burst one second's worth): honest input with 16-fold redundancy is ~7.5 KB/s",
+	  .offset = OPT(peer_max_bps) },
+	{ .name = "rate-limit-log-window-ms", .type = CC_CFG_INT, .default_value = "10000", .min = 100, .max = 3600000,
+	  .help = "at most one rate_limited log line per peer per window", .offset = OPT(rate_limit_log_window_ms) },
 	{ .name = "max-bad-messages", .type = CC_CFG_INT, .default_value = "8", .min = 0, .max = 100000,
 	  .help = "truncated, oversized or misrouted messages a peer may send before it is kicked",
 	  .offset = OPT(max_bad_messages) },
@@ -129,6 +167,26 @@ static const struct cc_config_option gameserver_options[] = {
 	  .offset = OPT(max_spectators) },
 	{ .name = "end-linger-ms", .type = CC_CFG_INT, .default_value = "1000", .min = 0, .max = 60000,
 	  .help = "keep serving after the end so clients receive the final messages", .offset = OPT(end_linger_ms) },
+	/* Test aids (SPEC 11, issue 12), off by default. */
+	{ .name = "net-sim-latency", .type = CC_CFG_INT, .default_value = "0", .min = 0, .max = CC_NETSIM_MAX_LATENCY_MS,
+	  .help = "test aid: one-way ms added to every packet in each direction (sys/netsim; 0 = off)",
+	  .offset = OPT(net_sim_latency) },
+	{ .name = "net-sim-jitter", .type = CC_CFG_INT, .default_value = "0", .min = 0, .max = CC_NETSIM_MAX_JITTER_MS,
+	  .help = "test aid: plus a uniform +-ms per packet (reorders unreliable packets)", .offset = OPT(net_sim_jitter) },
+	{ .name = "net-sim-loss", .type = CC_CFG_DOUBLE, .default_value = "0", .min = 0, .max = 100,
+	  .help = "test aid: percent of packets lost (reliable ones arrive later, as if retransmitted)",
+	  .offset = OPT(net_sim_loss) },
+	{ .name = "net-sim-dup", .type = CC_CFG_DOUBLE, .default_value = "0", .min = 0, .max = 100,
+	  .help = "test aid: percent of unreliable packets delivered twice", .offset = OPT(net_sim_dup) },
+	{ .name = "net-sim-seed", .type = CC_CFG_INT, .default_value = "1", .min = 0, .max = 9007199254740991.0,
+	  .help = "test aid: seed of the simulation (same seed, same packets: same schedule)", .offset = OPT(net_sim_seed) },
+	{ .name = "replay-log", .type = CC_CFG_STRING,
+	  .help = "test aid: record every wire packet and verdict into this new file (mode 0600; an existing file is "
+		  "refused, never overwritten; cc-replay-dump prints it)",
+	  .offset = OPT(replay_log) },
+	{ .name = "replay-log-max-bytes", .type = CC_CFG_INT, .default_value = "67108864", .min = GS_REPLAY_MIN_MAX_BYTES,
+	  .max = 1099511627776.0, .help = "cap of --replay-log (64 MiB): at it the log ends with a truncated record",
+	  .offset = OPT(replay_log_max_bytes) },
 };
 
 static const struct cc_service_spec gameserver_spec = {
@@ -231,6 +289,7 @@ int main(int argc, char **argv)
 	struct gs_match *match = NULL;
 	struct cc_reporter *reporter = NULL;
 	struct cc_probe *probe = NULL;
+	struct gs_replay *replay = NULL;
 	struct loop_ctx lc = { 0 };
 	bool enet_up = false;
 	int status = 1;
@@ -269,6 +328,11 @@ int main(int argc, char **argv)
 	}
 	if (ok && !load_roster(&cfg, &roster))
 		ok = false;
+	/* Last: it creates the file, which must not be left behind by another option's mistake. */
+	if (ok && cfg.replay_log && gs_replay_open(cfg.replay_log, cfg.replay_log_max_bytes, &replay, err, sizeof err) != 0) {
+		fprintf(stderr, "cc-gameserver: %s\n", err);
+		ok = false;
+	}
 	if (!ok) {
 		fprintf(stderr, "cc-gameserver: see --help\n");
 		status = 2;
@@ -307,8 +371,24 @@ int main(int argc, char **argv)
 					.max_bad_messages = (int)cfg.max_bad_messages,
 					.handshake_timeout_ms = (int)cfg.handshake_timeout_ms,
 					.snapshot_interval = interval < 1 ? 1 : interval, .end_linger_ms = cfg.end_linger_ms,
-					.arena = cfg.arena, .started_ns = started_ns,
-					.max_spectators = (int)cfg.max_spectators, .bots = !pl->ranked };
+					.arena = cfg.arena, .started_ns = started_ns, .replay = replay,
+					.peer_max_pps = (int)cfg.peer_max_pps, .peer_max_bps = (int)cfg.peer_max_bps,
+					.rate_log_window_ms = cfg.rate_limit_log_window_ms,
+					.max_silent_per_address = (int)cfg.max_silent_per_address,
+					.input_stall_kick_ms = cfg.input_stall_kick_ms, .stall_grace_ms = cfg.stall_grace_ms,
+					.max_spectators = (int)cfg.max_spectators, .bots = !pl->ranked,
+					.netsim = { .latency_ms = (int)cfg.net_sim_latency, .jitter_ms = (int)cfg.net_sim_jitter,
+						    .loss_pct = cfg.net_sim_loss, .dup_pct = cfg.net_sim_dup,
+						    .seed = (uint64_t)cfg.net_sim_seed } };
+	if (cc_netsim_active(&so.netsim))
+		cc_log_warn("net_sim_on", CC_LOG_STR("why", "test aid: every packet is delayed, lost or duplicated on purpose"),
+			    CC_LOG_INT("latency_ms", so.netsim.latency_ms), CC_LOG_INT("jitter_ms", so.netsim.jitter_ms),
+			    CC_LOG_DBL("loss_pct", so.netsim.loss_pct), CC_LOG_DBL("dup_pct", so.netsim.dup_pct),
+			    CC_LOG_INT("seed", (int64_t)so.netsim.seed));
+	so.input = GS_INPUT_OPTIONS_DEFAULT;
+	so.input.target_depth = (int)cfg.input_buffer_ticks;
+	if (replay)
+		cc_log_info("replay_log_on", CC_LOG_STR("path", cfg.replay_log), CC_LOG_INT("max_bytes", cfg.replay_log_max_bytes));
 	lc.server = gs_server_create(&so, admission, match, reporter);
 	admission = NULL;
 	match = NULL;
@@ -339,6 +419,7 @@ int main(int argc, char **argv)
 out:
 	cc_probe_stop(probe);
 	gs_server_free(lc.server);
+	(void)gs_replay_close(replay); /* a write error was logged when it happened */
 	cc_reporter_free(reporter);
 	cc_keyset_free(keys);
 	if (enet_up)

@@ -8,6 +8,7 @@
 
 #include <enet/enet.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,19 +17,23 @@
 
 #include "admission.h"
 #include "match.h"
+#include "replay.h"
 #include "reporter.h"
 #include "wire_glue.h"
 #include "game/match_lifecycle.h"
 #include "sys/clock.h"
 #include "sys/crypto.h"
 #include "sys/log.h"
+#include "sys/leaky.h"
 #include "sys/metrics.h"
 #include "sys/banned.h"
 
 #define TICK_HZ 60
 #define TICK_NS (1000000000LL / TICK_HZ)
 #define MAX_CATCH_UP 5          /* ticks run back to back after a stall before the clock resyncs */
-#define STALL_LOG_MS 100        /* a tick this late is a server_stalled line */
+#define STALL_LOG_MS 100        /* a tick this late is a server_stalled line (and opens the grace) */
+#define REFUSE_SPARE 4          /* ENet slots past max_peers: room to tell a newcomer server_full */
+#define IDLE_EVICT_MIN_MS 500   /* a silent peer younger than this is never evicted (its hello may be in flight) */
 
 enum peer_phase {
 	PEER_HELLO,      /* connected, no admitted hello yet */
@@ -37,6 +42,7 @@ enum peer_phase {
 };
 
 struct peer {
+	struct gs_server *server;  /* ours: sends go through its net simulation and replay log */
 	ENetPeer *enet;            /* cleared when detached */
 	uint64_t id;               /* ours, never reused: logs and the admission's holder */
 	enum peer_phase phase;
@@ -44,7 +50,13 @@ struct peer {
 	int bad;                   /* truncated/oversized/wrong-channel messages */
 	uint64_t unknown;          /* messages with an id we do not know: skipped */
 	struct gs_admit who;       /* PLAYING: slot, team, identity */
-	struct gs_input_state input; /* sequence bookkeeping (wire_glue.h) */
+	struct gs_input_state input; /* the input pipeline (input.h) */
+	struct gs_input_state reported; /* input's counters as last added to the metrics */
+	struct cc_leaky pkts, bytes; /* rate limits on everything it sends */
+	struct cc_leaky over;      /* drops, leaking: overflowing = persistently over the limit */
+	uint64_t rl_dropped, rl_dropped_bytes; /* drops since the last rate_limited line */
+	uint64_t rl_total;         /* drops in all */
+	int64_t rl_logged_ms;      /* when the last rate_limited line was written (0: never) */
 	char addr[48];             /* "ip:port" for logs */
 	bool displaced;            /* PLAYING: a resume took its slot over (duplicate_session) */
 	uint64_t ignored;          /* SPECTATING: messages besides ping, ignored */
@@ -53,6 +65,7 @@ struct peer {
 struct gs_server {
 	struct gs_server_options opts;
 	ENetHost *host;
+	struct cc_netsim *sim;          /* owned; NULL = no --net-sim-* (plain ENet) */
 	struct gs_admission *admission; /* owned */
 	struct gs_match *match;         /* owned */
 	struct cc_reporter *reporter;   /* the caller's; may be NULL (tests, bench) */
@@ -70,9 +83,13 @@ struct gs_server {
 	bool freeing;                  /* gs_server_free: tell nobody about leavers */
 	int64_t next_tick_ns;          /* monotonic time the next tick is due (pong's tick fraction) */
 	int64_t ended_ms;              /* monotonic time of the end */
+	uint32_t stall_kick_ticks;     /* held this many ticks in a row: kicked input_stalled (0: never) */
+	int64_t grace_until_ms;        /* server-stall grace: nobody is kicked for what the stall caused until then */
+	int64_t stall_seen_next;       /* the tick deadline whose lateness was already logged */
+	int64_t service_ns;            /* monotonic time the last network service returned (rate limits charge at it) */
 	struct {
 		struct cc_metric *ticks, *missed, *kicks, *bad, *unknown, *tick_seconds, *peers;
-		struct cc_metric *snapshot_bytes, *sessions;
+		struct cc_metric *snapshot_bytes, *sessions, *rl_packets, *rl_bytes, *input, *stalls, *lateness;
 	} m;
 };
 
@@ -92,9 +109,32 @@ static void send_bytes(struct peer *p, int channel, const uint8_t *buf, size_t l
 {
 	if (!p || !p->enet || len == 0)
 		return;
+	struct gs_server *s = p->server;
+	gs_replay_packet(s->opts.replay, GS_REPLAY_OUT, p->id, (uint8_t)channel, buf, len);
 	ENetPacket *pkt = enet_packet_create(buf, len, channel == GS_CH_CONTROL ? ENET_PACKET_FLAG_RELIABLE : 0);
-	if (pkt && enet_peer_send(p->enet, (enet_uint8)channel, pkt) != 0)
+	if (pkt && cc_netsim_send(s->sim, p->enet, (enet_uint8)channel, pkt) != 0)
 		enet_packet_destroy(pkt);
+}
+
+/*
+ * One verdict record in the replay log (nothing, not even the formatting,
+ * without --replay-log): every refusal, skip and kick below writes one, as
+ * "refused <fault kind>: <decoder's text>", "skipped ...", "ignored ...",
+ * "kicked <reason>: <detail>". A packet dropped unread (the input
+ * pipeline's rate limit) is written here too, before it is dropped:
+ * replay_verdict(s, p->id, "dropped rate_limited: %s", detail).
+ */
+static void replay_verdict(struct gs_server *s, uint64_t peer, const char *fmt, ...) CC_PRINTF(3, 4);
+static void replay_verdict(struct gs_server *s, uint64_t peer, const char *fmt, ...)
+{
+	if (!s->opts.replay)
+		return;
+	char text[GS_REPLAY_MAX_TEXT + 1];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
+	gs_replay_verdict(s->opts.replay, peer, text);
 }
 
 /* Encodes m into buf; 0 (logged: a message we built is ours to get right) when it does not encode. */
@@ -237,6 +277,7 @@ static void kick(struct gs_server *s, struct peer *p, uint16_t reason, const cha
 		    CC_LOG_STR("detail", detail ? detail : ""), CC_LOG_INT("slot", p->phase == PEER_PLAYING ? p->who.slot : -1),
 		    CC_LOG_STR("player_id", p->phase == PEER_PLAYING ? p->who.player_id : ""),
 		    CC_LOG_INT("bad_messages", p->bad), CC_LOG_INT("unknown_messages", (int64_t)p->unknown));
+	replay_verdict(s, p->id, "kicked %s: %s", name, detail ? detail : "");
 	const char *labels[] = { name, NULL };
 	cc_metric_add(s->m.kicks, labels, 1);
 	struct cc_wire_msg m;
@@ -264,7 +305,7 @@ static void kick(struct gs_server *s, struct peer *p, uint16_t reason, const cha
 	ENetPeer *e = p->enet;
 	detach(s, p);
 	if (e)
-		enet_peer_disconnect_later(e, reason);
+		cc_netsim_disconnect_later(s->sim, e, reason);
 }
 
 /* Counts one refused message; kicks past the threshold. Returns true when p was kicked (freed). */
@@ -274,6 +315,7 @@ static bool count_bad(struct gs_server *s, struct peer *p, const struct cc_wire_
 	const char *labels[] = { kind, NULL };
 	cc_metric_add(s->m.bad, labels, 1);
 	p->bad++;
+	replay_verdict(s, p->id, "refused %s: %s", kind, f->text);
 	cc_log_debug("bad_message", CC_LOG_INT("peer", p->id), CC_LOG_STR("kind", kind), CC_LOG_INT("id", f->id),
 		     CC_LOG_INT("bytes", (int64_t)len), CC_LOG_INT("count", p->bad), CC_LOG_STR("fault", f->text));
 	if (p->bad > s->opts.max_bad_messages) {
@@ -283,6 +325,97 @@ static bool count_bad(struct gs_server *s, struct peer *p, const struct cc_wire_
 		return true;
 	}
 	return false;
+}
+
+/* ---- limits and the server-stall grace ------------------------------------------- */
+
+static bool in_grace(const struct gs_server *s, int64_t now_ms)
+{
+	return now_ms < s->grace_until_ms;
+}
+
+/*
+ * The server's own lateness: running this far past the tick deadline next
+ * means the process itself did not run (SIGSTOP, a page-in, CPU steal).
+ * Checked right after each network service, so the grace is open before
+ * the backlog that arrived meanwhile is handled. Logged once per deadline.
+ */
+static void note_stall(struct gs_server *s, int64_t next)
+{
+	s->service_ns = cc_clock_ns();
+	int64_t late_ms = (s->service_ns - next) / 1000000;
+	if (late_ms <= STALL_LOG_MS || s->stall_seen_next == next)
+		return;
+	s->stall_seen_next = next;
+	s->grace_until_ms = cc_clock_ms() + s->opts.stall_grace_ms;
+	cc_metric_add(s->m.stalls, NULL, 1);
+	cc_log_warn("server_stalled", CC_LOG_INT("late_ms", late_ms), CC_LOG_INT("tick", gs_match_tick(s->match)),
+		    CC_LOG_INT("grace_ms", s->opts.stall_grace_ms));
+}
+
+/*
+ * Charges p's leaky buckets for one packet of len bytes (anything it sends,
+ * decodable or not, before or after its hello). Within both limits: true.
+ * Over either: the packet is dropped (false), counted, written as one
+ * rate_limited line per peer per window (its counts: drops since the
+ * previous line), and the drop fills p->over, which leaks at half the
+ * packet limit and holds half a second of it: a peer that overflows it (persistently over the limit) is
+ * kicked rate_limited (*kicked; p is freed), except during the server-stall
+ * grace, when the backlog of honest packets arrives at once.
+ */
+static bool rate_ok(struct gs_server *s, struct peer *p, size_t len, bool *kicked)
+{
+	int64_t now = s->service_ns; /* no clock read per packet: the service that returned it just read it */
+	*kicked = false;
+	bool pkts_ok = cc_leaky_take(&p->pkts, 1, now);
+	if (pkts_ok && cc_leaky_take(&p->bytes, (double)len, now))
+		return true;
+	if (pkts_ok)
+		cc_leaky_untake(&p->pkts, 1); /* refused by the byte limit: it costs nothing in the packet one */
+	const char *limit = pkts_ok ? "bytes" : "packets";
+	const char *labels[] = { limit, NULL };
+	cc_metric_add(s->m.rl_packets, labels, 1);
+	cc_metric_add(s->m.rl_bytes, NULL, (double)len);
+	p->rl_dropped++;
+	p->rl_dropped_bytes += len;
+	p->rl_total++;
+	int64_t now_ms = now / 1000000;
+	bool grace = in_grace(s, now_ms);
+	replay_verdict(s, p->id, "dropped rate_limited: over the %s limit (%zu bytes; %" PRIu64 " dropped so far%s)", limit,
+		       len, p->rl_total, grace ? ", server-stall grace" : "");
+	if (!p->rl_logged_ms || now_ms - p->rl_logged_ms >= s->opts.rate_log_window_ms) {
+		cc_log_warn("rate_limited", CC_LOG_INT("peer", p->id), CC_LOG_STR("addr", p->addr),
+			    CC_LOG_INT("slot", p->phase == PEER_PLAYING ? p->who.slot : -1), CC_LOG_STR("limit", limit),
+			    CC_LOG_INT("dropped", (int64_t)p->rl_dropped), CC_LOG_INT("dropped_bytes", (int64_t)p->rl_dropped_bytes),
+			    CC_LOG_INT("dropped_total", (int64_t)p->rl_total), CC_LOG_INT("window_ms", s->opts.rate_log_window_ms),
+			    CC_LOG_INT("packets_per_second", s->opts.peer_max_pps),
+			    CC_LOG_INT("bytes_per_second", s->opts.peer_max_bps), CC_LOG_BOOL("grace", grace));
+		p->rl_logged_ms = now_ms;
+		p->rl_dropped = p->rl_dropped_bytes = 0;
+	}
+	if (!grace && !cc_leaky_take(&p->over, 1, now)) {
+		char detail[96];
+		snprintf(detail, sizeof detail, "persistently over the %s limit: %" PRIu64 " packets dropped", limit, p->rl_total);
+		kick(s, p, CC_REASON_RATE_LIMITED, detail);
+		*kicked = true;
+	}
+	return false;
+}
+
+/* Adds what p's input pipeline counted since the last call to the metrics. */
+static void input_metrics(struct gs_server *s, struct peer *p)
+{
+	const struct gs_input_state *a = &p->input;
+	struct gs_input_state *r = &p->reported;
+	static const char *const names[] = { "held", "lost", "skipped", "out_of_range", "resync" };
+	uint64_t now[] = { a->held, a->lost, a->skipped, a->out_of_range, a->resyncs };
+	uint64_t *was[] = { &r->held, &r->lost, &r->skipped, &r->out_of_range, &r->resyncs };
+	for (size_t i = 0; i < CC_ARRAY_LEN(names); i++)
+		if (now[i] != *was[i]) {
+			const char *labels[] = { names[i], NULL };
+			cc_metric_add(s->m.input, labels, (double)(now[i] - *was[i]));
+			*was[i] = now[i];
+		}
 }
 
 /* ---- the handshake ---------------------------------------------------------------- */
@@ -349,7 +482,8 @@ static void admitted(struct gs_server *s, struct peer *p, const struct gs_admit 
 	p->phase = PEER_PLAYING;
 	p->who = *who;
 	s->by_slot[who->slot] = p;
-	gs_input_state_init(&p->input);
+	gs_input_state_init(&p->input, &s->opts.input);
+	p->reported = p->input;
 	enum gs_driver d = gs_match_driver(s->match, who->slot);
 	bool now = gs_match_state(s->match) == CC_MATCH_LOADING ||
 		   (who->resumed && (d == GS_DRIVER_AWAY || d == GS_DRIVER_PLAYER));
@@ -479,6 +613,12 @@ static void on_packet(struct gs_server *s, struct peer *p, int channel, const ui
 	int rc = cc_wire_decode_from(data, len, CC_WIRE_TO_SERVER, (uint8_t)channel, &m, &f);
 	if (p->phase == PEER_HELLO) {
 		/* Before its hello is admitted a peer may say nothing else, and nothing malformed. */
+		if (rc == CC_EINVAL)
+			replay_verdict(s, p->id, "refused %s: %s", cc_wire_fault_name(f.kind), f.text);
+		else if (rc != 0)
+			replay_verdict(s, p->id, "refused: id 0x%04x before the hello (%zu bytes)", f.id, len);
+		else if (m.id != CC_MSG_HELLO && m.id != CC_MSG_RESUME && m.id != CC_MSG_SPECTATE)
+			replay_verdict(s, p->id, "refused: %s before the hello", cc_wire_msg_name(m.id));
 		if (rc != 0)
 			kick(s, p, CC_REASON_MALFORMED, rc == CC_ENOTFOUND ? "the first message must be a hello" : f.text);
 		else if (m.id == CC_MSG_HELLO)
@@ -493,6 +633,7 @@ static void on_packet(struct gs_server *s, struct peer *p, int channel, const ui
 	}
 	if (p->phase == PEER_SPECTATING && rc == 0 && m.id != CC_MSG_PING) {
 		/* A spectator only watches: anything but ping is counted and dropped. */
+		replay_verdict(s, p->id, "ignored %s: a spectator only watches", cc_wire_msg_name(m.id));
 		if (p->ignored++ == 0)
 			cc_log_info("spectator_message_ignored", CC_LOG_INT("peer", p->id),
 				    CC_LOG_STR("message", cc_wire_msg_name(m.id)));
@@ -502,6 +643,7 @@ static void on_packet(struct gs_server *s, struct peer *p, int channel, const ui
 		/* Unknown ids are skipped: a newer client may send what we do not know yet. */
 		p->unknown++;
 		cc_metric_add(s->m.unknown, NULL, 1);
+		replay_verdict(s, p->id, "skipped unknown: id 0x%04x (%zu bytes)", f.id, len);
 		if (p->unknown == 1)
 			cc_log_info("unknown_message", CC_LOG_INT("peer", p->id), CC_LOG_INT("id", f.id),
 				    CC_LOG_INT("bytes", (int64_t)len));
@@ -536,6 +678,7 @@ static void on_packet(struct gs_server *s, struct peer *p, int channel, const ui
 	}
 	default:
 		/* The lobby messages belong to community mode: ignored here. */
+		replay_verdict(s, p->id, "ignored %s: not served here", cc_wire_msg_name(m.id));
 		cc_log_debug("message_ignored", CC_LOG_INT("peer", p->id), CC_LOG_STR("message", cc_wire_msg_name(m.id)));
 		break;
 	}
@@ -654,15 +797,30 @@ static void tick(struct gs_server *s)
 		if (gs_match_driver(s->match, slot) == GS_DRIVER_AWAY)
 			vacate_ship(s, slot, "reservation_lapsed");
 	}
+	int64_t now = cc_clock_ms();
+	bool grace = in_grace(s, now);
 	for (int i = 0; i < GS_MATCH_MAX_SLOTS; i++) {
 		struct peer *p = s->by_slot[i];
-		const struct gs_input *in = p ? gs_input_next(&p->input) : NULL;
+		if (!p)
+			continue;
+		const struct gs_input *in = gs_input_next(&p->input);
 		if (in)
 			gs_match_input(s->match, i, in);
+		input_metrics(s, p);
+		/* Held too long: the player's input stopped. Not after the end (clients may stop), not in a grace. */
+		if (s->stall_kick_ticks > 0 && p->input.dry_ticks > s->stall_kick_ticks && !grace && !s->ended) {
+			char detail[64];
+			snprintf(detail, sizeof detail, "no input for %" PRId64 " ms", (int64_t)p->input.dry_ticks * 1000 / TICK_HZ);
+			kick(s, p, CC_REASON_INPUT_STALLED, detail);
+		}
 	}
 	struct event_ctx ec = { .s = s };
 	gs_match_step(s->match, on_event, &ec);
 	uint32_t t = gs_match_tick(s->match);
+	/* Once a second, the tick and the monotonic time it was due: the clock pongs measure
+	 * (tick + fraction past that time), so a test on this machine can check a client's estimate. */
+	if (t % TICK_HZ == 0)
+		cc_log_info("clock", CC_LOG_INT("tick", t), CC_LOG_INT("due_ns", s->next_tick_ns - TICK_NS));
 	if (s->opts.snapshot_interval > 0 && t % (uint32_t)s->opts.snapshot_interval == 0) {
 		bool connected[GS_MATCH_MAX_SLOTS] = { false };
 		const struct gs_input_state *inputs[GS_MATCH_MAX_SLOTS] = { NULL };
@@ -678,9 +836,8 @@ static void tick(struct gs_server *s)
 		size_t n = broadcast_msg(s, &m);
 		cc_metric_add(s->m.snapshot_bytes, NULL, (double)n);
 	}
-	/* Slow handshakes: peers are few (max_peers), a scan per tick is cheap. */
-	int64_t now = cc_clock_ms();
-	for (size_t i = 0; i < s->host->peerCount; i++) {
+	/* Slow handshakes: peers are few (max_peers), a scan per tick is cheap. A stall's time is not theirs. */
+	for (size_t i = 0; !grace && i < s->host->peerCount; i++) {
 		ENetPeer *e = &s->host->peers[i];
 		struct peer *p = e->data;
 		if (p && p->phase == PEER_HELLO && now - p->connected_ms > s->opts.handshake_timeout_ms)
@@ -689,21 +846,69 @@ static void tick(struct gs_server *s)
 	cc_metric_add(s->m.ticks, NULL, 1);
 }
 
+/*
+ * A new connection. Silent peers (connected, no hello yet) cannot crowd
+ * out an honest one: one address keeps at most --max-silent-per-address
+ * of them (the oldest gives way), and when all --max-peers connections are
+ * taken the oldest silent peer anywhere gives way; a silent peer younger
+ * than IDLE_EVICT_MIN_MS never does (its hello may be in flight: an honest
+ * client says hello one round trip after connecting). With nobody to
+ * evict the newcomer is refused server_full. Evicted peers are refused
+ * handshake_timeout (they said nothing in time for the room they held).
+ */
 static void on_connect(struct gs_server *s, ENetPeer *e)
 {
+	int64_t now = cc_clock_ms();
+	int ours = 0, silent_same = 0;
+	struct peer *old_same = NULL, *old_any = NULL;
+	for (size_t i = 0; i < s->host->peerCount; i++) {
+		struct peer *q = s->host->peers[i].data;
+		if (!q || &s->host->peers[i] == e || q->phase == PEER_SPECTATING)
+			continue; /* spectators have their own cap (--max-spectators) and room: never server_full for players */
+		ours++;
+		if (q->phase != PEER_HELLO || now - q->connected_ms < IDLE_EVICT_MIN_MS)
+			continue;
+		if (!old_any || q->connected_ms < old_any->connected_ms)
+			old_any = q;
+		if (s->host->peers[i].address.host == e->address.host) {
+			silent_same++;
+			if (!old_same || q->connected_ms < old_same->connected_ms)
+				old_same = q;
+		}
+	}
 	struct peer *p = calloc(1, sizeof *p);
 	if (!p) {
 		enet_peer_disconnect_now(e, 0);
 		return;
 	}
+	p->server = s;
 	p->enet = e;
 	p->id = ++s->next_peer_id;
 	p->phase = PEER_HELLO;
-	p->connected_ms = cc_clock_ms();
+	p->connected_ms = now;
 	peer_addr(e, p->addr, sizeof p->addr);
 	e->data = p;
+	int64_t ns = cc_clock_ns();
+	cc_leaky_init(&p->pkts, s->opts.peer_max_pps, s->opts.peer_max_pps, ns);   /* burst: one second's worth */
+	cc_leaky_init(&p->bytes, s->opts.peer_max_bps, s->opts.peer_max_bps, ns);
+	/* Drops leak at half the packet limit, up to half a second of the limit: a sender over the limit by less
+	 * than half of it is only throttled; one far over it (a flood) is kicked within about a second. */
+	cc_leaky_init(&p->over, s->opts.peer_max_pps / 2.0, s->opts.peer_max_pps / 2.0, ns);
 	cc_metric_add(s->m.peers, NULL, 1);
 	cc_log_debug("peer_connected", CC_LOG_INT("peer", p->id), CC_LOG_STR("addr", p->addr));
+	if (old_same && silent_same >= s->opts.max_silent_per_address) {
+		if (old_any == old_same)
+			old_any = NULL;
+		kick(s, old_same, CC_REASON_HANDSHAKE_TIMEOUT, "silent while another connection from its address needed room");
+		ours--;
+	}
+	if (ours < s->opts.max_peers)
+		return;
+	if (old_any) {
+		kick(s, old_any, CC_REASON_HANDSHAKE_TIMEOUT, "silent while the server needed room");
+		return;
+	}
+	kick(s, p, CC_REASON_SERVER_FULL, "no free connection");
 }
 
 static void on_disconnect(struct gs_server *s, ENetPeer *e)
@@ -729,7 +934,12 @@ static void handle(struct gs_server *s, ENetEvent *ev)
 		break;
 	case ENET_EVENT_TYPE_RECEIVE: {
 		struct peer *p = ev->peer->data;
-		if (p)
+		bool kicked = false;
+		gs_replay_packet(s->opts.replay, GS_REPLAY_IN, p ? p->id : 0, ev->channelID, ev->packet->data,
+				 ev->packet->dataLength);
+		if (!p)
+			replay_verdict(s, 0, "dropped: from a peer already kicked (%zu bytes)", ev->packet->dataLength);
+		else if (rate_ok(s, p, ev->packet->dataLength, &kicked)) /* over the limit: dropped, its verdict written */
 			on_packet(s, p, ev->channelID, ev->packet->data, ev->packet->dataLength);
 		enet_packet_destroy(ev->packet);
 		break;
@@ -747,18 +957,17 @@ int gs_server_run(struct gs_server *s, bool (*stopping)(void *ctx), void *ctx)
 		ENetEvent ev;
 		for (;;) {
 			int64_t left_ms = (next - cc_clock_ns()) / 1000000;
-			int rc = enet_host_service(s->host, &ev, left_ms > 0 ? (enet_uint32)left_ms : 0);
-			if (rc > 0) {
+			int rc = cc_netsim_service(s->sim, s->host, &ev, left_ms > 0 ? (enet_uint32)left_ms : 0);
+			note_stall(s, next);
+			if (rc > 0)
 				handle(s, &ev);
-				continue;
-			}
+			/* The tick is due: a steady stream of packets (a flood) must not keep it waiting. */
 			if (cc_clock_ns() >= next)
 				break;
 		}
 		int64_t started = cc_clock_ns();
-		int64_t late_ms = (started - next) / 1000000;
-		if (late_ms > STALL_LOG_MS)
-			cc_log_warn("server_stalled", CC_LOG_INT("late_ms", late_ms), CC_LOG_INT("tick", gs_match_tick(s->match)));
+		note_stall(s, next);
+		cc_metric_observe(s->m.lateness, NULL, (double)(started - next) / 1e9);
 		int runs = 0;
 		while (cc_clock_ns() >= next && runs < MAX_CATCH_UP) {
 			next += TICK_NS;
@@ -772,7 +981,7 @@ int gs_server_run(struct gs_server *s, bool (*stopping)(void *ctx), void *ctx)
 			cc_metric_add(s->m.missed, NULL, (double)missed);
 			next = cc_clock_ns() + TICK_NS;
 		}
-		enet_host_flush(s->host);
+		cc_netsim_flush(s->sim, s->host);
 		cc_metric_observe(s->m.tick_seconds, NULL, (double)(cc_clock_ns() - started) / 1e9 / runs);
 		if (!atomic_exchange(&s->ready, true))
 			cc_log_info("ready", CC_LOG_DBL("ms_since_main", (double)(cc_clock_ns() - s->opts.started_ns) / 1e6));
@@ -816,7 +1025,8 @@ struct gs_server *gs_server_create(const struct gs_server_options *opts, struct 
 		cc_log_error("start_failed", CC_LOG_STR("reason", "--bind is not an IPv4 address"));
 		goto out_fail;
 	}
-	s->host = enet_host_create(&addr, (size_t)opts->max_peers, GS_CHANNELS, 0, 0);
+	s->host = enet_host_create(&addr, (size_t)opts->max_peers + (size_t)opts->max_spectators + REFUSE_SPARE,
+				   GS_CHANNELS, 0, 0);
 	if (!s->host) {
 		cc_log_error("start_failed", CC_LOG_STR("reason", "cannot bind the UDP game port"),
 			     CC_LOG_STR("bind", opts->bind), CC_LOG_INT("port", opts->port));
@@ -825,12 +1035,28 @@ struct gs_server *gs_server_create(const struct gs_server_options *opts, struct 
 	/* Caps on what one peer can make us hold: our largest message is far below these. */
 	s->host->maximumPacketSize = 64 * 1024;
 	s->host->maximumWaitingData = 256 * 1024;
-	s->host->duplicatePeers = 8;
+	/*
+	 * No per-address cap in ENet (duplicatePeers ignores a connect silently,
+	 * so an honest player behind the same address as eight silent peers got
+	 * a connect timeout): on_connect's silent-peer rules replace it and
+	 * refuse with a reason. ENet's own peer timeout (5 s minimum, 30 s
+	 * maximum, its defaults) is left alone: a server frozen for 2 s does
+	 * not trip it on either side.
+	 */
+	s->host->duplicatePeers = ENET_PROTOCOL_MAXIMUM_PEER_ID;
+	s->stall_kick_ticks = opts->input_stall_kick_ms > 0 ? (uint32_t)(opts->input_stall_kick_ms * TICK_HZ / 1000) : 0;
 	if (opts->port == 0) {
 		/* ENet does not read back an ephemeral port: ask the socket. */
 		ENetAddress bound;
 		if (enet_socket_get_address(s->host->socket, &bound) == 0)
 			s->host->address.port = bound.port;
+	}
+	if (cc_netsim_active(&opts->netsim)) {
+		s->sim = cc_netsim_create(s->host, &opts->netsim);
+		if (!s->sim) {
+			cc_log_error("start_failed", CC_LOG_STR("reason", "the network simulation: out of memory or a knob out of range"));
+			goto out_fail;
+		}
 	}
 	const char *reason_l[] = { "reason", NULL };
 	const char *kind_l[] = { "kind", NULL };
@@ -847,6 +1073,22 @@ struct gs_server *gs_server_create(const struct gs_server_options *opts, struct 
 	s->m.tick_seconds = cc_histogram("cosmic_clash_gameserver_tick_duration_seconds", "CPU time of one tick.", NULL, 1,
 					 buckets, CC_ARRAY_LEN(buckets));
 	s->m.peers = cc_gauge("cosmic_clash_gameserver_peers", "Connected peers.", NULL, 1);
+	const char *limit_l[] = { "limit", NULL };
+	const char *outcome_l[] = { "outcome", NULL };
+	static const double late_buckets[] = { 0.0005, 0.001, 0.002, 0.004, 0.008, 0.0167, 0.05, 0.1, 1 };
+	s->m.rl_packets = cc_counter("cosmic_clash_gameserver_rate_limited_packets_total",
+				     "Packets dropped over a peer's packet or byte rate limit, by limit.", limit_l, 2);
+	s->m.rl_bytes = cc_counter("cosmic_clash_gameserver_rate_limited_bytes_total",
+				   "Bytes of the packets dropped over a peer's rate limits.", NULL, 1);
+	s->m.input = cc_counter("cosmic_clash_gameserver_input_events_total",
+				"Input pipeline events: held (ran dry), lost (gap given up), skipped (burst cut or drain), "
+				"out_of_range (dropped by the sequence guard), resync.",
+				outcome_l, 5);
+	s->m.stalls = cc_counter("cosmic_clash_gameserver_server_stalls_total",
+				 "Times the tick loop itself ran over 100 ms late (each opens the stall grace).", NULL, 1);
+	s->m.lateness = cc_histogram("cosmic_clash_gameserver_tick_lateness_seconds",
+				     "How late each tick batch started after its deadline.", NULL, 1, late_buckets,
+				     CC_ARRAY_LEN(late_buckets));
 	s->m.sessions = cc_counter("cosmic_clash_gameserver_session_events_total",
 				   "Slot and spectator events: reserved, resumed, taken_over, lapsed, bot_took_slot, spectator, ...",
 				   event_l, 16);
@@ -854,6 +1096,8 @@ struct gs_server *gs_server_create(const struct gs_server_options *opts, struct 
 					 "Snapshot payload bytes encoded (each sent to every player).", NULL, 1);
 	return s;
 out_fail:
+	if (s && s->host)
+		enet_host_destroy(s->host);
 	gs_admission_free(admission);
 	gs_match_free(match);
 	free(s);
@@ -871,8 +1115,23 @@ void gs_server_free(struct gs_server *s)
 			struct peer *p = e->data;
 			if (p)
 				detach(s, p);
+			cc_netsim_forget_peer(s->sim, e);
 			if (e->state == ENET_PEER_STATE_CONNECTED)
 				enet_peer_disconnect_now(e, 0);
+		}
+		if (s->sim) {
+			struct cc_netsim_stats st;
+			cc_netsim_stats(s->sim, &st);
+			cc_log_info("net_sim_stats", CC_LOG_INT("packets_out", (int64_t)st.packets[CC_NETSIM_OUT]),
+				    CC_LOG_INT("packets_in", (int64_t)st.packets[CC_NETSIM_IN]),
+				    CC_LOG_INT("dropped_out", (int64_t)st.dropped[CC_NETSIM_OUT]),
+				    CC_LOG_INT("dropped_in", (int64_t)st.dropped[CC_NETSIM_IN]),
+				    CC_LOG_INT("duplicated_out", (int64_t)st.duplicated[CC_NETSIM_OUT]),
+				    CC_LOG_INT("duplicated_in", (int64_t)st.duplicated[CC_NETSIM_IN]),
+				    CC_LOG_INT("retransmits_out", (int64_t)st.retransmits[CC_NETSIM_OUT]),
+				    CC_LOG_INT("retransmits_in", (int64_t)st.retransmits[CC_NETSIM_IN]),
+				    CC_LOG_INT("stale", (int64_t)st.stale), CC_LOG_INT("overflow", (int64_t)st.overflow));
+			cc_netsim_free(s->sim);
 		}
 		enet_host_destroy(s->host);
 	}

@@ -26,6 +26,13 @@
  * disconnect_later); the peer's record is detached so nothing is sent to
  * it again, even within the same poll batch.
  *
+ * Test aids (issue 12), off by default: with opts.netsim set, every packet
+ * goes through sys/netsim (sent, serviced, flushed and disconnected through
+ * cc_netsim_*); with opts.replay set, every packet received or sent is
+ * recorded (peer number, channel, bytes) with a verdict record wherever a
+ * message is refused, skipped, ignored or dropped and wherever a peer is
+ * kicked (gameserver/replay.h).
+ *
  * Sessions (issue 12; the rules of the slot table are gameserver/admission.h):
  * a player who leaves (disconnect, timeout, kick) keeps its slot reserved
  * --slot-reserve-seconds; its ship stays in play with neutral controls
@@ -45,8 +52,27 @@
  * events as the players, never hold a slot, and anything they send but
  * ping is counted and ignored.
  *
+ * Input and limits (issue 12): each player's input messages go through
+ * gameserver/input.h (sequence-range guard, jitter buffer, stall); the
+ * snapshot flags a player whose stream ran dry input_stalled, and one dry
+ * longer than --input-stall-kick-ms is kicked input_stalled. Every packet
+ * of every peer is charged to its two leaky buckets (sys/leaky.h: packets
+ * and bytes per second, one second's burst) before it is decoded; over
+ * either it is dropped, logged rate_limited at most once per peer per
+ * window, and a peer persistently over (its drops overflow a third bucket
+ * leaking at half the packet limit) is kicked rate_limited. When the loop
+ * itself ran over 100 ms late (server_stalled), nobody is kicked for
+ * input stalls, rate limits or handshake deadlines for --stall-grace-ms.
+ * The loop ticks on time under any packet stream: it leaves the network
+ * service as soon as a tick is due. Silent peers (no hello) give way to
+ * newcomers (the oldest one of an address holding --max-silent-per-address,
+ * or of the server when --max-peers are taken); with none to evict a
+ * newcomer is refused server_full. ENet's own peer timeout (5 s minimum)
+ * is left at its defaults: a 2 s freeze trips it on neither side.
+ *
  * Ownership: gs_server_create() takes ownership of admission and match
- * (freed by gs_server_free); the reporter stays the caller's.
+ * (freed by gs_server_free); the reporter and the replay log stay the
+ * caller's.
  */
 #ifndef CC_GAMESERVER_SERVER_H
 #define CC_GAMESERVER_SERVER_H
@@ -55,8 +81,11 @@
 #include <stdint.h>
 
 #include "sys/cc.h"
+#include "input.h"
+#include "sys/netsim.h"
 
 struct gs_admission;
+struct gs_replay;
 struct gs_match;
 struct cc_reporter;
 
@@ -70,6 +99,15 @@ struct gs_server_options {
 	const char *arena;          /* arena name for the welcome ([a-z0-9_], 1..32 bytes) */
 	int64_t started_ns;         /* monotonic time main() began: the "ready" line says how long start-up took */
 	int64_t end_linger_ms;      /* after the result, keep serving this long so clients see it */
+	struct gs_input_options input; /* each player's jitter buffer (input.h) */
+	int peer_max_pps;           /* leaky bucket per peer: packets/s, burst one second's worth */
+	int peer_max_bps;           /* ... and bytes/s */
+	int64_t rate_log_window_ms; /* at most one rate_limited line per peer per window */
+	int max_silent_per_address; /* connected peers without a hello one address may hold */
+	int64_t input_stall_kick_ms; /* a player whose input ran dry this long is kicked input_stalled (0: never) */
+	int64_t stall_grace_ms;     /* after the tick loop itself stalled, nobody is kicked for it this long */
+	struct cc_netsim_options netsim; /* --net-sim-*: all knobs zero = off (plain ENet) */
+	struct gs_replay *replay;   /* --replay-log: NULL = off; the caller's, closed after gs_server_free */
 	int max_spectators;         /* spectate admits at most this many (0: none); <= GS_MAX_SPECTATORS */
 	bool bots;                  /* casual: bots drive no-show and lapsed slots (ranked: parked) */
 };

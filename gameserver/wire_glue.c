@@ -23,55 +23,6 @@ uint16_t gs_wire_reason_for_refusal(const char *r)
 	return CC_REASON_BAD_TOKEN; /* malformed, bad_version, unknown_key, bad_signature */
 }
 
-void gs_input_state_init(struct gs_input_state *st)
-{
-	memset(st, 0, sizeof *st);
-}
-
-void gs_input_receive(struct gs_input_state *st, const struct cc_wire_input_msg *in)
-{
-	/* Unwrap against the newest seen; the first message starts above 2^16 so 0 stays "none". */
-	uint32_t newest = st->newest ? (uint32_t)((int64_t)st->newest + cc_wire_seq_diff(in->newest_seq, (uint16_t)st->newest))
-				     : 65536u + in->newest_seq;
-	for (uint16_t i = 0; i < in->count; i++) {
-		uint32_t seq = newest - i;
-		if (seq <= st->last_consumed)
-			break; /* already applied or given up: redundancy we no longer need */
-		const struct cc_wire_input *w = &in->inputs[i];
-		st->ring[seq % GS_INPUT_WINDOW] = (struct gs_input){ .seq = seq, .strafe = w->thrust[0], .lift = w->thrust[1],
-								     .throttle = w->thrust[2], .pitch = w->turn[0],
-								     .yaw = w->turn[1], .roll = w->turn[2],
-								     .buttons = w->buttons };
-		st->have[seq % GS_INPUT_WINDOW] = true;
-	}
-	if (newest > st->newest)
-		st->newest = newest;
-}
-
-const struct gs_input *gs_input_next(struct gs_input_state *st)
-{
-	if (st->newest <= st->last_consumed)
-		return st->last_consumed ? &st->current : NULL;
-	if (st->last_consumed == 0)
-		st->last_consumed = st->newest - 1; /* the first input: start from the newest */
-	if (st->newest - st->last_consumed > GS_INPUT_BACKLOG_MAX) {
-		uint32_t skip_to = st->newest - GS_INPUT_BACKLOG_MAX;
-		st->lost += skip_to - st->last_consumed;
-		st->last_consumed = skip_to;
-	}
-	for (uint32_t seq = st->last_consumed + 1; seq <= st->newest; seq++) {
-		struct gs_input *in = &st->ring[seq % GS_INPUT_WINDOW];
-		if (st->have[seq % GS_INPUT_WINDOW] && in->seq == seq) {
-			st->lost += seq - st->last_consumed - 1;
-			st->have[seq % GS_INPUT_WINDOW] = false;
-			st->current = *in;
-			st->last_consumed = seq;
-			return &st->current;
-		}
-	}
-	return st->last_consumed ? &st->current : NULL;
-}
-
 static void body_of(const struct cc_sim_body *b, struct cc_wire_body *out)
 {
 	struct cc_wire_pose p = { .pos = { b->pos.x, b->pos.y, b->pos.z },
@@ -105,10 +56,13 @@ void gs_wire_snapshot(struct cc_wire_msg *m, const struct gs_match *match, const
 		const struct cc_sim_ship *ship = &sim->ships[i];
 		p->slot = (uint8_t)i;
 		p->flags = (uint8_t)((connected[i] ? CC_WIRE_PF_CONNECTED : 0) | (ship->boosting ? CC_WIRE_PF_BOOSTING : 0));
-		if (inputs[i] && inputs[i]->last_consumed) {
+		if (inputs[i] && gs_input_started(inputs[i])) {
 			p->flags |= CC_WIRE_PF_HAS_INPUT;
 			p->last_input_seq = gs_input_ack(inputs[i]);
 		}
+		/* Held input (or none yet) for a connected player: the client's prediction diverges from here. */
+		if (connected[i] && inputs[i] && gs_input_stalled(inputs[i]))
+			p->flags |= CC_WIRE_PF_INPUT_STALLED;
 		float b = ship->boost < 0 ? 0 : ship->boost > 1 ? 1 : ship->boost;
 		p->boost = (uint8_t)(b * 255.0f + 0.5f);
 		body_of(&ship->body, &p->body);

@@ -11,8 +11,10 @@
 #                 stand-in processes (build/fakes/standin_server --idle).
 #                 The pool is started before any claim, so the run is the
 #                 allocations alone: N / (last rosters.published_at - first
-#                 allocations.created_at), both PostgreSQL's clock. Each
-#                 batch of up to 16: claim (one statement), allocate (one
+#                 allocations.created_at), both PostgreSQL's clock; the
+#                 pool is warm and the matches are created while the
+#                 allocator is stopped (allocator_run says why). Each
+#                 batch of up to CC_BENCH_ALLOC_BATCH (32): claim (one statement), allocate (one
 #                 statement pairs the batch with SKIP LOCKED idle servers
 #                 and writes both sides), the allocation files, publish
 #                 (lock, participants, then 7 signed tokens, manifest and
@@ -20,7 +22,7 @@
 #                 PUBLISHED and outbox row in one statement).
 #   pgbench       the same SQL without the C (tests/bench/allocator.pgbench:
 #                 claim, allocate, publish as three READ COMMITTED
-#                 transactions per batch of 16, as cc-allocator runs them),
+#                 transactions per batch, as cc-allocator runs them),
 #                 -M prepared, -c W, on N matches and N idle
 #                 server rows of its own scratch database; its rate is read
 #                 from the rows the same way.
@@ -53,10 +55,21 @@ N=${CC_BENCH_ALLOCATIONS:-400}
 WORKERS=${CC_BENCH_ALLOC_WORKERS:-2 4}
 L=${CC_BENCH_LATENCY_MATCHES:-20}
 ROUNDS=${CC_BENCH_ALLOC_ROUNDS:-2}
+BATCH=${CC_BENCH_ALLOC_BATCH:-32} # cc-allocator's --batch, and pgbench's batch (32: PostgreSQL CPU per allocation 1600 us at 16, 1225 at 32, 1025 at 64, load 11)
 OUT="$top/build/bench-results/allocator"
 rm -rf "$OUT" && mkdir -p "$OUT"
 say() { echo "bench-allocator: $*" >&2; }
 source "$top/scripts/lib/ports.sh" # free_port
+# The pools' UDP ports: below the kernel's ephemeral range (cc_port_range),
+# where no client's outgoing socket can hold one. Inside it (30000-49900
+# before 16:55) a stand-in now and then found its port taken, exited 3 and
+# left the pool one server short: allocations backed off as no-capacity and
+# the run measured the backoff (21/s instead of 400-500/s).
+read -r port_lo port_hi < <(cc_port_range)
+span=$((N + 50 + L + 10))
+slots=$(((port_hi - port_lo - 2000) / span))
+((slots >= 1)) || { say "no room for $span pool ports in $port_lo-$port_hi"; exit 1; }
+POOL_BASE=$((port_lo + 2000 + ($$ % slots) * span))
 psql_() { PGOPTIONS='-c client_min_messages=warning' "$CC_TEST_PG_BIN/psql" -qAtX -v ON_ERROR_STOP=1 "$@"; }
 
 keys="$OUT/keys"
@@ -65,12 +78,26 @@ printf '{"k2":"%s"}\n' "$(head -c 32 /dev/urandom | base64 -w0)" >"$keys/join.js
 head -c 32 /dev/urandom | base64 -w0 >"$keys/workload.key"
 chmod 0600 "$keys"/*
 
+# The pools' state directories (allocation files, child logs) on a memory
+# file system when there is one, as README.md advises for --local-state-dir:
+# on ext4 each allocation file's new inode cost 0.3-1 ms of kernel time
+# (ext4_new_inode scanning recently deleted inodes; perf, 16:57).
+STATE_ROOT="$OUT"
+if [[ -d /dev/shm && -w /dev/shm ]]; then
+	STATE_ROOT=$(mktemp -d /dev/shm/cc-bench-allocator.XXXXXX)
+fi
+
 DBS=()
 ALLOC_PID=""
 API_PID=""
 cleanup() {
 	local rc=$?
-	for pid in $ALLOC_PID $API_PID; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+	for pid in $ALLOC_PID $API_PID; do
+		kill -CONT "$pid" 2>/dev/null || true
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	[[ $STATE_ROOT == /dev/shm/cc-bench-allocator.* ]] && rm -rf "$STATE_ROOT"
 	for db in "${DBS[@]:-}"; do
 		[[ -n "$db" ]] && psql_ "$CC_TEST_PG_ADMIN_DSN" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
 	done
@@ -92,25 +119,57 @@ drop() {
 	psql_ "$CC_TEST_PG_ADMIN_DSN" -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)" >/dev/null
 }
 
+# cpu_ticks PID...: the user + system CPU clock ticks the processes used so far.
+cpu_ticks() {
+	local t=0 p
+	for p in "$@"; do [[ -r /proc/$p/stat ]] && t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat"))); done
+	echo "$t"
+}
+
 # allocator_run W ROUND: writes rate= and p50_ms= to $OUT/alloc-wW-rROUND.out.
+# The pool is warm before there is any work, as a fleet is in production:
+# cc-allocator starts on an empty queue, and only when every stand-in has
+# bound its port and said "ready" is it stopped (SIGSTOP), the N matches
+# created, and it continued. Before (until 17:00) the matches were there
+# first, so the 400 children's exec and dynamic linking overlapped the run
+# being measured. The long --poll-interval-ms leaves the outbox NOTIFY as
+# the only wake-up, so no pass is in flight at the SIGSTOP (a claim
+# transaction begun before it would date its allocations too early).
 allocator_run() {
-	local w=$1 r=$2 name="alloc-w$1-r$2" base=$((30000 + ($$ % 40) * 500)) admin
+	local w=$1 r=$2 name="alloc-w$1-r$2" base=$POOL_BASE admin pgs a0 p0 a1 p1 state
 	admin=$(free_port)
+	state="$STATE_ROOT/state-$name"
 	scratch "$name"
-	build/bench/allocator matches "$DSN" "$N" 4 >"$OUT/$name.seed" 2>&1 || { say "$name: seeding failed: $(cat "$OUT/$name.seed")"; return 1; }
-	COSMIC_CLASH_DATABASE_URL="$DSN" build/bin/cc-allocator --admin-port="$admin" --workers="$w" --batch=16 \
+	COSMIC_CLASH_DATABASE_URL="$DSN" build/bin/cc-allocator --admin-port="$admin" --workers="$w" --batch="$BATCH" \
 		--join-keys-file="$keys/join.json" --join-key-id=k2 --workload-secret-file="$keys/workload.key" \
 		--local-capacity="$N" --local-port-min="$base" --local-port-max="$((base + N - 1))" \
-		--local-server-command="$top/build/fakes/standin_server --idle" --local-state-dir="$OUT/state-$name" \
-		--instance-id="bench-$name" --log-level=warn >"$OUT/$name.log" 2>&1 &
+		--local-server-command="$top/build/fakes/standin_server --idle" --local-state-dir="$state" \
+		--poll-interval-ms=60000 --instance-id="bench-$name" --log-level=warn >"$OUT/$name.log" 2>&1 &
 	ALLOC_PID=$!
-	local deadline=$((SECONDS + 180)) done_=0
+	local deadline=$((SECONDS + 180)) done_=0 ready=0 idle=0
+	while ((ready < N || idle < N)); do
+		kill -0 "$ALLOC_PID" 2>/dev/null || { say "$name: cc-allocator exited: $(tail -5 "$OUT/$name.log")"; return 1; }
+		((SECONDS < deadline)) || { say "$name: the pool is not warm after 180 s: $ready of $N stand-ins ready, $idle IDLE rows"; return 1; }
+		sleep 0.2
+		ready=$(grep -ls 'ready port=' "$state"/*.log 2>/dev/null | wc -l)
+		idle=$(psql_ "$DSN" -c "SELECT count(*) FROM game_servers WHERE state = 'IDLE'")
+	done
+	kill -STOP "$ALLOC_PID"
+	build/bench/allocator matches "$DSN" "$N" 4 >"$OUT/$name.seed" 2>&1 || { kill -CONT "$ALLOC_PID"; say "$name: seeding failed: $(cat "$OUT/$name.seed")"; return 1; }
+	echo "load=$(cut -d' ' -f1 /proc/loadavg)" >"$OUT/$name.load"
+	pgs=$(ps -o pid= --ppid "$(head -n 1 "$CC_TEST_PG_DATA/postmaster.pid")" | tr '\n' ' ')
+	a0=$(cpu_ticks "$ALLOC_PID")
+	p0=$(cpu_ticks $pgs)
+	kill -CONT "$ALLOC_PID"
+	deadline=$((SECONDS + 180))
 	while ((done_ < N)); do
 		kill -0 "$ALLOC_PID" 2>/dev/null || { say "$name: cc-allocator exited: $(tail -5 "$OUT/$name.log")"; return 1; }
 		((SECONDS < deadline)) || { say "$name: only $done_ of $N published within 180 s"; return 1; }
 		sleep 0.2
 		done_=$(psql_ "$DSN" -c "SELECT count(*) FROM allocations WHERE state = 'PUBLISHED'")
 	done
+	a1=$(cpu_ticks "$ALLOC_PID")
+	p1=$(cpu_ticks $pgs)
 	curl -sf "http://127.0.0.1:$admin/metrics" >"$OUT/$name.metrics" || say "$name: no /metrics"
 	kill -TERM "$ALLOC_PID"
 	wait "$ALLOC_PID" || { say "$name: cc-allocator did not stop cleanly"; return 1; }
@@ -125,7 +184,14 @@ allocator_run() {
 		if ($0 ~ /_sum/) sum[st] = $NF; else cnt[st] = $NF }
 		END { for (st in cnt) if (cnt[st] > 0) printf "step_%s_ms=%.2f\n", st, sum[st] / cnt[st] * 1000 }' \
 		"$OUT/$name.metrics" >>"$OUT/$name.out" 2>/dev/null || true
-	rm -rf "$OUT/state-$name"
+	# CPU per allocation: cc-allocator's threads; the PostgreSQL processes (its backends and the
+	# server's own, and the polls above): the budget that decides the rate on a busy machine.
+	local tck
+	tck=$(getconf CLK_TCK)
+	echo "cpu_alloc_us=$(((a1 - a0) * 1000000 / tck / N))" >>"$OUT/$name.out"
+	echo "cpu_pg_us=$(((p1 - p0) * 1000000 / tck / N))" >>"$OUT/$name.out"
+	cat "$OUT/$name.load" >>"$OUT/$name.out"
+	rm -rf "$state"
 	drop "bench_alloc_${name//-/_}_$$"
 }
 
@@ -136,7 +202,7 @@ pgbench_run() {
 	build/bench/allocator matches "$DSN" "$N" 4 >"$OUT/$name.seed" 2>&1 || { say "$name: seeding failed"; return 1; }
 	build/bench/allocator servers "$DSN" "$N" pgbench 40000 >>"$OUT/$name.seed" 2>&1 || { say "$name: servers failed"; return 1; }
 	# Each client runs until the queue is empty: more batches than the queue holds; the empty ones claim nothing.
-	"$CC_TEST_PG_BIN/pgbench" -n -M prepared --max-tries=5 -D batch=16 -c "$w" -j "$w" -t "$((N / w / 16 + N / 64 + 8))" \
+	"$CC_TEST_PG_BIN/pgbench" -n -M prepared --max-tries=5 -D batch="$BATCH" -c "$w" -j "$w" -t "$((N / w / BATCH + N / 64 + 8))" \
 		-f "$top/tests/bench/allocator.pgbench" "$DSN" >"$OUT/$name.log" 2>&1 ||
 		say "$name: pgbench reported failed transactions (serialization retries exhausted): $(grep -m1 'failed transactions' "$OUT/$name.log")"
 	local published
@@ -155,7 +221,7 @@ pgbench_run() {
 # register assignment_ready); one match at a time, each created when the
 # previous one is ASSIGNMENT_READY. Split at the roster's published_at.
 latency_run() {
-	local name=latency base=$((30000 + ($$ % 40) * 500 + 450)) api_port api_admin admin i
+	local name=latency base=$((POOL_BASE + N + 50)) api_port api_admin admin i
 	scratch "$name"
 	api_port=$(free_port)
 	api_admin=$(free_port)
@@ -166,7 +232,7 @@ latency_run() {
 	COSMIC_CLASH_DATABASE_URL="$DSN" build/bin/cc-allocator --admin-port="$admin" \
 		--join-keys-file="$keys/join.json" --join-key-id=k2 --workload-secret-file="$keys/workload.key" \
 		--local-capacity="$L" --local-port-min="$base" --local-port-max="$((base + L - 1))" \
-		--local-server-command="$top/build/fakes/standin_server" --local-state-dir="$OUT/state-$name" \
+		--local-server-command="$top/build/fakes/standin_server" --local-state-dir="$STATE_ROOT/state-$name" \
 		--api-url="http://127.0.0.1:$api_port" --instance-id="bench-$name" --log-level=warn >"$OUT/$name.log" 2>&1 &
 	ALLOC_PID=$!
 	local deadline=$((SECONDS + 60))
@@ -195,7 +261,7 @@ latency_run() {
 		'n=' || count(*) \
 		FROM matches m JOIN allocations a ON a.match_id = m.id JOIN rosters r ON r.match_id = m.id \
 		WHERE m.state = 'ASSIGNMENT_READY'" | tr ' ' '\n' >"$OUT/$name.out"
-	rm -rf "$OUT/state-$name"
+	rm -rf "$STATE_ROOT/state-$name"
 	drop "bench_alloc_${name}_$$"
 }
 
@@ -232,9 +298,9 @@ for w in $WORKERS; do
 	a=$(best "alloc-w$w")
 	p=$(best "pgbench-w$w")
 	verdict=$(awk -v a="$(kv "$a" rate)" 'BEGIN { print ((a >= 1000) ? "met" : "NOT met") }')
-	results+=("$(printf 'W=%-2s cc-allocator %7.1f allocations/s (claim->published p50 %s ms; mean ms per batch of up to 16: claim %s allocate %s deliver %s publish %s) | pgbench, same SQL %7.1f allocations/s | ratio %s | target >= 1000/s: %s' \
-		"$w" "$(kv "$a" rate)" "$(kv "$a" p50_ms)" "$(kv "$a" step_claim_ms)" "$(kv "$a" step_allocate_ms)" \
-		"$(kv "$a" step_deliver_ms)" "$(kv "$a" step_publish_ms)" "$(kv "$p" rate)" \
+	results+=("$(printf 'W=%-2s cc-allocator %7.1f allocations/s (load %s; claim->published p50 %s ms; mean ms per batch of up to %s: claim %s allocate %s deliver %s publish %s; CPU us per allocation: cc-allocator %s, PostgreSQL %s) | pgbench, same SQL %7.1f allocations/s | ratio %s | target >= 1000/s: %s' \
+		"$w" "$(kv "$a" rate)" "$(kv "$a" load)" "$(kv "$a" p50_ms)" "$BATCH" "$(kv "$a" step_claim_ms)" "$(kv "$a" step_allocate_ms)" \
+		"$(kv "$a" step_deliver_ms)" "$(kv "$a" step_publish_ms)" "$(kv "$a" cpu_alloc_us)" "$(kv "$a" cpu_pg_us)" "$(kv "$p" rate)" \
 		"$(awk -v a="$(kv "$a" rate)" -v b="$(kv "$p" rate)" 'BEGIN { printf "%.2f", a / b }')" "$verdict")")
 done
 api_help=$(build/bin/cc-testkit-api --help 2>&1 || true)

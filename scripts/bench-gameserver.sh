@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # bench-gameserver.sh - cc-gameserver's figures (issue 11), part of `make bench`:
-#   - CPU per simulated tick of a 3v3 match (sim + lifecycle + snapshot encode)
-#     and how many 3v3 matches one core steps at 60 Hz with no tick over 1/60 s
-#     (tests/bench/gameserver.c sim), also with each match's ENet packets
-#     costed at the raw ENet reference measured in the same run (echo);
+#   - CPU per simulated tick of a 3v3 match (sim + lifecycle + snapshot encode
+#     + the input path) and how many 3v3 matches one core steps at 60 Hz with
+#     no tick over 1/60 s (tests/bench/gameserver.c sim), also with each
+#     match's ENet packets costed at the raw ENet reference measured in the
+#     same run (echo);
+#   - issue 12's input pipeline: the jitter buffer's and the rate limit's
+#     cost per tick, and matches per core before (the issue-11 input path,
+#     measured in the same run) and after; the verdict: after may not fall
+#     more than 10% below before;
 #   - time from process start to the ready probe answering, median of
 #     GS_BENCH_READY_RUNS (7) starts (gameserver ready);
 #   - a real match: cc-gameserver with six gsclient players for
@@ -11,7 +16,7 @@
 #     payload, and ENet's bytes including its headers) and the server's peak
 #     RSS (VmHWM while it lingers after the end).
 # Targets: ready < 50 ms, RSS < 16 MB, <= 4 KB/s per client downstream,
-# >= 100 concurrent 3v3 matches per core. A missed target fails only with
+# >= 100 concurrent 3v3 matches per core, pipeline >= 90% of before. A missed target fails only with
 # BENCH_STRICT=1. Logs in build/bench-results/gameserver/.
 set -Eeuo pipefail
 
@@ -50,6 +55,8 @@ sim=$(cat "$OUT/sim.json")
 echo_=$(cat "$OUT/echo.json")
 tick_ns=$(jq .cpu_ns_per_tick_3v3 <<<"$sim")
 per_core=$(jq .matches_per_core <<<"$sim")
+per_core_before=$(jq .matches_per_core_before <<<"$sim")
+pipe_pct=$(jq -n --argjson a "$per_core" --argjson b "$per_core_before" '($a - $b) * 100 / $b | floor')
 pkt_us=$(jq .cpu_us_per_packet <<<"$echo_")
 snap_rate=20
 # Per tick a 3v3 match receives 6 inputs and sends 6 * snap_rate/60 snapshots.
@@ -100,8 +107,12 @@ payload_bps=$(jq -s 'map(.snapshot_bytes / .seconds) | add / length | floor' "$O
 enet_bps=$(jq -s 'map(.enet_bytes_in / .seconds) | add / length | floor' "$OUT"/player*.json)
 
 echo "cc-gameserver (3v3; load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores)"
-printf '  %-52s %s\n' "CPU per simulated tick (sim+lifecycle+snapshot)" "${tick_ns} ns"
+printf '  %-52s %s\n' "CPU per simulated tick (sim+lifecycle+snapshot+input)" "${tick_ns} ns"
+printf '  %-52s %s\n' "  same, no input path / issue-11 input path" "$(jq -r '"\(.cpu_ns_per_tick_3v3_direct) ns / \(.cpu_ns_per_tick_3v3_before) ns"' <<<"$sim")"
+printf '  %-52s %s\n' "  jitter buffer per tick (6 players: receive+next)" "$(jq -r .jitter_buffer_ns_per_tick <<<"$sim") ns"
+printf '  %-52s %s\n' "  rate limit per tick (6 packets x 2 leaky buckets)" "$(jq -r .rate_limit_ns_per_tick <<<"$sim") ns"
 printf '  %-52s %s\n' "3v3 matches per core, compute only (no tick > 1/60 s)" "$per_core"
+printf '  %-52s %s\n' "  before (issue-11 input path, same run)" "$per_core_before ($pipe_pct% after vs before: $( ((pipe_pct >= -10)) && echo "ok, within 10%" || echo "FELL more than 10%"))"
 printf '  %-52s %s\n' "3v3 matches per core, ENet packets costed" "$with_net"
 printf '  %-52s %s\n' "raw ENet echo reference" "$(jq -r '"\(.round_trips_per_s) round trips/s, \(.cpu_us_per_packet) us CPU per packet"' <<<"$echo_")"
 printf '  %-52s %s\n' "start to ready probe answering (median of $READY_RUNS)" "${ready_med} ms (all: ${ready[*]})"
@@ -113,9 +124,10 @@ awk -v v="$ready_med" 'BEGIN { exit !(v < 50) }' || miss+=("ready ${ready_med} m
 ((hwm < 16 * 1024)) || miss+=("RSS $hwm KiB >= 16 MiB")
 ((enet_bps <= 4096)) || miss+=("downstream $enet_bps B/s > 4 KB/s")
 ((with_net >= 100)) || miss+=("$with_net matches per core < 100")
+((pipe_pct >= -10)) || miss+=("matches per core fell ${pipe_pct}% with the input pipeline")
 if ((${#miss[@]})); then
 	echo "  targets missed: ${miss[*]}"
 	if [[ ${BENCH_STRICT:-0} == 1 ]]; then exit 1; fi
 else
-	echo "  targets met: ready < 50 ms, RSS < 16 MB, <= 4 KB/s per client, >= 100 matches per core"
+	echo "  targets met: ready < 50 ms, RSS < 16 MB, <= 4 KB/s per client, >= 100 matches per core, pipeline within 10% of before"
 fi

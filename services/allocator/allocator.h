@@ -137,7 +137,8 @@ struct allocator_worker {
 /*
  * Test hook: cc-testkit-allocator defines it (testkit_step.c) to stop the
  * process at a named step; cc-allocator leaves it undefined (NULL).
- * Steps: "claimed", "allocated", "delivered", "published".
+ * Steps: "claimed", "allocated", "delivered", "published", and "pass_done" at
+ * the end of every pass.
  */
 extern void allocator_testkit_step(const char *step) __attribute__((weak));
 

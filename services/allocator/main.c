@@ -99,7 +99,7 @@ static const struct cc_config_option allocator_options[] = {
 		  "\"\" = cc-supervisor next to this binary with --join-keys-file (it runs cc-gameserver per match)",
 	  .offset = OPT(local_server_command) },
 	{ .name = "local-state-dir", .type = CC_CFG_STRING, .default_value = "/tmp/cosmic-clash-local",
-	  .help = "local: directory of the allocation files (<server id>.json) and child logs", .offset = OPT(local_state_dir) },
+	  .help = "local: directory of the allocation files (<server id>/allocation.json) and child logs", .offset = OPT(local_state_dir) },
 	{ .name = "local-address", .type = CC_CFG_STRING, .default_value = "127.0.0.1",
 	  .help = "local: the address players reach the local game servers at", .offset = OPT(local_address) },
 	{ .name = "local-region", .type = CC_CFG_STRING, .default_value = "local",

@@ -22,6 +22,7 @@
 #include <sodium.h>
 
 #include "allocator.h"
+#include "sys/clock.h"
 #include "sys/log.h"
 #include "game/join_token.h"
 #include "game/roster.h"
@@ -43,6 +44,7 @@ struct publish_item {
 /* Scratch space of a batch's publication (up to cap items), reused by the one-by-one retries. */
 struct publish_tx {
 	struct allocator *a;
+	struct allocator_worker *w;
 	size_t cap;
 	struct publish_item *items;
 	struct cc_allocation *locked;
@@ -154,6 +156,29 @@ static int batch_tx(struct cc_pg *pg, void *arg)
 	}
 	if (k == 0)
 		return 0;
+	/*
+	 * The local provider's allocation files, here, under the rows' locks
+	 * and after their re-check: an allocation still ALLOCATED cannot be
+	 * released (that needs this row) nor its server swept back to IDLE and
+	 * given to another allocation until we commit. Delivered outside this
+	 * lock (until 17:20), a worker stalled past its lease wrote its file
+	 * after the allocation had been taken over, played and released, over
+	 * the newer allocation of the reused server (test_stalled_worker_...).
+	 */
+	if (t->a->local) {
+		int64_t t0 = cc_clock_ns();
+		for (size_t j = 0; j < k; j++) {
+			if ((rc = local_deliver(t->w, &t->items[j].al)) != 0) {
+				allocator_count(t->a, "deliver_failed");
+				cc_log_error("deliver_failed", CC_LOG_STR("allocation_id", t->items[j].al.id),
+					     CC_LOG_STR("server_id", t->items[j].al.server_id), CC_LOG_STR("error", cc_errname(rc)));
+				return rc;
+			}
+		}
+		allocator_observe(t->a, "deliver", t0);
+	}
+	if (allocator_testkit_step)
+		allocator_testkit_step("delivered");
 	rc = cc_roster_participants_many(pg, t->match_ids, k, t->seats, CC_ROSTER_MAX_ENTRIES, t->counts);
 	if (rc != 0)
 		return rc;
@@ -199,12 +224,13 @@ static void publish_tx_free(struct publish_tx *t)
 	free(t);
 }
 
-static struct publish_tx *publish_tx_new(struct allocator *a, size_t cap)
+static struct publish_tx *publish_tx_new(struct allocator_worker *w, size_t cap)
 {
 	struct publish_tx *t = calloc(1, sizeof *t);
 	if (!t)
 		return NULL;
-	t->a = a;
+	t->a = w->a;
+	t->w = w;
 	t->cap = cap;
 	t->items = calloc(cap, sizeof *t->items);
 	t->locked = calloc(cap, sizeof *t->locked);
@@ -222,7 +248,7 @@ static struct publish_tx *publish_tx_new(struct allocator *a, size_t cap)
 
 void allocator_publish_batch(struct allocator_worker *w, const char *const *ids, size_t n, bool *published, int *rcs)
 {
-	struct publish_tx *t = n ? publish_tx_new(w->a, n) : NULL;
+	struct publish_tx *t = n ? publish_tx_new(w, n) : NULL;
 	if (!t) {
 		for (size_t i = 0; i < n; i++)
 			rcs[i] = CC_ENOMEM;

@@ -4,7 +4,8 @@
  * The allocator's local provider keeps a warm pool of these, one per game
  * port (INTERFACES.md: COSMIC_CLASH_SERVER_ID, _GAME_PORT,
  * _ALLOCATION_FILE, _API_URL). Each waits for its allocation file, then
- * serves one match:
+ * serves one match (woken by the allocator's FIFO beside the file, polling
+ * at --poll-interval-ms without one):
  *
  *   1. read the allocation file (the local provider writes it atomically);
  *   2. GET /v1/servers/{id}/roster with the workload token; verify the
@@ -773,6 +774,38 @@ static bool serve(struct allocation *a, const char *roster_path, char *end, size
 	return true;
 }
 
+/*
+ * The allocator's wake-up FIFO beside the allocation file (INTERFACES.md):
+ * opened read-write so it never reports an end of file; -1 without one
+ * (an allocator of the older layout, or a hand-made file in tests).
+ */
+static int open_wake_fifo(void)
+{
+	char path[PATH_MAX + 8];
+	struct stat sb;
+	const char *slash = strrchr(cfg.allocation_file, '/');
+	int w = slash ? snprintf(path, sizeof path, "%.*s/wake", (int)(slash - cfg.allocation_file), cfg.allocation_file)
+		      : snprintf(path, sizeof path, "wake");
+	if (w < 0 || (size_t)w >= sizeof path || lstat(path, &sb) != 0 || !S_ISFIFO(sb.st_mode))
+		return -1;
+	return open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+}
+
+/* Until the allocator's wake-up (drained) or --poll-interval-ms, whichever comes first. */
+static void wait_for_allocation(int wake)
+{
+	if (wake < 0) {
+		(void)cc_service_nap(&service, cfg.poll_interval_ms);
+		return;
+	}
+	struct pollfd p = { .fd = wake, .events = POLLIN };
+	if (poll(&p, 1, (int)cfg.poll_interval_ms) > 0) {
+		char buf[64];
+		while (read(wake, buf, sizeof buf) > 0) {
+		}
+	}
+}
+
 /* Waits for and serves allocations until stopped. */
 static void *supervisor_loop(void *arg)
 {
@@ -789,7 +822,8 @@ static void *supervisor_loop(void *arg)
 			snprintf(dir, sizeof dir, ".");
 	}
 	snprintf(roster_path, sizeof roster_path, "%s/roster-%s.json", dir, cfg.server_id);
-	cc_log_info("waiting", CC_LOG_STR("allocation_file", cfg.allocation_file));
+	int wake = open_wake_fifo();
+	cc_log_info("waiting", CC_LOG_STR("allocation_file", cfg.allocation_file), CC_LOG_BOOL("wake_fifo", wake >= 0));
 	while (!cc_service_stopping(&service)) {
 		char *text = NULL;
 		size_t len = 0;
@@ -800,7 +834,7 @@ static void *supervisor_loop(void *arg)
 			if (!(rc == CC_EIO && ferr.failure == CC_FILE_OPEN && ferr.errnum == ENOENT))
 				cc_log_warn("allocation_unreadable", CC_LOG_STR("path", cfg.allocation_file),
 					    CC_LOG_STR("error", cc_errname(rc)));
-			(void)cc_service_nap(&service, cfg.poll_interval_ms);
+			wait_for_allocation(wake);
 			continue;
 		}
 		struct allocation a;
@@ -826,6 +860,8 @@ static void *supervisor_loop(void *arg)
 		allocation_release(&a);
 		cc_log_info("waiting", CC_LOG_STR("allocation_file", cfg.allocation_file));
 	}
+	if (wake >= 0)
+		close(wake);
 	return NULL;
 }
 

@@ -10,7 +10,8 @@
  *
  * It binds its UDP game port on 127.0.0.1 (so two servers on one port is
  * an error, as for a real game server: exit 3), then, for ever:
- *   1. waits for the allocation file (inotify on its directory), reads and
+ *   1. waits for the allocation file (the allocator's wake-up FIFO beside
+ *      it, else inotify on its directory; 1 s safety polls), reads and
  *      checks it (version 1, its own server id and port);
  *   2. unless --idle: registers process_ready with the workload token
  *      (POST /v1/servers/{id}/register), fetches the roster
@@ -29,6 +30,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -56,6 +58,7 @@
 #include "sys/banned.h"
 
 static volatile sig_atomic_t stopping;
+static bool wake_is_fifo; /* waiting on the allocator's FIFO, not inotify */
 
 static void on_stop(int sig)
 {
@@ -236,7 +239,7 @@ static bool names_our_file(const char *buf, ssize_t len)
 	return false;
 }
 
-/* Waits (inotify on the file's directory, 1 s safety polls) until the file exists (want) or not. */
+/* Waits (the wake-up FIFO or inotify on the file's directory, 1 s safety polls) until the file exists (want) or not. */
 static void wait_file(int ino, bool want)
 {
 	struct allocation probe;
@@ -255,7 +258,7 @@ static void wait_file(int ino, bool want)
 		if (ready > 0) {
 			ssize_t k;
 			while ((k = read(ino, buf, sizeof buf)) > 0)
-				if (names_our_file(buf, k))
+				if (wake_is_fifo || names_our_file(buf, k))
 					check = true;
 		}
 	}
@@ -307,8 +310,17 @@ int main(int argc, char **argv)
 	char *slash = strrchr(dir, '/');
 	if (slash)
 		*slash = '\0';
-	int ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (ino >= 0 && inotify_add_watch(ino, slash ? dir : ".", IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM) < 0) {
+	/* The allocator's wake-up FIFO beside the file (INTERFACES.md), read and
+	 * write so it never reports an end of file; inotify only without it
+	 * (instances are limited per user: 128 by default, fewer than a pool). */
+	char fifo[PATH_MAX + 8];
+	snprintf(fifo, sizeof fifo, "%s/wake", slash ? dir : ".");
+	int ino = open(fifo, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	wake_is_fifo = ino >= 0;
+	if (ino < 0)
+		ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (!wake_is_fifo && ino >= 0 &&
+	    inotify_add_watch(ino, slash ? dir : ".", IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM) < 0) {
 		close(ino);
 		ino = -1;
 	}

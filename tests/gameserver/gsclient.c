@@ -52,6 +52,20 @@
  *       Prints {"result":"refused","reason":...,"detail":...} when the
  *       server sent a refusal, or result disconnected/admitted/timeout.
  *
+ *   gsclient flood --port=P --token=FILE [--pps=N] [--seconds=S] [--rejoin=1]
+ *       Joins with --token, then sends valid input messages (one new
+ *       sequence each) at N packets a second (0: as fast as it can) for S
+ *       seconds (default 5), or until kicked; with --rejoin=1 it joins
+ *       again after each kick until the S seconds are over (a sustained
+ *       flood). Prints {"result":"kicked"|"done"|..., "reason", "detail",
+ *       "sent", "joins", "kicks", "seconds"}.
+ *
+ *   gsclient idle --port=P --count=N [--seconds=S]
+ *       Opens N connections from one ENet host (one address) and never says
+ *       hello. Prints {"event":"connected","count":K} once K connected (or
+ *       after 5 s), then after S seconds (default 8) {"result":"idle",
+ *       "connected":K,"refused":{"reason":count...},"disconnected":D}.
+ *
  * Exit status: 0 when it printed its line, 2 on bad arguments, 1 otherwise.
  */
 #include <enet/enet.h>
@@ -799,10 +813,147 @@ out:
 	return rc;
 }
 
+/* ---- flood ------------------------------------------------------------------------------ */
+
+static int flood(int argc, char **argv)
+{
+	int port = (int)arg_long(argc, argv, "port", 0);
+	long pps = arg_long(argc, argv, "pps", 0), seconds = arg_long(argc, argv, "seconds", 5);
+	bool rejoin = arg_long(argc, argv, "rejoin", 0) != 0;
+	char *token = read_token(arg(argc, argv, "token"));
+	struct conn c;
+	memset(&c, 0, sizeof c);
+	if (port <= 0 || !token || pps < 0 || seconds < 1) {
+		fprintf(stderr, "gsclient flood: --port, a readable --token, --pps >= 0 and --seconds >= 1 are required\n");
+		free(token);
+		return 2;
+	}
+	int64_t start = cc_clock_ns(), end = start + (int64_t)seconds * 1000000000LL;
+	uint64_t sent = 0, kicks = 0, joins = 0;
+	const char *result = "done";
+	for (;;) {
+		if (connect_to(&c, port) != 0) {
+			result = "no_connection";
+			break;
+		}
+		send_hello(&c, PROTOCOL, token);
+		await(&c, 5000);
+		if (!c.welcomed) {
+			result = c.refused ? "refused" : "not_admitted";
+			break;
+		}
+		joins++;
+		c.welcomed = false;
+		uint64_t sent0 = sent;
+		int64_t t0 = cc_clock_ns();
+		uint16_t seq = 0;
+		while (!c.gone && !c.refused && cc_clock_ns() < end) {
+			/* Paced: every packet due by now; unpaced: a batch, then a look at what came back. */
+			int64_t due = pps ? (int64_t)((double)(sent - sent0) * 1e9 / (double)pps) + t0 : cc_clock_ns();
+			for (int b = 0; b < 64 && cc_clock_ns() >= due; b++) {
+				seq++;
+				send_input(&c, seq, seq < 4 ? seq : 4, 0, 1);
+				sent++;
+				if (pps)
+					due = (int64_t)((double)(sent - sent0) * 1e9 / (double)pps) + t0;
+			}
+			ENetEvent ev;
+			while (enet_host_service(c.host, &ev, pps ? 1 : 0) > 0) {
+				if (ev.type == ENET_EVENT_TYPE_DISCONNECT) {
+					c.gone = true;
+				} else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
+					if (ev.channelID == 0 && ev.packet->dataLength >= 2)
+						on_control(&c, ev.packet->data, ev.packet->dataLength);
+					enet_packet_destroy(ev.packet);
+				}
+				if (pps)
+					break;
+			}
+		}
+		if (c.refused) {
+			kicks++;
+			await_gone(&c, 3000);
+		}
+		result = c.refused ? "kicked" : c.gone ? "disconnected" : "done";
+		if (!rejoin || !c.refused || cc_clock_ns() >= end)
+			break;
+		conn_close(&c);
+		memset(&c, 0, sizeof c);
+	}
+	printf("{\"result\":\"%s\",\"reason\":\"%s\",\"detail\":\"%s\",\"sent\":%llu,\"joins\":%llu,\"kicks\":%llu,"
+	       "\"seconds\":%.2f}\n",
+	       result, c.reason, c.detail, (unsigned long long)sent, (unsigned long long)joins, (unsigned long long)kicks,
+	       (double)(cc_clock_ns() - start) / 1e9);
+	conn_close(&c);
+	free(token);
+	return 0;
+}
+
+/* ---- idle ------------------------------------------------------------------------------- */
+
+static int idle(int argc, char **argv)
+{
+	int port = (int)arg_long(argc, argv, "port", 0);
+	long count = arg_long(argc, argv, "count", 8), seconds = arg_long(argc, argv, "seconds", 8);
+	if (port <= 0 || count < 1 || count > 64 || seconds < 1) {
+		fprintf(stderr, "gsclient idle: --port, --count=1..64 and --seconds >= 1 are required\n");
+		return 2;
+	}
+	ENetAddress a = { .port = (enet_uint16)port };
+	enet_address_set_host_ip(&a, "127.0.0.1");
+	ENetHost *h = enet_host_create(NULL, (size_t)count, 3, 0, 0);
+	if (!h)
+		return 1;
+	for (long i = 0; i < count; i++)
+		if (!enet_host_connect(h, &a, 3, 0)) {
+			enet_host_destroy(h);
+			return 1;
+		}
+	long connected = 0, disconnected = 0;
+	char reasons[32][40];
+	long reason_n[32] = { 0 };
+	int nreasons = 0;
+	bool told = false;
+	int64_t start = cc_clock_ms(), end = start + seconds * 1000;
+	ENetEvent ev;
+	while (cc_clock_ms() < end) {
+		if (!told && (connected == count || cc_clock_ms() - start > 5000)) {
+			printf("{\"event\":\"connected\",\"count\":%ld}\n", connected);
+			told = true;
+		}
+		if (enet_host_service(h, &ev, 20) <= 0)
+			continue;
+		if (ev.type == ENET_EVENT_TYPE_CONNECT) {
+			connected++;
+		} else if (ev.type == ENET_EVENT_TYPE_DISCONNECT) {
+			disconnected++;
+		} else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
+			struct cc_wire_msg m;
+			if (cc_wire_decode(ev.packet->data, ev.packet->dataLength, &m, NULL) == 0 && m.id == CC_MSG_REFUSED) {
+				const char *r = cc_wire_reason_name(m.u.refused.reason);
+				int k = 0;
+				while (k < nreasons && strcmp(reasons[k], r) != 0)
+					k++;
+				if (k == nreasons && nreasons < 32)
+					snprintf(reasons[nreasons++], sizeof reasons[0], "%s", r);
+				if (k < 32)
+					reason_n[k]++;
+			}
+			enet_packet_destroy(ev.packet);
+		}
+	}
+	printf("{\"result\":\"idle\",\"connected\":%ld,\"disconnected\":%ld,\"refused\":{", connected, disconnected);
+	for (int k = 0; k < nreasons; k++)
+		printf("%s\"%s\":%ld", k ? "," : "", reasons[k], reason_n[k]);
+	printf("}}\n");
+	enet_host_destroy(h);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: gsclient mint|play|spectate|hostile --name=value...\n");
+		fprintf(stderr, "usage: gsclient mint|play|spectate|hostile|flood|idle --name=value...\n");
 		return 2;
 	}
 	if (cc_crypto_init() != 0 || enet_initialize() != 0)
@@ -812,7 +963,9 @@ int main(int argc, char **argv)
 		 : strcmp(argv[1], "play") == 0	 ? play(argc, argv)
 		 : strcmp(argv[1], "hostile") == 0 ? hostile(argc, argv)
 		 : strcmp(argv[1], "spectate") == 0 ? spectate(argc, argv)
-						   : 2;
+		 : strcmp(argv[1], "flood") == 0 ? flood(argc, argv)
+		 : strcmp(argv[1], "idle") == 0	 ? idle(argc, argv)
+						 : 2;
 	enet_deinitialize();
 	return rc;
 }

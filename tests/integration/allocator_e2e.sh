@@ -69,8 +69,8 @@ expect_eq "join token of the published roster" "$(sql "SELECT join_token FROM as
 pass "GET /v1/matches/{id}/assignment serves the allocator's endpoint and join token"
 
 # The workload tokens as cc-allocator delivered them to the game servers.
-TA=$(jq -r .workload_token "$T_DIR/state/$SA.json")
-TB=$(jq -r .workload_token "$T_DIR/state/$SB.json")
+TA=$(jq -r .workload_token "$T_DIR/state/$SA/allocation.json")
+TB=$(jq -r .workload_token "$T_DIR/state/$SB/allocation.json")
 [[ -n $TA && $TA != null && -n $TB && $TB != null ]] || fail "no workload token in the allocation files"
 srv() { http "$1" "$A_URL/v1/servers/$2/$3" "$4" "${5:-}"; }
 reg='{"state":"process_ready","protocol_version":1,"image_digest":"sha256:0000000000000000000000000000000000000000000000000000000000000000"}'
@@ -115,7 +115,7 @@ pass "a conflicting result after the five gives 409 and changes nothing"
 
 srv POST "$SA" shutdown "$TA" '{"reason":"match_over"}'; expect_http "shutdown" 200
 await "cc-allocator frees server $SA" 30 "SELECT state || ' ' || coalesce(allocation_id::text, '-') FROM game_servers WHERE id = '$SA'" "IDLE -"
-[[ ! -e $T_DIR/state/$SA.json ]] || fail "the allocation file of the released allocation is still there"
+[[ ! -e $T_DIR/state/$SA/allocation.json ]] || fail "the allocation file of the released allocation is still there"
 make_match e2ec ranked 1
 await "the next match on the freed server" 60 "SELECT coalesce((SELECT server_id || ' ' || m.state FROM allocations a JOIN matches m ON m.id = a.match_id WHERE a.match_id = '$MATCH'), '')" "$SA ASSIGNMENT_READY"
 pass "shutdown: allocation RELEASED, cc-allocator freed $SA and gave it to the next match"

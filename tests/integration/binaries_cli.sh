@@ -7,6 +7,7 @@ source "$(dirname "$0")/lib.sh"
 src_dir() { # the directory whose option table a binary is built from
 	case $1 in
 	cc-gameserver) echo "$TOP/gameserver" ;;
+	cc-replay-dump) echo "$TOP/gameserver/tools" ;;
 	cc-testkit-api) echo "$TOP/services/api" ;;
 	cc-testkit-allocator) echo "$TOP/services/allocator" ;;
 	cc-player) echo "$TOP/tests/player" ;;

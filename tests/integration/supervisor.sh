@@ -27,12 +27,12 @@ port=$(free_port)
 alloc="$T_DIR/alloc/allocation.json"
 mkdir -p "$T_DIR/alloc"
 
-# start_supervisor LOG: the pool process as the local provider starts it (environment only).
+# start_supervisor LOG [POLL_MS]: the pool process as the local provider starts it (environment only).
 start_supervisor() {
 	COSMIC_CLASH_SERVER_ID="$GS_SERVER_ID" COSMIC_CLASH_GAME_PORT="$port" COSMIC_CLASH_ALLOCATION_FILE="$alloc" \
 		COSMIC_CLASH_API_URL="$FAKE_URL" COSMIC_CLASH_JOIN_KEYS_FILE="$T_DIR/keys.json" \
 		COSMIC_CLASH_MATCH_SECONDS=6 COSMIC_CLASH_WARMUP_SECONDS=1 COSMIC_CLASH_CONNECT_WINDOW_SECONDS=1 COSMIC_CLASH_OVERTIME_MAX_SECONDS=1 \
-		start_bg "$1" "$SUP" --poll-interval-ms=20
+		start_bg "$1" "$SUP" --poll-interval-ms="${2:-20}"
 	SUP_PID=$LAST_PID
 	wait_log "$1" '"event":"waiting"' 1 "$SUP_PID" 20
 }
@@ -139,3 +139,21 @@ child=$(grep '"event":"child_started"' "$T_DIR/sup2.log" | tail -1 | jq .pid)
 running "$child" && fail "the child $child lives on after PROCESS_READY failed"
 grep -q '"event":"register_failed".*"state":"process_ready"' "$T_DIR/sup2.log" || fail "no register_failed line"
 pass "PROCESS_READY refused 5 times: the child was killed and shutdown {reason: register_failed} sent"
+
+# ---- 5. the allocator's wake-up FIFO beside the file (INTERFACES.md) -------------------------------
+# cc-allocator's local provider writes a byte into <server dir>/wake after each new file: with the
+# poll interval at 10 s (its maximum) here, only that wake-up can make the supervisor see its file in time.
+kill -TERM "$SUP_PID"
+wait_exit "$SUP_PID" 30
+alloc="$T_DIR/alloc5/allocation.json"
+port=$(free_port)
+mkdir -p "$T_DIR/alloc5"
+mkfifo -m 0600 "$T_DIR/alloc5/wake"
+start_supervisor "$T_DIR/sup5.log" 10000
+grep -q '"event":"waiting".*"wake_fifo":true' "$T_DIR/sup5.log" || fail "the supervisor did not open the wake FIFO: $(grep waiting "$T_DIR/sup5.log")"
+allocate
+timeout 5 bash -c 'echo w >"$1"' _ "$T_DIR/alloc5/wake" || fail "nobody holds the wake FIFO open for reading"
+wait_log "$T_DIR/sup5.log" '"event":"allocated"' 1 "$SUP_PID" 5
+kill -TERM "$SUP_PID"
+wait_exit "$SUP_PID" 30
+pass "woken by the FIFO: the allocation file was read at once, not at the 10 s poll"

@@ -580,7 +580,7 @@ static void allocation_file(int index, const char *server, char out[CC_UUID_BUF]
 	char path[2400], *text = NULL;
 	size_t len = 0;
 	struct cc_file_error fe;
-	snprintf(path, sizeof path, "%s/state-%d/%s.json", dir, index, server);
+	snprintf(path, sizeof path, "%s/state-%d/%s/allocation.json", dir, index, server);
 	out[0] = '\0';
 	if (cc_file_read(path, 65536, 0, &text, &len, &fe) != 0)
 		return;
@@ -1394,6 +1394,75 @@ START_TEST(test_crash_published_match_moves_on)
 }
 END_TEST
 
+/* Whether the log at path contains needle. */
+static bool log_has(const char *path, const char *needle)
+{
+	static char text[1024 * 1024];
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return false;
+	size_t n = fread(text, 1, sizeof text - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	return strstr(text, needle) != NULL;
+}
+
+/*
+ * A worker stalled past its claim lease must not write its allocation file
+ * over a newer allocation of the same server. One server, two workers: the
+ * first worker to allocate match A stalls right after persisting the
+ * endpoint (before delivering); the other takes A over when the lease
+ * lapses, delivers and publishes it; A's server plays, shuts down and is
+ * swept back; match B gets the same server and its file. Only then does the
+ * stalled worker go on: the file must still be B's.
+ */
+START_TEST(test_stalled_worker_cannot_overwrite_a_reused_server)
+{
+	struct local_flags f;
+	const char *argv[24], *more[24];
+	char a[CC_UUID_BUF], b[CC_UUID_BUF], server_a[CC_GAME_SERVER_ID_BUF], server_b[CC_GAME_SERVER_ID_BUF];
+	char go[1200], b_id[CC_UUID_BUF], in_file[CC_UUID_BUF];
+	snprintf(go, sizeof go, "%s/stalled-worker-go", dir);
+	spawn_api();
+	const char *const *flags = concat(more, 24, serving_flags(&f, argv, 24, 1, 3000, "--workers=2"),
+					  (const char *[]){ "--claim-lease-ms=300", "--poll-interval-ms=50", NULL });
+	setenv("COSMIC_CLASH_TESTKIT_STALL_AT", "allocated", 1);
+	setenv("COSMIC_CLASH_TESTKIT_STALL_UNTIL", go, 1);
+	struct proc *p = spawn_allocator("cc-testkit-allocator", NULL, flags);
+	unsetenv("COSMIC_CLASH_TESTKIT_STALL_AT");
+	unsetenv("COSMIC_CLASH_TESTKIT_STALL_UNTIL");
+	create_match(a);
+	WAIT_FOR(log_has(p->log, "\"testkit_stalled\""), 20000, "a worker stalled after allocating A");
+	/* The other worker takes A over, publishes it; A's server plays, shuts down, is swept back. */
+	char sql[256];
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM allocations WHERE match_id = '%s' AND state = 'PUBLISHED'", a);
+	WAIT_FOR(count_is(sql, 1), 30000, "A taken over and published");
+	expect_published_once(a, server_a);
+	const char *pa[] = { a };
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM allocations WHERE match_id = '%s' AND state = 'RELEASED'", a);
+	WAIT_FOR(count_is(sql, 1), 30000, "A released");
+	create_match(b);
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM allocations WHERE match_id = '%s' AND state = 'PUBLISHED'", b);
+	WAIT_FOR(count_is(sql, 1), 30000, "B published");
+	expect_published_once(b, server_b);
+	ck_assert_str_eq(server_a, server_b);
+	const char *pb[] = { b };
+	sql_text("SELECT id FROM allocations WHERE match_id = $1", 1, pb, b_id, sizeof b_id);
+	WAIT_FOR((allocation_file(0, server_b, in_file), strcmp(in_file, b_id) == 0), 10000, "B's allocation file");
+	/* Now the stalled worker goes on, and finishes its pass. */
+	write_file(go, "go\n");
+	WAIT_FOR(log_has(p->log, "\"testkit_pass_done\""), 20000, "the stalled worker's pass to end");
+	allocation_file(0, server_b, in_file);
+	ck_assert_msg(strcmp(in_file, b_id) == 0,
+		      "the stalled worker overwrote B's allocation file on %s: it names '%s', B is %s (A was %s)", server_b,
+		      in_file, b_id, a);
+	char state[32];
+	sql_text("SELECT state FROM allocations WHERE match_id = $1", 1, pa, state, sizeof state);
+	ck_assert_str_eq(state, "RELEASED");
+	stop_allocator(p);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("allocator");
@@ -1419,6 +1488,7 @@ int main(void)
 	tcase_add_checked_fixture(tp, scratch_setup, scratch_teardown);
 	tcase_set_timeout(tp, 120);
 	tcase_add_test(tp, test_match_moves_on_and_the_server_is_reused);
+	tcase_add_test(tp, test_stalled_worker_cannot_overwrite_a_reused_server);
 	tcase_add_test(tp, test_crash_claimed_match_moves_on);
 	tcase_add_test(tp, test_crash_allocated_match_moves_on);
 	tcase_add_test(tp, test_crash_delivered_match_moves_on);

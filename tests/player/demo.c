@@ -687,6 +687,9 @@ struct play_stats {
 				     * connected->first snapshot, queue->connected */
 	struct pc_latency snapshot_bps; /* snapshot bytes per second, per player (connected to end) */
 	uint64_t inputs;                /* input messages sent by every player: player-ticks driven */
+	struct pc_latency pred_err;     /* every OK player's own-ship prediction errors, micrometres (predict.h) */
+	uint64_t pred_snapshots;        /* snapshots that acknowledged an input, of which pred_err.n were used */
+	struct pc_latency clock_bound;  /* each OK player's clock-sync error bound (min RTT / 2), as ns */
 	struct pc_game_stats cost;      /* the game threads' CPU and ticks */
 };
 
@@ -723,6 +726,8 @@ static long play_report(const struct player_config *cfg, struct demo_player *pla
 	for (int i = 0; i < 5; i++)
 		pc_latency_init(&st->stage[i], 0);
 	pc_latency_init(&st->snapshot_bps, 0);
+	pc_latency_init(&st->pred_err, 0);
+	pc_latency_init(&st->clock_bound, 0);
 	for (int i = 0; i < cfg->players; i++) {
 		struct demo_player *d = &players[i];
 		const struct pc_game_result *r = &d->game;
@@ -746,6 +751,10 @@ static long play_report(const struct player_config *cfg, struct demo_player *pla
 		stage_add(&st->stage[4], d->queued_ns, r->connected_ns);
 		if (r->ended_ns > r->connected_ns + 1000000000u)
 			(void)pc_latency_add(&st->snapshot_bps, r->snapshot_bytes * 1000000000u / (r->ended_ns - r->connected_ns));
+		(void)pc_latency_merge(&st->pred_err, &r->pred.err_um);
+		st->pred_snapshots += r->pred.snapshots;
+		if (r->clock_valid)
+			(void)pc_latency_add(&st->clock_bound, (uint64_t)(r->clock.bound_ms * 1e6));
 		if (all)
 			all[n++] = (struct played_match){ r->match_id, r };
 	}
@@ -790,6 +799,20 @@ static void play_summary(struct play_stats *st, char *buf, size_t cap)
 			 pc_latency_percentile_ms(&st->snapshot_bps, 50) * 1e6, (double)st->cost.cpu_ns / 1e6,
 			 st->inputs ? (double)st->cost.cpu_ns / 1e3 / (double)st->inputs : 0.0,
 			 (unsigned long long)st->cost.late_ticks, (unsigned long long)st->cost.ticks);
+	used = strlen(buf);
+	/* Prediction error in metres (the recorder holds micrometres, so its "ms" are metres). */
+	if (used < cap)
+		snprintf(buf + used, cap - used,
+			 " pred_err_m=%.3f/%.3f/%.3f/%.3f pred_snapshots=%zu/%llu clock_bound_ms=%.2f/%.2f",
+			 pc_latency_percentile_ms(&st->pred_err, 50), pc_latency_percentile_ms(&st->pred_err, 95),
+			 pc_latency_percentile_ms(&st->pred_err, 99), pc_latency_percentile_ms(&st->pred_err, 100),
+			 st->pred_err.n, (unsigned long long)st->pred_snapshots,
+			 pc_latency_percentile_ms(&st->clock_bound, 50), pc_latency_percentile_ms(&st->clock_bound, 100));
+	used = strlen(buf);
+	if (st->cost.net_packets && used < cap)
+		snprintf(buf + used, cap - used, " net_sim_packets=%llu net_sim_dropped=%llu net_sim_duplicated=%llu",
+			 (unsigned long long)st->cost.net_packets, (unsigned long long)st->cost.net_dropped,
+			 (unsigned long long)st->cost.net_duplicated);
 }
 
 static void play_stats_release(struct play_stats *st)
@@ -797,6 +820,8 @@ static void play_stats_release(struct play_stats *st)
 	for (int i = 0; i < 5; i++)
 		pc_latency_release(&st->stage[i]);
 	pc_latency_release(&st->snapshot_bps);
+	pc_latency_release(&st->pred_err);
+	pc_latency_release(&st->clock_bound);
 }
 
 static int cmp_match(const void *a, const void *b)
@@ -905,7 +930,7 @@ int pc_demo_run(const struct player_config *cfg)
 	unsigned long long retries = 0;
 	struct pc_latency api, waits;
 	struct play_stats play = { 0 };
-	char play_line[768] = "";
+	char play_line[1024] = "";
 	bool enet_up = false;
 	int started = 0, status = 1;
 
@@ -925,7 +950,10 @@ int pc_demo_run(const struct player_config *cfg)
 	if (cfg->play) {
 		struct pc_game_options go = { .threads = (int)cfg->game_threads, .max_players = (int)cfg->players,
 					      .deadline_ms = cfg->game_deadline_seconds * 1000,
-					      .seed = (uint64_t)(cfg->decision_seed >= 0 ? cfg->decision_seed : cfg->seed) };
+					      .seed = (uint64_t)(cfg->decision_seed >= 0 ? cfg->decision_seed : cfg->seed),
+					      .net_latency_ms = (int)cfg->net_sim_latency, .net_jitter_ms = (int)cfg->net_sim_jitter,
+					      .net_loss_pct = cfg->net_sim_loss, .net_dup_pct = cfg->net_sim_dup,
+					      .net_seed = (uint64_t)cfg->net_sim_seed };
 		enet_up = enet_initialize() == 0;
 		shared.game = enet_up ? pc_game_start(&go) : NULL;
 		if (!shared.game) {
@@ -1013,6 +1041,8 @@ out:
 		worker_release(&workers[t]);
 	pc_latency_release(&api);
 	pc_latency_release(&waits);
+	for (int i = 0; players && i < cfg->players; i++)
+		pc_game_result_release(&players[i].game);
 	free(tids);
 	free(workers);
 	free(players);

@@ -16,6 +16,7 @@
 #include "game/sim.h"
 #include "sys/clock.h"
 #include "sys/log.h"
+#include "sys/netsim.h"
 #include "sys/banned.h"
 
 #define TICK_NS (1000000000LL / CC_WIRE_TICK_RATE)
@@ -40,6 +41,7 @@ struct gp {
 	struct pc_game_assignment a;
 	struct pc_game_result *res;
 	ENetPeer *peer;
+	struct cc_netsim *net;         /* its thread's network simulation (NULL: off) */
 	enum gp_state st;
 	int64_t added_ms, state_ms;    /* when handed over; when the current state began */
 	uint16_t seq;                  /* newest input sequence sent (0: none yet) */
@@ -55,6 +57,10 @@ struct gp {
 	uint32_t end_tick;             /* match_end's tick */
 	bool saw_end_snapshot;         /* a snapshot at or past end_tick arrived */
 	float style;                   /* chase style, redrawn at each kickoff */
+	struct pc_predict pred;        /* own ship predicted and reconciled (predict.h) */
+	struct pc_clock clock;         /* server clock from pongs (clocksync.h) */
+	int64_t next_ping_ms;
+	bool reported;                 /* the prediction and clock_sync lines are out */
 };
 
 struct game_thread {
@@ -63,6 +69,7 @@ struct game_thread {
 	pthread_t tid;
 	bool started;
 	ENetHost *host;
+	struct cc_netsim *net;         /* simulation of this host's packets, both directions (NULL: off) */
 	pthread_mutex_t lock;          /* guards pending */
 	struct gp **pending;           /* handed over, not yet taken by the thread */
 	int n_pending;
@@ -72,6 +79,7 @@ struct game_thread {
 	struct cc_wire_msg msg;        /* decode scratch (a few KB: not on the stack per packet) */
 	uint64_t cpu_ns;               /* CPU time the thread used, written as it exits */
 	uint64_t ticks, late_ticks;    /* input ticks run; of those, begun more than a tick late */
+	uint64_t net_packets, net_dropped, net_duplicated; /* the simulation's counters, written as it exits */
 };
 
 struct pc_game {
@@ -128,7 +136,7 @@ static int send_msg(struct gp *p, const struct cc_wire_msg *m)
 	ENetPacket *pkt = enet_packet_create(buf, len, info->reliable ? ENET_PACKET_FLAG_RELIABLE : 0);
 	if (!pkt)
 		return CC_ENOMEM;
-	if (enet_peer_send(p->peer, (enet_uint8)info->channel, pkt) != 0) {
+	if (cc_netsim_send(p->net, p->peer, (enet_uint8)info->channel, pkt) != 0) {
 		enet_packet_destroy(pkt);
 		return CC_EIO;
 	}
@@ -138,8 +146,10 @@ static int send_msg(struct gp *p, const struct cc_wire_msg *m)
 /* Disconnects gracefully: the outcome is decided; the DISCONNECT event (or a timeout) finishes it. */
 static void leave(struct gp *p, int64_t now_ms)
 {
-	if (p->peer)
+	if (p->peer) {
+		cc_netsim_forget_peer(p->net, p->peer); /* nothing held for it matters once we leave */
 		enet_peer_disconnect(p->peer, 0);
+	}
 	set_state(p, p->peer ? GP_LEAVING : GP_DONE, now_ms);
 }
 
@@ -148,6 +158,7 @@ static void drop(struct gp *p, int64_t now_ms)
 {
 	if (p->peer) {
 		p->peer->data = NULL;
+		cc_netsim_forget_peer(p->net, p->peer);
 		enet_peer_reset(p->peer);
 		p->peer = NULL;
 	}
@@ -171,6 +182,7 @@ static void connect_player(struct game_thread *t, struct gp *p, int64_t now_ms)
 		return;
 	}
 	p->peer->data = p;
+	p->net = t->net;
 	set_state(p, GP_CONNECTING, now_ms);
 }
 
@@ -202,33 +214,12 @@ static void send_hello(struct gp *p, int64_t now_ms)
 static void decide(const struct gp *p, struct cc_sim_input *in)
 {
 	struct cc_sim view;
-	unsigned per_team[2] = { 0, 0 };
 	int me = p->res->slot;
 
 	memset(in, 0, sizeof *in);
 	if (!p->have_snapshot)
 		return;
-	memset(&view, 0, sizeof view);
-	cc_wire_body_to_sim(&p->snap.ball, &view.ball);
-	view.ball_live = true;
-	view.last_touch = -1;
-	for (unsigned i = 0; i < p->snap.player_count; i++) {
-		const struct cc_wire_player_state *ps = &p->snap.players[i];
-		if (ps->slot >= CC_SIM_MAX_SHIPS)
-			continue;
-		struct cc_sim_ship *s = &view.ships[ps->slot];
-		cc_wire_body_to_sim(&ps->body, &s->body);
-		s->boost = cc_wire_boost_unpack(ps->boost);
-		s->team = p->team_of[ps->slot];
-		s->active = (ps->flags & (CC_WIRE_PF_CONNECTED | CC_WIRE_PF_BOT)) != 0 || ps->slot == me;
-		if (ps->slot + 1u > view.ship_count)
-			view.ship_count = (uint8_t)(ps->slot + 1u);
-	}
-	for (unsigned i = 0; i < view.ship_count; i++)
-		if (view.ships[i].team < 2)
-			view.ships[i].spawn = (uint8_t)per_team[view.ships[i].team]++;
-	if (me >= 0 && me < view.ship_count && view.ships[me].active) {
-		view.ships[me].team = (uint8_t)p->res->team;
+	if (pc_snapshot_view(&p->snap, p->team_of, me, p->res->team, &view)) {
 		cc_chase_team_input(&view, (unsigned)me, p->style, in);
 		return;
 	}
@@ -264,12 +255,57 @@ static void send_input(struct gp *p, int64_t now_ms)
 	m.u.input.count = (uint16_t)count;
 	for (unsigned i = 0; i < count; i++)
 		m.u.input.inputs[i] = p->ring[(uint16_t)(p->seq - i) % RING];
+	/* Predicted as the server will apply it (the quantised axes), the moment it is sent. */
+	pc_predict_input(&p->pred, p->seq, &p->ring[p->seq % RING]);
+	pc_predict_poll(&p->pred, now_ms);
 	if (send_msg(p, &m) != 0) {
 		fail(p, now_ms, "input %u could not be encoded or sent", (unsigned)p->seq);
 		drop(p, now_ms);
 		return;
 	}
 	p->res->inputs_sent++;
+}
+
+/* A ping every PC_CLOCK_PING_MS (clock sync): its client_time is our monotonic clock in microseconds. */
+static void maybe_ping(struct gp *p, int64_t now_ms)
+{
+	if (now_ms < p->next_ping_ms)
+		return;
+	p->next_ping_ms = now_ms + PC_CLOCK_PING_MS;
+	struct cc_wire_msg m;
+	memset(&m, 0, sizeof m);
+	m.id = CC_MSG_PING;
+	m.u.ping.client_time = pc_clock_stamp(cc_clock_ns());
+	if (send_msg(p, &m) != 0)
+		cc_log_warn("game_ping_failed", CC_LOG_INT("player", p->index));
+}
+
+/* The prediction error and the clock estimate, into the result and one info line each (once). */
+static void report_netcode(struct gp *p)
+{
+	struct pc_game_result *r = p->res;
+	struct pc_predict_stats *ps = &r->pred;
+	if (p->reported)
+		return;
+	p->reported = true;
+	pc_predict_flush(&p->pred);
+	cc_log_info("prediction", CC_LOG_INT("player", p->index), CC_LOG_STR("match_id", p->a.match_id),
+		    CC_LOG_INT("slot", r->slot), CC_LOG_INT("snapshots", ps->snapshots), CC_LOG_INT("used", ps->used),
+		    CC_LOG_INT("stalled", ps->stalled), CC_LOG_INT("held", ps->held), CC_LOG_INT("kickoff", ps->kickoff),
+		    CC_LOG_INT("stopped", ps->stopped), CC_LOG_INT("unmatched", ps->unmatched),
+		    CC_LOG_DBL("replayed_per_snapshot", ps->snapshots ? (double)ps->replayed / ps->snapshots : 0.0),
+		    CC_LOG_DBL("p50_m", pc_latency_percentile_ms(&ps->err_um, 50)),
+		    CC_LOG_DBL("p95_m", pc_latency_percentile_ms(&ps->err_um, 95)),
+		    CC_LOG_DBL("p99_m", pc_latency_percentile_ms(&ps->err_um, 99)),
+		    CC_LOG_DBL("max_m", pc_latency_percentile_ms(&ps->err_um, 100)));
+	r->pongs = p->clock.pongs;
+	r->clock_valid = pc_clock_estimate(&p->clock, &r->clock);
+	if (r->clock_valid)
+		cc_log_info("clock_sync", CC_LOG_INT("player", p->index), CC_LOG_STR("match_id", p->a.match_id),
+			    CC_LOG_INT("at_ns", r->clock.at_ns), CC_LOG_DBL("tick_at", r->clock.tick_at),
+			    CC_LOG_INT("origin_ns", r->clock.origin_ns), CC_LOG_DBL("rtt_ms", r->clock.rtt_ms),
+			    CC_LOG_DBL("bound_ms", r->clock.bound_ms), CC_LOG_INT("window", r->clock.window),
+			    CC_LOG_INT("pongs", p->clock.pongs), CC_LOG_INT("bogus", p->clock.bogus));
 }
 
 /* After match_end: what was sent must add up (game.h). Decides the outcome and leaves. */
@@ -296,6 +332,7 @@ static void judge_end(struct gp *p, int64_t now_ms)
 		r->outcome = PC_GAME_OK;
 		r->score_agrees = true;
 	}
+	report_netcode(p);
 	cc_log_info("game_finished", CC_LOG_INT("player", p->index), CC_LOG_STR("match_id", p->a.match_id),
 		    CC_LOG_INT("slot", r->slot), CC_LOG_INT("team", r->team), CC_LOG_INT("score0", r->final_score[0]),
 		    CC_LOG_INT("score1", r->final_score[1]), CC_LOG_INT("snapshots", r->snapshots),
@@ -323,6 +360,7 @@ static void take_snapshot(struct gp *p, const struct cc_wire_snapshot *s, size_t
 	p->snap = *s;
 	p->have_snapshot = true;
 	r->snapshots++;
+	pc_predict_snapshot(&p->pred, s, p->team_of, now_ms);
 	if (p->st == GP_ENDED && s->tick >= p->end_tick) {
 		p->saw_end_snapshot = true;
 		judge_end(p, now_ms);
@@ -349,6 +387,7 @@ static void on_message(struct game_thread *t, struct gp *p, const struct cc_wire
 			p->team_of[r->slot] = (uint8_t)r->team;
 		p->max_inputs = m->u.welcome.max_inputs;
 		r->connected_ns = (uint64_t)cc_clock_ns();
+		pc_predict_init(&p->pred, r->slot, r->team, &r->pred);
 		p->style = draw_style(g, p);
 		set_state(p, GP_PLAYING, now_ms);
 		break;
@@ -370,15 +409,24 @@ static void on_message(struct game_thread *t, struct gp *p, const struct cc_wire
 		break;
 	case CC_MSG_GOAL:
 		r->goals_seen++;
+		pc_predict_reliable(&p->pred, m->u.goal.tick, false);
 		break;
 	case CC_MSG_KICKOFF:
 		r->kickoffs++;
 		p->style = draw_style(g, p);
+		pc_predict_reliable(&p->pred, m->u.kickoff.tick, true);
+		break;
+	case CC_MSG_MATCH_STATE:
+		pc_predict_reliable(&p->pred, m->u.match_state.tick, false);
+		break;
+	case CC_MSG_PONG:
+		pc_clock_pong(&p->clock, &m->u.pong, cc_clock_ns());
 		break;
 	case CC_MSG_MATCH_END:
 		if (p->st != GP_PLAYING)
 			break;
 		r->ended_ns = (uint64_t)cc_clock_ns();
+		pc_predict_reliable(&p->pred, m->u.match_end.tick, false);
 		memcpy(r->final_score, m->u.match_end.score, 2);
 		r->winner = m->u.match_end.winner;
 		r->end_reason = m->u.match_end.reason;
@@ -391,7 +439,7 @@ static void on_message(struct game_thread *t, struct gp *p, const struct cc_wire
 		}
 		break;
 	default:
-		break; /* match_state, pong: nothing to do */
+		break;
 	}
 }
 
@@ -505,10 +553,10 @@ static void *game_thread_main(void *arg)
 		if (wait_ms > MAX_SERVICE_WAIT_MS)
 			wait_ms = MAX_SERVICE_WAIT_MS;
 		ENetEvent ev;
-		int rc = enet_host_service(t->host, &ev, wait_ms);
+		int rc = cc_netsim_service(t->net, t->host, &ev, wait_ms);
 		while (rc > 0) {
 			on_event(t, &ev, cc_clock_ms());
-			rc = enet_host_service(t->host, &ev, 0);
+			rc = cc_netsim_service(t->net, t->host, &ev, 0);
 		}
 		now_ms = cc_clock_ms();
 		if (cc_clock_ns() >= next_tick) {
@@ -516,8 +564,11 @@ static void *game_thread_main(void *arg)
 			t->late_ticks += cc_clock_ns() - next_tick > TICK_NS;
 			for (int i = 0; i < t->n_mine; i++) {
 				struct gp *p = t->mine[i];
-				if (p->st == GP_PLAYING || p->st == GP_ENDED)
+				if (p->st == GP_PLAYING || p->st == GP_ENDED) {
 					send_input(p, now_ms);
+					if (p->st == GP_PLAYING || p->st == GP_ENDED)
+						maybe_ping(p, now_ms);
+				}
 			}
 			next_tick += TICK_NS;
 			/* Fell far behind (a stalled machine): resume the beat from now rather than burst. */
@@ -526,9 +577,24 @@ static void *game_thread_main(void *arg)
 		}
 		for (int i = 0; i < t->n_mine; i++)
 			check_deadlines(t, t->mine[i], now_ms);
-		enet_host_flush(t->host);
+		cc_netsim_flush(t->net, t->host);
 		if (atomic_load(&t->g->stop) && all_done(t))
 			break;
+	}
+	if (t->net) {
+		struct cc_netsim_stats ns;
+		cc_netsim_stats(t->net, &ns);
+		cc_log_info("game_netsim", CC_LOG_INT("thread", t->index), CC_LOG_INT("packets_out", (int64_t)ns.packets[CC_NETSIM_OUT]),
+			    CC_LOG_INT("packets_in", (int64_t)ns.packets[CC_NETSIM_IN]),
+			    CC_LOG_INT("dropped_out", (int64_t)ns.dropped[CC_NETSIM_OUT]),
+			    CC_LOG_INT("dropped_in", (int64_t)ns.dropped[CC_NETSIM_IN]),
+			    CC_LOG_INT("duplicated_out", (int64_t)ns.duplicated[CC_NETSIM_OUT]),
+			    CC_LOG_INT("duplicated_in", (int64_t)ns.duplicated[CC_NETSIM_IN]),
+			    CC_LOG_INT("retransmits", (int64_t)(ns.retransmits[0] + ns.retransmits[1])),
+			    CC_LOG_INT("overflow", (int64_t)ns.overflow));
+		t->net_dropped = ns.dropped[0] + ns.dropped[1];
+		t->net_duplicated = ns.duplicated[0] + ns.duplicated[1];
+		t->net_packets = ns.packets[0] + ns.packets[1];
 	}
 	struct timespec cpu;
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
@@ -569,6 +635,17 @@ struct pc_game *pc_game_start(const struct pc_game_options *opts)
 		t->host = enet_host_create(NULL, (size_t)per_thread, CC_WIRE_CHANNELS, 0, 0);
 		if (!t->pending || !t->mine || !t->host)
 			goto out_free;
+		/* Each thread's link its own random stream, from the seed and the thread: a run reproduces. */
+		struct cc_netsim_options no = { .latency_ms = opts->net_latency_ms, .jitter_ms = opts->net_jitter_ms,
+						.loss_pct = opts->net_loss_pct, .dup_pct = opts->net_dup_pct,
+						.seed = mix(opts->net_seed ^ ((uint64_t)(unsigned)i << 32)) };
+		if (cc_netsim_active(&no)) {
+			char why[128] = "out of memory";
+			if (cc_netsim_options_check(&no, why, sizeof why) != 0 || !(t->net = cc_netsim_create(t->host, &no))) {
+				cc_log_error("game_start_failed", CC_LOG_STR("why", "network simulation"), CC_LOG_STR("detail", why));
+				goto out_free;
+			}
+		}
 	}
 	for (int i = 0; i < opts->threads; i++) {
 		if (pthread_create(&g->threads[i].tid, NULL, game_thread_main, &g->threads[i]) != 0)
@@ -594,6 +671,7 @@ int pc_game_add(struct pc_game *g, int index, const struct pc_game_assignment *a
 	}
 	struct gp *p = &g->players[n];
 	memset(res, 0, sizeof *res);
+	pc_latency_init(&res->pred.err_um, 0);
 	res->assigned_ns = assigned_ns;
 	res->slot = -1;
 	res->team = -1;
@@ -606,6 +684,8 @@ int pc_game_add(struct pc_game *g, int index, const struct pc_game_assignment *a
 	p->added_ms = cc_clock_ms();
 	p->state_ms = p->added_ms;
 	memset(p->team_of, TEAM_UNKNOWN, sizeof p->team_of);
+	pc_predict_init(&p->pred, -1, 0, &res->pred); /* the slot comes with welcome */
+	pc_clock_init(&p->clock);
 	struct game_thread *t = &g->threads[n % g->opts.threads];
 	pthread_mutex_lock(&t->lock);
 	t->pending[t->n_pending++] = p; /* never past cap: n < max_players and players are dealt round-robin */
@@ -631,6 +711,9 @@ void pc_game_stats(const struct pc_game *g, struct pc_game_stats *out)
 		out->cpu_ns += g->threads[i].cpu_ns;
 		out->ticks += g->threads[i].ticks;
 		out->late_ticks += g->threads[i].late_ticks;
+		out->net_packets += g->threads[i].net_packets;
+		out->net_dropped += g->threads[i].net_dropped;
+		out->net_duplicated += g->threads[i].net_duplicated;
 	}
 }
 
@@ -641,6 +724,7 @@ void pc_game_free(struct pc_game *g)
 	pc_game_finish(g);
 	for (int i = 0; g->threads && i < g->opts.threads; i++) {
 		struct game_thread *t = &g->threads[i];
+		cc_netsim_free(t->net); /* before its host: it holds the host's packets */
 		if (t->host)
 			enet_host_destroy(t->host);
 		if (t->pending || t->mine)
@@ -651,4 +735,10 @@ void pc_game_free(struct pc_game *g)
 	free(g->threads);
 	free(g->players);
 	free(g);
+}
+
+void pc_game_result_release(struct pc_game_result *r)
+{
+	if (r)
+		pc_latency_release(&r->pred.err_um);
 }

@@ -16,6 +16,13 @@
  * server sees separate players; they only share a source address, which
  * the server must not (and per SPEC 11 does not) key anything on.
  *
+ * Netcode (issue 12): each player predicts its own ship from its own
+ * inputs and reconciles the prediction with every snapshot, measuring the
+ * prediction error (predict.h); it pings 4 times a second and estimates
+ * the server clock from the lowest-RTT pongs (clocksync.h). Both are
+ * logged per player at the end ("prediction", "clock_sync" info lines)
+ * and kept in the result for the summary.
+ *
  * Per player: ENet connect -> hello {protocol version, tick rate, join
  * token} on the control channel -> welcome (slot and team must be the
  * assignment's) -> every tick an input message on the input channel
@@ -44,6 +51,8 @@
 
 #include "sys/cc.h"
 #include "game/wire.h"
+#include "clocksync.h"
+#include "predict.h"
 
 #define PC_GAME_REDUNDANCY 4          /* inputs per input message (the server may accept fewer) */
 #define PC_GAME_LINGER_MS 3000        /* after match_end: wait this long for a snapshot that shows the end */
@@ -90,13 +99,24 @@ struct pc_game_result {
 	uint64_t first_snapshot_ns;    /* first snapshot received (0: never) */
 	uint64_t ended_ns;             /* match_end received (0: never) */
 	uint64_t left_ns;              /* disconnected */
+	struct pc_predict_stats pred;  /* own-ship prediction error (predict.h); release with pc_game_result_release */
+	bool clock_valid;              /* clock is set: at least one pong arrived */
+	struct pc_clock_estimate clock; /* the server clock estimate at the end (clocksync.h) */
+	uint32_t pongs;
 };
+
+/* Frees what a result holds (the prediction error samples). Zeroed results are fine. */
+void pc_game_result_release(struct pc_game_result *r);
 
 struct pc_game_options {
 	int threads;          /* game threads, >= 1 */
 	int max_players;      /* players pc_game_add() may add in all */
 	int64_t deadline_ms;  /* a player still playing this long after being added fails */
 	uint64_t seed;        /* seeds each player's chase style (redrawn at each kickoff) */
+	/* Network simulation on every game packet, both directions (sys/netsim; all 0 = off). */
+	int net_latency_ms, net_jitter_ms;
+	double net_loss_pct, net_dup_pct;
+	uint64_t net_seed;    /* thread i's link draws from a stream of its own, seeded from (net_seed, i) */
 };
 
 struct pc_game;
@@ -130,6 +150,7 @@ struct pc_game_stats {
 	uint64_t cpu_ns;     /* CPU time of all game threads */
 	uint64_t ticks;      /* input ticks they ran (each sends every playing player's input) */
 	uint64_t late_ticks; /* ticks begun more than one tick period late (the thread could not keep up) */
+	uint64_t net_packets, net_dropped, net_duplicated; /* the network simulation's, both directions (0: off) */
 };
 
 /* Fills *out after pc_game_finish() (zeros before it). */

@@ -59,6 +59,7 @@ struct fake_server {
 	struct cc_match match;
 	bool begun;
 	uint32_t tick;
+	int64_t start_ns;             /* tick n was due at start_ns + (n - 1) * TICK_NS: the server clock */
 	int64_t lobby_since_ms;       /* 0 until LOBBY */
 	struct cc_sim_vec3 start[PLAYERS]; /* ships' kickoff positions, to see them move */
 	float moved[PLAYERS];         /* farthest any ship got from its spawn */
@@ -146,6 +147,15 @@ static void receive(struct fake_server *s, struct fake_peer *fp, const ENetEvent
 			fp->seq = in->newest_seq;
 			fp->have_input = true;
 		}
+	} else if (m.id == CC_MSG_PING && fp->slot >= 0) {
+		/* As cc-gameserver answers: the tick last run and how far past its due time we are. */
+		struct cc_wire_msg pong = { .id = CC_MSG_PONG };
+		int64_t into = cc_clock_ns() - (s->start_ns + (int64_t)(s->tick - 1) * TICK_NS);
+		into = into < 0 ? 0 : into >= TICK_NS ? TICK_NS - 1 : into;
+		pong.u.pong.client_time = m.u.ping.client_time;
+		pong.u.pong.server_tick = s->tick;
+		pong.u.pong.tick_fraction = (uint16_t)(into * 65536 / TICK_NS);
+		(void)send_to(fp->peer, &pong);
 	}
 }
 
@@ -284,6 +294,7 @@ static void *server_main(void *arg)
 {
 	struct fake_server *s = arg;
 	int64_t next = cc_clock_ns();
+	s->start_ns = next;
 	while (!atomic_load(&s->stop)) {
 		ENetEvent ev;
 		int64_t wait = (next - cc_clock_ns()) / 1000000;
@@ -390,6 +401,20 @@ START_TEST(plays_to_a_checked_end)
 		ck_assert_uint_ge(r[i].kickoffs, 1);
 		/* The chaser flew: every ship left its spawn. */
 		ck_assert_msg(s.moved[i] > 3.0f, "ship %d moved at most %.2f m", i, (double)s.moved[i]);
+		/* Prediction ran against every snapshot that acknowledged an input (this fake applies the
+		 * newest input, not one per tick, so most samples are "held": predict.h). */
+		ck_assert_uint_gt(r[i].pred.snapshots, 60);
+		ck_assert_uint_eq(r[i].pred.used + r[i].pred.stalled + r[i].pred.held + r[i].pred.kickoff +
+					  r[i].pred.stopped + r[i].pred.unmatched + 0,
+				  r[i].pred.snapshots);
+		/* Clock sync: pings 4/s answered; the estimate of the fake's clock is within its bound. */
+		ck_assert_uint_gt(r[i].pongs, 10);
+		ck_assert(r[i].clock_valid);
+		double truth = (double)(r[i].clock.at_ns - s.start_ns) / TICK_NS + 1; /* tick 1 was due at start */
+		double err_ms = (r[i].clock.tick_at - truth) * 1000.0 / 60;
+		ck_assert_msg(err_ms <= r[i].clock.bound_ms + 1.0 && err_ms >= -r[i].clock.bound_ms - 1.0,
+			      "player %d: clock error %.3f ms, bound %.3f ms", i, err_ms, r[i].clock.bound_ms);
+		pc_game_result_release(&r[i]);
 	}
 	printf("3v3 against the fake server: %u-%u, %u snapshots and %u inputs for player 0\n", s.match.score[0],
 	       s.match.score[1], r[0].snapshots, r[0].inputs_sent);
@@ -428,6 +453,8 @@ START_TEST(misbehaving_server)
 			      r[i].problem, c->problem);
 		ck_assert(!r[i].score_agrees);
 	}
+	for (int i = 0; i < PLAYERS; i++)
+		pc_game_result_release(&r[i]);
 }
 END_TEST
 
@@ -441,6 +468,7 @@ START_TEST(unknown_ids_skipped)
 		ck_assert_msg(r[i].outcome == PC_GAME_OK, "player %d: %s", i, r[i].problem);
 		ck_assert_uint_gt(r[i].unknown_messages, 3);
 		ck_assert_uint_eq(r[i].bad_messages, 0);
+		pc_game_result_release(&r[i]);
 	}
 }
 END_TEST
