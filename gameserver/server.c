@@ -489,6 +489,8 @@ static void admitted(struct gs_server *s, struct peer *p, const struct gs_admit 
 		   (who->resumed && (d == GS_DRIVER_AWAY || d == GS_DRIVER_PLAYER));
 	if (now) {
 		gs_match_driver_at_kickoff(s->match, who->slot, GS_DRIVER_NONE, true);
+		if (d == GS_DRIVER_PLAYER)
+			gs_match_set_driver(s->match, who->slot, GS_DRIVER_AWAY); /* taken over: drop the old session's last input */
 		gs_match_set_driver(s->match, who->slot, GS_DRIVER_PLAYER);
 	} else {
 		gs_match_driver_at_kickoff(s->match, who->slot, GS_DRIVER_PLAYER, false);

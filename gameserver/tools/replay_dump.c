@@ -11,7 +11,9 @@
  * Packets are decoded with game/wire as the receiver decodes them (in:
  * to the server, out: to the client, on the channel they travelled) and
  * printed with cc_wire_format(); secrets are redacted (a join token
- * credential, resume keys) unless --show-secrets. A line starting with '#'
+ * credential, resume keys) unless --show-secrets; with --hex, the bytes of
+ * a message that can carry one (hello, spectate, resume, welcome) are
+ * withheld too unless --show-secrets. A line starting with '#'
  * is a note (the header; a log without its closed record).
  *
  * Exit status: 0 the whole file was read; 1 the file is not a replay log
@@ -44,7 +46,7 @@ struct dump_config {
 
 static const struct cc_config_option dump_options[] = {
 	{ .name = "hex", .type = CC_CFG_BOOL, .default_value = "false",
-	  .help = "also print every packet's bytes in hex", .offset = offsetof(struct dump_config, hex) },
+	  .help = "also print every packet's bytes in hex (withheld for hello, spectate, resume and welcome unless --show-secrets)", .offset = offsetof(struct dump_config, hex) },
 	{ .name = "show-secrets", .type = CC_CFG_BOOL, .default_value = "false",
 	  .help = "print join-token credentials and resume keys instead of redacting them",
 	  .offset = offsetof(struct dump_config, show_secrets) },
@@ -66,6 +68,12 @@ static void print_hex(const uint8_t *p, size_t n)
 	fputs(" hex ", stdout);
 	for (size_t i = 0; i < n; i++)
 		printf("%02x", p[i]);
+}
+
+/* The messages that can carry a secret (a join token, a resume key), by id: decodable or not. */
+static bool carries_secret(uint16_t id)
+{
+	return id == CC_MSG_HELLO || id == CC_MSG_SPECTATE || id == CC_MSG_RESUME || id == CC_MSG_WELCOME;
 }
 
 /* Hides what a reader of the dump must not learn: a join token, a resume key. */
@@ -117,7 +125,17 @@ static void print_packet(const struct dump_config *cfg, const struct gs_replay_r
 	}
 	if (r->flags & GS_REPLAY_FLAG_CUT)
 		fputs(" [cut at 65536 bytes]", stdout);
-	if (cfg->hex)
+	if (!cfg->hex)
+		return;
+	/*
+	 * The raw bytes would undo the redaction. The id is read from the bytes
+	 * (not the decoding): a hello this build refuses (another version, a
+	 * bad field) may still hold a real token.
+	 */
+	uint16_t id = r->len >= 2 ? (uint16_t)(r->data[0] | r->data[1] << 8) : 0;
+	if (!cfg->show_secrets && carries_secret(id))
+		fputs(" hex withheld: the message carries a secret (--show-secrets prints it)", stdout);
+	else
 		print_hex(r->data, r->len);
 }
 

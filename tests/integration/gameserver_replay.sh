@@ -116,6 +116,24 @@ expect_eq "lines of other peers with --peer=$p_garbage" 0 "$n_other"
 	fail "--hex did not print the garbage packet's 64 bytes"
 pass "--peer keeps one peer's records, --hex prints the bytes"
 
+# --hex is no way around the redaction: the bytes of a hello (join token) and of a welcome (resume key) are
+# withheld unless --show-secrets, which does print them.
+"$BIN/cc-replay-dump" --hex "$replay" >"$T_DIR/dump-hex.txt" || fail "cc-replay-dump --hex exited $?"
+T_LOGS+=("$T_DIR/dump-hex.txt")
+token_hex=$(printf '%s' "$(cat "$T_DIR/mint/token.0")" | od -An -tx1 -v | tr -d ' \n')
+[[ -n $token_hex ]] || fail "the token's hex is empty: the check below would prove nothing"
+if grep -qF "$token_hex" "$T_DIR/dump-hex.txt"; then
+	fail "--hex prints the join token of slot 0 in hex: $(grep -m1 -F "$token_hex" "$T_DIR/dump-hex.txt" | cut -c1-160)"
+fi
+grep -qE "^[0-9.]+ in peer 1 ch 0 \{\"id\":1,\"name\":\"hello\".* hex withheld: the message carries a secret \(--show-secrets prints it\)$" "$T_DIR/dump-hex.txt" ||
+	fail "peer 1's hello with --hex: no 'hex withheld' note: $(grep -m1 ' in peer 1 ch 0 ' "$T_DIR/dump-hex.txt" | cut -c1-200)"
+grep -qE "^[0-9.]+ out peer 1 ch 0 \{\"id\":2,\"name\":\"welcome\".* hex withheld: " "$T_DIR/dump-hex.txt" ||
+	fail "peer 1's welcome with --hex: no 'hex withheld' note: $(grep -m1 ' out peer 1 ch 0 ' "$T_DIR/dump-hex.txt" | cut -c1-200)"
+"$BIN/cc-replay-dump" --hex --show-secrets "$replay" >"$T_DIR/dump-secrets.txt" || fail "cc-replay-dump --hex --show-secrets exited $?"
+grep -qF "$token_hex" "$T_DIR/dump-secrets.txt" ||
+	fail "--hex --show-secrets does not print the join token's bytes: the check above reads the wrong thing"
+pass "--hex withholds the bytes of messages carrying a token or resume key; --show-secrets prints them"
+
 # Never overwritten: a second server on the same file does not start (exit 2, naming it), the log is intact.
 before=$(md5sum <"$replay")
 rc=0
