@@ -185,12 +185,13 @@ static int check_request(const struct cc_http_client_request *req)
 }
 
 /* Logs a failed transfer with the URL stripped of anything secret. */
-static void log_failure(const char *method, const char *url, int rc, CURLcode code)
+static void log_failure(const char *method, const char *url, int rc, CURLcode code, const char *detail)
 {
 	char where[512];
 	(void)cc_http_url_redact(url, where, sizeof(where)); /* always leaves printable text */
 	cc_log_warn("http_client_failed", CC_LOG_STR("method", method), CC_LOG_STR("url", where),
-		    CC_LOG_STR("result", cc_errname(rc)), CC_LOG_STR("curl_error", curl_easy_strerror(code)));
+		    CC_LOG_STR("result", cc_errname(rc)), CC_LOG_STR("curl_error", curl_easy_strerror(code)),
+		    CC_LOG_STR("detail", detail));
 }
 
 int cc_http_client_do(const struct cc_http_client_request *req, struct cc_http_client_response *resp)
@@ -199,6 +200,7 @@ int cc_http_client_do(const struct cc_http_client_request *req, struct cc_http_c
 	struct curl_slist *headers = NULL;
 	CURL *h = NULL;
 	const char *method;
+	char detail[CURL_ERROR_SIZE] = "";
 	int rc = check_request(req);
 
 	if (rc || !resp)
@@ -236,6 +238,8 @@ int cc_http_client_do(const struct cc_http_client_request *req, struct cc_http_c
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "cosmic-clash-backend");
 	if (req->ca_file)
 		curl_easy_setopt(h, CURLOPT_CAINFO, req->ca_file); /* in-cluster: the service account's CA */
+	/* libcurl's specific words ("SSL certificate problem: unable to get local issuer certificate"). */
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, detail);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
 	/* Refuse an announced oversize body before reading it; on_body catches the rest. */
@@ -245,7 +249,9 @@ int cc_http_client_do(const struct cc_http_client_request *req, struct cc_http_c
 	CURLcode code = curl_easy_perform(h);
 	rc = map_curl_error(code, &body);
 	if (rc) {
-		log_failure(method, req->url, rc, code);
+		if (!detail[0])
+			snprintf(detail, sizeof(detail), "%s", curl_easy_strerror(code));
+		log_failure(method, req->url, rc, code, detail);
 		goto out_cleanup;
 	}
 	if (!body.data) {
@@ -268,6 +274,8 @@ int cc_http_client_do(const struct cc_http_client_request *req, struct cc_http_c
 	body.data = NULL; /* handed over to *resp */
 	*resp = out;
 out_cleanup:
+	if (req->error && req->error_len)
+		snprintf(req->error, req->error_len, "%s", rc ? detail : "");
 	curl_easy_cleanup(h);
 out_free_headers:
 	curl_slist_free_all(headers);

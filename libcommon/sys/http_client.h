@@ -45,6 +45,8 @@ struct cc_http_client_request {
 	long connect_timeout_ms;    /* connect phase; 0 = default (capped by timeout_ms) */
 	size_t max_response_bytes;  /* body cap; 0 = default */
 	const char *ca_file;	    /* PEM bundle that verifies https peers instead of the system's; NULL = system */
+	char *error;		    /* optional: on a transport failure, libcurl's detail ("SSL certificate problem: ...") */
+	size_t error_len;	    /* bytes of error (NUL included); 0 = none wanted */
 };
 
 struct cc_http_client_response {
@@ -69,7 +71,8 @@ struct cc_http_client_response {
  *                    method, a body with GET or HEAD, a negative timeout.
  *   CC_EIO           anything else on the wire (reset, TLS failure, garbage).
  *   CC_ENOMEM
- * *resp is written only on success.
+ * *resp is written only on success. When req->error is given it holds ""
+ * on success and libcurl's message on failure (no secrets: never the URL).
  */
 CC_MUST_CHECK int cc_http_client_do(const struct cc_http_client_request *req,
 				    struct cc_http_client_response *resp);

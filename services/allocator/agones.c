@@ -7,6 +7,15 @@
  *   Authorization: Bearer <service-account token, re-read from its file on
  *   every call: the kubelet rotates projected tokens>
  *
+ * In a pod nothing needs configuring, as with client-go's in-cluster
+ * config: the URL is https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT
+ * and the token, CA and namespace are the files of the mounted service
+ * account (--k8s-serviceaccount-dir, default
+ * /var/run/secrets/kubernetes.io/serviceaccount). Explicit --k8s-url,
+ * --k8s-token-file and --k8s-ca-file win; "" means none (plain HTTP tests).
+ * An unreadable token or CA file refuses start-up naming the path: it could
+ * never work, and retrying it forever would strand every match.
+ *
  * The body (../shared/agones/README.md) has two selectors, tried in order:
  *   1. an Allocated GameServer labelled with this allocation's id: the one
  *      an earlier attempt got when its answer was lost (a timeout, a crash
@@ -48,24 +57,85 @@
 
 #define TOKEN_FILE_MAX (64 * 1024)
 #define RESPONSE_MAX (256 * 1024)
-#define NAMESPACE_FILE "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+#define CA_FILE_MAX (1024 * 1024)
 
 struct agones_client {
 	struct allocator *a;
-	char url[2048]; /* the full POST URL */
+	char url[2048];	       /* the full POST URL */
+	char token_file[4096]; /* "" = send no token */
+	char ca_file[4096];    /* "" = the system's CAs */
 };
+
+static int read_token(const char *path, char **out, struct cc_file_error *fe);
+
+/* Words a cc_file_read() failure for a start-up message. */
+static const char *file_failure(const struct cc_file_error *fe)
+{
+	switch (fe->failure) {
+	case CC_FILE_OPEN:
+	case CC_FILE_STAT:
+	case CC_FILE_READ:
+		return strerror(fe->errnum);
+	case CC_FILE_NOT_REGULAR:
+		return "not a regular file";
+	case CC_FILE_TOO_BIG:
+		return "too big";
+	case CC_FILE_NO_MEMORY:
+		return "out of memory";
+	default:
+		return "unreadable";
+	}
+}
+
+/*
+ * Fills c->token_file and c->ca_file: the flag when given ("" = none), else
+ * the service account's file. Returns false with err naming the flag.
+ */
+static bool resolve_file(const char *flag, const char *given, const char *sa_dir, const char *name, char *out,
+			 size_t outlen, char *err, size_t errlen)
+{
+	int w = given ? snprintf(out, outlen, "%s", given) : snprintf(out, outlen, "%s/%s", sa_dir, name);
+	if (w < 0 || (size_t)w >= outlen) {
+		snprintf(err, errlen, "%s: path too long", flag);
+		return false;
+	}
+	return true;
+}
+
+/* The API's base URL: --k8s-url, else the in-cluster service's, else kubernetes.default.svc. */
+static bool resolve_url(const char *given, char *out, size_t outlen, char *err, size_t errlen)
+{
+	const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT");
+	int w;
+	if (given)
+		w = snprintf(out, outlen, "%s", given);
+	else if (host && *host && port && *port)
+		/* An IPv6 service address needs brackets in a URL (client-go's net.JoinHostPort). */
+		w = snprintf(out, outlen, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host, port);
+	else
+		w = snprintf(out, outlen, "https://kubernetes.default.svc");
+	if (w < 0 || (size_t)w >= outlen) {
+		snprintf(err, errlen, "%s: too long", given ? "--k8s-url" : "KUBERNETES_SERVICE_HOST/PORT");
+		return false;
+	}
+	return true;
+}
 
 struct agones_client *agones_client_create(struct allocator *a, char *err, size_t errlen)
 {
 	const struct allocator_config *cfg = a->cfg;
-	char ns[254] = "default";
+	char ns[254] = "default", ns_file[4096], base[2048];
+	const char *sa_dir = cfg->k8s_serviceaccount_dir ? cfg->k8s_serviceaccount_dir : "";
+	if (!resolve_file("--k8s-serviceaccount-dir", NULL, sa_dir, "namespace", ns_file, sizeof ns_file, err, errlen) ||
+	    !resolve_url(cfg->k8s_url, base, sizeof base, err, errlen))
+		return NULL;
 	if (cfg->k8s_namespace && cfg->k8s_namespace[0]) {
 		snprintf(ns, sizeof ns, "%s", cfg->k8s_namespace);
 	} else {
 		char *text = NULL;
 		size_t len = 0;
 		struct cc_file_error fe;
-		if (cc_file_read(NAMESPACE_FILE, 253, CC_FILE_REGULAR_ONLY, &text, &len, &fe) == 0) {
+		if (cc_file_read(ns_file, 253, CC_FILE_REGULAR_ONLY, &text, &len, &fe) == 0) {
 			while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
 				text[--len] = '\0';
 			if (len > 0)
@@ -85,18 +155,49 @@ struct agones_client *agones_client_create(struct allocator *a, char *err, size_
 		return NULL;
 	}
 	c->a = a;
-	size_t ulen = strlen(cfg->k8s_url);
-	while (ulen > 0 && cfg->k8s_url[ulen - 1] == '/')
+	size_t ulen = strlen(base);
+	while (ulen > 0 && base[ulen - 1] == '/')
 		ulen--;
 	int w = snprintf(c->url, sizeof c->url, "%.*s/apis/allocation.agones.dev/v1/namespaces/%s/gameserverallocations",
-			 (int)ulen, cfg->k8s_url, ns);
+			 (int)ulen, base, ns);
 	if (w < 0 || (size_t)w >= sizeof c->url) {
 		snprintf(err, errlen, "--k8s-url: too long");
-		free(c);
-		return NULL;
+		goto fail;
 	}
-	cc_log_info("agones_provider", CC_LOG_STR("namespace", ns), CC_LOG_STR("fleet", cfg->agones_fleet));
+	if (!resolve_file("--k8s-token-file", cfg->k8s_token_file, sa_dir, "token", c->token_file, sizeof c->token_file,
+			  err, errlen) ||
+	    !resolve_file("--k8s-ca-file", cfg->k8s_ca_file, sa_dir, "ca.crt", c->ca_file, sizeof c->ca_file, err, errlen))
+		goto fail;
+	/* Both are read once now: a missing file is a configuration error, not a reason to retry forever. */
+	char *token = NULL, *ca = NULL;
+	size_t ca_len = 0;
+	struct cc_file_error fe;
+	int rc = read_token(c->token_file, &token, &fe);
+	if (rc != 0) {
+		snprintf(err, errlen, "--k8s-token-file: %.3000s: %s", c->token_file,
+			 fe.failure != CC_FILE_OK ? file_failure(&fe) : "not a token (printable ASCII only)");
+		goto fail;
+	}
+	if (token) {
+		sodium_memzero(token, strlen(token));
+		free(token);
+	}
+	if (c->ca_file[0]) {
+		if (cc_file_read(c->ca_file, CA_FILE_MAX, CC_FILE_REGULAR_ONLY, &ca, &ca_len, &fe) != 0) {
+			snprintf(err, errlen, "--k8s-ca-file: %.3000s: %s", c->ca_file, file_failure(&fe));
+			goto fail;
+		}
+		free(ca);
+	}
+	char where[512];
+	(void)cc_http_url_redact(c->url, where, sizeof where);
+	cc_log_info("agones_provider", CC_LOG_STR("namespace", ns), CC_LOG_STR("fleet", cfg->agones_fleet),
+		    CC_LOG_STR("url", where), CC_LOG_STR("token_file", c->token_file[0] ? c->token_file : "(none)"),
+		    CC_LOG_STR("ca_file", c->ca_file[0] ? c->ca_file : "(system)"));
 	return c;
+fail:
+	free(c);
+	return NULL;
 }
 
 void agones_client_free(struct agones_client *c)
@@ -255,15 +356,15 @@ static int record_tx(struct cc_pg *pg, void *arg)
 }
 
 /* Reads the service-account token (NULL when none is configured), malloc'd. */
-static int read_token(const struct allocator *a, char **out)
+static int read_token(const char *path, char **out, struct cc_file_error *fe)
 {
 	char *text = NULL;
 	size_t len = 0;
-	struct cc_file_error fe;
 	*out = NULL;
-	if (!a->cfg->k8s_token_file || !a->cfg->k8s_token_file[0])
+	fe->failure = CC_FILE_OK;
+	if (!path[0])
 		return 0;
-	int rc = cc_file_read(a->cfg->k8s_token_file, TOKEN_FILE_MAX, CC_FILE_SECRET, &text, &len, &fe);
+	int rc = cc_file_read(path, TOKEN_FILE_MAX, CC_FILE_SECRET, &text, &len, fe);
 	if (rc != 0)
 		return rc;
 	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
@@ -283,6 +384,7 @@ enum alloc_outcome agones_allocate(struct allocator_worker *w, struct cc_allocat
 	struct allocator *a = w->a;
 	char wl[CC_WORKLOAD_TOKEN_BUF];
 	char *token = NULL, *auth = NULL, *body = NULL;
+	char transport[256] = "";
 	struct cc_http_client_response resp = { 0 };
 	bool have_resp = false;
 	enum alloc_outcome o = ALLOC_RETRY;
@@ -293,7 +395,8 @@ enum alloc_outcome agones_allocate(struct allocator_worker *w, struct cc_allocat
 	}
 	body = request_body(a, al, wl);
 	sodium_memzero(wl, sizeof wl);
-	int rc = read_token(a, &token);
+	struct cc_file_error fe;
+	int rc = read_token(a->agones->token_file, &token, &fe);
 	if (!body || rc != 0) {
 		snprintf(why, whylen, "%s", !body ? "out of memory" : "--k8s-token-file: unreadable or not a token");
 		goto out;
@@ -314,11 +417,14 @@ enum alloc_outcome agones_allocate(struct allocator_worker *w, struct cc_allocat
 		.body_len = strlen(body),
 		.timeout_ms = a->cfg->k8s_timeout_ms,
 		.max_response_bytes = RESPONSE_MAX,
-		.ca_file = a->cfg->k8s_ca_file && a->cfg->k8s_ca_file[0] ? a->cfg->k8s_ca_file : NULL,
+		.ca_file = a->agones->ca_file[0] ? a->agones->ca_file : NULL,
+		.error = transport,
+		.error_len = sizeof transport,
 	};
 	rc = cc_http_client_do(&req, &resp);
 	if (rc != 0) {
-		snprintf(why, whylen, "kubernetes api: %s", cc_errname(rc));
+		/* libcurl's words say which: a refused certificate, a reset, a timeout. */
+		snprintf(why, whylen, "kubernetes api: %s: %s", cc_errname(rc), transport[0] ? transport : "no detail");
 		o = ALLOC_RETRY;
 		goto out;
 	}

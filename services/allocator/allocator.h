@@ -78,6 +78,7 @@ struct allocator_config {
 	char *k8s_url;
 	char *k8s_token_file;
 	char *k8s_ca_file;
+	char *k8s_serviceaccount_dir;
 	char *k8s_namespace;
 	char *agones_fleet;
 	int64_t k8s_timeout_ms;

@@ -42,7 +42,7 @@
 #include "sys/banned.h"
 
 #define OPT(field) offsetof(struct allocator_config, field)
-#define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount/"
+#define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
 static const struct cc_config_option allocator_options[] = {
 	{ .name = "provider", .type = CC_CFG_ENUM, .default_value = "local", .choices = "local|agones",
@@ -106,12 +106,19 @@ static const struct cc_config_option allocator_options[] = {
 	  .help = "local: region recorded on the pool's game_servers rows", .offset = OPT(local_region) },
 	{ .name = "local-restart-max-ms", .type = CC_CFG_INT, .default_value = "5000", .min = 100, .max = 600000,
 	  .help = "local: a crashing child is restarted after 100 ms, doubling up to this", .offset = OPT(local_restart_max_ms) },
-	{ .name = "k8s-url", .type = CC_CFG_STRING, .default_value = "https://kubernetes.default.svc",
-	  .help = "agones: the Kubernetes API", .offset = OPT(k8s_url) },
-	{ .name = "k8s-token-file", .type = CC_CFG_STRING, .default_value = SA_DIR "token",
-	  .help = "agones: bearer token file, re-read for every call (\"\" = send none)", .offset = OPT(k8s_token_file) },
-	{ .name = "k8s-ca-file", .type = CC_CFG_STRING, .default_value = SA_DIR "ca.crt",
-	  .help = "agones: CA bundle that verifies the API server (\"\" = the system's)", .offset = OPT(k8s_ca_file) },
+	/* The three below default to what a pod has (unset = in-cluster; "" = none, for tests and plain HTTP). */
+	{ .name = "k8s-url", .type = CC_CFG_STRING,
+	  .help = "agones: the Kubernetes API (unset: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT, "
+		  "else https://kubernetes.default.svc)", .offset = OPT(k8s_url) },
+	{ .name = "k8s-token-file", .type = CC_CFG_STRING,
+	  .help = "agones: bearer token file, re-read for every call (unset: <k8s-serviceaccount-dir>/token; "
+		  "\"\" = send none)", .offset = OPT(k8s_token_file) },
+	{ .name = "k8s-ca-file", .type = CC_CFG_STRING,
+	  .help = "agones: CA bundle that verifies the API server (unset: <k8s-serviceaccount-dir>/ca.crt; "
+		  "\"\" = the system's)", .offset = OPT(k8s_ca_file) },
+	{ .name = "k8s-serviceaccount-dir", .type = CC_CFG_STRING, .default_value = SA_DIR,
+	  .help = "agones: the mounted service account (token, ca.crt, namespace); another path only for tests "
+		  "or unusual pods", .offset = OPT(k8s_serviceaccount_dir) },
 	{ .name = "k8s-namespace", .type = CC_CFG_STRING, .default_value = "",
 	  .help = "agones: namespace of the fleet (\"\" = the service account's, else default)", .offset = OPT(k8s_namespace) },
 	{ .name = "agones-fleet", .type = CC_CFG_STRING, .default_value = "cosmic-clash",
@@ -186,7 +193,7 @@ struct supervisor {
 /* (Re)opens the listener; false (logged at debug after the first time) when the database is down. */
 static bool listen_setup(struct supervisor *s)
 {
-	char err[256] = "";
+	char err[1024] = "";
 	int rc = 0;
 	if (!s->listener)
 		rc = cc_pg_connect(s->a->cfg->svc.database_url, &s->a->pg_opt, &s->listener, err, sizeof err);
@@ -460,7 +467,7 @@ int main(int argc, char **argv)
 		status = 2;
 		goto out;
 	}
-	char err[256] = "";
+	char err[1024] = "";
 	if (a->local) {
 		a->pool = local_pool_create(a);
 	} else {

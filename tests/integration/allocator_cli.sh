@@ -3,7 +3,8 @@
 #  - it refuses, with exit 2 naming the flag, what can never work: an active
 #    key id missing from its key set, a port range smaller than the pool,
 #    a server command that is not an executable, an agones claim lease
-#    shorter than two request deadlines, an unreadable key file;
+#    shorter than two request deadlines, an unreadable key file, a missing or
+#    unreadable service-account token or CA (agones, in-cluster defaults);
 #  - canary secrets in the join keys, the workload secret, the Kubernetes
 #    token and the database password never reach stderr or a child's log;
 #    a secret flag on the command line is refused without being echoed;
@@ -47,7 +48,19 @@ refuses "with an agones lease under two request deadlines" "--claim-lease-ms (50
 refuses "with a missing key file" "--join-keys-file: $T_DIR/nope" "${base_flags[@]}" --join-key-id=k2 \
 	--local-server-command="$standin --idle" --join-keys-file="$T_DIR/nope"
 refuses "with the database URL as a flag" "--database-url" "${common[@]}" --database-url="${canary}flag"
-pass "cc-allocator refuses 7 unusable configurations with exit 2, naming the flag, echoing no secret"
+# In-cluster defaults (no --k8s-* flags): the service account's files are
+# read at start-up, so a pod without them fails at once, naming the path,
+# instead of retrying every match forever.
+mkdir -p "$T_DIR/sa-empty" "$T_DIR/sa-dir-token/token" "$T_DIR/sa-no-ca"
+cp "$T_DIR/k8s.token" "$T_DIR/sa-no-ca/token"
+agones=("${common[@]}" --provider=agones)
+COSMIC_CLASH_K8S_SERVICEACCOUNT_DIR="$T_DIR/sa-empty" refuses "without the service account's token" \
+	"--k8s-token-file: $T_DIR/sa-empty/token: No such file or directory" "${agones[@]}"
+COSMIC_CLASH_K8S_SERVICEACCOUNT_DIR="$T_DIR/sa-dir-token" refuses "with an unreadable service-account token" \
+	"--k8s-token-file: $T_DIR/sa-dir-token/token: Is a directory" "${agones[@]}"
+COSMIC_CLASH_K8S_SERVICEACCOUNT_DIR="$T_DIR/sa-no-ca" refuses "without the service account's CA" \
+	"--k8s-ca-file: $T_DIR/sa-no-ca/ca.crt: No such file or directory" "${agones[@]}"
+pass "cc-allocator refuses 10 unusable configurations with exit 2, naming the flag, echoing no secret"
 
 # A running pool: ready, promtool-clean metrics, no secret in any log.
 base=$((21000 + ($$ % 300) * 10))

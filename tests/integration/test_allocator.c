@@ -114,7 +114,7 @@ static bool alive(struct proc *p)
 /* The last lines of a log, for failure messages. */
 static const char *tail(const char *path)
 {
-	static char text[4096];
+	static char text[2048]; /* check caps a failure message near 4 KiB */
 	FILE *f = fopen(path, "rb");
 	text[0] = '\0';
 	if (!f)
@@ -256,11 +256,14 @@ static void remove_tree(const char *path)
 }
 
 static void stop_fake_k8s(void);
+static void stop_tls_proxies(void);
+static bool log_has(const char *path, const char *needle);
 
 static void scratch_teardown(void)
 {
 	kill_procs();
 	stop_fake_k8s();
+	stop_tls_proxies();
 	n_procs = 0;
 	PQfinish(db);
 	db = NULL;
@@ -1239,6 +1242,159 @@ START_TEST(test_agones_outcomes)
 }
 END_TEST
 
+/* ---- agones in-cluster: HTTPS with the service account's token and CA ------------------------------ */
+
+static pid_t proxy_pids[2];
+
+/* Runs a shell command in dir (openssl), failing with its output when it fails. */
+static void run_in_dir(const char *cmd)
+{
+	char full[8192];
+	snprintf(full, sizeof full, "cd '%s' && { %s ; } >cmd.out 2>&1 || { cat cmd.out >&2; exit 1; }", dir, cmd);
+	ck_assert_msg(system(full) == 0, "failed: %s", cmd);
+}
+
+/* Starts tests/fakes/tls_proxy.py (slot 0 or 1) with dir/<name>.crt|key in front of target; returns its port. */
+static int spawn_tls_proxy(int slot, const char *name, int target)
+{
+	char bin[4096], cert[1300], key[1300], tp[64];
+	int fds[2];
+	const char *top = getenv("CC_TOP");
+	snprintf(bin, sizeof bin, "%s/tests/fakes/tls_proxy.py", top && *top ? top : ".");
+	snprintf(cert, sizeof cert, "--cert=%s/%s.crt", dir, name);
+	snprintf(key, sizeof key, "--key=%s/%s.key", dir, name);
+	snprintf(tp, sizeof tp, "--target-port=%d", target);
+	ck_assert_int_eq(pipe(fds), 0);
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	ck_assert(pid >= 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		dup2(fds[1], 1);
+		close(fds[0]);
+		execlp("python3", "python3", bin, cert, key, tp, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	proxy_pids[slot] = pid;
+	FILE *out = fdopen(fds[0], "r");
+	char line[128] = "";
+	ck_assert_msg(out && fgets(line, sizeof line, out), "tls_proxy.py printed nothing");
+	fclose(out);
+	int port = 0;
+	ck_assert_msg(sscanf(line, "listening %d", &port) == 1 && port > 0, "tls_proxy.py said '%s'", line);
+	return port;
+}
+
+static void stop_tls_proxies(void)
+{
+	for (int i = 0; i < 2; i++)
+		if (proxy_pids[i] > 0) {
+			kill(proxy_pids[i], SIGTERM);
+			waitpid(proxy_pids[i], NULL, 0);
+			proxy_pids[i] = 0;
+		}
+}
+
+/*
+ * The in-cluster defaults, end to end: no --k8s-url, --k8s-token-file or
+ * --k8s-ca-file. The allocator finds the API at
+ * https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT and the token,
+ * CA and namespace in the service-account directory
+ * (COSMIC_CLASH_K8S_SERVICEACCOUNT_DIR: /var/run is not ours to write).
+ * fake_k8s sits behind a TLS-terminating proxy whose certificate a
+ * throwaway CA signed. First an impostor (a certificate for the same
+ * address from another CA) is refused with libcurl's certificate error: the
+ * match stays ALLOCATING, its allocation REQUESTED with no endpoint, no
+ * GameServer row, and the fake never saw a request. Then the real one: the
+ * match is published through TLS, the fake saw the file's token, and no
+ * log holds it.
+ */
+START_TEST(test_agones_in_cluster)
+{
+	char sa[1200], path[1300], token[96], m[CC_UUID_BUF], server[CC_GAME_SERVER_ID_BUF], sql[256];
+	snprintf(token, sizeof token, "sa-token-CANARY-%d-%ld", (int)getpid(), (long)time(NULL));
+	/* A CA, the API server's certificate for 127.0.0.1, and an impostor's from another CA. */
+	run_in_dir("for c in ca rogue-ca; do openssl req -x509 -newkey rsa:2048 -nodes -keyout $c.key -out $c.crt "
+		   "-days 1 -subj /CN=$c; done && "
+		   "for s in server:ca impostor:rogue-ca; do n=${s%%:*}; ca=${s#*:}; "
+		   "openssl req -newkey rsa:2048 -nodes -keyout $n.key -out $n.csr -subj /CN=kubernetes && "
+		   "printf 'subjectAltName=IP:127.0.0.1\\n' >$n.ext && "
+		   "openssl x509 -req -in $n.csr -CA $ca.crt -CAkey $ca.key -CAcreateserial -days 1 -extfile $n.ext "
+		   "-out $n.crt; done");
+	snprintf(sa, sizeof sa, "%s/serviceaccount", dir);
+	ck_assert_int_eq(mkdir(sa, 0700), 0);
+	snprintf(path, sizeof path, "%s/token", sa);
+	char line[128];
+	snprintf(line, sizeof line, "%s\n", token);
+	write_file(path, line);
+	snprintf(path, sizeof path, "%s/namespace", sa);
+	write_file(path, "in-cluster-ns");
+	run_in_dir("cp ca.crt serviceaccount/ca.crt");
+
+	snprintf(path, sizeof path, "%s/token", sa);
+	int fake = spawn_fake_k8s(path); /* it answers 401 without this file's token */
+	int good = spawn_tls_proxy(0, "server", fake);
+	int impostor = spawn_tls_proxy(1, "impostor", fake);
+	char port_text[16];
+	setenv("COSMIC_CLASH_K8S_SERVICEACCOUNT_DIR", sa, 1);
+	setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1", 1);
+	const char *flags[] = { "--provider=agones", "--k8s-timeout-ms=1000", "--claim-lease-ms=3000", "--workers=1",
+				NULL };
+
+	/* The impostor: refused at the handshake, retried, nothing written. */
+	snprintf(port_text, sizeof port_text, "%d", impostor);
+	setenv("KUBERNETES_SERVICE_PORT", port_text, 1);
+	struct proc *p = spawn_allocator("cc-allocator", NULL, flags);
+	create_match(m);
+	WAIT_FOR(allocations_metric(p, "retry") >= 2, 30000, "two refused attempts against the impostor");
+	ck_assert_msg(log_has(p->log, "SSL certificate problem"), "no certificate error in the log: %s", tail(p->log));
+	ck_assert_msg(log_has(p->log, "\"event\":\"allocate_retry\""), "no allocate_retry: %s", tail(p->log));
+	const char *pm[] = { m };
+	char state[128];
+	sql_text("SELECT m.state || ' ' || a.state || ' ' || (a.server_id IS NULL AND a.address IS NULL AND a.port IS NULL) "
+		 "FROM matches m JOIN allocations a ON a.match_id = m.id WHERE m.id = $1",
+		 1, pm, state, sizeof state);
+	ck_assert_str_eq(state, "ALLOCATING REQUESTED true");
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM game_servers", 0, NULL), 0);
+	cJSON *log = fake_get(fake, "/fake/log");
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(log, "requests")), 0);
+	cJSON_Delete(log);
+	stop_allocator(p);
+	p->expect_exit = true; /* stopped on purpose: all_alive must not count it */
+
+	/* The real API server: published through TLS with the file's token. */
+	snprintf(port_text, sizeof port_text, "%d", good);
+	setenv("KUBERNETES_SERVICE_PORT", port_text, 1);
+	struct proc *q = spawn_allocator("cc-allocator", NULL, flags);
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM allocations WHERE match_id = '%s' AND state = 'PUBLISHED'", m);
+	WAIT_FOR(count_is(sql, 1), 30000, "publication through TLS");
+	expect_published_once(m, server);
+	ck_assert_str_eq(server, "gs-1");
+	log = fake_get(fake, "/fake/log");
+	const cJSON *reqs = cJSON_GetObjectItemCaseSensitive(log, "requests");
+	ck_assert_int_eq(cJSON_GetArraySize(reqs), 1);
+	const cJSON *r0 = cJSON_GetArrayItem(reqs, 0);
+	char bearer[128];
+	snprintf(bearer, sizeof bearer, "Bearer %s", token);
+	ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(r0, "authorization")->valuestring, bearer);
+	ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(r0, "namespace")->valuestring, "in-cluster-ns");
+	cJSON_Delete(log);
+	char where[128];
+	snprintf(where, sizeof where, "\"url\":\"https://127.0.0.1:%d/apis/", good);
+	ck_assert_msg(log_has(q->log, where), "the agones_provider line lacks %s: %s", where, tail(q->log));
+	stop_allocator(q);
+	/* The canary: the token the fake received is in neither allocator's log. */
+	ck_assert_msg(!log_has(p->log, token) && !log_has(q->log, token), "the service-account token reached a log");
+	stop_tls_proxies();
+	unsetenv("COSMIC_CLASH_K8S_SERVICEACCOUNT_DIR");
+	unsetenv("KUBERNETES_SERVICE_HOST");
+	unsetenv("KUBERNETES_SERVICE_PORT");
+}
+END_TEST
+
 /* ---- with cc-api: the match moves on ------------------------------------------------------------- */
 
 static int api_port;
@@ -1483,6 +1639,7 @@ int main(void)
 	tcase_add_checked_fixture(ta, scratch_setup, scratch_teardown);
 	tcase_set_timeout(ta, 120);
 	tcase_add_test(ta, test_agones_outcomes);
+	tcase_add_test(ta, test_agones_in_cluster);
 	suite_add_tcase(s, ta);
 	TCase *tp = tcase_create("api");
 	tcase_add_checked_fixture(tp, scratch_setup, scratch_teardown);
