@@ -19,7 +19,10 @@
 #   - each player's clock estimate (clocksync.h) is within its own bound
 #     (lowest RTT / 2, plus CLOCK_SLACK_MS) of the server's clock, read from
 #     cc-gameserver's once-a-second "clock" line (tick and the monotonic time
-#     it was due: same machine, same CLOCK_MONOTONIC).
+#     it was due: same machine, same CLOCK_MONOTONIC); and, the latency being
+#     the same both ways, within the jitter (+ CLOCK_SLACK_MS): the error of a
+#     sample is half the difference of its two one-way delays, each latency
+#     +- jitter, so the latency cancels and at most the jitter is left.
 # Prints every player's distribution, clock error and bound.
 source "$(dirname "$0")/lib.sh"
 
@@ -28,6 +31,7 @@ PRED_MAX_M=${PRED_MAX_M:-1.0}
 CLOCK_SLACK_MS=${CLOCK_SLACK_MS:-2}
 MIN_USED=${MIN_USED:-150}
 NETSIM=${NETSIM---net-sim-latency=80 --net-sim-jitter=30 --net-sim-loss=5 --net-sim-dup=1}
+jitter_ms=$(sed -nE 's/.*--net-sim-jitter=([0-9]+).*/\1/p' <<<"$NETSIM")
 
 # A scratch database of our own (as player_play.sh): cc-allocator serves the oldest ALLOCATING match
 # first, and the shared database holds the matches other tests left ALLOCATING, which would take our server.
@@ -110,6 +114,10 @@ while read -r player err_ms bound_ms rtt_ms pongs; do
 	echo "player $player: clock error $err_ms ms (bound: lowest RTT $rtt_ms ms / 2 = $bound_ms ms; $pongs pongs)"
 	awk -v e="$err_ms" -v b="$bound_ms" -v s="$CLOCK_SLACK_MS" 'BEGIN { if (e < 0) e = -e; exit !(e <= b + s) }' ||
 		fail "player $player: clock error $err_ms ms exceeds its bound $bound_ms ms + $CLOCK_SLACK_MS ms"
+	if [[ -n $jitter_ms ]]; then
+		awk -v e="$err_ms" -v j="$jitter_ms" -v s="$CLOCK_SLACK_MS" 'BEGIN { if (e < 0) e = -e; exit !(e <= j + s) }' ||
+			fail "player $player: clock error $err_ms ms exceeds the simulated jitter $jitter_ms ms + $CLOCK_SLACK_MS ms"
+	fi
 done < <(grep '"event":"clock_sync"' "$T_DIR/player.err" | jq -c '{player, at_ns, origin_ns, bound_ms, rtt_ms, pongs}' |
 	jq -r --slurpfile srv "$T_DIR/server_clock.jsonl" '
 		. as $c

@@ -74,7 +74,10 @@ static int send_to(ENetPeer *peer, const struct cc_wire_msg *m)
 	ck_assert_ptr_nonnull(info);
 	ck_assert_int_eq(cc_wire_encode(m, buf, sizeof buf, &len), 0);
 	ENetPacket *pkt = enet_packet_create(buf, len, info->reliable ? ENET_PACKET_FLAG_RELIABLE : 0);
-	return enet_peer_send(peer, (enet_uint8)info->channel, pkt);
+	int rc = enet_peer_send(peer, (enet_uint8)info->channel, pkt);
+	if (rc != 0)
+		enet_packet_destroy(pkt); /* a peer already disconnecting refuses it, and the packet stays ours */
+	return rc;
 }
 
 static void broadcast(struct fake_server *s, const struct cc_wire_msg *m)
@@ -264,9 +267,11 @@ static void tick(struct fake_server *s)
 	if (s->mode == FAKE_UNKNOWN_IDS && s->tick % 30 == 0) {
 		static const uint8_t unknown[] = { 0xFE, 0x7F, 1, 2, 3 }; /* id 0x7FFE: no message of ours */
 		for (int i = 0; i < PLAYERS; i++)
-			if (s->peers[i].peer && s->peers[i].slot >= 0)
-				(void)enet_peer_send(s->peers[i].peer, CC_WIRE_CH_CONTROL,
-						     enet_packet_create(unknown, sizeof unknown, ENET_PACKET_FLAG_RELIABLE));
+			if (s->peers[i].peer && s->peers[i].slot >= 0) {
+				ENetPacket *pkt = enet_packet_create(unknown, sizeof unknown, ENET_PACKET_FLAG_RELIABLE);
+				if (enet_peer_send(s->peers[i].peer, CC_WIRE_CH_CONTROL, pkt) != 0)
+					enet_packet_destroy(pkt);
+			}
 	}
 	if (s->mode == FAKE_VANISH && s->match.state == CC_MATCH_PLAYING && s->match.playing_ticks == 120)
 		for (int i = 0; i < PLAYERS; i++)
