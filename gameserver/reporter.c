@@ -270,12 +270,17 @@ out_fail:
 	return NULL;
 }
 
-/* Appends j (owned from here on). */
-static int enqueue(struct cc_reporter *r, struct job *j)
+/*
+ * Appends j (owned from here on) unless limit jobs are queued. Receipts
+ * (one pair per connection: a player reconnecting or resuming in a loop
+ * makes as many as it likes) are held to CC_REPORTER_RECEIPTS_MAX, so a
+ * flood of them can never crowd out the match result.
+ */
+static int enqueue(struct cc_reporter *r, struct job *j, int limit)
 {
 	const char *route = j->route;
 	pthread_mutex_lock(&r->lock);
-	if (r->queued >= CC_REPORTER_QUEUE_MAX) {
+	if (r->queued >= limit) {
 		pthread_mutex_unlock(&r->lock);
 		cc_log_error("report_dropped", CC_LOG_STR("route", route), CC_LOG_STR("reason", "queue full"));
 		job_free(j);
@@ -312,7 +317,7 @@ static struct job *job_new(const char *route, const char *body, int64_t deadline
 int cc_reporter_post(struct cc_reporter *r, const char *route, const char *json_body, int64_t deadline_ms)
 {
 	struct job *j = job_new(route, json_body, deadline_ms);
-	return j ? enqueue(r, j) : CC_ENOMEM;
+	return j ? enqueue(r, j, CC_REPORTER_QUEUE_MAX) : CC_ENOMEM;
 }
 
 int cc_reporter_connect(struct cc_reporter *r, const char *player_id, const char *connection_id)
@@ -323,7 +328,7 @@ int cc_reporter_connect(struct cc_reporter *r, const char *player_id, const char
 	if (!j)
 		return CC_ENOMEM;
 	snprintf(j->player_id, sizeof j->player_id, "%s", player_id);
-	return enqueue(r, j);
+	return enqueue(r, j, CC_REPORTER_RECEIPTS_MAX);
 }
 
 int cc_reporter_disconnect(struct cc_reporter *r, const char *player_id, const char *reason)
@@ -333,7 +338,7 @@ int cc_reporter_disconnect(struct cc_reporter *r, const char *player_id, const c
 		return CC_ENOMEM;
 	snprintf(j->player_id, sizeof j->player_id, "%s", player_id);
 	snprintf(j->reason, sizeof j->reason, "%s", reason);
-	return enqueue(r, j);
+	return enqueue(r, j, CC_REPORTER_RECEIPTS_MAX);
 }
 
 bool cc_reporter_drain(struct cc_reporter *r, int64_t timeout_ms)

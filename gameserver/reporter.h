@@ -21,6 +21,8 @@
  * Order matters (a disconnect after its connect), so a job is retried at
  * the head of the queue; later jobs wait behind it. The queue holds at most
  * CC_REPORTER_QUEUE_MAX jobs; a post to a full queue is refused (logged).
+ * Receipts (connect, disconnect) may fill only CC_REPORTER_RECEIPTS_MAX of
+ * it: a player reconnecting in a loop cannot crowd out the result.
  *
  * Ownership: the reporter owns copies of everything it is given; the token
  * is wiped when freed. cc_reporter_free() stops the thread without waiting
@@ -35,6 +37,7 @@
 #include "sys/cc.h"
 
 #define CC_REPORTER_QUEUE_MAX 256
+#define CC_REPORTER_RECEIPTS_MAX (CC_REPORTER_QUEUE_MAX - 16)
 
 struct cc_reporter;
 
