@@ -10,8 +10,11 @@ T_DIR=$(mktemp -d "${CC_TEST_TMP:-${TMPDIR:-/tmp}}/${T_NAME%.sh}.XXXXXX")
 T_PIDS=()
 T_LOGS=()
 
+# t_cleanup [STATUS]: the EXIT trap. A script with a trap of its own passes
+# its saved $? as STATUS: re-raising it with `(exit $status)` under set -e
+# would end that trap before t_cleanup ran, leaving every process behind.
 t_cleanup() {
-	local rc=$?
+	local rc=${1:-$?}
 	for pid in "${T_PIDS[@]:-}"; do
 		[[ -n "$pid" ]] || continue
 		kill "$pid" 2>/dev/null || true

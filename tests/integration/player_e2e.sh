@@ -15,7 +15,7 @@ source "$(dirname "$0")/lib.sh"
 : "${CC_TEST_PG_ADMIN_DSN:?run under tests/harness/with-services.sh}"
 DB="player_e2e_$$"
 admin_sql() { psql -qAtX -v ON_ERROR_STOP=1 "$CC_TEST_PG_ADMIN_DSN" -c "$1"; }
-trap 'status=$?; admin_sql "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true; (exit $status); t_cleanup' EXIT
+trap 'status=$?; admin_sql "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true; t_cleanup "$status"' EXIT
 admin_sql "CREATE DATABASE $DB" >/dev/null
 export CC_TEST_PG_DSN="${CC_TEST_PG_ADMIN_DSN%/postgres}/$DB"
 COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" COSMIC_CLASH_MIGRATIONS_DIR="$TOP/migrations" \

@@ -38,7 +38,7 @@ jitter_ms=$(sed -nE 's/.*--net-sim-jitter=([0-9]+).*/\1/p' <<<"$NETSIM")
 : "${CC_TEST_PG_ADMIN_DSN:?run under tests/harness/with-services.sh}"
 DB="player_netsim_$$"
 admin_sql() { psql -qAtX -v ON_ERROR_STOP=1 "$CC_TEST_PG_ADMIN_DSN" -c "$1"; }
-trap 'status=$?; admin_sql "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true; (exit $status); t_cleanup' EXIT
+trap 'status=$?; admin_sql "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true; t_cleanup "$status"' EXIT
 admin_sql "CREATE DATABASE $DB" >/dev/null
 export CC_TEST_PG_DSN="${CC_TEST_PG_ADMIN_DSN%/postgres}/$DB" # lib.sh's start_api and sql use it
 COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" COSMIC_CLASH_MIGRATIONS_DIR="$TOP/migrations" \

@@ -19,7 +19,7 @@ source "$(dirname "$0")/lib.sh"
 DB="player_play_$$"
 admin_sql() { psql -qAtX -v ON_ERROR_STOP=1 "$CC_TEST_PG_ADMIN_DSN" -c "$1"; }
 # First the database (FORCE ends our services' sessions), then lib.sh's cleanup with the test's status.
-trap 'status=$?; admin_sql "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true; (exit $status); t_cleanup' EXIT
+trap 'status=$?; admin_sql "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true; t_cleanup "$status"' EXIT
 admin_sql "CREATE DATABASE $DB" >/dev/null
 export CC_TEST_PG_DSN="${CC_TEST_PG_ADMIN_DSN%/postgres}/$DB" # lib.sh's start_api and sql use it
 COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" COSMIC_CLASH_MIGRATIONS_DIR="$TOP/migrations" \

@@ -35,7 +35,7 @@ drop_scratch() {
 	redis-cli -p "$CC_TEST_REDIS_PORT" DEL cc:cand:duo:h cc:cand:duo:z >/dev/null 2>&1 || true
 }
 # First the database (FORCE ends our services' sessions), then lib.sh's cleanup with the test's status.
-trap 'status=$?; drop_scratch; (exit $status); t_cleanup' EXIT
+trap 'status=$?; drop_scratch; t_cleanup "$status"' EXIT
 admin_sql "CREATE DATABASE $DB" >/dev/null
 export CC_TEST_PG_DSN="${CC_TEST_PG_ADMIN_DSN%/postgres}/$DB" # lib.sh's start_api and sql use it
 COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" COSMIC_CLASH_MIGRATIONS_DIR="$TOP/migrations" \
