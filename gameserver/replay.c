@@ -254,16 +254,21 @@ void gs_replay_verdict(struct gs_replay *log, uint64_t peer, const char *text)
 	append(log, GS_REPLAY_VERDICT, 0, 0, peer, clean, n);
 }
 
-void gs_replay_verdictf(struct gs_replay *log, uint64_t peer, const char *fmt, ...)
+void gs_replay_verdictv(struct gs_replay *log, uint64_t peer, const char *fmt, va_list ap)
 {
 	if (!log)
 		return;
 	char text[GS_REPLAY_MAX_TEXT + 1];
+	vsnprintf(text, sizeof text, fmt, ap);
+	gs_replay_verdict(log, peer, text);
+}
+
+void gs_replay_verdictf(struct gs_replay *log, uint64_t peer, const char *fmt, ...)
+{
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(text, sizeof text, fmt, ap);
+	gs_replay_verdictv(log, peer, fmt, ap);
 	va_end(ap);
-	gs_replay_verdict(log, peer, text);
 }
 
 void gs_replay_stats(struct gs_replay *log, struct gs_replay_stats *out)

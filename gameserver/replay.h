@@ -67,6 +67,7 @@
 #ifndef CC_GAMESERVER_REPLAY_H
 #define CC_GAMESERVER_REPLAY_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -123,6 +124,8 @@ void gs_replay_packet(struct gs_replay *log, enum gs_replay_kind kind, uint64_t 
 /* One verdict; bytes outside 0x20-0x7e become '?', cut at GS_REPLAY_MAX_TEXT, "" becomes "-". NULL log: no-op. */
 void gs_replay_verdict(struct gs_replay *log, uint64_t peer, const char *text);
 void gs_replay_verdictf(struct gs_replay *log, uint64_t peer, const char *fmt, ...) CC_PRINTF(3, 4);
+/* The same with a va_list, for callers that wrap it in their own printf-like function. */
+void gs_replay_verdictv(struct gs_replay *log, uint64_t peer, const char *fmt, va_list ap);
 
 void gs_replay_stats(struct gs_replay *log, struct gs_replay_stats *out);
 

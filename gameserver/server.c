@@ -127,14 +127,10 @@ static void send_bytes(struct peer *p, int channel, const uint8_t *buf, size_t l
 static void replay_verdict(struct gs_server *s, uint64_t peer, const char *fmt, ...) CC_PRINTF(3, 4);
 static void replay_verdict(struct gs_server *s, uint64_t peer, const char *fmt, ...)
 {
-	if (!s->opts.replay)
-		return;
-	char text[GS_REPLAY_MAX_TEXT + 1];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(text, sizeof text, fmt, ap);
+	gs_replay_verdictv(s->opts.replay, peer, fmt, ap);
 	va_end(ap);
-	gs_replay_verdict(s->opts.replay, peer, text);
 }
 
 /* Encodes m into buf; 0 (logged: a message we built is ours to get right) when it does not encode. */

@@ -55,7 +55,7 @@ N=${CC_BENCH_ALLOCATIONS:-400}
 WORKERS=${CC_BENCH_ALLOC_WORKERS:-2 4}
 L=${CC_BENCH_LATENCY_MATCHES:-20}
 ROUNDS=${CC_BENCH_ALLOC_ROUNDS:-2}
-BATCH=${CC_BENCH_ALLOC_BATCH:-32} # cc-allocator's --batch, and pgbench's batch (32: PostgreSQL CPU per allocation 1600 us at 16, 1225 at 32, 1025 at 64, load 11)
+BATCH=${CC_BENCH_ALLOC_BATCH:-32} # cc-allocator's --batch (its default), and pgbench's batch (32: PostgreSQL CPU per allocation 1600 us at 16, 1225 at 32, 1025 at 64, load 11)
 OUT="$top/build/bench-results/allocator"
 rm -rf "$OUT" && mkdir -p "$OUT"
 say() { echo "bench-allocator: $*" >&2; }

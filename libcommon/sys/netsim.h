@@ -103,6 +103,30 @@ struct cc_netsim;
 bool cc_netsim_active(const struct cc_netsim_options *o);
 
 /*
+ * The --net-sim-* entries of a sys/config option table, one declaration for
+ * every binary that offers the simulation: TYPE is the binary's config
+ * struct, which has the fields int64_t net_sim_latency, net_sim_jitter,
+ * net_sim_seed and double net_sim_loss, net_sim_dup.
+ */
+#define CC_NETSIM_CONFIG_OPTIONS(TYPE)                                                                              \
+	{ .name = "net-sim-latency", .type = CC_CFG_INT, .default_value = "0", .min = 0,                             \
+	  .max = CC_NETSIM_MAX_LATENCY_MS,                                                                            \
+	  .help = "test aid: one-way ms added to every game packet in each direction at the ENet packet layer "     \
+		  "(sys/netsim; all --net-sim-* 0 = off)",                                                            \
+	  .offset = offsetof(TYPE, net_sim_latency) },                                                                \
+	{ .name = "net-sim-jitter", .type = CC_CFG_INT, .default_value = "0", .min = 0, .max = CC_NETSIM_MAX_JITTER_MS, \
+	  .help = "test aid: plus a uniform +-ms per packet (reorders unreliable packets)",                          \
+	  .offset = offsetof(TYPE, net_sim_jitter) },                                                                 \
+	{ .name = "net-sim-loss", .type = CC_CFG_DOUBLE, .default_value = "0", .min = 0, .max = 100,                  \
+	  .help = "test aid: percent of packets lost (reliable ones arrive later instead, as ENet would resend them)", \
+	  .offset = offsetof(TYPE, net_sim_loss) },                                                                   \
+	{ .name = "net-sim-dup", .type = CC_CFG_DOUBLE, .default_value = "0", .min = 0, .max = 100,                   \
+	  .help = "test aid: percent of unreliable packets delivered twice", .offset = offsetof(TYPE, net_sim_dup) }, \
+	{ .name = "net-sim-seed", .type = CC_CFG_INT, .default_value = "1", .min = 0, .max = 9007199254740991.0,      \
+	  .help = "test aid: seed of the simulation (same seed, same packets: same schedule)",                       \
+	  .offset = offsetof(TYPE, net_sim_seed) }
+
+/*
  * Checks the ranges above. Returns 0, or CC_EINVAL with a message naming
  * the knob in why (why may be NULL). Binaries check them in their option
  * tables too; this is for callers that fill the struct themselves.

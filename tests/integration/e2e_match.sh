@@ -10,8 +10,8 @@
 # --local-server-command, is cc-supervisor.
 source "$(dirname "$0")/lib.sh"
 
-head -c 48 /dev/urandom | base64 | tr -d '\n=' >"$T_DIR/workload.secret"
-printf '{"k1":"%s"}\n' "$(head -c 32 /dev/urandom | base64 | tr -d '\n')" >"$T_DIR/join.json"
+source "$(dirname "$0")/lib_loop.sh"
+loop_secrets
 cat >"$T_DIR/gameserver.conf" <<'EOF'
 match-seconds = 12
 warmup-seconds = 2
@@ -19,7 +19,7 @@ overtime-max-seconds = 5
 connect-window-seconds = 30
 end-linger-ms = 500
 EOF
-mkdir -p "$T_DIR/state" "$T_DIR/state2"
+mkdir -p "$T_DIR/state2"
 start_api A --regions=eu-west --workload-secret-file="$T_DIR/workload.secret"
 
 # The default pool process, without --local-server-command: cc-supervisor, waiting for an allocation.
@@ -39,18 +39,7 @@ done
 kill "$alloc0"
 pass "cc-allocator's default pool process is cc-supervisor (waiting for an allocation)"
 
-game_port=$(free_port)
-COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/allocator.log" "$BIN/cc-allocator" \
-	--workload-secret-file="$T_DIR/workload.secret" --join-keys-file="$T_DIR/join.json" --join-key-id=k1 \
-	--local-capacity=1 --local-port-min="$game_port" --local-port-max="$game_port" --local-region=eu-west \
-	--local-state-dir="$T_DIR/state" \
-	--local-server-command="$BIN/cc-supervisor --join-keys-file=$T_DIR/join.json --gameserver-config=$T_DIR/gameserver.conf" \
-	--api-url="$A_URL" --poll-interval-ms=100 --admin-port="$(free_port)"
-T_LOGS+=("$T_DIR/state/local-$game_port.log")
-madmin=$(free_port)
-COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/matcher.log" "$BIN/cc-matcher" \
-	--playlist=casual --admin-port="$madmin" --poll-interval-ms=100
-wait_http "http://127.0.0.1:$madmin/readyz" "$LAST_PID" 20
+start_loop "$BIN/cc-supervisor --join-keys-file=$T_DIR/join.json --gameserver-config=$T_DIR/gameserver.conf"
 
 run=$((RANDOM * 32768 + RANDOM))
 T_LOGS+=("$T_DIR/player.err")

@@ -12,34 +12,10 @@
 # first see theirs ASSIGNED, never MATCHED: that is a match too.
 source "$(dirname "$0")/lib.sh"
 
-# A scratch database of our own: cc-allocator serves the oldest ALLOCATING
-# match first, and the shared database holds the matches other tests left
-# ALLOCATING (nothing allocates them there), which would take our one server.
-: "${CC_TEST_PG_ADMIN_DSN:?run under tests/harness/with-services.sh}"
-DB="player_play_$$"
-admin_sql() { psql -qAtX -v ON_ERROR_STOP=1 "$CC_TEST_PG_ADMIN_DSN" -c "$1"; }
-# First the database (FORCE ends our services' sessions), then lib.sh's cleanup with the test's status.
-trap 'status=$?; admin_sql "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true; t_cleanup "$status"' EXIT
-admin_sql "CREATE DATABASE $DB" >/dev/null
-export CC_TEST_PG_DSN="${CC_TEST_PG_ADMIN_DSN%/postgres}/$DB" # lib.sh's start_api and sql use it
-COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" COSMIC_CLASH_MIGRATIONS_DIR="$TOP/migrations" \
-	"$BIN/cc-migrate" up >"$T_DIR/migrate.log" 2>&1 || fail "cc-migrate up: $(tail -3 "$T_DIR/migrate.log")"
-
-head -c 48 /dev/urandom | base64 | tr -d '\n=' >"$T_DIR/workload.secret"
-printf '{"k1":"%s"}\n' "$(head -c 32 /dev/urandom | base64 | tr -d '\n')" >"$T_DIR/join.json"
-mkdir -p "$T_DIR/state"
-start_api A --regions=eu-west --workload-secret-file="$T_DIR/workload.secret"
-game_port=$(free_port)
-COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/allocator.log" "$BIN/cc-allocator" \
-	--workload-secret-file="$T_DIR/workload.secret" --join-keys-file="$T_DIR/join.json" --join-key-id=k1 \
-	--local-capacity=1 --local-port-min="$game_port" --local-port-max="$game_port" --local-region=eu-west \
-	--local-state-dir="$T_DIR/state" --local-server-command="$TOP/build/fakes/standin_server" \
-	--api-url="$A_URL" --poll-interval-ms=100 --admin-port="$(free_port)"
-T_LOGS+=("$T_DIR/state/local-$game_port.log")
-madmin=$(free_port)
-COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/matcher.log" "$BIN/cc-matcher" \
-	--playlist=casual --admin-port="$madmin" --poll-interval-ms=100
-wait_http "http://127.0.0.1:$madmin/readyz" "$LAST_PID" 20
+source "$(dirname "$0")/lib_loop.sh"
+scratch_database player_play
+loop_secrets
+start_loop "$TOP/build/fakes/standin_server"
 
 run=$((RANDOM * 32768 + RANDOM))
 T_LOGS+=("$T_DIR/player.err")

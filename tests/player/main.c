@@ -15,6 +15,7 @@
 #include "sys/charset.h"
 #include "sys/config.h"
 #include "sys/log.h"
+#include "sys/netsim.h"
 #include "client.h"
 #include "player.h"
 #include "sys/banned.h"
@@ -108,24 +109,8 @@ static const struct cc_config_option player_options[] = {
 	{ .name = "assignment-timeout-seconds", .type = CC_CFG_INT, .default_value = "60", .min = 1, .max = 3600,
 	  .help = "demo --play: a matched player whose assignment is still pending this long fails",
 	  .offset = OPT(assignment_timeout_seconds) },
-	{ .name = "net-sim-latency", .type = CC_CFG_INT, .default_value = "0", .min = 0, .max = 10000,
-	  .help = "demo --play, test aid: one-way latency in ms added to every game packet, both directions, at the "
-		  "ENet packet layer (sys/netsim; 0 with the other --net-sim-* = off)",
-	  .offset = OPT(net_sim_latency) },
-	{ .name = "net-sim-jitter", .type = CC_CFG_INT, .default_value = "0", .min = 0, .max = 10000,
-	  .help = "demo --play, test aid: +- ms of uniform jitter on that latency (unreliable packets may reorder)",
-	  .offset = OPT(net_sim_jitter) },
-	{ .name = "net-sim-loss", .type = CC_CFG_DOUBLE, .default_value = "0", .min = 0, .max = 100,
-	  .help = "demo --play, test aid: percent of unreliable game packets dropped (reliable ones are delayed "
-		  "instead, as ENet would resend them)",
-	  .offset = OPT(net_sim_loss) },
-	{ .name = "net-sim-dup", .type = CC_CFG_DOUBLE, .default_value = "0", .min = 0, .max = 100,
-	  .help = "demo --play, test aid: percent of unreliable game packets delivered twice",
-	  .offset = OPT(net_sim_dup) },
-	{ .name = "net-sim-seed", .type = CC_CFG_INT, .default_value = "1", .min = 0, .max = 2147483647,
-	  .help = "demo --play: seeds the network simulation; each game thread's link draws from its own stream "
-		  "(seed, thread), so a run reproduces",
-	  .offset = OPT(net_sim_seed) },
+	/* demo --play: each game thread's link draws from its own stream (seed, thread), so a run reproduces. */
+	CC_NETSIM_CONFIG_OPTIONS(struct player_config),
 	{ .name = "log-level", .type = CC_CFG_ENUM, .default_value = "warn", .choices = "debug|info|warn|error",
 	  .help = "lowest level logged to stderr", .offset = OPT(log_level) },
 };

@@ -1,0 +1,50 @@
+# lib_loop.sh - sourced after lib.sh by the scripts that run the whole loop
+# on one game server (player_play.sh, e2e_match.sh, player_netsim.sh):
+# a scratch database, the secrets, cc-testkit-api, cc-allocator's local
+# provider with one server, and cc-matcher (casual).
+# (Not executable: run-tests.sh runs only executable scripts.)
+
+# scratch_database PREFIX: a database of the test's own, migrated, dropped
+# on exit (FORCE ends our services' sessions first), then lib.sh's cleanup
+# with the test's status. Exports CC_TEST_PG_DSN (lib.sh's start_api and sql
+# use it). Why: cc-allocator serves the oldest ALLOCATING match first, and
+# the shared database holds the matches other tests left ALLOCATING
+# (nothing allocates them there), which would take the test's one server.
+scratch_database() {
+	: "${CC_TEST_PG_ADMIN_DSN:?run under tests/harness/with-services.sh}"
+	DB="$1_$$"
+	admin_sql() { psql -qAtX -v ON_ERROR_STOP=1 "$CC_TEST_PG_ADMIN_DSN" -c "$1"; }
+	trap 'status=$?; admin_sql "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true; t_cleanup "$status"' EXIT
+	admin_sql "CREATE DATABASE $DB" >/dev/null
+	export CC_TEST_PG_DSN="${CC_TEST_PG_ADMIN_DSN%/postgres}/$DB"
+	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" COSMIC_CLASH_MIGRATIONS_DIR="$TOP/migrations" \
+		"$BIN/cc-migrate" up >"$T_DIR/migrate.log" 2>&1 || fail "cc-migrate up: $(tail -3 "$T_DIR/migrate.log")"
+}
+
+# loop_secrets: the workload secret ($T_DIR/workload.secret) and the join
+# key set with key k1 ($T_DIR/join.json).
+loop_secrets() {
+	head -c 48 /dev/urandom | base64 | tr -d '\n=' >"$T_DIR/workload.secret"
+	printf '{"k1":"%s"}\n' "$(head -c 32 /dev/urandom | base64 | tr -d '\n')" >"$T_DIR/join.json"
+}
+
+# start_loop SERVER_COMMAND: cc-testkit-api (A_URL; kept when already started), cc-allocator with one
+# local server on game_port running SERVER_COMMAND (its log in GAME_LOG, kept
+# with the test's logs), and a ready cc-matcher (casual). Call loop_secrets first.
+start_loop() {
+	mkdir -p "$T_DIR/state"
+	[[ -n ${A_URL:-} ]] || start_api A --regions=eu-west --workload-secret-file="$T_DIR/workload.secret"
+	game_port=$(free_port)
+	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/allocator.log" "$BIN/cc-allocator" \
+		--workload-secret-file="$T_DIR/workload.secret" --join-keys-file="$T_DIR/join.json" --join-key-id=k1 \
+		--local-capacity=1 --local-port-min="$game_port" --local-port-max="$game_port" --local-region=eu-west \
+		--local-state-dir="$T_DIR/state" --local-server-command="$1" \
+		--api-url="$A_URL" --poll-interval-ms=100 --admin-port="$(free_port)"
+	GAME_LOG="$T_DIR/state/local-$game_port.log"
+	T_LOGS+=("$GAME_LOG")
+	local madmin
+	madmin=$(free_port)
+	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/matcher.log" "$BIN/cc-matcher" \
+		--playlist=casual --admin-port="$madmin" --poll-interval-ms=100
+	wait_http "http://127.0.0.1:$madmin/readyz" "$LAST_PID" 20
+}
