@@ -365,7 +365,7 @@ int main(int argc, char **argv)
 					.rate_log_window_ms = cfg.rate_limit_log_window_ms,
 					.max_silent_per_address = (int)cfg.max_silent_per_address,
 					.input_stall_kick_ms = cfg.input_stall_kick_ms, .stall_grace_ms = cfg.stall_grace_ms,
-					.max_spectators = (int)cfg.max_spectators, .bots = !pl->ranked,
+					.max_spectators = (int)cfg.max_spectators, .bots = !pl->ranked, .spectators_by_name = !pl->ranked,
 					.netsim = { .latency_ms = (int)cfg.net_sim_latency, .jitter_ms = (int)cfg.net_sim_jitter,
 						    .loss_pct = cfg.net_sim_loss, .dup_pct = cfg.net_sim_dup,
 						    .seed = (uint64_t)cfg.net_sim_seed } };

@@ -561,14 +561,20 @@ static void on_resume(struct gs_server *s, struct peer *p, const struct cc_wire_
 }
 
 /*
- * spectate (issue 12): allocated mode admits a spectator with a display
- * name (the `name` rules, checked by the decoder) or with a join token of
- * this match (verified, no slot taken), up to --max-spectators (0: none).
+ * spectate (issue 12): allocated mode admits a spectator with a join token
+ * of this match (verified, no slot taken) or, unless ranked, with a display
+ * name (the `name` rules, checked by the decoder), up to --max-spectators
+ * (0: none). A name in ranked is refused wrong_mode.
  */
 static void on_spectate(struct gs_server *s, struct peer *p, const struct cc_wire_hello *h)
 {
 	if (!handshake_ok(s, p, h->protocol_version, h->tick_rate))
 		return;
+	if (h->auth != CC_WIRE_AUTH_TOKEN && !s->opts.spectators_by_name) {
+		/* Ranked: a stranger watching live could relay positions to one side (ghosting). */
+		kick(s, p, CC_REASON_WRONG_MODE, "this match admits spectators with a join token of this match only");
+		return;
+	}
 	if (h->auth == CC_WIRE_AUTH_TOKEN) {
 		const char *refusal = "malformed";
 		if (!s->admission || gs_admission_verify(s->admission, h->credential, (int64_t)time(NULL), &refusal) != 0) {

@@ -110,6 +110,7 @@ struct gs_server_options {
 	struct gs_replay *replay;   /* --replay-log: NULL = off; the caller's, closed after gs_server_free */
 	int max_spectators;         /* spectate admits at most this many (0: none); <= GS_MAX_SPECTATORS */
 	bool bots;                  /* casual: bots drive no-show and lapsed slots (ranked: parked) */
+	bool spectators_by_name;    /* casual: a display name may spectate (ranked: a join token of this match only) */
 };
 
 #define GS_MAX_SPECTATORS 64

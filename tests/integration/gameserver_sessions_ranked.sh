@@ -2,7 +2,8 @@
 # Ranked has no bots (issue 12): a ranked player who leaves keeps its slot
 # for --slot-reserve-seconds (2 here), then its ship is parked at its spawn
 # (logged slot_parked), nobody ever sees a bot flag, and the posted result
-# marks nobody "bot". The real cc-gameserver over real ENet, the result to
+# marks nobody "bot"; a spectator with a display name is refused wrong_mode
+# (only a join token of this match may watch ranked). The real cc-gameserver over real ENet, the result to
 # the fake server routes over real HTTP.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gameserver_lib.sh"
@@ -27,6 +28,14 @@ away=$(grep '"event":"slot_reservation_lapsed","slot":1' "$T_DIR/gs.log" | head 
 wait_log "$T_DIR/gs.log" '"event":"slot_parked","slot":1,"why":"reservation_lapsed"' 1 "$gs_pid" 5
 ! grep -q '"event":"bot_took_slot"' "$T_DIR/gs.log" || fail "a bot took a ranked slot: $(grep bot_took_slot "$T_DIR/gs.log")"
 pass "ranked: slot 1's reservation lapsed after $away ms and its ship was parked, no bot"
+
+# Ranked spectators need a join token of this match: a display name alone is refused.
+out=$("$GSCLIENT" spectate --port="$port" --name=stranger) || fail "gsclient spectate exited $?: $out"
+[[ $(jq -r .result <<<"$out") == refused && $(jq -r .reason <<<"$out") == wrong_mode ]] ||
+	fail "ranked: a spectator with a display name was not refused wrong_mode: $out"
+out=$("$GSCLIENT" spectate --port="$port" --token="$M/token.0" --max-seconds=1) || fail "gsclient spectate exited $?: $out"
+[[ $(jq -r .result <<<"$out") != refused ]] || fail "ranked: a spectator with this match's join token was refused: $out"
+pass "ranked: a spectator needs a join token of this match (a display name is refused wrong_mode)"
 
 wait_exit "$p0_pid" 60
 ((EXIT_STATUS == 0)) || fail "p0: gsclient exited $EXIT_STATUS"
