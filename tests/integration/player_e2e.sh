@@ -10,19 +10,9 @@
 # moved each rating once.
 source "$(dirname "$0")/lib.sh"
 
-# A scratch database of our own (as player_play.sh): cc-allocator serves the
-# oldest ALLOCATING match first, and the shared one holds other tests' leftovers.
-: "${CC_TEST_PG_ADMIN_DSN:?run under tests/harness/with-services.sh}"
-DB="player_e2e_$$"
-admin_sql() { psql -qAtX -v ON_ERROR_STOP=1 "$CC_TEST_PG_ADMIN_DSN" -c "$1"; }
-trap 'status=$?; admin_sql "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true; t_cleanup "$status"' EXIT
-admin_sql "CREATE DATABASE $DB" >/dev/null
-export CC_TEST_PG_DSN="${CC_TEST_PG_ADMIN_DSN%/postgres}/$DB"
-COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" COSMIC_CLASH_MIGRATIONS_DIR="$TOP/migrations" \
-	"$BIN/cc-migrate" up >"$T_DIR/migrate.log" 2>&1 || fail "cc-migrate up: $(tail -3 "$T_DIR/migrate.log")"
-
-head -c 48 /dev/urandom | base64 | tr -d '\n=' >"$T_DIR/workload.secret"
-printf '{"k1":"%s"}\n' "$(head -c 32 /dev/urandom | base64 | tr -d '\n')" >"$T_DIR/join.json"
+source "$(dirname "$0")/lib_loop.sh"
+scratch_database player_e2e
+loop_secrets
 mkdir -p "$T_DIR/state"
 # Short matches: 8 s of regulation, overtime capped so a 0-0 ends.
 cat >"$T_DIR/gameserver.conf" <<CONF
