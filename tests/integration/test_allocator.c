@@ -944,14 +944,14 @@ END_TEST
 
 static pid_t fake_pid;
 
-/* Starts build/fakes/fake_k8s requiring token_file's bearer token; returns its port. */
-static int spawn_fake_k8s(const char *token_file)
+/*
+ * Starts argv (argv[0] looked up in PATH) with stdout on a pipe, killed
+ * when this process dies; its first line must be "listening PORT". Sets
+ * *pid_out; returns the port. what names it in failures.
+ */
+static int spawn_listener(const char *what, char *const argv[], pid_t *pid_out)
 {
-	char bin[4096], tok[1300];
 	int fds[2];
-	const char *top = getenv("CC_TOP");
-	snprintf(bin, sizeof bin, "%s/build/fakes/fake_k8s", top && *top ? top : ".");
-	snprintf(tok, sizeof tok, "--token-file=%s", token_file);
 	ck_assert_int_eq(pipe(fds), 0);
 	pid_t parent = getpid();
 	pid_t pid = fork();
@@ -962,18 +962,29 @@ static int spawn_fake_k8s(const char *token_file)
 			_exit(127);
 		dup2(fds[1], 1);
 		close(fds[0]);
-		execl(bin, bin, "--port=0", tok, "--capacity=4", (char *)NULL);
+		execvp(argv[0], argv);
 		_exit(127);
 	}
 	close(fds[1]);
-	fake_pid = pid;
+	*pid_out = pid;
 	FILE *out = fdopen(fds[0], "r");
 	char line[128] = "";
-	ck_assert_msg(out && fgets(line, sizeof line, out), "fake_k8s printed nothing");
+	ck_assert_msg(out && fgets(line, sizeof line, out), "%s printed nothing", what);
 	fclose(out);
 	int port = 0;
-	ck_assert_msg(sscanf(line, "listening %d", &port) == 1 && port > 0, "fake_k8s said '%s'", line);
+	ck_assert_msg(sscanf(line, "listening %d", &port) == 1 && port > 0, "%s said '%s'", what, line);
 	return port;
+}
+
+/* Starts build/fakes/fake_k8s requiring token_file's bearer token; returns its port. */
+static int spawn_fake_k8s(const char *token_file)
+{
+	char bin[4096], tok[1300], port0[] = "--port=0", cap[] = "--capacity=4";
+	const char *top = getenv("CC_TOP");
+	snprintf(bin, sizeof bin, "%s/build/fakes/fake_k8s", top && *top ? top : ".");
+	snprintf(tok, sizeof tok, "--token-file=%s", token_file);
+	char *const argv[] = { bin, port0, tok, cap, NULL };
+	return spawn_listener("fake_k8s", argv, &fake_pid);
 }
 
 static void stop_fake_k8s(void)
@@ -1257,35 +1268,14 @@ static void run_in_dir(const char *cmd)
 /* Starts tests/fakes/tls_proxy.py (slot 0 or 1) with dir/<name>.crt|key in front of target; returns its port. */
 static int spawn_tls_proxy(int slot, const char *name, int target)
 {
-	char bin[4096], cert[1300], key[1300], tp[64];
-	int fds[2];
+	char bin[4096], cert[1300], key[1300], tp[64], python[] = "python3";
 	const char *top = getenv("CC_TOP");
 	snprintf(bin, sizeof bin, "%s/tests/fakes/tls_proxy.py", top && *top ? top : ".");
 	snprintf(cert, sizeof cert, "--cert=%s/%s.crt", dir, name);
 	snprintf(key, sizeof key, "--key=%s/%s.key", dir, name);
 	snprintf(tp, sizeof tp, "--target-port=%d", target);
-	ck_assert_int_eq(pipe(fds), 0);
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	ck_assert(pid >= 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		dup2(fds[1], 1);
-		close(fds[0]);
-		execlp("python3", "python3", bin, cert, key, tp, (char *)NULL);
-		_exit(127);
-	}
-	close(fds[1]);
-	proxy_pids[slot] = pid;
-	FILE *out = fdopen(fds[0], "r");
-	char line[128] = "";
-	ck_assert_msg(out && fgets(line, sizeof line, out), "tls_proxy.py printed nothing");
-	fclose(out);
-	int port = 0;
-	ck_assert_msg(sscanf(line, "listening %d", &port) == 1 && port > 0, "tls_proxy.py said '%s'", line);
-	return port;
+	char *const argv[] = { python, bin, cert, key, tp, NULL };
+	return spawn_listener("tls_proxy.py", argv, &proxy_pids[slot]);
 }
 
 static void stop_tls_proxies(void)
