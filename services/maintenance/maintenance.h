@@ -1,0 +1,109 @@
+/*
+ * maintenance.h - cc-maintenance (SPEC 9): the sweeps that keep a
+ * long-running system clean and every match moving.
+ *
+ * One process runs every sweep, each on its own interval (its own flags,
+ * defaults from SPEC), on one thread in turn: a sweep's pass runs batches
+ * of at most --batch rows until a batch comes back short, the pass has
+ * run --pass-budget-ms, or the service stops. Each batch is one
+ * SERIALIZABLE transaction (sys/pg.h, retried on conflict) that selects
+ * its rows FOR UPDATE SKIP LOCKED and changes them only through the store
+ * function the request paths use, so any number of replicas run safely
+ * and each row is processed once.
+ *
+ * A sweep is a row in the table of main.c: a name (the metrics' sweep
+ * label), its interval, and a batch function. The framework (main.c)
+ * calls the batch function in a transaction, and records for the sweep:
+ *   cosmic_clash_maintenance_rows_total{sweep}           rows processed
+ *   cosmic_clash_maintenance_lag_rows{sweep}             rows due (past the window) when the batch began
+ *   cosmic_clash_maintenance_batch_seconds{sweep}        one batch
+ *   cosmic_clash_maintenance_pass_seconds{sweep}         one pass
+ *   cosmic_clash_maintenance_failures_total{sweep}       batches that failed (rolled back)
+ *   cosmic_clash_maintenance_last_pass_timestamp_seconds{sweep}
+ *
+ * Ownership: struct maint lives in main.c for the process's life; the
+ * sweeps read its config and may keep per-sweep state in their own file.
+ */
+#ifndef CC_MAINTENANCE_H
+#define CC_MAINTENANCE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sys/cc.h"
+#include "sys/pg.h"
+#include "sys/service.h"
+
+struct maint_config {
+	int64_t batch;          /* rows per batch transaction */
+	int64_t pass_budget_ms; /* one pass of one sweep runs at most this long */
+	int64_t ticket_ttl_seconds; /* a requeued ticket's fresh heartbeat deadline (cc-api's --ticket-ttl-seconds) */
+
+	/* expiry */
+	int64_t expiry_interval_ms;
+	/* stalled matches */
+	int64_t stalled_interval_ms;
+	int64_t stalled_after_seconds;      /* ALLOCATING/PROCESS_READY/ASSIGNMENT_READY longer than this: FAILED */
+	/* dead game servers */
+	int64_t server_silent_interval_ms;
+	int64_t server_silent_after_seconds; /* no heartbeat for this long: the server is lost */
+	/* no-shows */
+	int64_t no_show_interval_ms;
+	int64_t no_show_after_seconds;       /* the game server's connect window plus a grace */
+	/* results that never arrive */
+	int64_t result_missing_interval_ms;
+	int64_t result_missing_after_seconds;
+	/* seasons */
+	int64_t season_interval_ms;
+	int64_t season_weeks;
+	/* retention */
+	int64_t retention_interval_ms;
+	int64_t idempotency_retention_hours;
+	int64_t outbox_published_retention_hours;
+	int64_t outbox_dead_letter_retention_days;
+	int64_t session_retention_hours;     /* past expiry or revocation */
+	int64_t probe_retention_minutes;     /* past expiry */
+	int64_t finished_retention_days;     /* terminal tickets and proposals that never made a match */
+	/* outbox dispatch */
+	int64_t outbox_interval_ms;
+	int64_t outbox_max_attempts;         /* a row failing this many times is dead-lettered */
+	int64_t outbox_retry_ms;             /* a failed row is tried again after this */
+
+	struct cc_service_options svc;
+};
+
+/* What one batch did, filled by the sweep's batch function. */
+struct maint_batch {
+	int64_t rows;   /* rows processed (changed) by this batch */
+	int64_t lag;    /* rows due past the window when the batch began (-1: unknown) */
+	int64_t picked; /* rows the batch selected (< batch: the pass is over) */
+};
+
+struct maint {
+	const struct maint_config *cfg;
+	struct cc_service *svc;
+	const char *replica; /* this process's name in logs (host:pid) */
+};
+
+/*
+ * A sweep's batch: runs inside a SERIALIZABLE transaction on pg (may be
+ * retried as a whole: reset *out first). Returns 0 or an error (the
+ * transaction rolls back, the failure is counted, the pass ends).
+ */
+typedef int (*maint_batch_fn)(struct cc_pg *pg, struct maint *m, struct maint_batch *out);
+
+/* ---- the outbox dispatcher (dispatch.c) ------------------------------------ */
+
+/*
+ * One dispatch batch: the next pending row of each aggregate (in id
+ * order, never one behind an earlier pending row of the same resource),
+ * handed to the consumers (the NOTIFY fan-out on channel "cc_events");
+ * a delivered row is marked published, a failed one has its attempts
+ * counted and is dead-lettered at --outbox-max-attempts.
+ */
+int maint_outbox_batch(struct cc_pg *pg, struct maint *m, struct maint_batch *out);
+
+/* Declares the dispatcher's own metrics (before the admin server starts). */
+void maint_outbox_metrics(void);
+
+#endif
