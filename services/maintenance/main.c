@@ -142,6 +142,10 @@ struct sweep {
 static struct sweep sweeps[] = {
 	SWEEP("expire_tickets", expiry_interval_ms, maint_expire_tickets_batch),
 	SWEEP("expire_proposals", expiry_interval_ms, maint_expire_proposals_batch),
+	SWEEP("no_show", no_show_interval_ms, maint_no_show_batch),
+	SWEEP("stalled", stalled_interval_ms, maint_stalled_batch),
+	SWEEP("server_silent", server_silent_interval_ms, maint_server_silent_batch),
+	SWEEP("result_missing", result_missing_interval_ms, maint_result_missing_batch),
 	SWEEP("season", season_interval_ms, maint_season_batch),
 	SWEEP("purge_idempotency", retention_interval_ms, maint_purge_idempotency_batch),
 	SWEEP("purge_outbox_published", retention_interval_ms, maint_purge_outbox_published_batch),
