@@ -277,6 +277,8 @@ static bool run_pass(struct maint_state *st, struct sweep *s)
 			break;
 		}
 		set_db(st, true, NULL);
+		cc_log_debug("batch", CC_LOG_STR("sweep", s->name), CC_LOG_INT("rows", tx.out.rows),
+			     CC_LOG_INT("lag", tx.out.lag), CC_LOG_DBL("seconds", secs));
 		cc_metric_observe(st->metrics.batch_seconds, label, secs);
 		cc_metric_add(st->metrics.rows, label, (double)tx.out.rows);
 		record_lag(st, s, &tx.out);
