@@ -254,7 +254,9 @@ static bool run_pass(struct maint_state *st, struct sweep *s)
 
 	s->lag_base = -1;
 	for (st->m.pass_batch = 0; !cc_service_stopping(&service); st->m.pass_batch++) {
-		if (!connect_db(st)) {
+		if (!connect_db(st)) { /* a batch that could not even begin: a failure too */
+			cc_metric_add(st->metrics.failures, label, 1);
+			st->failed_batches++;
 			ok = false;
 			break;
 		}
