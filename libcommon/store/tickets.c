@@ -7,6 +7,7 @@
 #include "store/candidates.h"
 #include "store/outbox.h"
 #include "sys/charset.h"
+#include "store/purge.h"
 #include "sys/crypto.h"
 #include "sys/banned.h"
 
@@ -537,6 +538,70 @@ int cc_ticket_proposals_of_player(struct cc_pg *pg, const char *player_id, struc
 	for (int i = 0; i < rows; i++)
 		snprintf(out->id[out->n++], CC_UUID_BUF, "%s", PQgetvalue(res, i, 0));
 out:
+	PQclear(res);
+	return rc;
+}
+
+/* ---- the sweeps (cc-maintenance) ------------------------------------------- */
+
+static const char sql_overdue_count[] = "SELECT count(*) FROM tickets t WHERE " OVERDUE;
+
+/* The lazy expiry's statement over a SKIP LOCKED batch: the same change, the same event. */
+static const char sql_expire_overdue_batch[] =
+	"UPDATE tickets AS t SET state = 'EXPIRED', revision = t.revision + 1, updated_at = now() "
+	"FROM (SELECT id FROM tickets WHERE state = 'QUEUED' AND expires_at <= now() "
+	"  ORDER BY expires_at LIMIT $1::int FOR UPDATE SKIP LOCKED) d "
+	"WHERE t.id = d.id AND " OVERDUE " RETURNING " COLUMNS;
+
+int cc_tickets_expire_overdue(struct cc_pg *pg, int limit, int *n, int64_t *lag, struct cc_ticket_moves *moves)
+{
+	char lim[16];
+	int rc;
+	if (limit < 1)
+		return CC_EINVAL;
+	if (lag) {
+		char *text = NULL;
+		if ((rc = cc_pg_exec_text(pg, sql_overdue_count, 0, NULL, &text)) != 0)
+			return rc;
+		*lag = strtoll(text, NULL, 10);
+		free(text);
+	}
+	snprintf(lim, sizeof lim, "%d", limit);
+	const char *p[] = { lim };
+	return transition(pg, sql_expire_overdue_batch, 1, p, "ticket.expired", NULL, n, NULL, moves);
+}
+
+/* Ended without a match, and nothing references it (the FKs of proposal_participants and match_players). */
+#define UNMATCHED_DEAD                                                                    \
+	"t.state IN ('EXPIRED', 'CANCELLED') AND t.match_id IS NULL "                         \
+	"AND NOT EXISTS (SELECT 1 FROM proposal_participants pp WHERE pp.ticket_id = t.id) " \
+	"AND NOT EXISTS (SELECT 1 FROM match_players mp WHERE mp.ticket_id = t.id)"
+
+static const char sql_purge_count[] =
+	"SELECT count(*) FROM tickets t WHERE t.proposal_id IS NULL AND " UNMATCHED_DEAD
+	" AND t.updated_at < now() - make_interval(secs => $1::float8)";
+
+static const char sql_purge[] =
+	"DELETE FROM tickets x USING (SELECT t.id FROM tickets t WHERE t.proposal_id IS NULL AND " UNMATCHED_DEAD
+	"  AND t.updated_at < now() - make_interval(secs => $1::float8) ORDER BY t.updated_at LIMIT $2::int FOR UPDATE OF t SKIP LOCKED) d "
+	"WHERE x.id = d.id";
+
+static const char sql_purge_of_proposals[] =
+	"DELETE FROM tickets x USING (SELECT t.id FROM tickets t WHERE t.proposal_id = ANY($1::uuid[]) AND "
+	UNMATCHED_DEAD " FOR UPDATE OF t) d WHERE x.id = d.id";
+
+int cc_tickets_purge_unmatched(struct cc_pg *pg, int64_t older_than_s, int limit, int64_t *n, int64_t *lag)
+{
+	return cc_store_purge(pg, sql_purge_count, sql_purge, older_than_s, limit, n, lag);
+}
+
+int cc_tickets_purge_of_proposals(struct cc_pg *pg, const char *proposal_ids, int64_t *n)
+{
+	PGresult *res = NULL;
+	const char *p[] = { proposal_ids };
+	int rc = cc_pg_exec(pg, sql_purge_of_proposals, 1, p, &res);
+	if (rc == 0)
+		*n = strtoll(PQcmdTuples(res), NULL, 10);
 	PQclear(res);
 	return rc;
 }

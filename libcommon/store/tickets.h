@@ -273,4 +273,35 @@ struct cc_ticket_proposals {
 int cc_ticket_proposals_of_player(struct cc_pg *pg, const char *player_id, struct cc_ticket_proposals *out)
 	CC_MUST_CHECK;
 
+/* ---- the sweeps (cc-maintenance) ------------------------------------------- */
+
+/*
+ * The expiry sweep: at most limit overdue QUEUED tickets (FOR UPDATE SKIP
+ * LOCKED, oldest deadline first) -> EXPIRED, each announced ticket.expired
+ * exactly as the lazy expiry of cc_ticket_expire_if_overdue. *n how many;
+ * *lag (when not NULL) how many were overdue before. moves (may be NULL)
+ * as elsewhere; beyond CC_TICKET_MOVES_MAX rows are counted as dropped.
+ */
+int cc_tickets_expire_overdue(struct cc_pg *pg, int limit, int *n, int64_t *lag,
+			      struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
+/*
+ * Retention (store/purge.h): deletes at most limit tickets that ended
+ * without a match (EXPIRED or CANCELLED while QUEUED: no proposal, no
+ * match) more than older_than_s ago, FOR UPDATE SKIP LOCKED. A ticket that
+ * any proposal_participants or match_players row names is left (the
+ * proposal purge, store/proposals.h, removes the ones that ended in a
+ * proposal). *n how many; *lag (when not NULL) how many were due before.
+ */
+int cc_tickets_purge_unmatched(struct cc_pg *pg, int64_t older_than_s, int limit, int64_t *n,
+			       int64_t *lag) CC_MUST_CHECK;
+
+/*
+ * For the proposal purge: deletes the tickets whose proposal_id is one of
+ * proposal_ids (a PostgreSQL uuid[] literal) that ended without a match
+ * and that no proposal_participants or match_players row names any more.
+ * *n how many.
+ */
+int cc_tickets_purge_of_proposals(struct cc_pg *pg, const char *proposal_ids, int64_t *n) CC_MUST_CHECK;
+
 #endif

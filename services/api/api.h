@@ -299,11 +299,13 @@ bool api_operator_authorized(struct api *api, const struct cc_http_request *req,
 
 /*
  * The RankedProfile object of contracts/v1/openapi.json (rating, deviation,
- * tier, provisional, ranked_games, season_end) from a stored rating row, for
+ * tier, provisional, ranked_games, season_end) from a stored rating row and
+ * the running season's end (RFC 3339; NULL or "" = null: no season), for
  * GET /v1/profile/ranked and the operator's player view alike. Returns a new
  * tree the caller frees with cJSON_Delete, or NULL when out of memory.
  */
-cJSON *api_ranked_profile(const struct api *api, double rating, double deviation, long ranked_games);
+cJSON *api_ranked_profile(const struct api *api, double rating, double deviation, long ranked_games,
+			  const char *season_end);
 
 /* ---- route handlers ------------------------------------------------------ */
 
