@@ -17,11 +17,28 @@
  *      the game port's number);
  *   5. register PROCESS_READY (bounded retry; failure kills the child),
  *      then ASSIGNMENT_READY (bounded retry; failure is logged, the child
- *      lives: players may still come and the result still counts);
+ *      lives: players may still come and the result still counts). A
+ *      PROCESS_READY answered 409 invalid_state means the match is past
+ *      registration: this supervisor was restarted (SIGKILL, crash) and
+ *      found the allocation file of a match its previous child was
+ *      serving, or one already over. The child is SIGKILLed at once (it
+ *      must not play it: an empty match played out would be rated),
+ *      "match_past_registration" is logged, and /shutdown reports
+ *      "server_lost", so the match fails as for a killed game server;
  *   6. wait for the child, forwarding SIGTERM/SIGINT to it; classify its
  *      exit (code, signal, core) and log "child_exited";
  *   7. POST /shutdown {reason}, delete the allocation and roster files, and
- *      wait for the next allocation.
+ *      wait for the next allocation. The allocation file is kept when it
+ *      already names another allocation (cc-api may release ours before
+ *      the child exits: a ranked no-show, a match the control plane
+ *      failed), and a stop before step 5 succeeded (SIGTERM: the allocator
+ *      stopping or dying) leaves allocation and file alone for the
+ *      restarted pool process ("allocation_left").
+ *
+ * The child's exit codes (gameserver/main.c): 0 completed, 3
+ * result_not_acknowledged, 4 stopped, 5 called_off (a ranked no-show, or
+ * the control plane ended the match), 2 bad_configuration, others
+ * exited_with_error; a signal is killed_by_signal.
  *
  * The child's output: each line that is already one JSON object (our
  * logger's) is passed through as is, written with one write(); any other
@@ -725,12 +742,32 @@ static void shutdown_report(const struct allocation *a, const char *reason)
 }
 
 /*
+ * A stop (SIGTERM: the allocator stopping or dying, its children end with
+ * it) before the child was registered: nothing was played and the match
+ * waits for its server, so the allocation is left as it is (its file
+ * stays, no /shutdown) for the restarted pool process to serve. Reporting
+ * it would fail a match that a restart recovers (issue 19: an allocator
+ * SIGKILLed mid-allocation and restarted completes the match).
+ */
+static bool leave_for_restart(struct allocation *a, struct child *c, const char *stage, bool *keep)
+{
+	if (c->pid > 0)
+		(void)child_stop(c, SIGTERM);
+	cc_log_warn("allocation_left", CC_LOG_STR("match_id", a->match_id), CC_LOG_STR("allocation_id", a->allocation_id),
+		    CC_LOG_STR("stage", stage),
+		    CC_LOG_STR("why", "stopped before the match was registered: the restarted pool process serves it"));
+	*keep = true;
+	return false;
+}
+
+/*
  * Serves allocation a to its end. Writes the /shutdown reason into end
  * (cap bytes) and returns true when the allocation must be shut down; the
  * caller removes the allocation file first (after /shutdown frees the
- * server, a file there could already be the next allocation's).
+ * server, a file there could already be the next allocation's). *keep
+ * true: stopped before registration, leave file and allocation alone.
  */
-static bool serve(struct allocation *a, const char *roster_path, char *end, size_t cap)
+static bool serve(struct allocation *a, const char *roster_path, char *end, size_t cap, bool *keep)
 {
 	struct child c = { 0 };
 	char body[256], reason[64];
@@ -749,6 +786,8 @@ static bool serve(struct allocation *a, const char *roster_path, char *end, size
 		return true;
 	}
 	if (!fetch_roster(a, roster_path)) {
+		if (cc_service_stopping(&service))
+			return leave_for_restart(a, &c, "roster", keep);
 		snprintf(end, cap, "%s", "roster_unavailable");
 		return true;
 	}
@@ -757,6 +796,8 @@ static bool serve(struct allocation *a, const char *roster_path, char *end, size
 		return true;
 	}
 	if (!wait_ready(&c, &status, &died)) {
+		if (!died && cc_service_stopping(&service))
+			return leave_for_restart(a, &c, "ready_probe", keep);
 		if (!died) {
 			cc_log_error("child_not_ready", CC_LOG_INT("pid", c.pid), CC_LOG_INT("timeout_ms", cfg.ready_timeout_ms));
 			status = child_stop(&c, SIGTERM);
@@ -791,6 +832,8 @@ static bool serve(struct allocation *a, const char *roster_path, char *end, size
 		snprintf(end, cap, "%s", "server_lost");
 		return true;
 	}
+	if (!http_ok(st) && cc_service_stopping(&service))
+		return leave_for_restart(a, &c, "process_ready", keep);
 	if (!http_ok(st)) {
 		cc_log_error("register_failed", CC_LOG_STR("state", "process_ready"), CC_LOG_STR("action", "killing the child"));
 		status = child_stop(&c, SIGKILL);
@@ -914,7 +957,7 @@ static void *supervisor_loop(void *arg)
 		}
 		struct allocation a;
 		char why[256], end[64] = "";
-		bool shut = false;
+		bool shut = false, keep = false;
 		rc = allocation_parse(text, len, &a, why, sizeof why);
 		explicit_bzero(text, len);
 		free(text);
@@ -923,7 +966,11 @@ static void *supervisor_loop(void *arg)
 		} else {
 			cc_log_info("allocated", CC_LOG_STR("match_id", a.match_id), CC_LOG_STR("allocation_id", a.allocation_id),
 				    CC_LOG_STR("playlist", a.playlist));
-			shut = serve(&a, roster_path, end, sizeof end);
+			shut = serve(&a, roster_path, end, sizeof end, &keep);
+		}
+		if (keep) {
+			allocation_release(&a);
+			continue; /* stopping: the loop ends; the file stays for the next pool process */
 		}
 		/* Done with it either way (a refused file would be refused again for ever), and before
 		 * /shutdown: that frees the server, and a file removed after it could be the next allocation's. */
