@@ -98,6 +98,7 @@ int cc_outbox_purge_published(struct cc_pg *pg, int64_t older_than_s, int limit,
 int cc_outbox_purge_dead_letters(struct cc_pg *pg, int64_t older_than_s, int limit, int64_t *n, int64_t *lag)
 {
 	return cc_store_purge(pg, sql_purge_dead_count, sql_purge_dead, older_than_s, limit, n, lag);
+}
 
 /* ---- dispatch ------------------------------------------------------------ */
 
