@@ -181,7 +181,7 @@ report() {
 maintenance_report() {
 	local rows
 	rows=$(curl -s "$MAINT_ADMIN/metrics" | sed -nE 's/^cosmic_clash_maintenance_rows_total\{sweep="([a-z_]+)"\} ([0-9.e+]+)$/\1=\2/p' |
-		grep -v '=0$' | tr '\n' ' ')
+		{ grep -v '=0$' || true; } | tr '\n' ' ')
 	say "cc-maintenance: season $(q "SELECT coalesce(max(season), 0) FROM seasons") running; rows by sweep: ${rows:-none}"
 }
 
