@@ -80,9 +80,9 @@ static const struct cc_config_option maint_options[] = {
 	  .offset = OPT(no_show_after_seconds) },
 
 	INTERVAL("result-missing-interval-ms", result_missing_interval_ms, "10000", "missing-result"),
-	{ .name = "result-missing-after-seconds", .type = CC_CFG_INT, .default_value = "120", .min = 1, .max = 86400,
-	  .help = "a match in RESULT_PENDING this long without a result is FAILED, its players released "
-		  "(longer than cc-gameserver's --result-timeout-ms 30 s of retries)",
+	{ .name = "result-missing-after-seconds", .type = CC_CFG_INT, .default_value = "300", .min = 1, .max = 86400,
+	  .help = "a match in RESULT_PENDING this long without a result is FAILED, its players released (longer "
+		  "than cc-gameserver's result retries: --end-linger-ms + --result-timeout-ms, 31 s by default, 240 s at most)",
 	  .offset = OPT(result_missing_after_seconds) },
 
 	INTERVAL("season-interval-ms", season_interval_ms, "60000", "season rollover"),
