@@ -180,6 +180,8 @@ $(B)/asan/tests/%: $(B)/asan/tests/%.o $(SUPPORT_OBJS) $(ASAN_LIBS)
 # test_steam drives services/api/steam.c against the fake Steam server. Extra
 # objects like this one are linked before the archive (see the recipe above).
 $(B)/asan/tests/integration/test_steam: $(B)/asan/services/api/steam.o
+# test_outbox_dispatch drives cc-maintenance's dispatcher (services/maintenance/dispatch.c) directly.
+$(B)/asan/tests/integration/test_outbox_dispatch: $(B)/asan/services/maintenance/dispatch.o
 $(B)/asan/tests/unit/test_player_latency: $(B)/asan/tests/player/latency.o
 $(B)/asan/tests/unit/test_gs_input: $(B)/asan/gameserver/input.o $(B)/asan/gameserver/wire_glue.o $(B)/asan/gameserver/match.o
 $(B)/asan/tests/unit/test_gs_admission: $(B)/asan/gameserver/admission.o $(B)/asan/gameserver/wire_glue.o $(B)/asan/gameserver/match.o

@@ -74,11 +74,20 @@ struct maint_config {
 	struct cc_service_options svc;
 };
 
-/* What one batch did, filled by the sweep's batch function. */
+/*
+ * What one batch did, filled by the sweep's batch function. A sweep with
+ * metrics of its own sets committed: main.c calls it once after the
+ * batch's transaction committed, and never for an attempt that rolled
+ * back or was retried, so those metrics count committed work exactly (the
+ * batch function itself cannot tell whether its attempt will commit).
+ */
+#define MAINT_BATCH_TALLIES 8
 struct maint_batch {
 	int64_t rows;   /* rows processed (changed) by this batch */
 	int64_t lag;    /* rows due past the window when the batch began (-1: unknown) */
 	int64_t picked; /* rows the batch selected (< batch: the pass is over) */
+	void (*committed)(const struct maint_batch *b); /* NULL, or called after the commit */
+	int64_t tally[MAINT_BATCH_TALLIES]; /* the sweep's own counts for committed() */
 };
 
 struct maint {
@@ -123,7 +132,9 @@ int maint_result_missing_batch(struct cc_pg *pg, struct maint *m, struct maint_b
  * order, never one behind an earlier pending row of the same resource),
  * handed to the consumers (the NOTIFY fan-out on channel "cc_events");
  * a delivered row is marked published, a failed one has its attempts
- * counted and is dead-lettered at --outbox-max-attempts.
+ * counted and is dead-lettered at --outbox-max-attempts. Sets
+ * out->committed: the dispatcher's counters and gauges move only when
+ * main.c calls it after the commit.
  */
 int maint_outbox_batch(struct cc_pg *pg, struct maint *m, struct maint_batch *out);
 
