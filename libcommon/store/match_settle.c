@@ -207,9 +207,9 @@ int cc_match_settle_result_missing(struct cc_pg *pg, const char *match_id, struc
 
 /*
  * Each selector is a pick (ids, oldest first, at most $2, FOR UPDATE
- * SKIP LOCKED of the match and, when the predicate joins it, its
- * allocation: the settlement locks both, so the sweep holds them before it
- * settles and never waits behind a route) and a count of the same
+ * SKIP LOCKED of the match and its allocation: the settlement locks both,
+ * so the sweep holds them before it settles and never waits behind a
+ * route) and a count of the same
  * predicate without locks (the lag). $1 is the window in seconds.
  * Migration 0013's partial indexes serve each predicate.
  */
@@ -225,108 +225,103 @@ int cc_match_settle_result_missing(struct cc_pg *pg, const char *match_id, struc
 #define MISSING "m.state = 'RESULT_PENDING' AND " AGE("m.updated_at")
 #define PICK_TAIL " LIMIT $2::int FOR UPDATE OF m, a SKIP LOCKED"
 
-/* A stalled match either has its allocation (both locked) or none yet (the match locked): two picks, merged. */
-static const char sql_stalled_pick_allocated[] =
-	"SELECT m.id, extract(epoch FROM m.updated_at)::float8 FROM matches m JOIN allocations a ON a.match_id = m.id "
-	"WHERE " STALLED " ORDER BY m.updated_at" PICK_TAIL;
-static const char sql_stalled_pick_unallocated[] =
-	"SELECT m.id, extract(epoch FROM m.updated_at)::float8 FROM matches m "
-	"WHERE " STALLED " AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.match_id = m.id) "
-	"ORDER BY m.updated_at LIMIT $2::int FOR UPDATE OF m SKIP LOCKED";
+/*
+ * A stalled match may have no allocation row yet, so its pick locks the
+ * matches alone (an outer join's nullable side cannot be locked), and
+ * sql_stalled_allocations then locks their allocations, SKIP LOCKED as
+ * well: a match whose allocation another transaction holds (a server
+ * route, which locks the allocation and then the match) is left out of
+ * this pass. Its match stays locked by us until our commit, so that route
+ * waits for us, and we never wait for it.
+ */
+static const char sql_stalled_pick[] =
+	"SELECT m.id FROM matches m WHERE " STALLED " ORDER BY m.updated_at LIMIT $2::int FOR UPDATE OF m SKIP LOCKED";
+static const char sql_stalled_allocations[] =
+	"WITH locked AS (SELECT a.match_id FROM allocations a WHERE a.match_id = ANY ($1::uuid[]) "
+	"  FOR UPDATE SKIP LOCKED) "
+	"SELECT x.id FROM unnest($1::uuid[]) WITH ORDINALITY AS x(id, ord) "
+	"WHERE x.id IN (SELECT match_id FROM locked) "
+	"  OR NOT EXISTS (SELECT 1 FROM allocations a WHERE a.match_id = x.id) ORDER BY x.ord";
 static const char sql_stalled_lag[] = "SELECT count(*) FROM matches m WHERE " STALLED;
 
 static const char sql_silent_pick[] =
-	"SELECT m.id, extract(epoch FROM " HEARD ")::float8 FROM allocations a JOIN matches m ON m.id = a.match_id "
+	"SELECT m.id FROM allocations a JOIN matches m ON m.id = a.match_id "
 	"WHERE " SILENT " ORDER BY " HEARD PICK_TAIL;
 static const char sql_silent_lag[] =
 	"SELECT count(*) FROM allocations a JOIN matches m ON m.id = a.match_id WHERE " SILENT;
 
 static const char sql_no_show_pick[] =
-	"SELECT m.id, extract(epoch FROM a.assignment_ready_at)::float8 FROM allocations a "
+	"SELECT m.id FROM allocations a "
 	"JOIN matches m ON m.id = a.match_id WHERE " NO_SHOW " ORDER BY a.assignment_ready_at" PICK_TAIL;
 static const char sql_no_show_lag[] =
 	"SELECT count(*) FROM allocations a JOIN matches m ON m.id = a.match_id WHERE " NO_SHOW;
 
 static const char sql_missing_pick[] =
-	"SELECT m.id, extract(epoch FROM m.updated_at)::float8 FROM matches m JOIN allocations a ON a.match_id = m.id "
+	"SELECT m.id FROM matches m JOIN allocations a ON a.match_id = m.id "
 	"WHERE " MISSING " ORDER BY m.updated_at" PICK_TAIL;
 static const char sql_missing_lag[] = "SELECT count(*) FROM matches m WHERE " MISSING;
 
 #define SELECT_LIMIT_MAX 10000
 
-struct picked {
-	char id[CC_UUID_BUF];
-	double at;
-};
-
-/* Runs one pick into v (appending; room for limit more), *got rows. */
-static int pick(struct cc_pg *pg, const char *sql, const char *window, const char *limit, struct picked *v,
-		size_t *got)
+/* Runs a one-column statement of ids into ids (appending at *n, room for cap). */
+static int ids_of(struct cc_pg *pg, const char *sql, int np, const char *const *p, char (*ids)[CC_UUID_BUF],
+		  size_t cap, size_t *n)
 {
 	PGresult *res = NULL;
-	const char *p[] = { window, limit };
-	*got = 0;
-	int rc = cc_pg_exec(pg, sql, 2, p, &res);
-	for (int i = 0; rc == 0 && i < PQntuples(res); i++) {
-		snprintf(v[i].id, sizeof v[i].id, "%s", PQgetvalue(res, i, 0));
-		v[i].at = strtod(PQgetvalue(res, i, 1), NULL);
-		(*got)++;
-	}
+	int rc = cc_pg_exec(pg, sql, np, p, &res);
+	for (int i = 0; rc == 0 && i < PQntuples(res) && *n < cap; i++)
+		snprintf(ids[(*n)++], CC_UUID_BUF, "%s", PQgetvalue(res, i, 0));
 	PQclear(res);
 	return rc;
 }
 
-static int by_age(const void *a, const void *b)
-{
-	const struct picked *x = a, *y = b;
-	if (x->at != y->at)
-		return x->at < y->at ? -1 : 1;
-	return strcmp(x->id, y->id);
-}
-
 /*
- * The selector: pick1 (and pick2, when not NULL) at most limit each,
- * merged oldest first and cut to limit (a row of the second pick beyond
- * it stays locked until the caller's commit: another replica skips it
- * this pass, and the next pass takes it), then the lag.
+ * The selector: the pick (at most limit ids, oldest first, locked), then,
+ * when lock_allocations is not NULL, that statement over the picked ids
+ * (they as a uuid[]), whose answer is the final list; then the lag.
  */
-static int select_due(struct cc_pg *pg, const char *pick1, const char *pick2, const char *lag_sql, int64_t window_s,
-		      int limit, char (*ids)[CC_UUID_BUF], size_t *n, int64_t *lag)
+static int select_due(struct cc_pg *pg, const char *pick, const char *lock_allocations, const char *lag_sql,
+		      int64_t window_s, int limit, char (*ids)[CC_UUID_BUF], size_t *n, int64_t *lag)
 {
 	char window[24], lim[16];
-	size_t got1 = 0, got2 = 0;
 	*n = 0;
 	*lag = 0;
 	if (window_s < 0 || limit < 1 || limit > SELECT_LIMIT_MAX || !ids)
 		return CC_EINVAL;
 	snprintf(window, sizeof window, "%lld", (long long)window_s);
 	snprintf(lim, sizeof lim, "%d", limit);
-	struct picked *v = calloc((size_t)limit * 2, sizeof *v);
-	if (!v)
-		return CC_ENOMEM;
-	int rc = pick(pg, pick1, window, lim, v, &got1);
-	if (rc == 0 && pick2)
-		rc = pick(pg, pick2, window, lim, v + got1, &got2);
+	const char *p[] = { window, lim };
+	int rc = ids_of(pg, pick, 2, p, ids, (size_t)limit, n);
+	if (rc == 0 && lock_allocations && *n > 0) {
+		char *arr = malloc(*n * (CC_UUID_BUF + 1) + 3);
+		size_t u = 0;
+		if (!arr)
+			return CC_ENOMEM;
+		arr[u++] = '{';
+		for (size_t i = 0; i < *n; i++)
+			u += (size_t)snprintf(arr + u, CC_UUID_BUF + 2, "%s%s", i ? "," : "", ids[i]);
+		arr[u++] = '}';
+		arr[u] = '\0';
+		const char *pa[] = { arr };
+		*n = 0;
+		rc = ids_of(pg, lock_allocations, 1, pa, ids, (size_t)limit, n);
+		free(arr);
+	}
 	if (rc == 0) {
-		size_t total = got1 + got2;
-		qsort(v, total, sizeof *v, by_age);
-		for (size_t i = 0; i < total && i < (size_t)limit; i++)
-			memcpy(ids[(*n)++], v[i].id, CC_UUID_BUF);
-		const char *p[] = { window };
+		const char *pl[] = { window };
 		char *text = NULL;
-		if ((rc = cc_pg_exec_text(pg, lag_sql, 1, p, &text)) == 0)
+		if ((rc = cc_pg_exec_text(pg, lag_sql, 1, pl, &text)) == 0)
 			*lag = strtoll(text, NULL, 10);
 		free(text);
 	}
-	free(v);
 	return rc;
 }
 
 int cc_matches_due_stalled(struct cc_pg *pg, int64_t older_than_s, int limit, char (*ids)[CC_UUID_BUF],
 			   size_t *n, int64_t *lag)
 {
-	return select_due(pg, sql_stalled_pick_allocated, sql_stalled_pick_unallocated, sql_stalled_lag, older_than_s,
-			  limit, ids, n, lag);
+	return select_due(pg, sql_stalled_pick, sql_stalled_allocations, sql_stalled_lag, older_than_s, limit, ids, n,
+			  lag);
 }
 
 int cc_matches_due_server_silent(struct cc_pg *pg, int64_t silent_s, int limit, char (*ids)[CC_UUID_BUF],
