@@ -67,6 +67,11 @@ int cc_season_roll(struct cc_pg *pg, int64_t weeks, struct cc_season *out, bool 
 	return 0;
 }
 
+int cc_season_latest(struct cc_pg *pg, struct cc_season *out)
+{
+	return read_season(pg, sql_latest, out);
+}
+
 int cc_season_current(struct cc_pg *pg, struct cc_season *out)
 {
 	return read_season(pg, sql_current, out);

@@ -2,7 +2,8 @@
  * seasons.h - the one owner of the seasons table (SPEC 9): ranked seasons
  * of a fixed length, one row each, season n running [starts_at, ends_at).
  *
- * cc-maintenance's season sweep calls cc_season_roll on every pass: the
+ * cc-maintenance's season sweep calls cc_season_roll once no player is
+ * due the latest season's reset: the
  * first pass ever inserts season 1 (starting at the UTC midnight of that
  * day), and a pass after the last season ended inserts the next one,
  * starting where the last one ends (so the calendar never drifts, however
@@ -38,6 +39,9 @@ struct cc_season {
  * Returns 0, CC_EINVAL (weeks < 1), or cc_pg_exec's error.
  */
 int cc_season_roll(struct cc_pg *pg, int64_t weeks, struct cc_season *out, bool *rolled) CC_MUST_CHECK;
+
+/* The latest season (out->season 0 when there is none), whether running or ended. */
+int cc_season_latest(struct cc_pg *pg, struct cc_season *out) CC_MUST_CHECK;
 
 /*
  * The season running now (GET /v1/profile/ranked's season_end). Returns 0

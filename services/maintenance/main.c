@@ -80,9 +80,9 @@ static const struct cc_config_option maint_options[] = {
 	  .offset = OPT(no_show_after_seconds) },
 
 	INTERVAL("result-missing-interval-ms", result_missing_interval_ms, "10000", "missing-result"),
-	{ .name = "result-missing-after-seconds", .type = CC_CFG_INT, .default_value = "120", .min = 1, .max = 86400,
-	  .help = "a match in RESULT_PENDING this long without a result is FAILED, its players released "
-		  "(longer than cc-gameserver's --result-timeout-ms 30 s of retries)",
+	{ .name = "result-missing-after-seconds", .type = CC_CFG_INT, .default_value = "300", .min = 1, .max = 86400,
+	  .help = "a match in RESULT_PENDING this long without a result is FAILED, its players released (longer "
+		  "than cc-gameserver's result retries: --end-linger-ms + --result-timeout-ms, 31 s by default, 240 s at most)",
 	  .offset = OPT(result_missing_after_seconds) },
 
 	INTERVAL("season-interval-ms", season_interval_ms, "60000", "season rollover"),
@@ -138,8 +138,13 @@ struct sweep {
 
 #define SWEEP(n, field, fn) { .name = n, .interval = OPT(field), .batch = fn, .lag_base = -1 }
 
-/* In order: a pass of each due sweep per round; the proposal purge before the ticket purge (their FKs). */
+/*
+ * In order: a pass of each due sweep per round. Dispatch first (a round of
+ * slow purges never delays an event more than one pass of each); the
+ * proposal purge before the ticket purge (their FKs).
+ */
 static struct sweep sweeps[] = {
+	SWEEP("outbox", outbox_interval_ms, maint_outbox_batch),
 	SWEEP("expire_tickets", expiry_interval_ms, maint_expire_tickets_batch),
 	SWEEP("expire_proposals", expiry_interval_ms, maint_expire_proposals_batch),
 	SWEEP("no_show", no_show_interval_ms, maint_no_show_batch),
@@ -279,6 +284,8 @@ static bool run_pass(struct maint_state *st, struct sweep *s)
 			break;
 		}
 		set_db(st, true, NULL);
+		if (tx.out.committed) /* the sweep's own metrics, for committed work only (maintenance.h) */
+			tx.out.committed(&tx.out);
 		cc_log_debug("batch", CC_LOG_STR("sweep", s->name), CC_LOG_INT("rows", tx.out.rows),
 			     CC_LOG_INT("lag", tx.out.lag), CC_LOG_DBL("seconds", secs));
 		cc_metric_observe(st->metrics.batch_seconds, label, secs);
@@ -419,6 +426,7 @@ int main(int argc, char **argv)
 					     .application_name = "cc-maintenance" };
 	cc_service_start(&service);
 	declare_metrics(&st->metrics);
+	maint_outbox_metrics();
 	admin = cc_admin_start_service(&service, maint_ready, st);
 	if (!admin)
 		goto out;

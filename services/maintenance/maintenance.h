@@ -15,7 +15,9 @@
  * label), its interval, and a batch function. The framework (main.c)
  * calls the batch function in a transaction, and records for the sweep:
  *   cosmic_clash_maintenance_rows_total{sweep}           rows processed
- *   cosmic_clash_maintenance_lag_rows{sweep}             rows due (past the window) when the batch began
+ *   cosmic_clash_maintenance_lag_rows{sweep}             rows due (past the window): the count a batch
+ *                                                        reported (out->lag >= 0), minus the rows done
+ *                                                        since by later batches of the pass (out->lag -1)
  *   cosmic_clash_maintenance_batch_seconds{sweep}        one batch
  *   cosmic_clash_maintenance_pass_seconds{sweep}         one pass
  *   cosmic_clash_maintenance_failures_total{sweep}       batches that failed (rolled back)

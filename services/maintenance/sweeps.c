@@ -78,11 +78,13 @@ int maint_expire_proposals_batch(struct cc_pg *pg, struct maint *m, struct maint
 /* ---- seasons ----------------------------------------------------------------- */
 
 /*
- * Rolls the season over when it ended (store/seasons.h), then applies the
- * soft reset of the latest season to a batch of players (store/ratings.h:
- * the season_resets guard makes it once per player per season). A pass
- * that rolled goes on at once (the batch reports a full pick), so a
- * service that was down for several seasons catches up season by season.
+ * Applies the soft reset of the latest season to a batch of players
+ * (store/ratings.h: the season_resets guard makes it once per player per
+ * season); once no player is due, rolls the season over when it ended
+ * (store/seasons.h). A roll goes on at once (the batch reports a full
+ * pick) with the new season's resets, so a service that was down for
+ * several seasons catches up season by season, each one's resets complete
+ * before the next season starts.
  */
 int maint_season_batch(struct cc_pg *pg, struct maint *m, struct maint_batch *out)
 {
@@ -90,18 +92,19 @@ int maint_season_batch(struct cc_pg *pg, struct maint *m, struct maint_batch *ou
 	bool rolled = false;
 	int64_t n = 0, lag = -1;
 	reset(out);
-	int rc = cc_season_roll(pg, m->cfg->season_weeks, &s, &rolled);
+	int rc = cc_season_latest(pg, &s);
 	if (rc != 0)
 		return rc;
-	if (rolled)
-		cc_log_info("season_started", CC_LOG_INT("season", s.season), CC_LOG_STR("starts_at", s.starts_at),
-			    CC_LOG_STR("ends_at", s.ends_at), CC_LOG_STR("replica", m->replica));
-	if (s.season >= 2) {
-		/* A roll changes the season the lag counts: count again. */
-		if ((rc = cc_ratings_season_reset(pg, s.season, limit_of(m), &n, rolled || m->pass_batch == 0 ? &lag : NULL)) != 0)
+	if (s.season >= 2 && (rc = cc_ratings_season_reset(pg, s.season, limit_of(m), &n, lag_wanted(m, &lag))) != 0)
+		return rc;
+	if (s.season < 2)
+		lag = 0; /* season 1 (or none) has nothing to reset */
+	if (n < m->cfg->batch) { /* this season's resets are done: is it over? */
+		if ((rc = cc_season_roll(pg, m->cfg->season_weeks, &s, &rolled)) != 0)
 			return rc;
-	} else {
-		lag = 0; /* season 1 has nothing to reset */
+		if (rolled)
+			cc_log_info("season_started", CC_LOG_INT("season", s.season), CC_LOG_STR("starts_at", s.starts_at),
+				    CC_LOG_STR("ends_at", s.ends_at), CC_LOG_STR("replica", m->replica));
 	}
 	out->rows = n;
 	out->lag = lag;

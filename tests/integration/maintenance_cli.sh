@@ -39,7 +39,7 @@ batch 500
 stalled-after-seconds 120
 server-silent-after-seconds 30
 no-show-after-seconds 45
-result-missing-after-seconds 120
+result-missing-after-seconds 300
 season-weeks 12
 idempotency-retention-hours 48
 outbox-dead-letter-retention-days 30

@@ -50,7 +50,8 @@ while (( $(left) > 0 )); do
 done
 echo "$T_NAME: drained in $((SECONDS - started)) s"
 
-rows_of() { curl -s "$1/metrics" | awk '/^cosmic_clash_maintenance_rows_total/ { s += $2 } END { printf "%d", s }'; }
+# The sweeps' rows, not the dispatcher's (it delivers the outbox rows the sweeps write).
+rows_of() { curl -s "$1/metrics" | awk '/^cosmic_clash_maintenance_rows_total/ && !/sweep="outbox"/ { s += $2 } END { printf "%d", s }'; }
 m1=$(rows_of "$M1_ADMIN") m2=$(rows_of "$M2_ADMIN")
 echo "$T_NAME: rows processed: M1 $m1, M2 $m2"
 (( m1 > 0 && m2 > 0 )) || fail "both processes must have done part of the work (M1 $m1, M2 $m2)"

@@ -414,10 +414,10 @@ END_TEST
 
 /* ---- two dispatchers racing ---------------------------------------------------------- */
 
-#define RACE_AGGREGATES 200
-#define RACE_REVISIONS 50
-#define RACE_POISON_EVERY 20 /* aggregates 0, 20, 40, ... get a poison row ... */
-#define RACE_POISON_REVISION 25 /* ... at this revision */
+#define RACE_AGGREGATES 50
+#define RACE_REVISIONS 200
+#define RACE_POISON_EVERY 10 /* aggregates 0, 20, 40, ... get a poison row ... */
+#define RACE_POISON_REVISION 100 /* ... at this revision */
 
 struct racer {
 	struct cc_pg *pg;
