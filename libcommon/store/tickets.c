@@ -7,6 +7,7 @@
 #include "store/candidates.h"
 #include "store/outbox.h"
 #include "sys/charset.h"
+#include "sys/crypto.h"
 #include "sys/banned.h"
 
 /*
@@ -126,6 +127,25 @@ static const char sql_complete[] =
 static const char sql_fail_match[] =
 	"UPDATE tickets AS t SET state = 'FAILED', revision = t.revision + 1, updated_at = now() "
 	"WHERE t.match_id = $1 AND t.state IN ('MATCHED', 'ASSIGNED') RETURNING " COLUMNS;
+
+/*
+ * A match called off before its end (store/match_settle.h): its players go
+ * back to the queue with a fresh heartbeat deadline ($3 s; they did nothing
+ * wrong, and a deadline they earned long ago would expire them at once),
+ * keeping queued_at (their place) and leaving the match and its proposal.
+ * $2, when not NULL, is a uuid[] of players who stay out: the no-shows.
+ */
+static const char sql_requeue_match[] =
+	"UPDATE tickets AS t SET state = 'QUEUED', proposal_id = NULL, match_id = NULL, revision = t.revision + 1, "
+	"  updated_at = now(), expires_at = now() + make_interval(secs => $3::int) "
+	"WHERE t.match_id = $1 AND t.state IN ('MATCHED', 'ASSIGNED') "
+	"  AND ($2::uuid[] IS NULL OR t.player_id <> ALL ($2::uuid[])) RETURNING " COLUMNS;
+
+/* The no-shows' tickets of a match -> FAILED ($2: their player ids). */
+static const char sql_fail_players[] =
+	"UPDATE tickets AS t SET state = 'FAILED', revision = t.revision + 1, updated_at = now() "
+	"WHERE t.match_id = $1 AND t.state IN ('MATCHED', 'ASSIGNED') AND t.player_id = ANY ($2::uuid[]) "
+	"RETURNING " COLUMNS;
 
 void cc_ticket_moves_reset(struct cc_ticket_moves *m)
 {
@@ -445,6 +465,57 @@ int cc_tickets_fail_match(struct cc_pg *pg, const char *match_id, const char *re
 		return CC_EINVAL;
 	snprintf(payload, sizeof payload, "{\"reason\":\"%s\"}", reason);
 	return transition(pg, sql_fail_match, 1, p, "ticket.failed", payload, n, NULL, moves);
+}
+
+/* players[0..n) as a uuid[] literal into buf (cap >= n * 37 + 3); CC_EINVAL for a malformed id. */
+static int player_array(const char (*players)[CC_UUID_BUF], size_t n, char *buf, size_t cap)
+{
+	size_t u = 0;
+	if (cap < n * (CC_UUID_BUF + 1) + 3)
+		return CC_EINVAL;
+	buf[u++] = '{';
+	for (size_t i = 0; i < n; i++) {
+		if (!cc_uuid_valid(players[i]))
+			return CC_EINVAL;
+		u += (size_t)snprintf(buf + u, cap - u, "%s%s", i ? "," : "", players[i]);
+	}
+	buf[u++] = '}';
+	buf[u] = '\0';
+	return 0;
+}
+
+int cc_tickets_requeue_match(struct cc_pg *pg, const char *match_id, const char *reason, int64_t ttl_seconds,
+			     int *n, struct cc_ticket_moves *moves)
+{
+	return cc_tickets_split_match(pg, match_id, NULL, 0, reason, ttl_seconds, NULL, n, moves);
+}
+
+int cc_tickets_split_match(struct cc_pg *pg, const char *match_id, const char (*out_players)[CC_UUID_BUF],
+			   size_t n_out, const char *reason, int64_t ttl_seconds, int *failed, int *requeued,
+			   struct cc_ticket_moves *moves)
+{
+	char payload[64], ttl[24], arr[CC_FORMATION_MAX_PLAYERS * (CC_UUID_BUF + 1) + 3];
+	int rc, nf = 0;
+	if (failed)
+		*failed = 0;
+	if (requeued)
+		*requeued = 0;
+	if (!reason || !reason_valid(reason) || ttl_seconds < 1 || ttl_seconds > INT32_MAX ||
+	    n_out > CC_FORMATION_MAX_PLAYERS || (n_out > 0 && !out_players))
+		return CC_EINVAL;
+	if (n_out > 0 && (rc = player_array(out_players, n_out, arr, sizeof arr)) != 0)
+		return rc;
+	snprintf(payload, sizeof payload, "{\"reason\":\"%s\"}", reason);
+	snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_seconds);
+	if (n_out > 0) {
+		const char *pf[] = { match_id, arr };
+		if ((rc = transition(pg, sql_fail_players, 2, pf, "ticket.failed", payload, &nf, NULL, moves)) != 0)
+			return rc;
+		if (failed)
+			*failed = nf;
+	}
+	const char *pq[] = { match_id, n_out > 0 ? arr : NULL, ttl };
+	return transition(pg, sql_requeue_match, 3, pq, "ticket.requeued", payload, requeued, NULL, moves);
 }
 
 static const char sql_proposals_of_player[] =

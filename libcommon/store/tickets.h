@@ -23,6 +23,9 @@
  *   cc_tickets_assign     MATCHED -> ASSIGNED           ticket.assigned
  *   cc_tickets_complete   ASSIGNED -> COMPLETED         ticket.completed
  *   cc_tickets_fail_match MATCHED|ASSIGNED -> FAILED    ticket.failed {"reason": ...}
+ *   cc_tickets_requeue_match  MATCHED|ASSIGNED -> QUEUED  ticket.requeued {"reason": ...}
+ *   cc_tickets_split_match    MATCHED|ASSIGNED -> FAILED  ticket.failed {"reason": ...} (named players)
+ *                             MATCHED|ASSIGNED -> QUEUED  ticket.requeued {"reason": ...} (the rest)
  *   cc_ticket_set_rtt     predicted_rtt only            none (see below)
  *
  * The propose step is the exception that stays in SQL: cc_claim_proposal
@@ -227,6 +230,28 @@ int cc_tickets_complete(struct cc_pg *pg, const char *match_id, int *n, struct c
  */
 int cc_tickets_fail_match(struct cc_pg *pg, const char *match_id, const char *reason, int *n,
 			  struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
+/*
+ * A match called off (store/match_settle.h): every ticket MATCHED or
+ * ASSIGNED in match_id -> QUEUED, out of the match and its proposal, with a
+ * fresh heartbeat deadline now() + ttl_seconds (>= 1) and its queued_at
+ * kept (the player's place in the queue); reason, a [a-z_]{1,32} word, goes
+ * into each "ticket.requeued" payload (else CC_EINVAL). *n (may be NULL)
+ * how many.
+ */
+int cc_tickets_requeue_match(struct cc_pg *pg, const char *match_id, const char *reason, int64_t ttl_seconds,
+			     int *n, struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
+/*
+ * The same, except for the n_out players out_players (the no-shows of a
+ * ranked match, at most CC_FORMATION_MAX_PLAYERS lowercase UUIDs): their
+ * tickets -> FAILED ("ticket.failed" {"reason"}), everyone else's ->
+ * QUEUED as cc_tickets_requeue_match. *failed and *requeued (may be NULL)
+ * count them.
+ */
+int cc_tickets_split_match(struct cc_pg *pg, const char *match_id, const char (*out_players)[CC_UUID_BUF],
+			   size_t n_out, const char *reason, int64_t ttl_seconds, int *failed, int *requeued,
+			   struct cc_ticket_moves *moves) CC_MUST_CHECK;
 
 /* ---- reads ---------------------------------------------------------------- */
 
