@@ -264,6 +264,7 @@ static void *heartbeat_thread(void *arg)
 		if (sent_any && v == last && phase != CC_REPORTER_PHASE_ENDED) {
 			/* The tick did not move: a hung loop must look dead, so say nothing. */
 			atomic_fetch_add(&r->hb.withheld, 1);
+			cc_metric_add(r->sent, (const char *[]){ "heartbeat", "withheld", NULL }, 1);
 			cc_log_warn("heartbeat_withheld", CC_LOG_STR("phase", phase_names[phase]), CC_LOG_INT("tick", tick),
 				    CC_LOG_STR("why", "the tick has not advanced since the last heartbeat"));
 			continue;
@@ -392,7 +393,8 @@ struct cc_reporter *cc_reporter_start(const char *api_url, const char *server_id
 	r->timeout_ms = timeout_ms;
 	const char *labels[] = { "route", "outcome", NULL };
 	r->sent = cc_counter("cosmic_clash_gameserver_reports_total",
-			     "Attempts to send a receipt or result to cc-api, by route and outcome.", labels, 32);
+			     "Attempts to send a receipt, the result, a no-show or a heartbeat to cc-api, by route and outcome "
+			     "(heartbeat withheld: the tick had not advanced, nothing was sent).", labels, 32);
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_mutex_init(&r->hb.lock, NULL);
 	r->hb.woken_phase = CC_REPORTER_PHASE_LOADING;
