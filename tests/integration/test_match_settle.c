@@ -874,10 +874,47 @@ static void *racer_main(void *arg)
 	return NULL;
 }
 
+/* Lines in the harness's PostgreSQL log (CC_TEST_PG_LOG), so a race can look at what it added. */
+static long log_lines(void)
+{
+	FILE *f = fopen(cc_test_env("CC_TEST_PG_LOG"), "r");
+	long n = 0;
+	int c;
+	ck_assert_msg(f, "cannot read CC_TEST_PG_LOG");
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+/* The first "deadlock detected" line after line `from`, or "" (into out). */
+static void deadlock_since(long from, char *out, size_t len)
+{
+	FILE *f = fopen(cc_test_env("CC_TEST_PG_LOG"), "r");
+	char line[2048];
+	long n = 0;
+	out[0] = '\0';
+	ck_assert_msg(f, "cannot read CC_TEST_PG_LOG");
+	while (fgets(line, sizeof line, f))
+		if (++n > from && strstr(line, "deadlock detected")) {
+			snprintf(out, len, "%s", line);
+			break;
+		}
+	fclose(f);
+}
+
+/*
+ * The racers: even ones as cc-api (the settlement's own lock order, the
+ * routes': allocation, then match), odd ones as sweep replicas (selector
+ * SKIP LOCKED, then settle). Nobody fails, and PostgreSQL detects no
+ * deadlock between them.
+ */
 static void race(enum how how)
 {
 	pthread_t th[RACERS];
 	struct racer rs[RACERS];
+	char dead[2048];
+	long from = log_lines();
 	for (int i = 0; i < RACERS; i++) {
 		rs[i] = (struct racer){ .index = i, .how = how };
 		ck_assert_int_eq(pthread_create(&th[i], NULL, racer_main, &rs[i]), 0);
@@ -886,6 +923,8 @@ static void race(enum how how)
 		pthread_join(th[i], NULL);
 		ck_assert_msg(rs[i].failures == 0, "racer %d: %d failures, last: %s", i, rs[i].failures, rs[i].err);
 	}
+	deadlock_since(from, dead, sizeof dead);
+	ck_assert_msg(!dead[0], "PostgreSQL detected a deadlock while the settlements raced: %s", dead);
 }
 
 START_TEST(test_race_no_show_from_api_and_sweeps)
