@@ -35,7 +35,9 @@
 #include "sys/crypto.h"
 #include "sys/migrate.h"
 #include "sys/pg.h"
+#include "store/allocations.h"
 #include "store/formation_claim.h"
+#include "store/game_servers.h"
 #include "store/match_settle.h"
 #include "store/matches.h"
 #include "store/proposals.h"
@@ -874,10 +876,47 @@ static void *racer_main(void *arg)
 	return NULL;
 }
 
+/* Lines in the harness's PostgreSQL log (CC_TEST_PG_LOG), so a race can look at what it added. */
+static long log_lines(void)
+{
+	FILE *f = fopen(cc_test_env("CC_TEST_PG_LOG"), "r");
+	long n = 0;
+	int c;
+	ck_assert_msg(f, "cannot read CC_TEST_PG_LOG");
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+/* The first "deadlock detected" line after line `from`, or "" (into out). */
+static void deadlock_since(long from, char *out, size_t len)
+{
+	FILE *f = fopen(cc_test_env("CC_TEST_PG_LOG"), "r");
+	char line[2048];
+	long n = 0;
+	out[0] = '\0';
+	ck_assert_msg(f, "cannot read CC_TEST_PG_LOG");
+	while (fgets(line, sizeof line, f))
+		if (++n > from && strstr(line, "deadlock detected")) {
+			snprintf(out, len, "%s", line);
+			break;
+		}
+	fclose(f);
+}
+
+/*
+ * The racers: even ones as cc-api (the settlement's own lock order, the
+ * routes': allocation, then match), odd ones as sweep replicas (selector
+ * SKIP LOCKED, then settle). Nobody fails, and PostgreSQL detects no
+ * deadlock between them.
+ */
 static void race(enum how how)
 {
 	pthread_t th[RACERS];
 	struct racer rs[RACERS];
+	char dead[2048];
+	long from = log_lines();
 	for (int i = 0; i < RACERS; i++) {
 		rs[i] = (struct racer){ .index = i, .how = how };
 		ck_assert_int_eq(pthread_create(&th[i], NULL, racer_main, &rs[i]), 0);
@@ -886,6 +925,8 @@ static void race(enum how how)
 		pthread_join(th[i], NULL);
 		ck_assert_msg(rs[i].failures == 0, "racer %d: %d failures, last: %s", i, rs[i].failures, rs[i].err);
 	}
+	deadlock_since(from, dead, sizeof dead);
+	ck_assert_msg(!dead[0], "PostgreSQL detected a deadlock while the settlements raced: %s", dead);
 }
 
 START_TEST(test_race_no_show_from_api_and_sweeps)
@@ -933,6 +974,122 @@ START_TEST(test_race_stalled_from_many_callers)
 		all_requeued(m, 6);
 	}
 	ck_assert_int_eq(ll1("SELECT count(*) FROM penalties", NULL), 0);
+}
+END_TEST
+
+/* ---- the allocator, under a match called off --------------------------------------------------- */
+
+struct claim_tx {
+	struct cc_allocation rows[8];
+	size_t n;
+};
+
+static int claim_run(struct cc_pg *c, void *arg)
+{
+	struct claim_tx *t = arg;
+	struct cc_allocation_claim req = { .provider = "local", .replica = "r1", .owner = "test", .lease_ms = 60000,
+					   .workload_ttl_s = 3600, .limit = 4 };
+	return cc_allocations_claim(c, &req, t->rows, 8, &t->n);
+}
+
+struct local_tx {
+	const char *id;
+	struct cc_allocation out[1];
+	size_t allocated, held;
+};
+
+static int local_run(struct cc_pg *c, void *arg)
+{
+	struct local_tx *t = arg;
+	const char *ids[] = { t->id };
+	return cc_allocations_allocate_local(c, "test", "r1", ids, 1, t->out, 1, &t->allocated, &t->held);
+}
+
+static int register_run(struct cc_pg *c, void *arg)
+{
+	struct cc_game_server *gs = arg;
+	return cc_game_server_register_local(c, "local-test-1", "eu", "127.0.0.1", 7100, "test", 1, gs);
+}
+
+static int set_allocated_run(struct cc_pg *c, void *arg)
+{
+	struct cc_allocation *a = arg;
+	struct cc_game_server gs = { .id = "local-test-1", .address = "127.0.0.1", .port = 7100 };
+	return cc_allocation_set_allocated(c, a->id, "r1", &gs, NULL, a);
+}
+
+static int publish_run(struct cc_pg *c, void *arg)
+{
+	struct cc_allocation *a = arg;
+	return cc_allocation_set_published(c, a->id, a);
+}
+
+struct release_tx {
+	char ids[4][CC_GAME_SERVER_ID_BUF];
+	size_t n;
+};
+
+static int release_run(struct cc_pg *c, void *arg)
+{
+	struct release_tx *t = arg;
+	return cc_game_servers_release_finished(c, "test", t->ids, 4, &t->n);
+}
+
+/*
+ * What cc-allocator's steps find when a sweep called the match off under
+ * them (services/allocator/work.c, local.c, publish.c re-check the row
+ * under its lock): a replica still holding the claim of a REQUESTED row
+ * that failed gets no server for it (the batch sees it no longer held: the
+ * lost-claim outcome), nor the endpoint; an ALLOCATED row that was
+ * released is not published, and its local server is freed by the release
+ * sweep; the called-off matches are never claimed again.
+ */
+START_TEST(test_allocator_steps_lose_a_called_off_match)
+{
+	struct cc_game_server gs;
+	char m1[CC_UUID_BUF], m2[CC_UUID_BUF], st[16], why[40];
+	ck_assert_int_eq(cc_pg_run_serializable(pg, register_run, &gs), 0);
+	create_match("casual", 3, m1);
+	struct claim_tx ct = { .n = 0 };
+	ck_assert_int_eq(cc_pg_run_locked(pg, claim_run, &ct), 0);
+	ck_assert_int_eq(ct.n, 1);
+	struct cc_allocation held = ct.rows[0];
+	ck_assert_str_eq(held.match_id, m1);
+	/* The sweep fails the stalled match while r1 holds its REQUESTED row. */
+	ck_assert(settle(STALLED, m1, NULL).changed);
+	struct local_tx lt = { .id = held.id };
+	ck_assert_int_eq(cc_pg_run_locked(pg, local_run, &lt), 0);
+	ck_assert_int_eq(lt.allocated, 0);
+	ck_assert_int_eq(lt.held, 0); /* local_allocate_batch: ALLOC_LOST, nothing kept */
+	ck_assert_int_eq(cc_pg_run_locked(pg, set_allocated_run, &held), CC_ECONFLICT);
+	text1("SELECT state FROM game_servers WHERE id = 'local-test-1'", NULL, st, sizeof st);
+	ck_assert_str_eq(st, "IDLE");
+	allocation_state(m1, st, why);
+	ck_assert_str_eq(st, "FAILED");
+
+	/* An allocation that got its server is released instead; publishing it is refused, the server freed. */
+	create_match("casual", 3, m2);
+	ct.n = 0;
+	ck_assert_int_eq(cc_pg_run_locked(pg, claim_run, &ct), 0);
+	ck_assert_int_eq(ct.n, 1);
+	lt = (struct local_tx){ .id = ct.rows[0].id };
+	ck_assert_int_eq(cc_pg_run_locked(pg, local_run, &lt), 0);
+	ck_assert_int_eq(lt.allocated, 1);
+	ck_assert(settle(STALLED, m2, NULL).changed);
+	struct cc_allocation a2 = lt.out[0];
+	ck_assert_int_eq(cc_pg_run_locked(pg, publish_run, &a2), CC_ECONFLICT);
+	allocation_state(m2, st, why);
+	ck_assert_str_eq(st, "RELEASED");
+	struct release_tx rt = { .n = 0 };
+	ck_assert_int_eq(cc_pg_run_locked(pg, release_run, &rt), 0);
+	ck_assert_int_eq(rt.n, 1);
+	ck_assert_str_eq(rt.ids[0], "local-test-1");
+	text1("SELECT state FROM game_servers WHERE id = 'local-test-1'", NULL, st, sizeof st);
+	ck_assert_str_eq(st, "IDLE");
+	/* Nothing of theirs is claimable again. */
+	ct.n = 0;
+	ck_assert_int_eq(cc_pg_run_locked(pg, claim_run, &ct), 0);
+	ck_assert_int_eq(ct.n, 0);
 }
 END_TEST
 
@@ -1033,6 +1190,7 @@ int main(void)
 	tcase_add_test(tc, test_race_no_show_from_api_and_sweeps);
 	tcase_add_test(tc, test_race_stalled_from_many_callers);
 	tcase_add_test(tc, test_selector_plans_use_their_indexes);
+	tcase_add_test(tc, test_allocator_steps_lose_a_called_off_match);
 	suite_add_tcase(s, tc);
 	return cc_test_run_suite(s);
 }
