@@ -481,6 +481,45 @@ expect_eq "ratings untouched" "$ratings8" "$(sql "SELECT string_agg(rating || '/
 grep -q "\"event\":\"rating_skipped\".*\"match_id\":\"$M8\".*no participant ever connected" "$T_DIR/A.log" || fail "no rating_skipped log line for $M8"
 pass "a result for a match nobody ever connected to completes it and rates nobody (rating_skipped logged), penalises nobody"
 
+# ---- issue 19: the result never rates a participant who never connected ----------------
+# Casual 1v1, the second player never connects and the server does not mark his slot a bot.
+make_match f9 casual 1 1500/300/0.06 1500/300/0.06
+M9=$MATCH; P9=("${PLAYERS[@]}")
+read -r A9 E9 < <(fixture_allocate "$M9" local-sr-9 17009)
+TI=$(token "$A9" "$E9")
+srv POST local-sr-9 register "$TI" "$reg_body"; expect_http "f9 process_ready" 200
+fixture_publish "$M9" "$A9"
+srv POST local-sr-9 register "$TI" "$ar_body"; expect_http "f9 assignment_ready" 200
+srv POST local-sr-9 connect "$TI" "{\"player_id\":\"${P9[0]}\",\"connection_id\":\"f9\"}"; expect_http "f9 connect" 200
+p9json="[{\"player_id\":\"${P9[0]}\",\"team\":0,\"goals\":3,\"assists\":0,\"saves\":0,\"shots\":3},{\"player_id\":\"${P9[1]}\",\"team\":1,\"goals\":0,\"assists\":0,\"saves\":0,\"shots\":0}]"
+srv POST local-sr-9 result "$TI" "{\"score\":[3,0],\"duration_seconds\":300,\"players\":$p9json}"; expect_http "casual result with a no-show" 200
+expect_eq "completed; the no-show penalised, nobody rated (his team has no one who played)" \
+	"COMPLETED 0 ${P9[1]}:INITIAL_CONNECT_NO_SHOW" \
+	"$(sql "SELECT (SELECT state FROM matches WHERE id = '$M9') || ' ' || (SELECT count(*) FROM rating_changes WHERE match_id = '$M9') || ' ' || string_agg(player_id || ':' || kind, ',') FROM penalties WHERE source_id = '$M9'")"
+pass "casual: a participant who never connected is penalised INITIAL_CONNECT_NO_SHOW and never rated"
+
+# Ranked 2v2 in progress, one never connected: the result calls the match off instead.
+make_match f10 ranked 2 1500/200/0.06 1500/200/0.06 1500/200/0.06 1500/200/0.06
+M10=$MATCH; P10=("${PLAYERS[@]}")
+read -r A10 E10 < <(fixture_allocate "$M10" local-sr-10 17010)
+TJ=$(token "$A10" "$E10")
+srv POST local-sr-10 register "$TJ" "$reg_body"; expect_http "f10 process_ready" 200
+fixture_publish "$M10" "$A10"
+srv POST local-sr-10 register "$TJ" "$ar_body"; expect_http "f10 assignment_ready" 200
+for i in 0 1 2; do
+	srv POST local-sr-10 connect "$TJ" "{\"player_id\":\"${P10[$i]}\",\"connection_id\":\"f10-$i\"}"; expect_http "f10 connect $i" 200
+done
+p10json=$(for i in 0 1 2 3; do printf '{"player_id":"%s","team":%d,"goals":%d,"assists":0,"saves":0,"shots":1},' "${P10[$i]}" $((i / 2)) $((i < 2 ? 1 : 0)); done | sed 's/,$//')
+srv POST local-sr-10 result "$TJ" "{\"score\":[2,0],\"duration_seconds\":300,\"players\":[$p10json]}"
+expect_http "a ranked result with a participant who never connected" 409 invalid_state
+expect_eq "called off: FAILED, nobody rated, the no-show penalised, the others requeued" \
+	"FAILED 0 0 ${P10[3]}:INITIAL_CONNECT_NO_SHOW QUEUED QUEUED QUEUED FAILED" \
+	"$(sql "SELECT (SELECT state FROM matches WHERE id = '$M10') || ' ' || (SELECT count(*) FROM rating_changes WHERE match_id = '$M10') || ' ' || (SELECT count(*) FROM match_results WHERE match_id = '$M10') || ' ' ||
+	        (SELECT string_agg(player_id || ':' || kind, ',') FROM penalties WHERE source_id = '$M10') || ' ' ||
+	        (SELECT string_agg(t.state, ' ' ORDER BY mp.team, mp.player_id) FROM match_players mp JOIN tickets t ON t.id = mp.ticket_id WHERE mp.match_id = '$M10')")"
+grep -q "\"event\":\"match_called_off\".*\"match_id\":\"$M10\"" "$T_DIR/A.log" || fail "no match_called_off log line for $M10"
+pass "ranked: a result with a participant who never connected calls the match off (the no_show settlement), rates nobody"
+
 violations=$(psql -qAtX "$CC_TEST_PG_DSN" -f "$TOP/tests/integration/audit.sql")
 [[ -z "$violations" ]] || fail "audit found violations: $violations"
 pass "audit query: no violations"
