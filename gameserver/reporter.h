@@ -18,6 +18,13 @@
  *   5xx, timeout, refused     retried with backoff (100 ms doubling to 2 s)
  *                             until the job's deadline, then "report_failed"
  *
+ * Deadlines: receipts (connect, disconnect) 30 s; cc-gameserver gives the
+ * result and no_show jobs --end-linger-ms + --result-timeout-ms, 31 s by
+ * default and 240 s at most (gameserver/main.c), after which the process
+ * exits anyway. cc-maintenance's result-missing window (300 s by default)
+ * must exceed that horizon, or a result still being retried could be
+ * overtaken by the sweep.
+ *
  * Order matters (a disconnect after its connect), so a job is retried at
  * the head of the queue; later jobs wait behind it. The queue holds at most
  * CC_REPORTER_QUEUE_MAX jobs; a post to a full queue is refused (logged).

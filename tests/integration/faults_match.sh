@@ -22,18 +22,24 @@
 #      is kicked shutting_down): INITIAL_CONNECT_NO_SHOW for the no-show
 #      (its enqueue is then refused 429 cooldown), FAILED unrated, the other
 #      player QUEUED again at once without penalty.
-#   e. cc-api stopped as the match ends (FULL_TIME) and started again 20 s
+#   e. cc-api SIGKILLed as the match ends (FULL_TIME) and started again 20 s
 #      later on the same port: the result, retried by cc-gameserver's
 #      reporter, lands exactly once (one match_results row, one rating
 #      change per player, ranked games 1).
+#   f. The control plane ends the match mid-play (the match row set FAILED,
+#      standing in for a cc-maintenance settlement): the next heartbeat
+#      answer says FAILED and cc-gameserver calls the match off (players
+#      kicked shutting_down, no result, exit 5, supervisor reports
+#      called_off). The players' tickets are not checked there: the
+#      stand-in moves only the match row.
 #
-# Each ends with the match FAILED or COMPLETED within its deadline (below,
+# Each of a-e ends with the match FAILED or COMPLETED within its deadline (below,
 # asserted), the game server IDLE again, the players able to queue again
 # (an enqueue answered 201, then cancelled; the no-show of c: 429 cooldown),
 # and ratings moved at most once. Deadlines: d 45 s from the restart, a 5 s
-# from the kill, b 15 s from the kill, c connect window (5 s) + 10 s from
-# the connect, e 15 s from the restart of cc-api; the server IDLE within
-# 10 s of the match's end.
+# from the kill, b 15 s from the kill, c connect window (8 s) + 10 s from
+# the connect, e 15 s from the restart of cc-api, f 2 s from the change;
+# the server IDLE within 10 s of the match's end.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_loop.sh"
 source "$(dirname "$0")/lib_match.sh"
@@ -42,7 +48,8 @@ GSCLIENT="$TOP/build/tests/gsclient"
 [[ -x $GSCLIENT ]] || fail "$GSCLIENT is missing (make tests-build builds it)"
 scratch_database faults_match
 loop_secrets
-CONNECT_WINDOW=5
+# Long enough that two clients connect in time on a loaded machine; c waits all of it.
+CONNECT_WINDOW=8
 cat >"$T_DIR/gameserver.conf" <<EOF
 match-seconds = 5
 warmup-seconds = 0
@@ -304,7 +311,8 @@ connect e 1
 in_progress e
 # The server's lines name no match: this match's FULL_TIME is the first one after those of the matches before.
 wait_until "e: FULL_TIME of match $MATCH" 30 '(( $(count_log "$GAME_LOG" "$FULL_TIME") > full_before ))'
-kill "$API_PID"
+# SIGKILL: the outage starts at once, before the result (posted at RESULTS, at least 1 s later) can land.
+kill -9 "$API_PID"
 wait "$API_PID" 2>/dev/null || true
 t_down=$(now)
 state_down=$(mstate "$MATCH")
@@ -327,5 +335,30 @@ stop_clients
 SUMMARY+=("e api-down-20s: COMPLETED ${took}s after cc-api came back, result once")
 pass "e: cc-api down 20 s from FULL_TIME ($state_down): the result landed once, $took s after cc-api came back"
 
+# ---- f. the control plane ends a match mid-play: the server calls it off ----------------
+# A stand-in for a settlement made elsewhere (cc-maintenance's sweeps, not in this test): the match row
+# goes FAILED in SQL. The next heartbeat answer says so and the server stops the match within two
+# heartbeat intervals (0.5 s each) and a second: its players kicked shutting_down, exit 5, server freed.
+make_match f ranked 1 "$RATED" "$RATED"
+connect f 0
+connect f 1
+in_progress f
+t=$(now)
+sql "UPDATE matches SET state = 'FAILED' WHERE id = '$MATCH' AND state = 'IN_PROGRESS'" >/dev/null
+wait_until "f: cc-gameserver calls match $MATCH off after a heartbeat answer said FAILED" 2 \
+	'grep -q "\"event\":\"match_called_off\".*\"reason\":\"control_plane\".*\"match_state\":\"FAILED\"" "$GAME_LOG"'
+took=$(since "$t")
+wait_until "f: both players are told" 10 '[[ -s $T_DIR/f-0.out && -s $T_DIR/f-1.out ]]'
+expect_eq "f: what the players were told" "refused shutting_down|refused shutting_down" \
+	"$(jq -r '.result + " " + .reason' "$T_DIR/f-0.out")|$(jq -r '.result + " " + .reason' "$T_DIR/f-1.out")"
+wait_log "$GAME_LOG" "\"service\":\"cc-supervisor\".*\"event\":\"child_exited\".*\"match_id\":\"$MATCH\".*\"reason\":\"called_off\".*\"code\":5" 10
+expect_eq "f: match_results of $MATCH" 0 "$(sql "SELECT count(*) FROM match_results WHERE match_id = '$MATCH'")"
+rated_at_most_once f 0
+server_freed f
+# (No queue_again: the stand-in moved only the match row; its tickets are the real settlement's to end.)
+stop_clients
+SUMMARY+=("f called-off: stopped ${took}s after the match went FAILED")
+pass "f: match $MATCH FAILED by the control plane mid-play: called off in $took s, players kicked shutting_down, exit 5, server IDLE"
+
 for s in "${SUMMARY[@]}"; do echo "$T_NAME: $s"; done
-pass "five faults, each settled within its deadline: ${SUMMARY[*]}"
+pass "six faults, each settled within its deadline: ${SUMMARY[*]}"
