@@ -8,6 +8,7 @@
 #include "sys/charset.h"
 #include "sys/crypto.h"
 #include "sys/log.h"
+#include "store/purge.h"
 #include "sys/banned.h"
 
 /* The one writer of an outbox row and its notification (migrations/0006_claim_function.up.sql). */
@@ -71,6 +72,32 @@ int cc_outbox_append(struct cc_pg *pg, const struct cc_outbox_event *ev)
 	int rc = cc_pg_exec(pg, sql_append, 6, params, &res);
 	PQclear(res);
 	return rc;
+}
+
+/* ---- retention -------------------------------------------------------------- */
+
+static const char sql_purge_published_count[] =
+	"SELECT count(*) FROM outbox WHERE published_at < now() - make_interval(secs => $1::float8)";
+
+static const char sql_purge_published[] =
+	"DELETE FROM outbox o USING (SELECT id FROM outbox WHERE published_at < now() - make_interval(secs => $1::float8) "
+	"  ORDER BY published_at LIMIT $2::int FOR UPDATE SKIP LOCKED) d WHERE o.id = d.id";
+
+static const char sql_purge_dead_count[] =
+	"SELECT count(*) FROM outbox WHERE dead_lettered_at < now() - make_interval(secs => $1::float8)";
+
+static const char sql_purge_dead[] =
+	"DELETE FROM outbox o USING (SELECT id FROM outbox WHERE dead_lettered_at < now() - make_interval(secs => $1::float8) "
+	"  ORDER BY dead_lettered_at LIMIT $2::int FOR UPDATE SKIP LOCKED) d WHERE o.id = d.id";
+
+int cc_outbox_purge_published(struct cc_pg *pg, int64_t older_than_s, int limit, int64_t *n, int64_t *lag)
+{
+	return cc_store_purge(pg, sql_purge_published_count, sql_purge_published, older_than_s, limit, n, lag);
+}
+
+int cc_outbox_purge_dead_letters(struct cc_pg *pg, int64_t older_than_s, int limit, int64_t *n, int64_t *lag)
+{
+	return cc_store_purge(pg, sql_purge_dead_count, sql_purge_dead, older_than_s, limit, n, lag);
 }
 
 /* ---- dispatch ------------------------------------------------------------ */

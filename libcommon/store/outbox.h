@@ -55,6 +55,19 @@ int cc_outbox_append(struct cc_pg *pg, const struct cc_outbox_event *ev) CC_MUST
 /* True when ev would be accepted by cc_outbox_append (no database needed). */
 bool cc_outbox_event_valid(const struct cc_outbox_event *ev);
 
+/*
+ * Retention (cc-maintenance, store/purge.h): deletes at most limit rows
+ * published more than older_than_s ago (cc_outbox_purge_published) or
+ * dead-lettered more than older_than_s ago (cc_outbox_purge_dead_letters:
+ * kept longest, for operators to replay), oldest first, FOR UPDATE SKIP
+ * LOCKED. Rows still pending are never touched. *n how many; *lag (when
+ * not NULL) how many were past the window before.
+ */
+int cc_outbox_purge_published(struct cc_pg *pg, int64_t older_than_s, int limit, int64_t *n,
+			      int64_t *lag) CC_MUST_CHECK;
+int cc_outbox_purge_dead_letters(struct cc_pg *pg, int64_t older_than_s, int limit, int64_t *n,
+				 int64_t *lag) CC_MUST_CHECK;
+
 /* Why cc_outbox_event_valid refuses ev (a static phrase), or NULL when it does not. */
 const char *cc_outbox_event_fault(const struct cc_outbox_event *ev);
 

@@ -124,3 +124,70 @@ out:
 	PQclear(res);
 	return rc;
 }
+
+/* ---- season rollover ------------------------------------------------------- */
+
+#define RESET_DUE                                                                                    \
+	"r.playlist = (SELECT name FROM playlists WHERE profile) "                                       \
+	"AND r.created_at < (SELECT starts_at FROM seasons WHERE season = $1::int) "                     \
+	"AND NOT EXISTS (SELECT 1 FROM season_resets s WHERE s.player_id = r.player_id AND s.season = $1::int)"
+
+static const char sql_reset_count[] = "SELECT count(*) FROM ratings r WHERE " RESET_DUE;
+
+/* The guard row and the new numbers in one statement: no reset without its guard, no guard without its reset. */
+static const char sql_reset[] =
+	"WITH due AS (SELECT r.player_id, r.playlist, r.rating, r.deviation FROM ratings r WHERE " RESET_DUE
+	"  ORDER BY r.player_id LIMIT $2::int FOR UPDATE OF r SKIP LOCKED), "
+	"guard AS (INSERT INTO season_resets (player_id, season, playlist, rating_before, deviation_before, "
+	"    rating_after, deviation_after) "
+	"  SELECT player_id, $1::int, playlist, rating, deviation, 1500 + (rating - 1500) * (1 - $3::float8), "
+	"    least(350, greatest(deviation, $4::float8)) FROM due "
+	"  ON CONFLICT DO NOTHING RETURNING player_id, playlist, rating_after, deviation_after) "
+	"UPDATE ratings r SET rating = g.rating_after, deviation = g.deviation_after, updated_at = now() "
+	"FROM guard g WHERE r.player_id = g.player_id AND r.playlist = g.playlist "
+	"RETURNING r.player_id::text, json_build_object('season', $1::int, 'playlist', r.playlist, "
+	"  'rating', r.rating, 'deviation', r.deviation)::text";
+
+int cc_ratings_season_reset(struct cc_pg *pg, int season, int limit, int64_t *n, int64_t *lag)
+{
+	char s[16], lim[16], pull[32], floor_dev[32];
+	PGresult *res = NULL;
+	int rc;
+	if (season < 2 || limit < 1)
+		return CC_EINVAL;
+	snprintf(s, sizeof s, "%d", season);
+	snprintf(lim, sizeof lim, "%d", limit);
+	snprintf(pull, sizeof pull, "%.17g", CC_SEASON_RESET_PULL);
+	snprintf(floor_dev, sizeof floor_dev, "%.17g", CC_SEASON_RESET_MIN_DEVIATION);
+	const char *p[] = { s, lim, pull, floor_dev };
+	int64_t due = -1;
+	if (lag) {
+		char *text = NULL;
+		if ((rc = cc_pg_exec_text(pg, sql_reset_count, 1, p, &text)) != 0)
+			return rc;
+		due = strtoll(text, NULL, 10);
+		free(text);
+	}
+	if ((rc = cc_pg_exec(pg, sql_reset, 4, p, &res)) != 0)
+		return rc;
+	for (int i = 0; rc == 0 && i < PQntuples(res); i++) {
+		const char *players[] = { PQgetvalue(res, i, 0) };
+		struct cc_outbox_event ev = {
+			.event = "rating.season_reset",
+			.resource_type = "season_reset",
+			.resource_id = players[0],
+			.revision = season,
+			.player_ids = players,
+			.n_player_ids = 1,
+			.payload_json = PQgetvalue(res, i, 1),
+		};
+		rc = cc_outbox_append(pg, &ev);
+	}
+	if (rc == 0) {
+		*n = PQntuples(res);
+		if (lag)
+			*lag = due;
+	}
+	PQclear(res);
+	return rc;
+}

@@ -193,6 +193,13 @@ int api_disconnect_read(const cJSON *body, const char **player_id, int64_t *gene
 			struct cc_json_error *err) CC_MUST_CHECK;
 extern const char *const api_shutdown_fields[];       /* POST /v1/servers/{id}/shutdown */
 int api_shutdown_read(const cJSON *body, const char **reason, struct cc_json_error *err) CC_MUST_CHECK;
+extern const char *const api_heartbeat_fields[];      /* POST /v1/servers/{id}/heartbeat */
+/* phase: "loading" | "playing" | "ended"; tick: 0 .. 2^53 - 1. */
+int api_heartbeat_read(const cJSON *body, const char **phase, int64_t *tick, struct cc_json_error *err) CC_MUST_CHECK;
+extern const char *const api_no_show_fields[];        /* POST /v1/servers/{id}/no_show */
+#define API_NO_SHOW_MAX 16 /* player ids in one no_show body */
+/* player_ids: 1..API_NO_SHOW_MAX distinct lowercase UUIDs, copied into ids (*n of them). */
+int api_no_show_read(const cJSON *body, char (*ids)[CC_UUID_BUF], size_t *n, struct cc_json_error *err) CC_MUST_CHECK;
 
 /* True when key is a valid Idempotency-Key: 1-128 characters [A-Za-z0-9_-]. */
 bool api_idempotency_key_valid(const char *key);
@@ -301,11 +308,13 @@ bool api_operator_authorized(struct api *api, const struct cc_http_request *req,
 
 /*
  * The RankedProfile object of contracts/v1/openapi.json (rating, deviation,
- * tier, provisional, ranked_games, season_end) from a stored rating row, for
+ * tier, provisional, ranked_games, season_end) from a stored rating row and
+ * the running season's end (RFC 3339; NULL or "" = null: no season), for
  * GET /v1/profile/ranked and the operator's player view alike. Returns a new
  * tree the caller frees with cJSON_Delete, or NULL when out of memory.
  */
-cJSON *api_ranked_profile(const struct api *api, double rating, double deviation, long ranked_games);
+cJSON *api_ranked_profile(const struct api *api, double rating, double deviation, long ranked_games,
+			  const char *season_end);
 
 /* ---- route handlers ------------------------------------------------------ */
 
@@ -333,6 +342,8 @@ int api_server_connect(const struct cc_http_request *req, struct cc_http_respons
 int api_server_disconnect(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_server_shutdown(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_server_result(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_server_heartbeat(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_server_no_show(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_match_assignment(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 
 /*

@@ -25,6 +25,7 @@
 #include "store/players.h"
 #include "store/proposals.h"
 #include "store/queue_stats.h"
+#include "store/seasons.h"
 #include "store/sessions.h"
 #include "sys/banned.h"
 
@@ -32,9 +33,11 @@
  * The documented PlayerView from the text cc_player_view built: its rating, when
  * present, carries only the stored numbers and becomes the full ranked
  * profile (tier, provisional, season_end) that GET /v1/profile/ranked
- * shows. Returns malloc'd JSON text, or NULL when out of memory.
+ * shows, with the running season's end (pg: the transaction's connection).
+ * Returns malloc'd JSON text, or NULL when out of memory or the season
+ * could not be read.
  */
-static char *player_view_text(const struct api *api, const char *stored)
+static char *player_view_text(const struct api *api, struct cc_pg *pg, const char *stored)
 {
 	cJSON *view = cJSON_Parse(stored);
 	char *text = NULL;
@@ -47,7 +50,11 @@ static char *player_view_text(const struct api *api, const char *stored)
 		const cJSON *g = cJSON_GetObjectItemCaseSensitive(rating, "ranked_games");
 		if (!cJSON_IsNumber(r) || !cJSON_IsNumber(d) || !cJSON_IsNumber(g))
 			CC_BUG("cc_player_view built a rating without rating, deviation and ranked_games");
-		cJSON *profile = api_ranked_profile(api, r->valuedouble, d->valuedouble, (long)g->valuedouble);
+		struct cc_season season;
+		if (cc_season_current(pg, &season) != 0)
+			goto out; /* answered 503 like any database failure */
+		cJSON *profile = api_ranked_profile(api, r->valuedouble, d->valuedouble, (long)g->valuedouble,
+						    season.ends_at);
 		if (!profile || !cJSON_ReplaceItemInObjectCaseSensitive(view, "rating", profile)) {
 			cJSON_Delete(profile);
 			goto out;
@@ -171,7 +178,7 @@ static int ban_tx_run(struct cc_pg *pg, void *arg)
 	}
 	if ((rc = cc_player_view(pg, tx->player_id, &stored)) != 0)
 		goto out;
-	view = player_view_text(tx->api, stored);
+	view = player_view_text(tx->api, pg, stored);
 	rc = view ? api_answer_body(&tx->answer, 200, view) : CC_ENOMEM;
 out:
 	free(view);
@@ -268,7 +275,7 @@ int api_operator_player(const struct cc_http_request *req, struct cc_http_respon
 		cc_http_error_unavailable(resp, "unavailable", "out of memory");
 	else if (rc != 0)
 		cc_http_error_unavailable(resp, "unavailable", "the database is unavailable; retry shortly");
-	else if (!(view = player_view_text(api, stored)) ||
+	else if (!(view = player_view_text(api, pg, stored)) ||
 		 cc_http_respond_text(resp, 200, "application/json", view, strlen(view)) != 0)
 		cc_http_error_unavailable(resp, "unavailable", "out of memory");
 	free(view);

@@ -29,6 +29,8 @@ const struct cc_http_route api_routes[] = {
 	{ "POST", "/v1/servers/{server_id}/disconnect", api_server_disconnect },
 	{ "POST", "/v1/servers/{server_id}/shutdown", api_server_shutdown },
 	{ "POST", "/v1/servers/{server_id}/result", api_server_result },
+	{ "POST", "/v1/servers/{server_id}/heartbeat", api_server_heartbeat },
+	{ "POST", "/v1/servers/{server_id}/no_show", api_server_no_show },
 	{ "GET", "/v1/matches/{match_id}/assignment", api_match_assignment },
 };
 const size_t api_n_routes = CC_ARRAY_LEN(api_routes);
