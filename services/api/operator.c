@@ -309,7 +309,7 @@ int api_operator_queue_stats(const struct cc_http_request *req, struct cc_http_r
 
 /*
  * Parses text as a decimal integer in [min, max]: digits only, no sign, no
- * spaces, at most 19 of them. Returns false for anything else.
+ * spaces, at most 18 of them (OUTBOX_ID_MAX). Returns false for anything else.
  */
 static bool decimal_in(const char *text, int64_t min, int64_t max, int64_t *out)
 {
