@@ -179,6 +179,8 @@ int api_proposal_response_read(const cJSON *body, bool *accept, int64_t *revisio
 extern const char *const api_ban_fields[];            /* POST /v1/admin/players/{id}/ban */
 int api_ban_read(const cJSON *body, const char **until, const char **reason,
 		 struct cc_json_error *err) CC_MUST_CHECK;
+extern const char *const api_replay_fields[];         /* POST /v1/admin/outbox/dead-letters/{id}/replay */
+int api_replay_read(const cJSON *body, int64_t *replays, struct cc_json_error *err) CC_MUST_CHECK;
 /* The game-server routes (servers.c); the result body's reader is cc_match_result_parse (fuzz_match_result). */
 extern const char *const api_register_fields[];       /* POST /v1/servers/{id}/register */
 int api_register_read(const cJSON *body, const char **state, int64_t *protocol_version, const char **image_digest,
@@ -330,6 +332,8 @@ int api_operator_player(const struct cc_http_request *req, struct cc_http_respon
 int api_proposal_get(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_proposal_respond(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_operator_queue_stats(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_operator_dead_letters(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_operator_replay(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 
 /* The game server's routes and the player's assignment (servers.c). */
 int api_server_register(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);

@@ -82,6 +82,7 @@ const UNPROVOKABLE = {
   'POST /v1/servers/{server_id}/disconnect 503 retry_exhausted': RETRY_EXHAUSTED,
   'POST /v1/servers/{server_id}/shutdown 503 retry_exhausted': RETRY_EXHAUSTED,
   'POST /v1/servers/{server_id}/result 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/admin/outbox/dead-letters/{outbox_id}/replay 503 retry_exhausted': RETRY_EXHAUSTED,
   'POST /v1/servers/{server_id}/heartbeat 503 retry_exhausted': RETRY_EXHAUSTED,
   'POST /v1/servers/{server_id}/no_show 503 retry_exhausted': RETRY_EXHAUSTED,
 };
@@ -336,6 +337,7 @@ function responseProblems(opKey, res, text, json) {
 /*
  * call: one request, checked. c = {
  *   server, op: "POST /v1/queue/{ticket_id}/heartbeat", params: {ticket_id},
+ *   query: {name: value} (appended as ?name=value&...),
  *   as: {token, who} (bearer) | undefined, headers, json | raw (body),
  *   expect: [status, code] (code omitted for success), why: what it shows }.
  * Returns {status, json, headers} (status 0 when the request failed).
@@ -349,7 +351,8 @@ async function call(c) {
     template.replace(/\{(\w+)\}/g, (_, k) => {
       if (!(k in c.params)) fatal(`test bug: ${c.op} needs params.${k}`);
       return encodeURIComponent(c.params[k]);
-    });
+    }) +
+    (c.query ? `?${new URLSearchParams(c.query)}` : '');
   const headers = { ...(c.headers || {}) };
   if (c.as) headers.Authorization = c.dupAuth ? [`Bearer ${c.as.token}`, `Bearer ${c.as.token}`] : `Bearer ${c.as.token}`;
   let body;
@@ -512,6 +515,8 @@ function adminRoutes(playerId) {
     { op: 'POST /v1/admin/players/{player_id}/unban', params: { player_id: playerId } },
     { op: 'GET /v1/admin/players/{player_id}', params: { player_id: playerId } },
     { op: 'GET /v1/admin/queue/stats' },
+    { op: 'GET /v1/admin/outbox/dead-letters' },
+    { op: 'POST /v1/admin/outbox/dead-letters/{outbox_id}/replay', params: { outbox_id: 1 }, json: { replays: 0 } },
   ];
 }
 
@@ -1144,6 +1149,37 @@ async function banCases(S, p) {
   }
 }
 
+// The outbox's dead letters: planted as cc-maintenance's dispatcher leaves them.
+async function deadLetterCases(S) {
+  const list = 'GET /v1/admin/outbox/dead-letters';
+  const replay = 'POST /v1/admin/outbox/dead-letters/{outbox_id}/replay';
+  const plant = () =>
+    Number(sql("INSERT INTO outbox (event, resource_type, resource_id, revision, player_ids, attempts, dead_lettered_at, last_error) " +
+      "SELECT 'test.poisoned', 'test', gen_random_uuid(), 1, array_fill(gen_random_uuid(), ARRAY[65]), 5, now(), " +
+      "'invalid envelope: player_ids must be at most 64 ids' RETURNING id"));
+  const a = plant();
+  const b = plant();
+  await call({ server: S, op: list, query: { limit: 1 }, as: OPERATOR, expect: [200], why: 'newest dead letter, a page of one',
+    check: (j) => (j.dead_letters.length === 1 && j.dead_letters[0].id === b && j.next_before === b ? null : `page ${JSON.stringify(j)}`) });
+  await call({ server: S, op: list, query: { before: b, limit: 100 }, as: OPERATOR, expect: [200], why: 'the page before it',
+    check: (j) => (j.dead_letters.length > 0 && j.dead_letters[0].id === a ? null : `page ${clip(JSON.stringify(j))}`) });
+  await call({ server: S, op: list, query: { limit: 0 }, as: OPERATOR, expect: [400, 'invalid_request'], why: 'limit 0' });
+  await call({ server: S, op: list, query: { limit: 101 }, as: OPERATOR, expect: [400, 'invalid_request'], why: 'limit 101' });
+  await call({ server: S, op: list, query: { before: 'x' }, as: OPERATOR, expect: [400, 'invalid_request'], why: 'before not a number' });
+  await call({ server: S, op: replay, params: { outbox_id: a }, as: OPERATOR, json: { replays: 0 }, expect: [200], why: 'replay',
+    check: (j) => (j.replayed === true && j.state === 'pending' && j.replays === 1 ? null : `after the replay: ${JSON.stringify(j)}`) });
+  await call({ server: S, op: replay, params: { outbox_id: a }, as: OPERATOR, json: { replays: 0 }, expect: [200], why: 'the same replay again',
+    check: (j) => (j.replayed === false && j.replays === 1 ? null : `after the repeat: ${JSON.stringify(j)}`) });
+  await call({ server: S, op: replay, params: { outbox_id: a }, as: OPERATOR, json: { replays: 3 }, expect: [409, 'revision_conflict'], why: 'stale fence' });
+  await call({ server: S, op: replay, params: { outbox_id: a }, as: OPERATOR, json: { replays: 1 }, expect: [409, 'invalid_state'], why: 'not dead-lettered (pending again)' });
+  await call({ server: S, op: replay, params: { outbox_id: 999999999999999 }, as: OPERATOR, json: { replays: 0 }, expect: [404, 'not_found'], why: 'no such dead letter' });
+  await call({ server: S, op: replay, params: { outbox_id: 'abc' }, as: OPERATOR, json: { replays: 0 }, expect: [400, 'invalid_request'], why: 'outbox_id not a number' });
+  await call({ server: S, op: replay, params: { outbox_id: b }, as: OPERATOR, raw: '{"replays"', expect: [400, 'invalid_json'], why: 'truncated JSON' });
+  await call({ server: S, op: replay, params: { outbox_id: b }, as: OPERATOR, json: { replays: -1 }, expect: [400, 'invalid_request'], why: 'negative replays' });
+  await call({ server: S, op: replay, params: { outbox_id: b }, as: OPERATOR, json: { replays: 0, force: true }, expect: [400, 'invalid_request'], why: 'unknown field' });
+  await call({ server: S, op: replay, params: { outbox_id: b }, as: OPERATOR, raw: OVERSIZED, expect: [413, 'body_too_large'], why: 'body over 64 KiB' });
+}
+
 // ---- scenarios on the servers that cannot reach their database ---------------------------
 
 async function outageCases(S, p) {
@@ -1371,6 +1407,7 @@ async function main() {
   await scenario('server routes', () => serverCases(api));
   await scenario('auth', () => authCases(api, expired));
   await scenario('ban', () => banCases(api, banned));
+  await scenario('dead letters', () => deadLetterCases(api));
   await scenario('database down', () => outageCases(steam, main));
   await scenario('not configured', () => unconfiguredCases(bare, main));
   await scenario('every route', () => everyRouteCases(api, main));

@@ -257,11 +257,18 @@ static int batch_tx_run(struct cc_pg *c, void *arg)
 	return maint_outbox_batch(c, tx->m, &tx->b);
 }
 
-/* One batch as main.c runs it: one SERIALIZABLE transaction, then committed(). */
+/*
+ * One batch as main.c runs it: one SERIALIZABLE transaction, then
+ * committed(). read_committed runs it at READ COMMITTED instead
+ * (cc_pg_run_locked), where no serialization failure backs the claim up:
+ * the race is run both ways.
+ */
+static bool read_committed;
+
 static int run_batch(struct cc_pg *c, struct maint *m, struct maint_batch *out)
 {
 	struct batch_tx tx = { .m = m };
-	int rc = cc_pg_run_serializable(c, batch_tx_run, &tx);
+	int rc = read_committed ? cc_pg_run_locked(c, batch_tx_run, &tx) : cc_pg_run_serializable(c, batch_tx_run, &tx);
 	if (rc == 0 && tx.b.committed)
 		tx.b.committed(&tx.b);
 	if (rc == 0 && out)
@@ -446,7 +453,22 @@ static void *race_main(void *arg)
 	return NULL;
 }
 
+static void race(void);
+
 START_TEST(test_two_dispatchers_keep_each_aggregate_in_order)
+{
+	race();
+}
+END_TEST
+
+START_TEST(test_two_dispatchers_keep_order_at_read_committed)
+{
+	read_committed = true;
+	race();
+}
+END_TEST
+
+static void race(void)
 {
 	char agg[RACE_AGGREGATES][CC_UUID_BUF];
 	char array[RACE_AGGREGATES * (CC_UUID_BUF + 1) + 3];
@@ -502,9 +524,9 @@ START_TEST(test_two_dispatchers_keep_each_aggregate_in_order)
 		pthread_join(r[i].thread, NULL);
 		cc_pg_free(r[i].pg);
 	}
-	printf("race: %zu of %zu rows arrived in %lld ms; dispatcher A %lld rows in %lld batches (%lld failed, last %s), "
+	printf("race (%s): %zu of %zu rows arrived in %lld ms; dispatcher A %lld rows in %lld batches (%lld failed, last %s), "
 	       "B %lld rows in %lld batches (%lld failed, last %s)\n",
-	       got, want, (long long)elapsed, (long long)r[0].rows, (long long)r[0].batches,
+	       read_committed ? "READ COMMITTED" : "SERIALIZABLE", got, want, (long long)elapsed, (long long)r[0].rows, (long long)r[0].batches,
 	       (long long)r[0].failed_batches, cc_errname(r[0].last_rc), (long long)r[1].rows, (long long)r[1].batches,
 	       (long long)r[1].failed_batches, cc_errname(r[1].last_rc));
 	ck_assert_msg(got == want, "%zu of %zu rows arrived within 90 s", got, want);
@@ -544,7 +566,6 @@ START_TEST(test_two_dispatchers_keep_each_aggregate_in_order)
 			 (int64_t)want);
 	listener_stop(l);
 }
-END_TEST
 
 START_TEST(test_big_envelope_goes_as_a_reference)
 {
@@ -659,6 +680,73 @@ START_TEST(test_dead_letter_is_listed_and_replayed_once_in_order)
 }
 END_TEST
 
+/* ---- positions in commit order -------------------------------------------------------- */
+
+struct blocked_batch {
+	struct cc_pg *pg;
+	pthread_t thread;
+	int rc;
+	struct maint_batch b;
+};
+
+static void *blocked_main(void *arg)
+{
+	struct blocked_batch *x = arg;
+	x->rc = run_batch(x->pg, &m, &x->b);
+	return NULL;
+}
+
+/*
+ * Dispatcher X delivers a's row and has not committed; dispatcher Y
+ * delivers b's row meanwhile. Y must wait for X's commit to take its
+ * position, so positions arrive in increasing order: without the position
+ * lock Y would commit a higher position first, and a listener resuming
+ * from it would never see X's.
+ */
+START_TEST(test_positions_follow_commit_order)
+{
+	char a[CC_UUID_BUF], b[CC_UUID_BUF];
+	new_uuid(a);
+	new_uuid(b);
+	struct listener *l = listener_start();
+	int64_t a1 = append(a, 1, NULL), b1 = append(b, 1, NULL);
+	cfg.batch = 1;
+
+	struct cc_pg *x = connect_db();
+	struct maint_batch xb;
+	ck_assert_int_eq(cc_pg_exec(x, "BEGIN ISOLATION LEVEL SERIALIZABLE", 0, NULL, NULL), 0);
+	ck_assert_int_eq(maint_outbox_batch(x, &m, &xb), 0);
+	ck_assert_int_eq(xb.rows, 1); /* a1, the lowest id: delivered, position taken, not committed */
+
+	struct blocked_batch y = { .pg = connect_db() };
+	ck_assert_int_eq(pthread_create(&y.thread, NULL, blocked_main, &y), 0);
+	/* Y has claimed b1 (a1 is X's) and waits for the position lock. */
+	int64_t deadline = cc_clock_ms() + 10000, waiting = 0;
+	while ((waiting = q_int(pg, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted", 0,
+				NULL)) == 0 &&
+	       cc_clock_ms() < deadline)
+		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
+	bool y_done_early = published(b1);
+	ck_assert_int_eq(cc_pg_exec(x, "COMMIT", 0, NULL, NULL), 0);
+	pthread_join(y.thread, NULL);
+	cc_pg_free(y.pg);
+	cc_pg_free(x);
+	ck_assert_msg(waiting == 1 && !y_done_early,
+		      "dispatcher Y did not wait for X's position lock (waiters %lld, b1 published before X's commit %d)",
+		      (long long)waiting, y_done_early);
+	ck_assert_msg(y.rc == 0, "dispatcher Y: %s", cc_errname(y.rc));
+	ck_assert_msg(published(a1) && published(b1), "a1 %d b1 %d", published(a1), published(b1));
+	ck_assert_uint_eq(wait_arrivals(l, NULL, 2, 5000), 2);
+	pthread_mutex_lock(&l->mu);
+	struct arrival first = l->a[0], second = l->a[1];
+	pthread_mutex_unlock(&l->mu);
+	ck_assert_msg(first.id == a1 && second.id == b1 && first.position < second.position,
+		      "arrivals: id %lld at %lld, then id %lld at %lld", (long long)first.id, (long long)first.position,
+		      (long long)second.id, (long long)second.position);
+	listener_stop(l);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("outbox_dispatch");
@@ -669,7 +757,9 @@ int main(void)
 	tcase_add_test(tc, test_locked_head_holds_back_its_aggregate);
 	tcase_add_test(tc, test_big_envelope_goes_as_a_reference);
 	tcase_add_test(tc, test_dead_letter_is_listed_and_replayed_once_in_order);
+	tcase_add_test(tc, test_positions_follow_commit_order);
 	tcase_add_test(tc, test_two_dispatchers_keep_each_aggregate_in_order);
+	tcase_add_test(tc, test_two_dispatchers_keep_order_at_read_committed);
 	suite_add_tcase(s, tc);
 	return cc_test_run_suite(s);
 }
