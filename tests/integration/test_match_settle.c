@@ -795,6 +795,28 @@ START_TEST(test_concurrent_selectors_never_share_an_id)
 	ck_assert_int_eq(la, 8);
 	ck_assert_int_eq(cc_pg_rollback(a), 0);
 	ck_assert_int_eq(cc_pg_rollback(b), 0);
+	/* The joined selectors (match and allocation locked together): silent servers, no-shows, missing results. */
+	static const selector_fn joined[] = { cc_matches_due_server_silent, cc_matches_due_no_show,
+					      cc_matches_due_result_missing };
+	for (int i = 0; i < 6; i++) {
+		char x[CC_UUID_BUF];
+		match_at("ranked", 1, i % 2 ? S_IN_PROGRESS : S_RESULT_PENDING, 1, x);
+		age(x, 300);
+	}
+	static const size_t due[] = { 6, 3, 3 };
+	for (size_t f = 0; f < 3; f++) {
+		ck_assert_int_eq(cc_pg_exec(a, "BEGIN ISOLATION LEVEL SERIALIZABLE", 0, NULL, NULL), 0);
+		ck_assert_int_eq(cc_pg_exec(b, "BEGIN ISOLATION LEVEL SERIALIZABLE", 0, NULL, NULL), 0);
+		ck_assert_int_eq(joined[f](a, 120, 2, ia, &na, &la), 0);
+		ck_assert_int_eq(joined[f](b, 120, 8, ib, &nb, &lb), 0);
+		ck_assert_msg(na == 2 && nb == due[f] - 2 && la == (int64_t)due[f] && lb == (int64_t)due[f],
+			      "selector %zu: %zu and %zu picked, lag %lld and %lld, want 2 and %zu of %zu", f, na, nb,
+			      (long long)la, (long long)lb, due[f] - 2, due[f]);
+		for (size_t i = 0; i < na; i++)
+			ck_assert_msg(!has(ib, nb, ia[i]), "selector %zu: both transactions got %s", f, ia[i]);
+		ck_assert_int_eq(cc_pg_rollback(a), 0);
+		ck_assert_int_eq(cc_pg_rollback(b), 0);
+	}
 	cc_pg_free(a);
 	cc_pg_free(b);
 }
