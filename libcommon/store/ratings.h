@@ -86,4 +86,16 @@ CC_MUST_CHECK int cc_rating_record(struct cc_pg *pg, const char *player_id, cons
  */
 CC_MUST_CHECK int cc_ratings_season_reset(struct cc_pg *pg, int season, int limit, int64_t *n, int64_t *lag);
 
+/*
+ * The same reset, rule and guard, for the named players (1..64 UUIDs) who
+ * are due it, locked FOR UPDATE (no SKIP LOCKED: a sweep batch holding one
+ * is waited for). The result route calls it before it locks and rates a
+ * profile-playlist match, so a player whose first game of a season comes
+ * before the season sweep reaches them is reset first and then rated,
+ * never rated and then pulled halfway back. *n (may be NULL) how many were
+ * reset. Returns 0, CC_EINVAL, CC_ENOMEM, or a database error.
+ */
+CC_MUST_CHECK int cc_ratings_season_reset_players(struct cc_pg *pg, int season, const char (*ids)[CC_UUID_BUF],
+						  size_t n_ids, int64_t *n);
+
 #endif

@@ -50,6 +50,7 @@
 #include "store/penalties.h"
 #include "store/ratings.h"
 #include "store/results.h"
+#include "store/seasons.h"
 #include "store/server_routes.h"
 #include "store/tickets.h"
 #include "sys/charset.h"
@@ -813,6 +814,24 @@ static bool never_connected(const struct result_tx *tx, const char *player_id)
 }
 
 /*
+ * A profile-playlist game rates from the running season's numbers: a player
+ * due that season's soft reset (cc-maintenance's season sweep has not
+ * reached them yet) gets it now, through the sweep's own statement and
+ * guard, before the rating is locked and moved.
+ */
+static int season_reset_first(struct cc_pg *pg, const char *playlist, const char (*ids)[CC_UUID_BUF], size_t n)
+{
+	const struct cc_playlist *profile = cc_playlist_profile();
+	struct cc_season season;
+	if (!profile || strcmp(profile->name, playlist) != 0 || n == 0)
+		return 0;
+	int rc = cc_season_current(pg, &season);
+	if (rc != 0 || season.season < 2)
+		return rc;
+	return cc_ratings_season_reset_players(pg, season.season, ids, n, NULL);
+}
+
+/*
  * Every human participant's rating in the match's playlist, moved once:
  * each player of a team against the other team as a composite opponent
  * (cc_glicko2_rate_match), before and after recorded beside the result.
@@ -850,7 +869,9 @@ static int rate_players(struct cc_pg *pg, struct result_tx *tx)
 		return 0;
 	}
 	n[0] = n[1] = 0;
-	int rc = cc_ratings_lock(pg, m->playlist, (const char (*)[CC_UUID_BUF])ids, humans, before, NULL);
+	int rc = season_reset_first(pg, m->playlist, (const char (*)[CC_UUID_BUF])ids, humans);
+	if (rc == 0)
+		rc = cc_ratings_lock(pg, m->playlist, (const char (*)[CC_UUID_BUF])ids, humans, before, NULL);
 	if (rc != 0)
 		return rc;
 	for (size_t i = 0; i < humans; i++) {

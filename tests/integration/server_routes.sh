@@ -520,6 +520,39 @@ expect_eq "called off: FAILED, nobody rated, the no-show penalised, the others r
 grep -q "\"event\":\"match_called_off\".*\"match_id\":\"$M10\"" "$T_DIR/A.log" || fail "no match_called_off log line for $M10"
 pass "ranked: a result with a participant who never connected calls the match off (the no_show settlement), rates nobody"
 
+# ---- issue 19: a ranked game in a new season rates from the reset numbers ----------------
+# TEST FIXTURE: a season running since a minute ago (numbered past any other test's, at
+# least 2) and four ranked ratings made before it, not reset yet: cc-maintenance's season
+# sweep has not reached them. The result must reset them first (the sweep's statement
+# and guard), then rate from the reset numbers (1900/80 -> 1700/200, 1300/250 -> 1400/250,
+# 1500/80 -> 1500/200 twice), never rate the old ones and pull them back after.
+make_match f11 ranked 2 1900/80/0.06 1500/80/0.06 1300/250/0.06 1500/80/0.06
+M11=$MATCH; P11=("${PLAYERS[@]}")
+in11="'${P11[0]}', '${P11[1]}', '${P11[2]}', '${P11[3]}'"
+season11=$(sql "INSERT INTO seasons (season, starts_at, ends_at)
+	SELECT greatest(coalesce(max(season), 0) + 1, 2), now() - interval '1 minute', now() + interval '12 weeks' FROM seasons RETURNING season")
+sql "UPDATE ratings SET created_at = now() - interval '1 day' WHERE player_id IN ($in11)" >/dev/null
+read -r A11 E11 < <(fixture_allocate "$M11" local-sr-11 17011)
+TK=$(token "$A11" "$E11")
+srv POST local-sr-11 register "$TK" "$reg_body"; expect_http "f11 process_ready" 200
+fixture_publish "$M11" "$A11"
+srv POST local-sr-11 register "$TK" "$ar_body"; expect_http "f11 assignment_ready" 200
+for i in 0 1 2 3; do
+	srv POST local-sr-11 connect "$TK" "{\"player_id\":\"${P11[$i]}\",\"connection_id\":\"f11-$i\"}"; expect_http "f11 connect $i" 200
+done
+p11json=$(for i in 0 1 2 3; do printf '{"player_id":"%s","team":%d,"goals":%d,"assists":0,"saves":0,"shots":1},' "${P11[$i]}" $((i / 2)) $((i == 0 ? 1 : 0)); done | sed 's/,$//')
+srv POST local-sr-11 result "$TK" "{\"score\":[1,0],\"duration_seconds\":300,\"players\":[$p11json]}"; expect_http "f11 result in a new season" 200
+expect_eq "rated from the season's reset numbers" "1400/250 1500/200 1500/200 1700/200" \
+	"$(sql "SELECT string_agg(round(rating_before) || '/' || round(deviation_before), ' ' ORDER BY rating_before) FROM rating_changes WHERE match_id = '$M11'")"
+expect_eq "one reset each, for that season" "4 $season11" \
+	"$(sql "SELECT count(*) || ' ' || min(season) FROM season_resets WHERE player_id IN ($in11)")"
+after11=$(sql "SELECT string_agg(rating || '/' || deviation, ' ' ORDER BY player_id) FROM ratings WHERE playlist = 'ranked' AND player_id IN ($in11)")
+COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" "$BIN/cc-maintenance" --once --admin-port=0 >"$T_DIR/maint11.log" 2>&1 ||
+	fail "cc-maintenance --once exited $?: $(tail -5 "$T_DIR/maint11.log")"
+expect_eq "the season sweep afterwards changes no rating" "$after11" \
+	"$(sql "SELECT string_agg(rating || '/' || deviation, ' ' ORDER BY player_id) FROM ratings WHERE playlist = 'ranked' AND player_id IN ($in11)")"
+pass "a ranked result in a new season resets its players first (season $season11, once each) and rates from the reset numbers; the sweep after it changes nothing"
+
 violations=$(psql -qAtX "$CC_TEST_PG_DSN" -f "$TOP/tests/integration/audit.sql")
 [[ -z "$violations" ]] || fail "audit found violations: $violations"
 pass "audit query: no violations"
