@@ -333,13 +333,8 @@ int cc_proposals_purge_unmatched(struct cc_pg *pg, int64_t older_than_s, int lim
 	snprintf(secs, sizeof secs, "%lld", (long long)older_than_s);
 	snprintf(lim, sizeof lim, "%d", limit);
 	const char *p[] = { secs, lim };
-	if (lag) {
-		char *text = NULL;
-		if ((rc = cc_pg_exec_text(pg, sql_purge_count, 1, p, &text)) != 0)
-			return rc;
-		due = strtoll(text, NULL, 10);
-		free(text);
-	}
+	if (lag && (rc = cc_store_purge_due(pg, sql_purge_count, older_than_s, &due)) != 0)
+		return rc;
 	if ((rc = cc_pg_exec_text(pg, sql_purge_pick, 2, p, &ids)) != 0)
 		return rc;
 	const char *pi[] = { ids };

@@ -29,4 +29,11 @@
 int cc_store_purge(struct cc_pg *pg, const char *sql_count, const char *sql_delete, int64_t older_than_s, int limit,
 		   int64_t *n, int64_t *lag) CC_MUST_CHECK;
 
+/*
+ * The count half alone, for a purge of several statements (proposals.c):
+ * runs sql_count with $1 = older_than_s into *due. Returns 0 or
+ * cc_pg_exec's error; *due is written only on success.
+ */
+int cc_store_purge_due(struct cc_pg *pg, const char *sql_count, int64_t older_than_s, int64_t *due) CC_MUST_CHECK;
+
 #endif
