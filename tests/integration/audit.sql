@@ -17,6 +17,15 @@
 --  7. a ranked proposal's arena is ranked-eligible
 --  8. every proposal was announced: one proposal.opened outbox row, and
 --     one ticket.proposed row per participant naming the proposal
+-- The match endings (issue 19, store/match_settle.h): each ending moves the
+-- match, its tickets and its allocation in one transaction, so these hold
+-- in every snapshot:
+--  9. no ticket is MATCHED or ASSIGNED in a match that is over (COMPLETED
+--     or FAILED): its player could never queue again
+-- 10. no match past ALLOCATING and not over runs on an allocation that is
+--     over (RELEASED or FAILED): a game nobody serves, or a second server
+-- 11. no rating change belongs to a match that did not complete (a FAILED
+--     match rates nobody)
 WITH live AS (
     SELECT * FROM proposals WHERE state IN ('OPEN', 'ACCEPTED')
 ), part AS (
@@ -99,5 +108,21 @@ WHERE NOT EXISTS (SELECT 1 FROM outbox o
                   WHERE o.event = 'ticket.proposed' AND o.resource_id = part.ticket_id
                     AND o.payload ->> 'proposal_id' = part.proposal_id::text
                     AND o.player_ids = ARRAY[part.t_player])
+
+UNION ALL
+SELECT 'ticket_held_by_ended_match', t.id::text, format('%s in match %s, which is %s', t.state, m.id, m.state)
+FROM tickets t JOIN matches m ON m.id = t.match_id
+WHERE t.state IN ('MATCHED', 'ASSIGNED') AND m.state IN ('COMPLETED', 'FAILED')
+
+UNION ALL
+SELECT 'live_match_without_server', m.id::text, format('%s on allocation %s, which is %s', m.state, a.id, a.state)
+FROM matches m JOIN allocations a ON a.match_id = m.id
+WHERE m.state IN ('PROCESS_READY', 'ASSIGNMENT_READY', 'IN_PROGRESS', 'RESULT_PENDING')
+  AND a.state IN ('RELEASED', 'FAILED')
+
+UNION ALL
+SELECT 'rating_change_of_unfinished_match', r.match_id::text, format('player %s, match %s', r.player_id, m.state)
+FROM rating_changes r JOIN matches m ON m.id = r.match_id
+WHERE m.state <> 'COMPLETED'
 
 ORDER BY 1, 2;
