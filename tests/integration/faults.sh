@@ -60,7 +60,10 @@
 #                   restarts it, the new one is refused PROCESS_READY (409
 #                   invalid_state), kills its child before anyone plays and
 #                   reports server_lost (or the server_silent sweep, 5 s,
-#                   settles it first): FAILED within 15 s
+#                   settles it first): FAILED within 6 s, under the game
+#                   server's 8 s connect window, so a second server that
+#                   starts the match (the bug of issue 19) cannot meet it
+#                   even when its no-show call-off ends the match unrated
 #
 # Each with no result, nobody rated (rating_changes none, ranked games 0
 # and deviation 350 untouched), its server IDLE again within 10 s of the
@@ -488,7 +491,7 @@ kill -9 "$gs_pid"
 t_sup=$(now)
 kill -9 "$sup_pid"
 settled gskill "$t_gs" 5
-settled supkill "$t_sup" 15
+settled supkill "$t_sup" 6
 grep -q "\"event\":\"match_past_registration\".*\"match_id\":\"$supkill_MATCH\"" "$SUP_LOG" ||
 	fail "supervisor-kill: the restarted supervisor never said match_past_registration for $supkill_MATCH"
 reason=$(sql "SELECT shutdown_reason FROM allocations WHERE match_id = '$supkill_MATCH'")
