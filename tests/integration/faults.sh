@@ -540,4 +540,4 @@ done
 expect_eq "player errors over $rounds rounds" 0 "$errors"
 ((rounds >= 2 * LOOPS)) || fail "only $rounds rounds of players ran"
 for r in "${RECOVERY[@]}"; do echo "$T_NAME: recovery: $r"; done
-pass "6 faults under $rounds rounds, then the game-server and supervisor kills, of players ($matched matched, $retries retries, 0 errors); every load match reclaimed by the stalled sweep; audit clean; no live ticket of a gone owner; lease takeover $takeover s"
+pass "6 faults under $rounds rounds of players ($matched matched, $retries retries, 0 errors), then the game-server and supervisor kills; every load match reclaimed by the stalled sweep; audit clean; no live ticket of a gone owner; lease takeover $takeover s"
