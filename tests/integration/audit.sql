@@ -6,7 +6,8 @@
 -- through outbox_by_resource (migration 0008): tests/integration/audit_speed.sh
 -- holds it under 1 s on 100k outbox rows and 3,000 open proposals.
 --
---  1. no ticket is in more than one proposal that is OPEN or ACCEPTED
+--  1. no ticket is in more than one proposal that is OPEN, or ACCEPTED with
+--     its match not over
 --  2. every PROPOSED ticket points at an OPEN proposal it participates in
 --  3. every OPEN proposal has exactly 2 * team_size participants, team_size
 --     per team, whose tickets are PROPOSED with that proposal_id
@@ -27,7 +28,13 @@
 -- 11. no rating change belongs to a match that did not complete (a FAILED
 --     match rates nobody)
 WITH live AS (
-    SELECT * FROM proposals WHERE state IN ('OPEN', 'ACCEPTED')
+    -- An ACCEPTED proposal holds its tickets only while its match lives: a
+    -- match that failed and requeued them (stalled, a no-show, a server
+    -- lost on a playlist that requeues; issue 19) let them be proposed anew.
+    SELECT p.* FROM proposals p
+    WHERE p.state = 'OPEN'
+       OR (p.state = 'ACCEPTED' AND NOT EXISTS (SELECT 1 FROM matches m WHERE m.proposal_id = p.id
+                                                  AND m.state IN ('COMPLETED', 'FAILED')))
 ), part AS (
     SELECT p.id AS proposal_id, p.state AS proposal_state, p.playlist AS p_playlist, p.build AS p_build,
            p.protocol_version AS p_protocol, p.region, p.team_size, pp.team, pp.player_id AS pp_player,
