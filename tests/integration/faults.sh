@@ -39,7 +39,7 @@
 # live partner requeued, as cc-player expects). Once the players stop:
 #   - every match of the load ends FAILED "stalled" (the stalled sweep, not
 #     the test, reclaimed each; nobody rated) within the stalled window plus
-#     20 s of the stop.
+#     20 s of the end of the last round (seen: 12-23 s after the stop).
 #
 # Then the two game-server faults of issue 19, against real servers:
 # cc-allocator's local provider with two pool processes (cc-supervisor
