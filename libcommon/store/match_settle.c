@@ -164,6 +164,17 @@ int cc_match_settle_no_show(struct cc_pg *pg, const char *match_id, const char (
 		if (is)
 			memcpy(out->no_shows[out->n_no_shows++], never[i], CC_UUID_BUF);
 	}
+	/*
+	 * Nobody ever connected: not a no-show but a server nobody could reach
+	 * (an infrastructure fault, which never penalises players: SPEC 7), as
+	 * the result route judges it too (it rates and penalises nobody). The
+	 * match is left to its server's call-off or shutdown, or to the
+	 * stalled sweep (FAILED, requeued, no penalty).
+	 */
+	if (n_never > 0 && n_never >= st.m.n_players) {
+		out->n_no_shows = 0;
+		return 0;
+	}
 	if (!state_in(st.m.state, covered) || out->n_no_shows == 0)
 		return 0;
 	for (size_t i = 0; i < out->n_no_shows; i++) {
@@ -219,7 +230,8 @@ int cc_match_settle_result_missing(struct cc_pg *pg, const char *match_id, struc
 #define SILENT "a.state = 'PUBLISHED' AND " AGE(HEARD) " AND m.state IN ('IN_PROGRESS', 'RESULT_PENDING')"
 #define NO_SHOW                                                                                          \
 	"a.state = 'PUBLISHED' AND " AGE("a.assignment_ready_at") " AND m.state IN ('ASSIGNMENT_READY', "     \
-	"'IN_PROGRESS') AND EXISTS (SELECT 1 FROM assignments s WHERE s.match_id = m.id "                       \
+	"'IN_PROGRESS') AND EXISTS (SELECT 1 FROM assignments c WHERE c.match_id = m.id "                       \
+	"  AND c.connection_generation > 0) AND EXISTS (SELECT 1 FROM assignments s WHERE s.match_id = m.id "     \
 	"  AND s.connection_generation = 0 AND NOT EXISTS (SELECT 1 FROM penalties p "                          \
 	"    WHERE p.player_id = s.player_id AND p.kind = 'INITIAL_CONNECT_NO_SHOW' AND p.source_id = m.id))"
 #define MISSING "m.state = 'RESULT_PENDING' AND " AGE("m.updated_at")

@@ -93,7 +93,10 @@ int cc_match_settle_server_lost(struct cc_pg *pg, const char *match_id, const ch
  * over. named (n_named players; NULL/0: none named) is what the game
  * server reported; the no-shows are those of them who never connected
  * (durably), or, with none named (the sweep), every participant who never
- * connected. With no no-show at all nothing changes (out->changed false).
+ * connected. With no no-show at all nothing changes (out->changed false);
+ * nor when nobody ever connected: that is a server nobody could reach (an
+ * infrastructure fault, never penalised: SPEC 7), left to the server's
+ * call-off or shutdown or to the stalled sweep.
  * Ranked: each no-show gets INITIAL_CONNECT_NO_SHOW (source: the match)
  * and its ticket FAILED "no_show"; the match is FAILED "no_show" unrated;
  * everyone else is requeued at once (expiry now() + ticket_ttl_seconds,
@@ -129,9 +132,9 @@ int cc_matches_due_server_silent(struct cc_pg *pg, int64_t silent_s, int limit, 
 
 /*
  * Matches in ASSIGNMENT_READY or IN_PROGRESS whose assignment_ready_at is
- * older than window_s and that have a participant who never connected and
- * is not yet penalised for it (so a casual match, which plays on, is
- * selected once).
+ * older than window_s, in which somebody connected, and that have a
+ * participant who never connected and is not yet penalised for it (so a
+ * casual match, which plays on, is selected once).
  */
 int cc_matches_due_no_show(struct cc_pg *pg, int64_t window_s, int limit, char (*ids)[CC_UUID_BUF], size_t *n,
 			   int64_t *lag) CC_MUST_CHECK;

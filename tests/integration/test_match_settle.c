@@ -564,13 +564,33 @@ START_TEST(test_ranked_no_show_calls_the_match_off)
 	ck_assert_int_eq(o.penalised, 0);
 	ck_assert_int_eq(all_events(m), ev);
 	ck_assert_int_eq(penalties_of(m), 1);
-	/* Nobody connected (ASSIGNMENT_READY): both are no-shows, nobody is requeued. */
+	/*
+	 * Nobody connected (ASSIGNMENT_READY): a server nobody could reach, an
+	 * infrastructure fault (SPEC 7), not two no-shows: nothing changes,
+	 * whether the sweep asks or the server names them all; the stalled
+	 * sweep later fails it with everyone requeued unpenalised.
+	 */
 	match_at("ranked", 1, S_ASSIGNMENT_READY, 0, m);
+	ev = all_events(m);
 	o = settle_on(pg, NO_SHOW, m, NULL, NULL, 0, 0);
+	ck_assert(!o.changed);
+	ck_assert_int_eq(o.n_no_shows, 0);
+	ck_assert_int_eq(o.penalised, 0);
+	char both[2][CC_UUID_BUF];
+	text1("SELECT player_id FROM match_players WHERE match_id = $1 ORDER BY player_id LIMIT 1", m, both[0], CC_UUID_BUF);
+	text1("SELECT player_id FROM match_players WHERE match_id = $1 ORDER BY player_id DESC LIMIT 1", m, both[1], CC_UUID_BUF);
+	o = settle_on(pg, NO_SHOW, m, NULL, (const char (*)[CC_UUID_BUF])both, 2, 0);
+	ck_assert(!o.changed);
+	ck_assert_int_eq(o.penalised, 0);
+	ck_assert_int_eq(penalties_of(m), 0);
+	ck_assert_int_eq(tickets_in(m, "FAILED"), 0);
+	ck_assert_int_eq(all_events(m), ev);
+	match_state(m, st);
+	ck_assert_str_eq(st, "ASSIGNMENT_READY");
+	o = settle(STALLED, m, NULL);
 	ck_assert(o.changed);
-	ck_assert_int_eq(o.penalised, 2);
-	ck_assert_int_eq(o.requeued, 0);
-	ck_assert_int_eq(tickets_in(m, "FAILED"), 2);
+	ck_assert_int_eq(o.requeued, 2);
+	ck_assert_int_eq(penalties_of(m), 0);
 }
 END_TEST
 
@@ -721,6 +741,10 @@ START_TEST(test_selectors_take_only_what_is_due)
 	ck_assert(!has(t.ids, t.n, silent_beat));
 	ck_assert_int_eq(t.lag, 3);
 
+	/* Nobody ever connected: a server nobody could reach, never a no-show (left to the stalled sweep). */
+	char unreached[CC_UUID_BUF];
+	match_at("ranked", 1, S_ASSIGNMENT_READY, 0, unreached);
+	age(unreached, 100);
 	t = (struct select_tx){ .fn = cc_matches_due_no_show, .window = 60, .limit = 10 };
 	select_once(&t);
 	ck_assert_int_eq(t.n, 1);
