@@ -227,7 +227,23 @@ int cc_match_settle_result_missing(struct cc_pg *pg, const char *match_id, struc
 #define AGE(col) col " < now() - make_interval(secs => $1::float8)"
 #define STALLED "m.state IN ('ALLOCATING', 'PROCESS_READY', 'ASSIGNMENT_READY') AND " AGE("m.updated_at")
 #define HEARD "coalesce(a.last_heartbeat_at, a.assignment_ready_at)"
-#define SILENT "a.state = 'PUBLISHED' AND " AGE(HEARD) " AND m.state IN ('IN_PROGRESS', 'RESULT_PENDING')"
+/*
+ * A server is silent when it has not been heard for the window while the
+ * control plane hears others (any live allocation heard within the
+ * window): cc-maintenance reads only PostgreSQL, so when cc-api or its
+ * network is down every server looks silent at once, and failing every
+ * live match for a control-plane outage would punish the players for it.
+ * A fleet-wide silence ends a match only after SILENT_FLEET_WINDOWS
+ * windows (a lone match whose pod vanished is still ended, later).
+ * RESULT_PENDING is the result-missing sweep's: its window outlasts the
+ * result's retries, which a cc-api outage also stretches.
+ */
+#define SILENT_FLEET_WINDOWS "4"
+#define SILENT                                                                                            \
+	"a.state = 'PUBLISHED' AND m.state = 'IN_PROGRESS' AND " AGE(HEARD) " AND (" HEARD                     \
+	"  < now() - make_interval(secs => $1::float8 * " SILENT_FLEET_WINDOWS ") OR EXISTS (SELECT 1 FROM "   \
+	"  allocations o WHERE o.state = 'PUBLISHED' AND coalesce(o.last_heartbeat_at, o.assignment_ready_at) " \
+	"  >= now() - make_interval(secs => $1::float8)))"
 #define NO_SHOW                                                                                          \
 	"a.state = 'PUBLISHED' AND " AGE("a.assignment_ready_at") " AND m.state IN ('ASSIGNMENT_READY', "     \
 	"'IN_PROGRESS') AND EXISTS (SELECT 1 FROM assignments c WHERE c.match_id = m.id "                       \

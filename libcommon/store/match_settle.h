@@ -124,8 +124,12 @@ int cc_matches_due_stalled(struct cc_pg *pg, int64_t older_than_s, int limit, ch
 			   size_t *n, int64_t *lag) CC_MUST_CHECK;
 
 /*
- * Matches IN_PROGRESS or RESULT_PENDING whose server's last heartbeat (or,
- * before its first, the match's assignment_ready_at) is older than silent_s.
+ * Matches IN_PROGRESS whose server's last heartbeat (or, before its
+ * first, the match's assignment_ready_at) is older than silent_s while
+ * some live allocation was heard within silent_s: when none was (cc-api
+ * or its network down, so every server looks silent), only after four
+ * times silent_s. RESULT_PENDING is left to the result-missing selector,
+ * whose window outlasts the result's retries.
  */
 int cc_matches_due_server_silent(struct cc_pg *pg, int64_t silent_s, int limit, char (*ids)[CC_UUID_BUF],
 				 size_t *n, int64_t *lag) CC_MUST_CHECK;
