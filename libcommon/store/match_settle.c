@@ -142,7 +142,8 @@ int cc_match_settle_no_show(struct cc_pg *pg, const char *match_id, const char (
 			    size_t n_named, int64_t ticket_ttl_seconds, struct cc_settle_outcome *out,
 			    struct cc_ticket_moves *moves)
 {
-	static const char *const covered[] = { "ASSIGNMENT_READY", "IN_PROGRESS", NULL };
+	/* RESULT_PENDING too: a ranked match played out past a no-show is still never rated (SPEC 9). */
+	static const char *const covered[] = { "ASSIGNMENT_READY", "IN_PROGRESS", "RESULT_PENDING", NULL };
 	char never[CC_FORMATION_MAX_PLAYERS][CC_UUID_BUF];
 	size_t n_never = 0;
 	struct settle st;
@@ -246,7 +247,7 @@ int cc_match_settle_result_missing(struct cc_pg *pg, const char *match_id, struc
 	"  >= now() - make_interval(secs => $1::float8)))"
 #define NO_SHOW                                                                                          \
 	"a.state = 'PUBLISHED' AND " AGE("a.assignment_ready_at") " AND m.state IN ('ASSIGNMENT_READY', "     \
-	"'IN_PROGRESS') AND EXISTS (SELECT 1 FROM assignments c WHERE c.match_id = m.id "                       \
+	"'IN_PROGRESS', 'RESULT_PENDING') AND EXISTS (SELECT 1 FROM assignments c WHERE c.match_id = m.id "                       \
 	"  AND c.connection_generation > 0) AND EXISTS (SELECT 1 FROM assignments s WHERE s.match_id = m.id "     \
 	"  AND s.connection_generation = 0 AND NOT EXISTS (SELECT 1 FROM penalties p "                          \
 	"    WHERE p.player_id = s.player_id AND p.kind = 'INITIAL_CONNECT_NO_SHOW' AND p.source_id = m.id))"

@@ -12,9 +12,9 @@
  *   cc_match_settle_server_lost      any non-terminal                     FAILED       -> QUEUED when the playlist   ALLOCATED|PUBLISHED -> RELEASED reason
  *                                                                         reason       requeues on server loss,
  *                                                                                      else -> FAILED reason
- *   cc_match_settle_no_show          ASSIGNMENT_READY | IN_PROGRESS       ranked:      no-shows -> FAILED "no_show"  ranked: RELEASED "no_show"
- *                                    (the connect window is over)         FAILED       + INITIAL_CONNECT_NO_SHOW;
- *                                                                         "no_show"    the others -> QUEUED (fresh
+ *   cc_match_settle_no_show          ASSIGNMENT_READY | IN_PROGRESS |     ranked:      no-shows -> FAILED "no_show"  ranked: RELEASED "no_show"
+ *                                    RESULT_PENDING (the connect window   FAILED       + INITIAL_CONNECT_NO_SHOW;
+ *                                    is over)                             "no_show"    the others -> QUEUED (fresh
  *                                                                         casual:      expiry, no penalty)
  *                                                                         unchanged    casual: only the penalty
  *   cc_match_settle_result_missing   RESULT_PENDING (the server said it   FAILED       -> FAILED "result_missing"    RELEASED "result_missing"
@@ -135,7 +135,7 @@ int cc_matches_due_server_silent(struct cc_pg *pg, int64_t silent_s, int limit, 
 				 size_t *n, int64_t *lag) CC_MUST_CHECK;
 
 /*
- * Matches in ASSIGNMENT_READY or IN_PROGRESS whose assignment_ready_at is
+ * Matches in ASSIGNMENT_READY, IN_PROGRESS or RESULT_PENDING whose assignment_ready_at is
  * older than window_s, in which somebody connected, and that have a
  * participant who never connected and is not yet penalised for it (so a
  * casual match, which plays on, is selected once).

@@ -942,7 +942,7 @@ static int result_run(struct cc_pg *pg, void *arg)
 		return rc;
 	bool some_never = tx->n_never > 0 && tx->n_never < s->match.n_players;
 	const struct cc_playlist *pl = cc_playlist_find(s->match.playlist);
-	if (some_never && !pending && pl && pl->ranked) {
+	if (some_never && pl && pl->ranked) {
 		/*
 		 * A ranked match with an initial-connect no-show is called off by
 		 * policy, never played out and rated (SPEC 9): the same
@@ -959,7 +959,7 @@ static int result_run(struct cc_pg *pg, void *arg)
 				 tx->n_never);
 		return 0;
 	}
-	/* Casual (or a ranked game already played to its end): each no-show is penalised, and never rated. */
+	/* Casual: each no-show is penalised, and never rated (the bots took the slots). */
 	for (size_t i = 0; some_never && i < tx->n_never; i++)
 		if ((rc = cc_penalty_record(pg, tx->never[i], CC_PENALTY_INITIAL_CONNECT_NO_SHOW, s->match.id, NULL)) != 0)
 			return rc;

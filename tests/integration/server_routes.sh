@@ -520,6 +520,29 @@ expect_eq "called off: FAILED, nobody rated, the no-show penalised, the others r
 grep -q "\"event\":\"match_called_off\".*\"match_id\":\"$M10\"" "$T_DIR/A.log" || fail "no match_called_off log line for $M10"
 pass "ranked: a result with a participant who never connected calls the match off (the no_show settlement), rates nobody"
 
+# Ranked 2v2 played out to RESULT_PENDING (the server's "ended" heartbeat), one never
+# connected: still called off, never rated 2 against 1.
+make_match f12 ranked 2 1500/200/0.06 1500/200/0.06 1500/200/0.06 1500/200/0.06
+M12=$MATCH; P12=("${PLAYERS[@]}")
+read -r A12 E12 < <(fixture_allocate "$M12" local-sr-12 17012)
+TL=$(token "$A12" "$E12")
+srv POST local-sr-12 register "$TL" "$reg_body"; expect_http "f12 process_ready" 200
+fixture_publish "$M12" "$A12"
+srv POST local-sr-12 register "$TL" "$ar_body"; expect_http "f12 assignment_ready" 200
+for i in 0 1 2; do
+	srv POST local-sr-12 connect "$TL" "{\"player_id\":\"${P12[$i]}\",\"connection_id\":\"f12-$i\"}"; expect_http "f12 connect $i" 200
+done
+srv POST local-sr-12 heartbeat "$TL" '{"phase":"ended","tick":18000}'; expect_http "f12 ended" 200
+expect_eq "f12 RESULT_PENDING" "RESULT_PENDING" "$(jq -r .match_state <<<"$BODY")"
+p12json=$(for i in 0 1 2 3; do printf '{"player_id":"%s","team":%d,"goals":%d,"assists":0,"saves":0,"shots":1},' "${P12[$i]}" $((i / 2)) $((i < 2 ? 1 : 0)); done | sed 's/,$//')
+srv POST local-sr-12 result "$TL" "{\"score\":[2,0],\"duration_seconds\":300,\"players\":[$p12json]}"
+expect_http "a ranked result in RESULT_PENDING with a participant who never connected" 409 invalid_state
+expect_eq "called off from RESULT_PENDING: FAILED, nobody rated, the no-show penalised" \
+	"FAILED 0 ${P12[3]}:INITIAL_CONNECT_NO_SHOW" \
+	"$(sql "SELECT (SELECT state FROM matches WHERE id = '$M12') || ' ' || (SELECT count(*) FROM rating_changes WHERE match_id = '$M12') || ' ' ||
+	        (SELECT string_agg(player_id || ':' || kind, ',') FROM penalties WHERE source_id = '$M12')")"
+pass "ranked: a match played out to RESULT_PENDING past a no-show is called off too, never rated 2 against 1"
+
 # ---- issue 19: a ranked game in a new season rates from the reset numbers ----------------
 # TEST FIXTURE: a season running since a minute ago (numbered past any other test's, at
 # least 2) and four ranked ratings made before it, not reset yet: cc-maintenance's season
