@@ -22,6 +22,8 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lm -lpthread
 PKGS_cc-migrate := libpq libsodium libcjson
 PKGS_cc-matcher := libmicrohttpd libpq hiredis libcjson libsodium
 PKGS_cc-allocator := libmicrohttpd libcurl libpq libcjson libsodium
+# cc-maintenance: PostgreSQL, the admin port, no Redis (it keeps no candidate index) and no HTTP client.
+PKGS_cc-maintenance := libmicrohttpd libpq libcjson libsodium
 PKGS_cc-testkit-allocator := $(PKGS_cc-allocator)
 # cc-gameserver: sys without pg, redis and the HTTP server, plus ENet (SPEC 1);
 # tests/integration/layers.sh proves it with ldd and nm.
@@ -178,6 +180,8 @@ $(B)/asan/tests/%: $(B)/asan/tests/%.o $(SUPPORT_OBJS) $(ASAN_LIBS)
 # test_steam drives services/api/steam.c against the fake Steam server. Extra
 # objects like this one are linked before the archive (see the recipe above).
 $(B)/asan/tests/integration/test_steam: $(B)/asan/services/api/steam.o
+# test_outbox_dispatch drives cc-maintenance's dispatcher (services/maintenance/dispatch.c) directly.
+$(B)/asan/tests/integration/test_outbox_dispatch: $(B)/asan/services/maintenance/dispatch.o
 $(B)/asan/tests/unit/test_player_latency: $(B)/asan/tests/player/latency.o
 $(B)/asan/tests/unit/test_gs_input: $(B)/asan/gameserver/input.o $(B)/asan/gameserver/wire_glue.o $(B)/asan/gameserver/match.o
 $(B)/asan/tests/unit/test_gs_admission: $(B)/asan/gameserver/admission.o $(B)/asan/gameserver/wire_glue.o $(B)/asan/gameserver/match.o

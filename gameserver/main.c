@@ -10,8 +10,16 @@
  *
  * Exit status: 0 the match ended and cc-api acknowledged the result;
  * 3 the match ended but the result was not acknowledged in
- * --result-timeout-ms; 4 stopped by a signal before the end; 1 fatal;
- * 2 bad options. cc-supervisor reads these (services/supervisor).
+ * --result-timeout-ms; 4 stopped by a signal before the end; 5 the match
+ * was called off, no result posted (a heartbeat answer said the control
+ * plane ended it, or a ranked player never connected: gameserver/server.h);
+ * 1 fatal; 2 bad options. cc-supervisor reads these (services/supervisor).
+ *
+ * The result's retry horizon: the result job is retried (100 ms doubling
+ * to 2 s) for --end-linger-ms + --result-timeout-ms after the match ended
+ * (31 s by default, at most 60 + 180 = 240 s), then the process exits 3.
+ * cc-maintenance's result-missing window (300 s by default) must exceed it,
+ * so a result still being retried is never overtaken by the sweep.
  *
  * Not linked: PostgreSQL, Redis, the HTTP server (SPEC 1). The probe is a
  * few lines of TCP (gameserver/probe.h), the receipts use sys/http_client.
@@ -63,6 +71,7 @@ struct gameserver_config {
 	int64_t snapshot_rate;
 	int64_t api_timeout_ms;
 	int64_t result_timeout_ms;
+	int64_t heartbeat_interval_ms;
 	int64_t end_linger_ms;
 	int64_t input_buffer_ticks;
 	int64_t input_stall_kick_ms;
@@ -155,9 +164,14 @@ static const struct cc_config_option gameserver_options[] = {
 	  .offset = OPT(snapshot_rate) },
 	{ .name = "api-timeout-ms", .type = CC_CFG_INT, .default_value = "3000", .min = 100, .max = 60000,
 	  .help = "deadline of one call to cc-api", .offset = OPT(api_timeout_ms) },
-	{ .name = "result-timeout-ms", .type = CC_CFG_INT, .default_value = "30000", .min = 100, .max = 600000,
-	  .help = "after the match, wait this long for cc-api to acknowledge the result (exit 3 if not)",
+	{ .name = "result-timeout-ms", .type = CC_CFG_INT, .default_value = "30000", .min = 100, .max = 180000,
+	  .help = "after the match (and the end linger), keep retrying the result this long for cc-api to acknowledge "
+		  "it (exit 3 if not); with --end-linger-ms it stays under cc-maintenance's result-missing window (300 s)",
 	  .offset = OPT(result_timeout_ms) },
+	{ .name = "heartbeat-interval-ms", .type = CC_CFG_INT, .default_value = "5000", .min = 50, .max = 60000,
+	  .help = "POST heartbeat {phase, tick} this often (off the tick thread; only when the tick advanced): "
+		  "cc-maintenance ends a match whose server stops sending them",
+	  .offset = OPT(heartbeat_interval_ms) },
 	{ .name = "slot-reserve-seconds", .type = CC_CFG_INT, .default_value = "30", .min = 0, .max = 600,
 	  .help = "a player who drops keeps its slot and ship this long for a resume or a hello of the same player id; "
 		  "then casual hands the ship to a bot, ranked parks it",
@@ -181,7 +195,7 @@ static const struct cc_config_option gameserver_options[] = {
 static const struct cc_service_spec gameserver_spec = {
 	.program = "cc-gameserver",
 	.summary = "Cosmic Clash game server: one 60 Hz match over ENet (allocated mode). "
-		   "Exit 0 result acknowledged, 3 not acknowledged, 4 stopped before the end.",
+		   "Exit 0 result acknowledged, 3 not acknowledged, 4 stopped before the end, 5 match called off.",
 	.options = gameserver_options,
 	.n_options = CC_ARRAY_LEN(gameserver_options),
 	.shared = CC_SERVICE_LOG,
@@ -348,6 +362,10 @@ int main(int argc, char **argv)
 	}
 	match = gs_match_create(&mo);
 	reporter = cc_reporter_start(cfg.api_url, cfg.server_id, cfg.workload_token, cfg.api_timeout_ms);
+	if (reporter && cc_reporter_heartbeat_start(reporter, cfg.heartbeat_interval_ms) != 0) {
+		cc_reporter_free(reporter);
+		reporter = NULL;
+	}
 	if (!admission || !match || !reporter) {
 		cc_log_error("start_failed", CC_LOG_STR("reason", match ? "out of memory"
 								 : "the roster does not fit the simulation (slots 0..7, two teams of at most 4)"));
@@ -366,6 +384,8 @@ int main(int argc, char **argv)
 					.max_silent_per_address = (int)cfg.max_silent_per_address,
 					.input_stall_kick_ms = cfg.input_stall_kick_ms, .stall_grace_ms = cfg.stall_grace_ms,
 					.max_spectators = (int)cfg.max_spectators, .bots = !pl->ranked, .spectators_by_name = !pl->ranked,
+					.call_off_on_no_show = pl->ranked,
+					.result_deadline_ms = cfg.end_linger_ms + cfg.result_timeout_ms,
 					.netsim = { .latency_ms = (int)cfg.net_sim_latency, .jitter_ms = (int)cfg.net_sim_jitter,
 						    .loss_pct = cfg.net_sim_loss, .dup_pct = cfg.net_sim_dup,
 						    .seed = (uint64_t)cfg.net_sim_seed } };
@@ -392,10 +412,17 @@ int main(int argc, char **argv)
 		    CC_LOG_STR("playlist", pl->name), CC_LOG_INT("team_size", pl->team_size),
 		    CC_LOG_INT("protocol_version", GS_PROTOCOL_VERSION), CC_LOG_INT("snapshot_interval_ticks", so.snapshot_interval),
 		    CC_LOG_INT("slot_reserve_seconds", cfg.slot_reserve_seconds), CC_LOG_INT("max_spectators", cfg.max_spectators),
-		    CC_LOG_BOOL("bots", so.bots));
+		    CC_LOG_BOOL("bots", so.bots), CC_LOG_INT("heartbeat_interval_ms", cfg.heartbeat_interval_ms),
+		    CC_LOG_INT("result_retry_ms", so.result_deadline_ms));
 	lc.result = 1;
 	status = cc_service_run(&service, game_loop, &lc);
-	if (status == 0 && lc.result == 0) {
+	if (status == 0 && lc.result == GS_RUN_CALLED_OFF) {
+		/* No result: the players' disconnect receipts (and a no_show) still go, within the result's time. */
+		bool sent = drain(reporter, cfg.result_timeout_ms);
+		cc_log_warn("exiting_called_off", CC_LOG_STR("reason", gs_server_called_off(lc.server)),
+			    CC_LOG_BOOL("reports_sent", sent), CC_LOG_INT("no_show_acknowledged", (int64_t)cc_reporter_succeeded(reporter, "no_show")));
+		status = 5;
+	} else if (status == 0 && lc.result == GS_RUN_ENDED) {
 		/* The match ended: the result must reach cc-api before we go. */
 		if (!drain(reporter, cfg.result_timeout_ms) || cc_reporter_succeeded(reporter, "result") == 0) {
 			cc_log_error("result_not_acknowledged", CC_LOG_INT("timeout_ms", cfg.result_timeout_ms));

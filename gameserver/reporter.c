@@ -6,6 +6,7 @@
 #include "reporter.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,7 @@ struct cc_reporter {
 	pthread_cond_t idle;  /* the queue emptied */
 	struct job *head, *tail;
 	int queued;           /* jobs in the list, including the one in flight */
-	bool stop;
+	atomic_bool stop;     /* read by the heartbeat thread too */
 	struct {
 		char route[32];
 		uint64_t n;
@@ -50,6 +51,19 @@ struct cc_reporter {
 		char player_id[CC_UUID_BUF];
 		int64_t generation;
 	} leases[LEASES_MAX];   /* from connect answers; reporter thread only */
+	struct {
+		_Atomic uint64_t slot;     /* latest (phase << 32 | tick), written by the tick thread */
+		atomic_bool set;           /* the slot was written at least once */
+		atomic_int over;           /* 0 live/unknown, 1 COMPLETED, 2 FAILED (from an answer) */
+		_Atomic uint64_t sent, withheld;
+		int64_t interval_ms;
+		bool running;              /* the thread was started (joined by free) */
+		pthread_t thread;
+		pthread_mutex_t lock;      /* guards the wake-up only */
+		pthread_cond_t wake;       /* a phase change, or stop */
+		int woken_phase;           /* the phase last signalled (tick thread, under lock) */
+		bool phase_changed;        /* under lock */
+	} hb;
 };
 
 /* Remembers the generation a connect answered for player_id. Reporter thread. */
@@ -182,6 +196,133 @@ static int attempt(struct cc_reporter *r, struct job *j)
 	return done;
 }
 
+/* ---- heartbeats (issue 19) ---------------------------------------------------------- */
+
+static const char *const phase_names[] = { "loading", "playing", "ended" };
+
+/*
+ * One heartbeat: POST heartbeat {"phase","tick"}; on 200 the answer's
+ * match_state is kept. Returns true on a 2xx. Heartbeat thread.
+ */
+static bool heartbeat_once(struct cc_reporter *r, int phase, uint32_t tick)
+{
+	char url[512], body[64];
+	snprintf(url, sizeof url, "%sheartbeat", r->base);
+	snprintf(body, sizeof body, "{\"phase\":\"%s\",\"tick\":%u}", phase_names[phase], (unsigned)tick);
+	const char *headers[] = { r->auth, "Content-Type: application/json", NULL };
+	struct cc_http_client_request req = { .method = "POST", .url = url, .headers = headers, .body = body,
+					      .body_len = strlen(body), .timeout_ms = r->timeout_ms,
+					      .max_response_bytes = 16 * 1024 };
+	struct cc_http_client_response resp = { 0 };
+	int rc = cc_http_client_do(&req, &resp);
+	const char *labels[] = { "heartbeat", NULL, NULL };
+	bool ok = rc == 0 && resp.status >= 200 && resp.status < 300;
+	labels[1] = rc != 0 ? "transport" : ok ? "ok" : resp.status >= 500 || resp.status == 429 ? "retry" : "refused";
+	cc_metric_add(r->sent, labels, 1);
+	atomic_fetch_add(&r->hb.sent, 1);
+	if (ok) {
+		cJSON *o = cJSON_Parse(resp.body ? resp.body : "");
+		const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "match_state");
+		if (cJSON_IsString(st)) {
+			int over = strcmp(st->valuestring, "COMPLETED") == 0 ? 1 : strcmp(st->valuestring, "FAILED") == 0 ? 2 : 0;
+			if (over && atomic_exchange(&r->hb.over, over) != over)
+				cc_log_warn("heartbeat_match_over", CC_LOG_STR("match_state", st->valuestring),
+					    CC_LOG_STR("phase", phase_names[phase]), CC_LOG_INT("tick", tick));
+		}
+		cJSON_Delete(o);
+		cc_log_debug("heartbeat_sent", CC_LOG_STR("phase", phase_names[phase]), CC_LOG_INT("tick", tick));
+	} else {
+		cc_log_debug("heartbeat_failed", CC_LOG_STR("phase", phase_names[phase]), CC_LOG_INT("tick", tick),
+			     CC_LOG_STR("error", rc != 0 ? cc_errname(rc) : ""), CC_LOG_INT("status", rc != 0 ? 0 : resp.status),
+			     CC_LOG_STR("response", rc == 0 && resp.body ? resp.body : ""));
+	}
+	cc_http_client_response_release(&resp);
+	return ok;
+}
+
+static void *heartbeat_thread(void *arg)
+{
+	struct cc_reporter *r = arg;
+	uint64_t last = 0;
+	bool sent_any = false, failing = false;
+	int64_t due = cc_clock_ms() + r->hb.interval_ms;
+	pthread_mutex_lock(&r->hb.lock);
+	while (!r->stop) {
+		int64_t now = cc_clock_ms();
+		if (now < due && !r->hb.phase_changed) {
+			struct timespec ts = cc_clock_timespec(cc_clock_ns() + (due - now) * 1000000);
+			(void)pthread_cond_timedwait(&r->hb.wake, &r->hb.lock, &ts);
+			continue;
+		}
+		r->hb.phase_changed = false;
+		due = now + r->hb.interval_ms;
+		if (!atomic_load(&r->hb.set))
+			continue; /* nothing ticked yet */
+		uint64_t v = atomic_load(&r->hb.slot);
+		int phase = (int)(v >> 32);
+		uint32_t tick = (uint32_t)v;
+		if (sent_any && v == last && phase != CC_REPORTER_PHASE_ENDED) {
+			/* The tick did not move: a hung loop must look dead, so say nothing. */
+			atomic_fetch_add(&r->hb.withheld, 1);
+			cc_metric_add(r->sent, (const char *[]){ "heartbeat", "withheld", NULL }, 1);
+			cc_log_warn("heartbeat_withheld", CC_LOG_STR("phase", phase_names[phase]), CC_LOG_INT("tick", tick),
+				    CC_LOG_STR("why", "the tick has not advanced since the last heartbeat"));
+			continue;
+		}
+		last = v;
+		sent_any = true;
+		pthread_mutex_unlock(&r->hb.lock);
+		bool ok = heartbeat_once(r, phase, tick);
+		if (!ok && !failing)
+			cc_log_warn("heartbeat_failing", CC_LOG_STR("phase", phase_names[phase]), CC_LOG_INT("tick", tick),
+				    CC_LOG_STR("why", "cc-api did not take the heartbeat; the next goes at the next interval"));
+		else if (ok && failing)
+			cc_log_info("heartbeat_recovered", CC_LOG_STR("phase", phase_names[phase]), CC_LOG_INT("tick", tick));
+		failing = !ok;
+		pthread_mutex_lock(&r->hb.lock);
+	}
+	pthread_mutex_unlock(&r->hb.lock);
+	return NULL;
+}
+
+int cc_reporter_heartbeat_start(struct cc_reporter *r, int64_t interval_ms)
+{
+	if (r->hb.running)
+		return CC_ESTATE;
+	r->hb.interval_ms = interval_ms < 10 ? 10 : interval_ms;
+	if (pthread_create(&r->hb.thread, NULL, heartbeat_thread, r) != 0) {
+		cc_log_error("reporter_failed", CC_LOG_STR("reason", "heartbeat thread start"));
+		return CC_EIO;
+	}
+	r->hb.running = true;
+	return 0;
+}
+
+void cc_reporter_heartbeat_set(struct cc_reporter *r, enum cc_reporter_phase phase, uint32_t tick)
+{
+	atomic_store(&r->hb.slot, (uint64_t)phase << 32 | tick);
+	atomic_store(&r->hb.set, true);
+	if ((int)phase != r->hb.woken_phase) {
+		/* woken_phase is the tick thread's alone; the flag is the heartbeat thread's too. */
+		r->hb.woken_phase = (int)phase;
+		pthread_mutex_lock(&r->hb.lock);
+		r->hb.phase_changed = true;
+		pthread_cond_signal(&r->hb.wake);
+		pthread_mutex_unlock(&r->hb.lock);
+	}
+}
+
+bool cc_reporter_match_over(struct cc_reporter *r, char *state, size_t cap)
+{
+	int over = atomic_load(&r->hb.over);
+	if (state && cap)
+		snprintf(state, cap, "%s", over == 1 ? "COMPLETED" : over == 2 ? "FAILED" : "");
+	return over != 0;
+}
+
+uint64_t cc_reporter_heartbeats_sent(struct cc_reporter *r) { return atomic_load(&r->hb.sent); }
+uint64_t cc_reporter_heartbeats_withheld(struct cc_reporter *r) { return atomic_load(&r->hb.withheld); }
+
 /* Waits on cond until ms passes or stop; the lock is held. */
 static void timed_wait(struct cc_reporter *r, pthread_cond_t *cond, int64_t ms)
 {
@@ -252,9 +393,12 @@ struct cc_reporter *cc_reporter_start(const char *api_url, const char *server_id
 	r->timeout_ms = timeout_ms;
 	const char *labels[] = { "route", "outcome", NULL };
 	r->sent = cc_counter("cosmic_clash_gameserver_reports_total",
-			     "Attempts to send a receipt or result to cc-api, by route and outcome.", labels, 32);
+			     "Attempts to send a receipt, the result, a no-show or a heartbeat to cc-api, by route and outcome "
+			     "(heartbeat withheld: the tick had not advanced, nothing was sent).", labels, 32);
 	pthread_mutex_init(&r->lock, NULL);
-	if (cc_clock_cond_init(&r->wake) != 0 || cc_clock_cond_init(&r->idle) != 0 ||
+	pthread_mutex_init(&r->hb.lock, NULL);
+	r->hb.woken_phase = CC_REPORTER_PHASE_LOADING;
+	if (cc_clock_cond_init(&r->wake) != 0 || cc_clock_cond_init(&r->idle) != 0 || cc_clock_cond_init(&r->hb.wake) != 0 ||
 	    pthread_create(&r->thread, NULL, reporter_thread, r) != 0) {
 		cc_log_error("reporter_failed", CC_LOG_STR("reason", "thread start"));
 		goto out_fail;
@@ -371,7 +515,12 @@ void cc_reporter_free(struct cc_reporter *r)
 	r->stop = true;
 	pthread_cond_broadcast(&r->wake);
 	pthread_mutex_unlock(&r->lock);
+	pthread_mutex_lock(&r->hb.lock);
+	pthread_cond_broadcast(&r->hb.wake);
+	pthread_mutex_unlock(&r->hb.lock);
 	pthread_join(r->thread, NULL);
+	if (r->hb.running)
+		pthread_join(r->hb.thread, NULL);
 	while (r->head) {
 		struct job *j = r->head;
 		r->head = j->next;
@@ -379,6 +528,8 @@ void cc_reporter_free(struct cc_reporter *r)
 	}
 	pthread_cond_destroy(&r->wake);
 	pthread_cond_destroy(&r->idle);
+	pthread_cond_destroy(&r->hb.wake);
+	pthread_mutex_destroy(&r->hb.lock);
 	pthread_mutex_destroy(&r->lock);
 	free(r->base);
 	wipe_free(r->auth);

@@ -80,6 +80,10 @@ struct gs_server {
 	char nonce[17];                /* random hex: makes connection ids unique across restarts */
 	int goals[GS_MATCH_MAX_SLOTS]; /* goals scored by each slot (own goals count for nobody) */
 	bool ended;                    /* the match reached RESULTS and the result was queued */
+	bool kicked_off;               /* the first kickoff happened: the heartbeat phase is playing */
+	bool no_show_call_off;         /* LOADING ended with a ranked no-show: call off after this step */
+	const char *called_off;        /* why the match was called off (NULL: it was not) */
+	int64_t called_off_ms;         /* monotonic time it was */
 	bool freeing;                  /* gs_server_free: tell nobody about leavers */
 	int64_t next_tick_ns;          /* monotonic time the next tick is due (pong's tick fraction) */
 	int64_t ended_ms;              /* monotonic time of the end */
@@ -612,6 +616,10 @@ static void on_packet(struct gs_server *s, struct peer *p, int channel, const ui
 		kick(s, p, CC_REASON_PROTOCOL_MISMATCH, detail);
 		return;
 	}
+	if (p->phase == PEER_HELLO && s->called_off) {
+		kick(s, p, CC_REASON_SHUTTING_DOWN, "match called off");
+		return;
+	}
 	int rc = cc_wire_decode_from(data, len, CC_WIRE_TO_SERVER, (uint8_t)channel, &m, &f);
 	if (p->phase == PEER_HELLO) {
 		/* Before its hello is admitted a peer may say nothing else, and nothing malformed. */
@@ -717,7 +725,27 @@ static void post_result(struct gs_server *s, const int score[2])
 	}
 	if (off < sizeof body)
 		snprintf(body + off, sizeof body - off, "]}");
-	cc_reporter_post(s->reporter, "result", body, 60000);
+	cc_reporter_post(s->reporter, "result", body, s->opts.result_deadline_ms > 0 ? s->opts.result_deadline_ms : 60000);
+}
+
+/*
+ * The connect window is over with n roster players who never connected
+ * (ids: their quoted ids, comma-separated): POST no_show {player_ids}
+ * (behind the connect receipts of those who came: one FIFO, so cc-api's
+ * durable "never connected" agrees). Ranked calls the match off after this
+ * tick's step; casual plays on with bots.
+ */
+static void report_no_show(struct gs_server *s, const char *ids, int n)
+{
+	char body[2100];
+	snprintf(body, sizeof body, "{\"player_ids\":[%s]}", ids);
+	cc_log_warn("no_show", CC_LOG_INT("players", n), CC_LOG_STR("player_ids", ids),
+		    CC_LOG_INT("tick", gs_match_tick(s->match)), CC_LOG_BOOL("calls_off", s->opts.call_off_on_no_show));
+	if (s->reporter)
+		(void)cc_reporter_post(s->reporter, "no_show", body,
+				       s->opts.result_deadline_ms > 0 ? s->opts.result_deadline_ms : 60000);
+	if (s->opts.call_off_on_no_show)
+		s->no_show_call_off = true;
 }
 
 /* The team of a roster slot, or -1. */
@@ -742,10 +770,22 @@ static void on_event(void *ctx, const struct gs_event *ev)
 			/* LOADING ended: a roster slot nobody took is a no-show (casual: a bot plays it). */
 			s->loading_over = true;
 			const struct cc_roster *r = s->admission ? gs_admission_roster(s->admission) : NULL;
+			char ids[2048];
+			size_t off = 0;
+			int n = 0;
 			for (size_t i = 0; r && i < r->count; i++)
 				if (!s->by_slot[r->entries[i].slot] &&
-				    gs_match_driver(s->match, r->entries[i].slot) == GS_DRIVER_NONE)
-					vacate_ship(s, r->entries[i].slot, "no_show");
+				    gs_match_driver(s->match, r->entries[i].slot) == GS_DRIVER_NONE) {
+					/* Never connected to this server (one who came and left is AWAY, not NONE). */
+					if (off < sizeof ids)
+						off += (size_t)snprintf(ids + off, sizeof ids - off, "%s\"%s\"", n ? "," : "",
+									r->entries[i].player_id);
+					n++;
+					if (!s->opts.call_off_on_no_show)
+						vacate_ship(s, r->entries[i].slot, "no_show");
+				}
+			if (n > 0)
+				report_no_show(s, ids, n);
 		}
 		gs_wire_match_state(&m, s->match);
 		cc_log_info("match_state", CC_LOG_INT("tick", tick), CC_LOG_STR("state", gs_wire_state_name(ev->state)));
@@ -764,6 +804,7 @@ static void on_event(void *ctx, const struct gs_event *ev)
 			    CC_LOG_INT("score_0", ev->score[0]), CC_LOG_INT("score_1", ev->score[1]));
 		break;
 	case GS_EVENT_KICKOFF:
+		s->kicked_off = true;
 		/* The resulting transforms, never a seed (SPEC 11). */
 		gs_wire_kickoff(&m, s->match);
 		cc_log_info("kickoff", CC_LOG_INT("tick", tick), CC_LOG_INT("score_0", gs_match_lifecycle(s->match)->score[0]),
@@ -788,9 +829,41 @@ static void on_event(void *ctx, const struct gs_event *ev)
 		(void)broadcast_msg(s, &m);
 }
 
+/*
+ * Calls the match off (server.h): every peer kicked shutting_down (players'
+ * disconnect receipts queued), the simulation stopped; the run loop returns
+ * GS_RUN_CALLED_OFF after the end linger.
+ */
+static void call_off(struct gs_server *s, const char *why, const char *match_state)
+{
+	int kicked = 0;
+	char detail[96];
+	snprintf(detail, sizeof detail, "match called off: %s",
+		 strcmp(why, "no_show") == 0 ? "a ranked player never connected" : "the control plane ended it");
+	s->called_off = why;
+	s->called_off_ms = cc_clock_ms();
+	for (size_t i = 0; i < s->host->peerCount; i++) {
+		struct peer *p = s->host->peers[i].data;
+		if (p) {
+			kick(s, p, CC_REASON_SHUTTING_DOWN, detail);
+			kicked++;
+		}
+	}
+	cc_log_warn("match_called_off", CC_LOG_STR("reason", why), CC_LOG_STR("match_state", match_state),
+		    CC_LOG_INT("tick", gs_match_tick(s->match)), CC_LOG_STR("state", gs_wire_state_name(gs_match_state(s->match))),
+		    CC_LOG_INT("peers_kicked", kicked));
+}
+
+const char *gs_server_called_off(const struct gs_server *s)
+{
+	return s->called_off ? s->called_off : "";
+}
+
 /* One simulation tick: settle lapsed reservations, consume inputs, step, maybe snapshot, kick slow handshakes. */
 static void tick(struct gs_server *s)
 {
+	if (s->called_off)
+		return; /* nothing is simulated any more: the loop only delivers the kicks until the linger ends */
 	for (int slot; s->admission && (slot = gs_admission_next_lapsed(s->admission, cc_clock_ms())) >= 0;) {
 		/* Nobody came back in time: the ship goes to a bot (casual) or is parked (ranked). */
 		cc_log_info("slot_reservation_lapsed", CC_LOG_INT("slot", slot), CC_LOG_INT("tick", gs_match_tick(s->match)),
@@ -819,6 +892,25 @@ static void tick(struct gs_server *s)
 	struct event_ctx ec = { .s = s };
 	gs_match_step(s->match, on_event, &ec);
 	uint32_t t = gs_match_tick(s->match);
+	if (s->reporter) {
+		/* Liveness: the heartbeat thread sends this when due, and only if the tick moved. */
+		cc_reporter_heartbeat_set(s->reporter,
+					  s->ended ? CC_REPORTER_PHASE_ENDED
+					  : s->kicked_off ? CC_REPORTER_PHASE_PLAYING
+							  : CC_REPORTER_PHASE_LOADING,
+					  t);
+	}
+	if (s->no_show_call_off) {
+		call_off(s, "no_show", "");
+		return;
+	}
+	if (s->reporter) {
+		char state[16];
+		if (!s->ended && cc_reporter_match_over(s->reporter, state, sizeof state)) {
+			call_off(s, "control_plane", state);
+			return;
+		}
+	}
 	/* Once a second, the tick and the monotonic time it was due: the clock pongs measure
 	 * (tick + fraction past that time), so a test on this machine can check a client's estimate. */
 	if (t % TICK_HZ == 0)
@@ -988,9 +1080,11 @@ int gs_server_run(struct gs_server *s, bool (*stopping)(void *ctx), void *ctx)
 		if (!atomic_exchange(&s->ready, true))
 			cc_log_info("ready", CC_LOG_DBL("ms_since_main", (double)(cc_clock_ns() - s->opts.started_ns) / 1e6));
 		if (s->ended && cc_clock_ms() - s->ended_ms >= s->opts.end_linger_ms)
-			return 0;
+			return GS_RUN_ENDED;
+		if (s->called_off && cc_clock_ms() - s->called_off_ms >= s->opts.end_linger_ms)
+			return GS_RUN_CALLED_OFF;
 	}
-	return 1;
+	return GS_RUN_STOPPED;
 }
 
 bool gs_server_ready(void *server, char *why, size_t whylen)

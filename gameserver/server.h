@@ -111,6 +111,8 @@ struct gs_server_options {
 	int max_spectators;         /* spectate admits at most this many (0: none); <= GS_MAX_SPECTATORS */
 	bool bots;                  /* casual: bots drive no-show and lapsed slots (ranked: parked) */
 	bool spectators_by_name;    /* casual: a display name may spectate (ranked: a join token of this match only) */
+	bool call_off_on_no_show;   /* ranked: a roster player absent when LOADING ends calls the match off */
+	int64_t result_deadline_ms; /* the result job retries this long (0: 60 s); main: end linger + --result-timeout-ms */
 };
 
 #define GS_MAX_SPECTATORS 64
@@ -128,12 +130,39 @@ struct gs_server *gs_server_create(const struct gs_server_options *opts, struct 
 /* The UDP port bound. */
 int gs_server_port(const struct gs_server *s);
 
+enum gs_run_result {
+	GS_RUN_ENDED = 0,      /* the match ended, its result handed to the reporter */
+	GS_RUN_STOPPED = 1,    /* stopping(ctx) before the end */
+	GS_RUN_CALLED_OFF = 2, /* the match was called off (below): no result */
+};
+
 /*
- * Runs the 60 Hz loop until stopping(ctx) is true or the match has ended
- * and the end linger passed. Returns 0 after a match that ended (its result
- * handed to the reporter), 1 when stopped before the end.
+ * Runs the 60 Hz loop until stopping(ctx) is true, or the match has ended
+ * (or was called off) and the end linger passed. Returns enum gs_run_result.
+ *
+ * Liveness and calling off (issue 19), with a reporter: every tick hands
+ * the phase (loading before the first kickoff, playing, ended from
+ * RESULTS) and the tick to cc_reporter_heartbeat_set. The match is called
+ * off, without a result, when
+ *   - a heartbeat answer says the match is COMPLETED or FAILED before this
+ *     server reached RESULTS (the control plane ended it: a stall sweep, a
+ *     no-show settled by cc-maintenance, an operator), logged
+ *     match_called_off {reason: "control_plane", match_state};
+ *   - ranked (opts.call_off_on_no_show), LOADING ended (the connect
+ *     window) with a roster player who never connected: the server posts
+ *     no_show {player_ids} and does not play one side against nobody,
+ *     logged match_called_off {reason: "no_show", player_ids}. Casual
+ *     posts the same no_show (cc-api records the penalty) and plays on
+ *     with its bots.
+ * Calling off kicks every peer (players and spectators) with
+ * shutting_down, detail "match called off: ..." (each player's disconnect
+ * receipt goes to cc-api), stops the simulation, refuses new hellos with
+ * shutting_down, and returns GS_RUN_CALLED_OFF after the end linger.
  */
 int gs_server_run(struct gs_server *s, bool (*stopping)(void *ctx), void *ctx);
+
+/* Why the match was called off ("control_plane", "no_show"), or "" when it was not. */
+const char *gs_server_called_off(const struct gs_server *s);
 
 /* True once the host is up and the loop has run a tick (the ready probe). Any thread. */
 bool gs_server_ready(void *server, char *why, size_t whylen);

@@ -25,6 +25,7 @@
 # 12 matches of 2), DEMO_THREADS (8), DEMO_REGIONS (eu-west,us-east),
 # DEMO_SEED (1), DEMO_DECLINE_PERCENT (5), DEMO_DEADLINE_SECONDS (30),
 # DEMO_SERVERS (20: the warm pool, room for every match at once), DEMO_MATCH_SECONDS (10).
+# cc-maintenance runs beside them (every sweep at its defaults).
 set -Eeuo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -107,6 +108,19 @@ start_allocator() {
 	wait_http allocator "http://127.0.0.1:$admin/readyz" 30
 }
 
+# cc-maintenance: every sweep (expiry, stalled and abandoned matches,
+# seasons, retention) at its defaults, so a match a fault strands is
+# reclaimed; the season sweep starts season 1, whose end the ranked profile
+# shows. Ready once a pass has reached PostgreSQL.
+start_maintenance() {
+	local admin
+	admin=$(free_port)
+	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_service maintenance \
+		"$BIN/cc-maintenance" --admin-port="$admin"
+	wait_http maintenance "http://127.0.0.1:$admin/readyz" 30
+	MAINT_ADMIN="http://127.0.0.1:$admin"
+}
+
 # The simulated players; their summary line is the demo's result.
 run_players() {
 	local rc=0
@@ -163,8 +177,16 @@ report() {
 	FINAL="demo: $completed matches completed, $rated players rated, median queue-to-connected ${median:-?} ms"
 }
 
+# What cc-maintenance did during the demo (rows per sweep that did anything), before the last line.
+maintenance_report() {
+	local rows
+	rows=$(curl -s "$MAINT_ADMIN/metrics" | sed -nE 's/^cosmic_clash_maintenance_rows_total\{sweep="([a-z_]+)"\} ([0-9.e+]+)$/\1=\2/p' |
+		{ grep -v '=0$' || true; } | tr '\n' ' ')
+	say "cc-maintenance: season $(q "SELECT coalesce(max(season), 0) FROM seasons") running; rows by sweep: ${rows:-none}"
+}
+
 main() {
-	for b in cc-testkit-api cc-matcher cc-player cc-allocator cc-supervisor cc-gameserver; do
+	for b in cc-testkit-api cc-matcher cc-player cc-allocator cc-supervisor cc-gameserver cc-maintenance; do
 		[[ -x "$BIN/$b" ]] || { say "$BIN/$b is missing (make all tools)"; return 1; }
 	done
 	rm -rf "$LOGS"
@@ -174,8 +196,10 @@ main() {
 	start_allocator
 	start_matcher casual
 	start_matcher ranked
+	start_maintenance
 	run_players
 	report
+	maintenance_report
 	stop_services
 	echo "$SUMMARY" >&2
 	echo "$FINAL"

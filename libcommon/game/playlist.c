@@ -16,7 +16,11 @@
  * which reports it as "the defaults"; see README.
  */
 static const struct cc_playlist playlists[] = {
-	{ .name = "casual", .team_size = 3, .ranked = false, .arenas = CC_PLAYLIST_ARENAS_ALL },
+	{ .name = "casual",
+	  .team_size = 3,
+	  .ranked = false,
+	  .arenas = CC_PLAYLIST_ARENAS_ALL,
+	  .requeue_on_server_loss = false },
 	{ .name = "ranked",
 	  .team_size = 1,
 	  .ranked = true,
@@ -24,7 +28,8 @@ static const struct cc_playlist playlists[] = {
 	  .tolerance_growth_per_s = 5,
 	  .tolerance_cap = 600,
 	  .arenas = CC_PLAYLIST_ARENAS_RANKED_ELIGIBLE,
-	  .profile = true },
+	  .profile = true,
+	  .requeue_on_server_loss = false },
 /*
  * A test build appends entries here: tests/integration/third_playlist.h
  * defines this to one more initializer (the Makefile compiles this file

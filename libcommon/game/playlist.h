@@ -48,6 +48,17 @@ struct cc_playlist {
 	double tolerance_cap;          /* the tolerance never exceeds this (>= start; 0 unless ranked) */
 	enum cc_playlist_arenas arenas; /* the arena rule */
 	bool profile;                  /* its rating is the one GET /v1/profile/ranked shows (exactly one, ranked) */
+	/*
+	 * When a match's game server is lost (it stopped reporting, or a
+	 * restarted supervisor found the match already in progress), its
+	 * players' tickets go back to the queue (true) or end FAILED (false:
+	 * the player queues again himself). Compiled only: no database column.
+	 * False for casual and ranked: a server lost mid-match is usually
+	 * noticed long after the players left it, and a ticket requeued for
+	 * someone no longer watching would hold live players in a proposal
+	 * (store/match_settle.h, cc_match_settle_server_lost).
+	 */
+	bool requeue_on_server_loss;
 };
 
 /* Every playlist in definition order; *n receives the count. Never NULL. */

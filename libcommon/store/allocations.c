@@ -127,6 +127,34 @@ static const char sql_lock_many[] =
 	"FROM allocations a JOIN matches m ON m.id = a.match_id WHERE a.id = ANY($1::uuid[]) "
 	"ORDER BY a.id FOR UPDATE OF a";
 
+/*
+ * A match called off before any server was found (store/match_settle.h):
+ * its REQUESTED row -> FAILED with the reason, the claim cleared (a replica
+ * still asking a provider loses it: cc_allocation_set_allocated and the
+ * local batch both re-check REQUESTED under the row lock), and its outbox
+ * row in the same statement.
+ */
+static const char sql_fail_requested[] =
+	"WITH a AS (UPDATE allocations SET state = 'FAILED', failure_reason = $2, revision = revision + 1, "
+	"  claimed_by = NULL, claim_until = NULL, updated_at = now() "
+	"  WHERE match_id = $1 AND state = 'REQUESTED' RETURNING *) "
+	"SELECT " ALLOC_COLUMNS("a") ", " MATCH_COLUMNS("m") ", " NOW_COLUMN ", "
+	"  cc_outbox_append('allocation.failed', 'allocation', a.id, a.revision, '{}'::uuid[], "
+	"    jsonb_build_object('match_id', a.match_id, 'reason', a.failure_reason)) "
+	"FROM a JOIN matches m ON m.id = a.match_id";
+
+/*
+ * A match called off before any allocator replica claimed it: a FAILED
+ * row is its tombstone (inserted REQUESTED, the only legal first state,
+ * then failed), so no replica can ever give it a server. ON CONFLICT DO
+ * NOTHING is also the probe for a replica's row our snapshot cannot see:
+ * under SERIALIZABLE a conflict with an invisible row is a serialization
+ * failure, and the retry sees the row (and fails it by its state).
+ */
+static const char sql_tombstone[] =
+	"INSERT INTO allocations (match_id, state, provider, workload_expires_at, failure_reason) "
+	"VALUES ($1, 'REQUESTED', $2, now(), $3) ON CONFLICT (match_id) DO NOTHING RETURNING id";
+
 #define NCOLUMNS 17
 
 /* Fills *out from row i of res (ALLOC_COLUMNS, MATCH_COLUMNS, NOW_COLUMN). */
@@ -382,4 +410,36 @@ int cc_allocations_lock_many(struct cc_pg *pg, const char *const *ids, size_t n,
 	PQclear(res);
 	free(arr);
 	return rc;
+}
+
+int cc_allocation_fail_requested(struct cc_pg *pg, const char *match_id, const char *reason, bool *failed,
+				 struct cc_allocation *out)
+{
+	struct cc_allocation tmp;
+	*failed = false;
+	if (!cc_uuid_valid(match_id) || !reason || !reason[0] || strlen(reason) > CC_ALLOCATION_REASON_MAX)
+		return CC_EINVAL;
+	const char *p[] = { match_id, reason };
+	int rc = one_allocation(pg, sql_fail_requested, 2, p, CC_ENOTFOUND, out ? out : &tmp);
+	if (rc == CC_ENOTFOUND)
+		return 0;
+	*failed = rc == 0;
+	return rc;
+}
+
+int cc_allocation_fail_unclaimed(struct cc_pg *pg, const char *match_id, const char *provider, const char *reason,
+				 bool *failed)
+{
+	PGresult *res = NULL;
+	*failed = false;
+	if (!cc_uuid_valid(match_id) || !provider || (strcmp(provider, "local") != 0 && strcmp(provider, "agones") != 0) ||
+	    !reason || !reason[0] || strlen(reason) > CC_ALLOCATION_REASON_MAX)
+		return CC_EINVAL;
+	const char *p[] = { match_id, provider, reason };
+	int rc = cc_pg_exec(pg, sql_tombstone, 3, p, &res);
+	bool inserted = rc == 0 && PQntuples(res) == 1;
+	PQclear(res);
+	if (rc != 0 || !inserted)
+		return rc;
+	return cc_allocation_fail_requested(pg, match_id, reason, failed, NULL);
 }

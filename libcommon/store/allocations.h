@@ -1,7 +1,8 @@
 /*
  * allocations.h - the one owner of the allocator's writes to the
  * allocations table (SPEC 8): one row per match, REQUESTED -> ALLOCATED ->
- * PUBLISHED (the server routes own what comes after: register, shutdown).
+ * PUBLISHED (the server routes own what comes after: register, shutdown),
+ * and REQUESTED -> FAILED when the match is called off before a server came.
  *
  * The work of cc-allocator replicas is shared through these rows:
  *   claim      a replica inserts the REQUESTED row of an ALLOCATING match
@@ -169,5 +170,29 @@ int cc_allocations_live_local(struct cc_pg *pg, const char *owner, struct cc_all
  * or a database error.
  */
 int cc_allocation_set_published(struct cc_pg *pg, const char *id, struct cc_allocation *out) CC_MUST_CHECK;
+
+/*
+ * The match of match_id was called off while its allocation was still
+ * REQUESTED (no server ever came: store/match_settle.h,
+ * cc_match_settle_stalled): REQUESTED -> FAILED with failure_reason =
+ * reason (1..CC_ALLOCATION_REASON_MAX bytes), the claim cleared, revision +
+ * 1, "allocation.failed" (payload: match id and reason), in one statement.
+ * *failed says whether a row moved (false: none, or not REQUESTED); *out
+ * (may be NULL) receives it. Returns 0, CC_EINVAL, or a database error.
+ */
+int cc_allocation_fail_requested(struct cc_pg *pg, const char *match_id, const char *reason, bool *failed,
+				 struct cc_allocation *out) CC_MUST_CHECK;
+
+/*
+ * The match of match_id was called off before any replica claimed it (no
+ * allocation row): writes its FAILED tombstone (provider as given, reason,
+ * "allocation.failed"), so no replica can claim it later. A row that
+ * exists but the caller's snapshot cannot see makes the statement a
+ * serialization failure (CC_ESERIALIZATION: retry, and settle that row by
+ * its state). *failed says whether the tombstone was written. Returns 0,
+ * CC_EINVAL, or a database error.
+ */
+int cc_allocation_fail_unclaimed(struct cc_pg *pg, const char *match_id, const char *provider, const char *reason,
+				 bool *failed) CC_MUST_CHECK;
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/purge.h"
 #include "sys/banned.h"
 
 /* No row back: the key is taken, a replay (see idempotency.h for why an insert). */
@@ -74,4 +75,19 @@ int cc_idempotency_store(struct cc_pg *pg, const char *player_id, const char *ke
 		rc = CC_EDB;
 	PQclear(res);
 	return rc;
+}
+
+/* ---- retention -------------------------------------------------------------- */
+
+static const char sql_purge_count[] =
+	"SELECT count(*) FROM idempotency_keys WHERE created_at < now() - make_interval(secs => $1::float8)";
+
+static const char sql_purge[] =
+	"DELETE FROM idempotency_keys k USING (SELECT player_id, key FROM idempotency_keys "
+	"  WHERE created_at < now() - make_interval(secs => $1::float8) ORDER BY created_at LIMIT $2::int FOR UPDATE SKIP LOCKED) d "
+	"WHERE k.player_id = d.player_id AND k.key = d.key";
+
+int cc_idempotency_purge(struct cc_pg *pg, int64_t older_than_s, int limit, int64_t *n, int64_t *lag)
+{
+	return cc_store_purge(pg, sql_purge_count, sql_purge, older_than_s, limit, n, lag);
 }

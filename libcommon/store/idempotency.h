@@ -20,6 +20,7 @@
 #define CC_STORE_IDEMPOTENCY_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "sys/cc.h"
 #include "sys/pg.h"
@@ -55,5 +56,12 @@ void cc_idempotency_claim_release(struct cc_idempotency_claim *c);
  */
 CC_MUST_CHECK int cc_idempotency_store(struct cc_pg *pg, const char *player_id, const char *key,
 				       const char *request_hash, int status, const char *response);
+
+/*
+ * Retention (cc-maintenance): deletes at most limit keys created more than
+ * older_than_s ago, oldest first, FOR UPDATE SKIP LOCKED (store/purge.h);
+ * *n how many; *lag (when not NULL) how many were past the window before.
+ */
+CC_MUST_CHECK int cc_idempotency_purge(struct cc_pg *pg, int64_t older_than_s, int limit, int64_t *n, int64_t *lag);
 
 #endif

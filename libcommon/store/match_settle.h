@@ -12,9 +12,9 @@
  *   cc_match_settle_server_lost      any non-terminal                     FAILED       -> QUEUED when the playlist   ALLOCATED|PUBLISHED -> RELEASED reason
  *                                                                         reason       requeues on server loss,
  *                                                                                      else -> FAILED reason
- *   cc_match_settle_no_show          ASSIGNMENT_READY | IN_PROGRESS       ranked:      no-shows -> FAILED "no_show"  ranked: RELEASED "no_show"
- *                                    (the connect window is over)         FAILED       + INITIAL_CONNECT_NO_SHOW;
- *                                                                         "no_show"    the others -> QUEUED (fresh
+ *   cc_match_settle_no_show          ASSIGNMENT_READY | IN_PROGRESS |     ranked:      no-shows -> FAILED "no_show"  ranked: RELEASED "no_show"
+ *                                    RESULT_PENDING (the connect window   FAILED       + INITIAL_CONNECT_NO_SHOW;
+ *                                    is over)                             "no_show"    the others -> QUEUED (fresh
  *                                                                         casual:      expiry, no penalty)
  *                                                                         unchanged    casual: only the penalty
  *   cc_match_settle_result_missing   RESULT_PENDING (the server said it   FAILED       -> FAILED "result_missing"    RELEASED "result_missing"
@@ -93,7 +93,10 @@ int cc_match_settle_server_lost(struct cc_pg *pg, const char *match_id, const ch
  * over. named (n_named players; NULL/0: none named) is what the game
  * server reported; the no-shows are those of them who never connected
  * (durably), or, with none named (the sweep), every participant who never
- * connected. With no no-show at all nothing changes (out->changed false).
+ * connected. With no no-show at all nothing changes (out->changed false);
+ * nor when nobody ever connected: that is a server nobody could reach (an
+ * infrastructure fault, never penalised: SPEC 7), left to the server's
+ * call-off or shutdown or to the stalled sweep.
  * Ranked: each no-show gets INITIAL_CONNECT_NO_SHOW (source: the match)
  * and its ticket FAILED "no_show"; the match is FAILED "no_show" unrated;
  * everyone else is requeued at once (expiry now() + ticket_ttl_seconds,
@@ -121,17 +124,21 @@ int cc_matches_due_stalled(struct cc_pg *pg, int64_t older_than_s, int limit, ch
 			   size_t *n, int64_t *lag) CC_MUST_CHECK;
 
 /*
- * Matches IN_PROGRESS or RESULT_PENDING whose server's last heartbeat (or,
- * before its first, the match's assignment_ready_at) is older than silent_s.
+ * Matches IN_PROGRESS whose server's last heartbeat (or, before its
+ * first, the match's assignment_ready_at) is older than silent_s while
+ * some live allocation was heard within silent_s: when none was (cc-api
+ * or its network down, so every server looks silent), only after four
+ * times silent_s. RESULT_PENDING is left to the result-missing selector,
+ * whose window outlasts the result's retries.
  */
 int cc_matches_due_server_silent(struct cc_pg *pg, int64_t silent_s, int limit, char (*ids)[CC_UUID_BUF],
 				 size_t *n, int64_t *lag) CC_MUST_CHECK;
 
 /*
- * Matches in ASSIGNMENT_READY or IN_PROGRESS whose assignment_ready_at is
- * older than window_s and that have a participant who never connected and
- * is not yet penalised for it (so a casual match, which plays on, is
- * selected once).
+ * Matches in ASSIGNMENT_READY, IN_PROGRESS or RESULT_PENDING whose assignment_ready_at is
+ * older than window_s, in which somebody connected, and that have a
+ * participant who never connected and is not yet penalised for it (so a
+ * casual match, which plays on, is selected once).
  */
 int cc_matches_due_no_show(struct cc_pg *pg, int64_t window_s, int limit, char (*ids)[CC_UUID_BUF], size_t *n,
 			   int64_t *lag) CC_MUST_CHECK;

@@ -1,7 +1,9 @@
 #include "store/penalties.h"
 
 #include <stdio.h>
+#include <string.h>
 
+#include "sys/crypto.h"
 #include "sys/banned.h"
 
 /*
@@ -37,6 +39,35 @@ int cc_penalty_record(struct cc_pg *pg, const char *player_id, enum cc_penalty_k
 	int rc = cc_pg_exec(pg, sql_record, 5, p, &res);
 	if (rc == 0 && recorded)
 		*recorded = PQntuples(res) == 1;
+	PQclear(res);
+	return rc;
+}
+
+static const char sql_of_source[] =
+	"SELECT player_id FROM penalties WHERE kind = $1 AND source_id = $2 AND player_id = ANY ($3::uuid[]) "
+	"ORDER BY player_id";
+
+int cc_penalties_of_source(struct cc_pg *pg, enum cc_penalty_kind kind, const char *source_id,
+			   const char (*players)[CC_UUID_BUF], size_t n_players, char (*ids)[CC_UUID_BUF], size_t *n)
+{
+	char arr[CC_PENALTY_SOURCE_PLAYERS_MAX * (CC_UUID_BUF + 1) + 3];
+	size_t u = 0;
+	PGresult *res = NULL;
+	*n = 0;
+	if (n_players > CC_PENALTY_SOURCE_PLAYERS_MAX)
+		return CC_EINVAL;
+	arr[u++] = '{';
+	for (size_t i = 0; i < n_players; i++) {
+		if (!cc_uuid_valid(players[i]))
+			return CC_EINVAL;
+		u += (size_t)snprintf(arr + u, sizeof arr - u, "%s%s", i ? "," : "", players[i]);
+	}
+	arr[u++] = '}';
+	arr[u] = '\0';
+	const char *p[] = { cc_penalty_kind_name(kind), source_id, arr };
+	int rc = cc_pg_exec(pg, sql_of_source, 3, p, &res);
+	for (int i = 0; rc == 0 && i < PQntuples(res) && (size_t)i < n_players; i++)
+		snprintf(ids[(*n)++], CC_UUID_BUF, "%s", PQgetvalue(res, i, 0));
 	PQclear(res);
 	return rc;
 }

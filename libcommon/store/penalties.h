@@ -14,6 +14,7 @@
 #define CC_PENALTIES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "sys/cc.h"
 #include "sys/pg.h"
@@ -28,5 +29,18 @@
  */
 int cc_penalty_record(struct cc_pg *pg, const char *player_id, enum cc_penalty_kind kind,
 		      const char *source_id, bool *recorded) CC_MUST_CHECK;
+
+/* Room for every participant of the largest match. */
+#define CC_PENALTY_SOURCE_PLAYERS_MAX 16
+
+/*
+ * Which of players[0..n_players) (lowercase UUIDs, at most
+ * CC_PENALTY_SOURCE_PLAYERS_MAX) have a penalty of kind for source_id: into
+ * ids, by id, *n of them (the facts a replayed settlement answers with).
+ * Returns 0, CC_EINVAL, or cc_pg_exec's error.
+ */
+int cc_penalties_of_source(struct cc_pg *pg, enum cc_penalty_kind kind, const char *source_id,
+			   const char (*players)[CC_UUID_BUF], size_t n_players, char (*ids)[CC_UUID_BUF], size_t *n)
+	CC_MUST_CHECK;
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/purge.h"
 #include "sys/banned.h"
 
 static const char sql_issue[] =
@@ -80,4 +81,19 @@ int cc_region_rtt_store(struct cc_pg *pg, const char *player_id, const char *reg
 	snprintf(rtt, sizeof rtt, "%.17g", rtt_ms);
 	const char *params[] = { player_id, region, rtt };
 	return cc_pg_exec_text(pg, sql_store_rtt, 3, params, json);
+}
+
+/* ---- retention -------------------------------------------------------------- */
+
+static const char sql_purge_count[] =
+	"SELECT count(*) FROM probe_challenges WHERE expires_at < now() - make_interval(secs => $1::float8)";
+
+static const char sql_purge[] =
+	"DELETE FROM probe_challenges c USING (SELECT nonce_hash FROM probe_challenges "
+	"  WHERE expires_at < now() - make_interval(secs => $1::float8) ORDER BY expires_at LIMIT $2::int FOR UPDATE SKIP LOCKED) d "
+	"WHERE c.nonce_hash = d.nonce_hash";
+
+int cc_probes_purge_expired(struct cc_pg *pg, int64_t older_than_s, int limit, int64_t *n, int64_t *lag)
+{
+	return cc_store_purge(pg, sql_purge_count, sql_purge, older_than_s, limit, n, lag);
 }

@@ -58,4 +58,13 @@ CC_MUST_CHECK int cc_probe_answer(struct cc_pg *pg, const char *nonce_hash, cons
 CC_MUST_CHECK int cc_region_rtt_store(struct cc_pg *pg, const char *player_id, const char *region, double rtt_ms,
 				      char **json);
 
+/*
+ * Retention (cc-maintenance, store/purge.h): deletes at most limit probe
+ * challenges that expired more than older_than_s ago (answered or not: an
+ * answer after expiry is refused either way), oldest first, FOR UPDATE
+ * SKIP LOCKED. region_rtts is kept (the latest RTT per region). *n how
+ * many; *lag (when not NULL) how many were past the window before.
+ */
+int cc_probes_purge_expired(struct cc_pg *pg, int64_t older_than_s, int limit, int64_t *n, int64_t *lag) CC_MUST_CHECK;
+
 #endif

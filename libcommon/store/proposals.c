@@ -6,6 +6,7 @@
 
 #include "store/outbox.h"
 #include "store/penalties.h"
+#include "store/purge.h"
 #include "sys/banned.h"
 
 static const char sql_lock_for_player[] =
@@ -279,4 +280,77 @@ int cc_proposal_view(struct cc_pg *pg, const char *proposal_id, const char *play
 {
 	const char *p[] = { proposal_id, player_id };
 	return cc_pg_exec_text(pg, sql_view, 2, p, json);
+}
+
+/* ---- the sweeps (cc-maintenance) ------------------------------------------- */
+
+static const char sql_overdue_count[] = "SELECT count(*) FROM proposals WHERE state = 'OPEN' AND expires_at <= now()";
+
+int cc_proposals_overdue_count(struct cc_pg *pg, int64_t *lag)
+{
+	char *text = NULL;
+	int rc = cc_pg_exec_text(pg, sql_overdue_count, 0, NULL, &text);
+	if (rc == 0)
+		*lag = strtoll(text, NULL, 10);
+	free(text);
+	return rc;
+}
+
+/*
+ * Due: decided without a match past the window, and every ticket that
+ * still names it ended without a match too (so the purge can take them
+ * along: a ticket of it that later made a match keeps the proposal).
+ */
+#define PURGE_DUE                                                                                   \
+	"p.state IN ('DECLINED', 'EXPIRED') AND p.decided_at < now() - make_interval(secs => $1::float8) " \
+	"AND NOT EXISTS (SELECT 1 FROM tickets t WHERE t.proposal_id = p.id AND (t.state NOT IN "         \
+	"  ('EXPIRED', 'CANCELLED') OR t.match_id IS NOT NULL "                                             \
+	"  OR EXISTS (SELECT 1 FROM match_players mp WHERE mp.ticket_id = t.id)))"
+
+static const char sql_purge_count[] = "SELECT count(*) FROM proposals p WHERE " PURGE_DUE;
+
+static const char sql_purge_pick[] =
+	"SELECT coalesce(array_agg(id)::text, '{}') FROM (SELECT p.id FROM proposals p WHERE " PURGE_DUE
+	"  ORDER BY p.decided_at LIMIT $2::int FOR UPDATE OF p SKIP LOCKED) d";
+
+static const char sql_purge_participants[] = "DELETE FROM proposal_participants WHERE proposal_id = ANY($1::uuid[])";
+
+/* A ticket that could not go (it sits in another, younger proposal too) keeps its proposal for a later pass. */
+static const char sql_purge_proposals[] =
+	"DELETE FROM proposals p WHERE p.id = ANY($1::uuid[]) "
+	"AND NOT EXISTS (SELECT 1 FROM tickets t WHERE t.proposal_id = p.id)";
+
+int cc_proposals_purge_unmatched(struct cc_pg *pg, int64_t older_than_s, int limit, int64_t *n, int64_t *tickets,
+				 int64_t *lag)
+{
+	char secs[24], lim[16];
+	char *ids = NULL;
+	PGresult *res = NULL;
+	int64_t due = -1, gone_tickets = 0;
+	int rc;
+	if (limit < 1 || older_than_s < 0)
+		return CC_EINVAL;
+	snprintf(secs, sizeof secs, "%lld", (long long)older_than_s);
+	snprintf(lim, sizeof lim, "%d", limit);
+	const char *p[] = { secs, lim };
+	if (lag && (rc = cc_store_purge_due(pg, sql_purge_count, older_than_s, &due)) != 0)
+		return rc;
+	if ((rc = cc_pg_exec_text(pg, sql_purge_pick, 2, p, &ids)) != 0)
+		return rc;
+	const char *pi[] = { ids };
+	if ((rc = cc_pg_exec(pg, sql_purge_participants, 1, pi, NULL)) != 0)
+		goto out;
+	if ((rc = cc_tickets_purge_of_proposals(pg, ids, &gone_tickets)) != 0)
+		goto out;
+	if ((rc = cc_pg_exec(pg, sql_purge_proposals, 1, pi, &res)) != 0)
+		goto out;
+	*n = strtoll(PQcmdTuples(res), NULL, 10);
+	if (tickets)
+		*tickets = gone_tickets;
+	if (lag)
+		*lag = due;
+out:
+	PQclear(res);
+	free(ids);
+	return rc;
 }

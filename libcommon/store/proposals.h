@@ -104,4 +104,22 @@ int cc_proposal_decline_by_cancel(struct cc_pg *pg, const char *proposal_id, con
 int cc_proposal_view(struct cc_pg *pg, const char *proposal_id, const char *player_id,
 		     char **json) CC_MUST_CHECK;
 
+/* ---- the sweeps (cc-maintenance) ------------------------------------------- */
+
+/* How many OPEN proposals are past their window (the expiry sweep's lag). */
+int cc_proposals_overdue_count(struct cc_pg *pg, int64_t *lag) CC_MUST_CHECK;
+
+/*
+ * Retention (store/purge.h): at most limit proposals that never made a
+ * match (DECLINED or EXPIRED) decided more than older_than_s ago, FOR
+ * UPDATE SKIP LOCKED, oldest first, are deleted with their
+ * proposal_participants rows and the tickets that ended in them
+ * (cc_tickets_purge_of_proposals). A proposal a live or matched ticket
+ * still names is left alone (never selected, so it blocks nothing). *n how
+ * many proposals; *tickets (may be NULL) how many tickets went with them;
+ * *lag (when not NULL) how many proposals were due before.
+ */
+int cc_proposals_purge_unmatched(struct cc_pg *pg, int64_t older_than_s, int limit, int64_t *n, int64_t *tickets,
+				 int64_t *lag) CC_MUST_CHECK;
+
 #endif

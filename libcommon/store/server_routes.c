@@ -15,11 +15,27 @@
 	"extract(epoch FROM a.workload_expires_at)::bigint, floor(extract(epoch FROM now()))::bigint, " \
 	"coalesce(a.image_digest, ''), coalesce(a.server_protocol, 0), "                                      \
 	"coalesce(" CC_PG_RFC3339("a.process_ready_at") ", ''), "                                              \
-	"coalesce(" CC_PG_RFC3339("a.assignment_ready_at") ", ''), coalesce(a.shutdown_reason, '')"
+	"coalesce(" CC_PG_RFC3339("a.assignment_ready_at") ", ''), coalesce(a.shutdown_reason, ''), " \
+	"coalesce(" CC_PG_RFC3339("a.last_heartbeat_at") ", ''), coalesce(a.last_phase, '')"
 
 static const char sql_allocation[] = "SELECT " ALLOCATION_COLUMNS " FROM allocations a WHERE a.id = $1";
 static const char sql_allocation_for_update[] =
 	"SELECT " ALLOCATION_COLUMNS " FROM allocations a WHERE a.id = $1 FOR UPDATE";
+static const char sql_allocation_of_match[] =
+	"SELECT " ALLOCATION_COLUMNS " FROM allocations a WHERE a.match_id = $1";
+static const char sql_allocation_of_match_for_update[] =
+	"SELECT " ALLOCATION_COLUMNS " FROM allocations a WHERE a.match_id = $1 FOR UPDATE";
+
+/* The liveness signal (migration 0013): the time and phase of the server's last word. */
+static const char sql_heartbeat[] =
+	"UPDATE allocations SET last_heartbeat_at = now(), last_phase = $2 WHERE id = $1 "
+	"RETURNING " CC_PG_RFC3339("last_heartbeat_at");
+
+/* The durable "never connected": no connect receipt was ever taken (generation 0, or no assignment at all). */
+static const char sql_never_connected[] =
+	"SELECT mp.player_id FROM match_players mp "
+	"LEFT JOIN assignments s ON s.match_id = mp.match_id AND s.player_id = mp.player_id "
+	"WHERE mp.match_id = $1 AND coalesce(s.connection_generation, 0) = 0 ORDER BY mp.team, mp.player_id";
 
 static const char sql_process_ready[] =
 	"UPDATE allocations SET image_digest = $2, server_protocol = $3::int, process_ready_at = now(), "
@@ -82,11 +98,11 @@ static void copy(char *dst, size_t cap, const PGresult *res, int row, int col)
 	snprintf(dst, cap, "%s", PQgetvalue(res, row, col));
 }
 
-int cc_server_allocation_get(struct cc_pg *pg, const char *id, bool for_update, struct cc_server_allocation *out)
+static int allocation_read(struct cc_pg *pg, const char *sql, const char *key, struct cc_server_allocation *out)
 {
 	PGresult *res = NULL;
-	const char *p[] = { id };
-	int rc = cc_pg_exec(pg, for_update ? sql_allocation_for_update : sql_allocation, 1, p, &res);
+	const char *p[] = { key };
+	int rc = cc_pg_exec(pg, sql, 1, p, &res);
 	if (rc == 0 && PQntuples(res) != 1)
 		rc = CC_ENOTFOUND;
 	if (rc != 0)
@@ -104,7 +120,53 @@ int cc_server_allocation_get(struct cc_pg *pg, const char *id, bool for_update, 
 	copy(out->process_ready_at, sizeof out->process_ready_at, res, 0, 9);
 	copy(out->assignment_ready_at, sizeof out->assignment_ready_at, res, 0, 10);
 	copy(out->shutdown_reason, sizeof out->shutdown_reason, res, 0, 11);
+	copy(out->last_heartbeat_at, sizeof out->last_heartbeat_at, res, 0, 12);
+	copy(out->last_phase, sizeof out->last_phase, res, 0, 13);
 out:
+	PQclear(res);
+	return rc;
+}
+
+int cc_server_allocation_get(struct cc_pg *pg, const char *id, bool for_update, struct cc_server_allocation *out)
+{
+	return allocation_read(pg, for_update ? sql_allocation_for_update : sql_allocation, id, out);
+}
+
+int cc_server_allocation_of_match(struct cc_pg *pg, const char *match_id, bool for_update,
+				  struct cc_server_allocation *out)
+{
+	return allocation_read(pg, for_update ? sql_allocation_of_match_for_update : sql_allocation_of_match, match_id,
+			       out);
+}
+
+int cc_server_record_heartbeat(struct cc_pg *pg, struct cc_server_allocation *a, const char *phase)
+{
+	PGresult *res = NULL;
+	if (!phase || (strcmp(phase, "loading") != 0 && strcmp(phase, "playing") != 0 && strcmp(phase, "ended") != 0))
+		return CC_EINVAL;
+	const char *p[] = { a->id, phase };
+	int rc = cc_pg_exec(pg, sql_heartbeat, 2, p, &res);
+	if (rc == 0 && PQntuples(res) != 1)
+		rc = CC_ENOTFOUND;
+	if (rc == 0) {
+		copy(a->last_heartbeat_at, sizeof a->last_heartbeat_at, res, 0, 0);
+		snprintf(a->last_phase, sizeof a->last_phase, "%s", phase);
+	}
+	PQclear(res);
+	return rc;
+}
+
+int cc_server_never_connected(struct cc_pg *pg, const char *match_id, char (*ids)[CC_UUID_BUF], size_t cap,
+			      size_t *n)
+{
+	PGresult *res = NULL;
+	const char *p[] = { match_id };
+	*n = 0;
+	int rc = cc_pg_exec(pg, sql_never_connected, 1, p, &res);
+	if (rc == 0 && (size_t)PQntuples(res) > cap)
+		rc = CC_EDB;
+	for (int i = 0; rc == 0 && i < PQntuples(res); i++)
+		copy(ids[(*n)++], CC_UUID_BUF, res, i, 0);
 	PQclear(res);
 	return rc;
 }

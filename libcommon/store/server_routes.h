@@ -8,7 +8,8 @@
  * and each is written by exactly one function here:
  *   allocations  image_digest, server_protocol, process_ready_at
  *                (cc_server_record_process_ready), assignment_ready_at
- *                (cc_server_record_assignment_ready), and the release:
+ *                (cc_server_record_assignment_ready), last_heartbeat_at and
+ *                last_phase (cc_server_record_heartbeat), and the release:
  *                state -> RELEASED, shutdown_at, shutdown_reason
  *                (cc_server_release);
  *   (game_servers is not written here: cc-allocator's release sweep,
@@ -40,6 +41,7 @@
 #define CC_SERVER_REASON_BUF 33     /* a [a-z_]{1,32} reason */
 #define CC_SERVER_CONNECTION_BUF 65 /* a connection id: [A-Za-z0-9._:-]{1,64} */
 #define CC_SERVER_STATE_BUF 16      /* "PUBLISHED" and the rest */
+#define CC_SERVER_PHASE_BUF 8       /* a heartbeat's phase: loading | playing | ended */
 
 /* An allocation as the server routes see it. */
 struct cc_server_allocation {
@@ -55,6 +57,8 @@ struct cc_server_allocation {
 	char process_ready_at[CC_PG_RFC3339_BUF]; /* "" until recorded */
 	char assignment_ready_at[CC_PG_RFC3339_BUF];
 	char shutdown_reason[CC_SERVER_REASON_BUF]; /* "" until released */
+	char last_heartbeat_at[CC_PG_RFC3339_BUF];  /* "" until the first heartbeat */
+	char last_phase[CC_SERVER_PHASE_BUF];       /* loading | playing | ended; "" until the first heartbeat */
 };
 
 /*
@@ -64,6 +68,29 @@ struct cc_server_allocation {
  */
 int cc_server_allocation_get(struct cc_pg *pg, const char *id, bool for_update, struct cc_server_allocation *out)
 	CC_MUST_CHECK;
+
+/* The allocation of match_id, as cc_server_allocation_get (for_update locks it). 0, CC_ENOTFOUND, or an error. */
+int cc_server_allocation_of_match(struct cc_pg *pg, const char *match_id, bool for_update,
+				  struct cc_server_allocation *out) CC_MUST_CHECK;
+
+/*
+ * The game server's liveness signal (POST /v1/servers/{id}/heartbeat):
+ * last_heartbeat_at = now() and last_phase = phase ("loading", "playing" or
+ * "ended", else CC_EINVAL) on a->id, whatever its state; a is updated. No
+ * revision bump and no outbox row: nobody else must hear it, and a
+ * heartbeat every few seconds must not break anyone's compare-and-set.
+ * Returns 0, CC_ENOTFOUND, or a database error.
+ */
+int cc_server_record_heartbeat(struct cc_pg *pg, struct cc_server_allocation *a, const char *phase) CC_MUST_CHECK;
+
+/*
+ * The participants of match_id who never connected (the durable truth of
+ * store/match_settle.h: no connect receipt was ever taken, i.e. their
+ * assignment's connection_generation is 0, or they have no assignment), by
+ * team then id, up to cap into ids (*n of them; more is CC_EDB).
+ */
+int cc_server_never_connected(struct cc_pg *pg, const char *match_id, char (*ids)[CC_UUID_BUF], size_t cap,
+			      size_t *n) CC_MUST_CHECK;
 
 /*
  * Records process_ready on allocation a->id: the image digest and protocol

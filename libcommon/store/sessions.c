@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/purge.h"
 #include "sys/banned.h"
 
 /* The session, its player and whether each refusal applies, in one round trip. */
@@ -69,4 +70,22 @@ int cc_sessions_revoke_all(struct cc_pg *pg, const char *player_id, int64_t *rev
 		*revoked = cc_pg_rows_affected(res);
 	PQclear(res);
 	return rc;
+}
+
+/* ---- retention -------------------------------------------------------------- */
+
+/* Two index ranges (sessions_by_expiry, sessions_revoked_purge), as a union so each uses its index. */
+static const char sql_purge_count[] =
+	"SELECT count(*) FROM (SELECT id FROM sessions WHERE expires_at < now() - make_interval(secs => $1::float8) "
+	"  UNION SELECT id FROM sessions WHERE revoked_at < now() - make_interval(secs => $1::float8)) d";
+
+static const char sql_purge[] =
+	"DELETE FROM sessions s USING (SELECT id FROM sessions WHERE id IN ("
+	"    (SELECT id FROM sessions WHERE expires_at < now() - make_interval(secs => $1::float8) ORDER BY expires_at LIMIT $2::int) "
+	"    UNION (SELECT id FROM sessions WHERE revoked_at < now() - make_interval(secs => $1::float8) ORDER BY revoked_at LIMIT $2::int)) "
+	"  LIMIT $2::int FOR UPDATE SKIP LOCKED) d WHERE s.id = d.id";
+
+int cc_sessions_purge_dead(struct cc_pg *pg, int64_t older_than_s, int limit, int64_t *n, int64_t *lag)
+{
+	return cc_store_purge(pg, sql_purge_count, sql_purge, older_than_s, limit, n, lag);
 }

@@ -52,4 +52,12 @@ CC_MUST_CHECK int cc_session_create(struct cc_pg *pg, const char *player_id, con
  */
 CC_MUST_CHECK int cc_sessions_revoke_all(struct cc_pg *pg, const char *player_id, int64_t *revoked);
 
+/*
+ * Retention (cc-maintenance, store/purge.h): deletes at most limit dead
+ * sessions (expired, or revoked, more than older_than_s ago), oldest
+ * first, FOR UPDATE SKIP LOCKED. A live session is never touched. *n how
+ * many; *lag (when not NULL) how many were past the window before.
+ */
+int cc_sessions_purge_dead(struct cc_pg *pg, int64_t older_than_s, int limit, int64_t *n, int64_t *lag) CC_MUST_CHECK;
+
 #endif

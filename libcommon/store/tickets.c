@@ -7,6 +7,8 @@
 #include "store/candidates.h"
 #include "store/outbox.h"
 #include "sys/charset.h"
+#include "store/purge.h"
+#include "sys/crypto.h"
 #include "sys/banned.h"
 
 /*
@@ -126,6 +128,25 @@ static const char sql_complete[] =
 static const char sql_fail_match[] =
 	"UPDATE tickets AS t SET state = 'FAILED', revision = t.revision + 1, updated_at = now() "
 	"WHERE t.match_id = $1 AND t.state IN ('MATCHED', 'ASSIGNED') RETURNING " COLUMNS;
+
+/*
+ * A match called off before its end (store/match_settle.h): its players go
+ * back to the queue with a fresh heartbeat deadline ($3 s; they did nothing
+ * wrong, and a deadline they earned long ago would expire them at once),
+ * keeping queued_at (their place) and leaving the match and its proposal.
+ * $2, when not NULL, is a uuid[] of players who stay out: the no-shows.
+ */
+static const char sql_requeue_match[] =
+	"UPDATE tickets AS t SET state = 'QUEUED', proposal_id = NULL, match_id = NULL, revision = t.revision + 1, "
+	"  updated_at = now(), expires_at = now() + make_interval(secs => $3::int) "
+	"WHERE t.match_id = $1 AND t.state IN ('MATCHED', 'ASSIGNED') "
+	"  AND ($2::uuid[] IS NULL OR t.player_id <> ALL ($2::uuid[])) RETURNING " COLUMNS;
+
+/* The no-shows' tickets of a match -> FAILED ($2: their player ids). */
+static const char sql_fail_players[] =
+	"UPDATE tickets AS t SET state = 'FAILED', revision = t.revision + 1, updated_at = now() "
+	"WHERE t.match_id = $1 AND t.state IN ('MATCHED', 'ASSIGNED') AND t.player_id = ANY ($2::uuid[]) "
+	"RETURNING " COLUMNS;
 
 void cc_ticket_moves_reset(struct cc_ticket_moves *m)
 {
@@ -447,6 +468,57 @@ int cc_tickets_fail_match(struct cc_pg *pg, const char *match_id, const char *re
 	return transition(pg, sql_fail_match, 1, p, "ticket.failed", payload, n, NULL, moves);
 }
 
+/* players[0..n) as a uuid[] literal into buf (cap >= n * 37 + 3); CC_EINVAL for a malformed id. */
+static int player_array(const char (*players)[CC_UUID_BUF], size_t n, char *buf, size_t cap)
+{
+	size_t u = 0;
+	if (cap < n * (CC_UUID_BUF + 1) + 3)
+		return CC_EINVAL;
+	buf[u++] = '{';
+	for (size_t i = 0; i < n; i++) {
+		if (!cc_uuid_valid(players[i]))
+			return CC_EINVAL;
+		u += (size_t)snprintf(buf + u, cap - u, "%s%s", i ? "," : "", players[i]);
+	}
+	buf[u++] = '}';
+	buf[u] = '\0';
+	return 0;
+}
+
+int cc_tickets_requeue_match(struct cc_pg *pg, const char *match_id, const char *reason, int64_t ttl_seconds,
+			     int *n, struct cc_ticket_moves *moves)
+{
+	return cc_tickets_split_match(pg, match_id, NULL, 0, reason, ttl_seconds, NULL, n, moves);
+}
+
+int cc_tickets_split_match(struct cc_pg *pg, const char *match_id, const char (*out_players)[CC_UUID_BUF],
+			   size_t n_out, const char *reason, int64_t ttl_seconds, int *failed, int *requeued,
+			   struct cc_ticket_moves *moves)
+{
+	char payload[64], ttl[24], arr[CC_FORMATION_MAX_PLAYERS * (CC_UUID_BUF + 1) + 3];
+	int rc, nf = 0;
+	if (failed)
+		*failed = 0;
+	if (requeued)
+		*requeued = 0;
+	if (!reason || !reason_valid(reason) || ttl_seconds < 1 || ttl_seconds > INT32_MAX ||
+	    n_out > CC_FORMATION_MAX_PLAYERS || (n_out > 0 && !out_players))
+		return CC_EINVAL;
+	if (n_out > 0 && (rc = player_array(out_players, n_out, arr, sizeof arr)) != 0)
+		return rc;
+	snprintf(payload, sizeof payload, "{\"reason\":\"%s\"}", reason);
+	snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_seconds);
+	if (n_out > 0) {
+		const char *pf[] = { match_id, arr };
+		if ((rc = transition(pg, sql_fail_players, 2, pf, "ticket.failed", payload, &nf, NULL, moves)) != 0)
+			return rc;
+		if (failed)
+			*failed = nf;
+	}
+	const char *pq[] = { match_id, n_out > 0 ? arr : NULL, ttl };
+	return transition(pg, sql_requeue_match, 3, pq, "ticket.requeued", payload, requeued, NULL, moves);
+}
+
 static const char sql_proposals_of_player[] =
 	"SELECT proposal_id FROM tickets WHERE player_id = $1 AND state = 'PROPOSED' AND proposal_id IS NOT NULL";
 
@@ -466,6 +538,70 @@ int cc_ticket_proposals_of_player(struct cc_pg *pg, const char *player_id, struc
 	for (int i = 0; i < rows; i++)
 		snprintf(out->id[out->n++], CC_UUID_BUF, "%s", PQgetvalue(res, i, 0));
 out:
+	PQclear(res);
+	return rc;
+}
+
+/* ---- the sweeps (cc-maintenance) ------------------------------------------- */
+
+static const char sql_overdue_count[] = "SELECT count(*) FROM tickets t WHERE " OVERDUE;
+
+/* The lazy expiry's statement over a SKIP LOCKED batch: the same change, the same event. */
+static const char sql_expire_overdue_batch[] =
+	"UPDATE tickets AS t SET state = 'EXPIRED', revision = t.revision + 1, updated_at = now() "
+	"FROM (SELECT id FROM tickets WHERE state = 'QUEUED' AND expires_at <= now() "
+	"  ORDER BY expires_at LIMIT $1::int FOR UPDATE SKIP LOCKED) d "
+	"WHERE t.id = d.id AND " OVERDUE " RETURNING " COLUMNS;
+
+int cc_tickets_expire_overdue(struct cc_pg *pg, int limit, int *n, int64_t *lag, struct cc_ticket_moves *moves)
+{
+	char lim[16];
+	int rc;
+	if (limit < 1)
+		return CC_EINVAL;
+	if (lag) {
+		char *text = NULL;
+		if ((rc = cc_pg_exec_text(pg, sql_overdue_count, 0, NULL, &text)) != 0)
+			return rc;
+		*lag = strtoll(text, NULL, 10);
+		free(text);
+	}
+	snprintf(lim, sizeof lim, "%d", limit);
+	const char *p[] = { lim };
+	return transition(pg, sql_expire_overdue_batch, 1, p, "ticket.expired", NULL, n, NULL, moves);
+}
+
+/* Ended without a match, and nothing references it (the FKs of proposal_participants and match_players). */
+#define UNMATCHED_DEAD                                                                    \
+	"t.state IN ('EXPIRED', 'CANCELLED') AND t.match_id IS NULL "                         \
+	"AND NOT EXISTS (SELECT 1 FROM proposal_participants pp WHERE pp.ticket_id = t.id) " \
+	"AND NOT EXISTS (SELECT 1 FROM match_players mp WHERE mp.ticket_id = t.id)"
+
+static const char sql_purge_count[] =
+	"SELECT count(*) FROM tickets t WHERE t.proposal_id IS NULL AND " UNMATCHED_DEAD
+	" AND t.updated_at < now() - make_interval(secs => $1::float8)";
+
+static const char sql_purge[] =
+	"DELETE FROM tickets x USING (SELECT t.id FROM tickets t WHERE t.proposal_id IS NULL AND " UNMATCHED_DEAD
+	"  AND t.updated_at < now() - make_interval(secs => $1::float8) ORDER BY t.updated_at LIMIT $2::int FOR UPDATE OF t SKIP LOCKED) d "
+	"WHERE x.id = d.id";
+
+static const char sql_purge_of_proposals[] =
+	"DELETE FROM tickets x USING (SELECT t.id FROM tickets t WHERE t.proposal_id = ANY($1::uuid[]) AND "
+	UNMATCHED_DEAD " FOR UPDATE OF t) d WHERE x.id = d.id";
+
+int cc_tickets_purge_unmatched(struct cc_pg *pg, int64_t older_than_s, int limit, int64_t *n, int64_t *lag)
+{
+	return cc_store_purge(pg, sql_purge_count, sql_purge, older_than_s, limit, n, lag);
+}
+
+int cc_tickets_purge_of_proposals(struct cc_pg *pg, const char *proposal_ids, int64_t *n)
+{
+	PGresult *res = NULL;
+	const char *p[] = { proposal_ids };
+	int rc = cc_pg_exec(pg, sql_purge_of_proposals, 1, p, &res);
+	if (rc == 0)
+		*n = strtoll(PQcmdTuples(res), NULL, 10);
 	PQclear(res);
 	return rc;
 }

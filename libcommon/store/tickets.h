@@ -23,6 +23,9 @@
  *   cc_tickets_assign     MATCHED -> ASSIGNED           ticket.assigned
  *   cc_tickets_complete   ASSIGNED -> COMPLETED         ticket.completed
  *   cc_tickets_fail_match MATCHED|ASSIGNED -> FAILED    ticket.failed {"reason": ...}
+ *   cc_tickets_requeue_match  MATCHED|ASSIGNED -> QUEUED  ticket.requeued {"reason": ...}
+ *   cc_tickets_split_match    MATCHED|ASSIGNED -> FAILED  ticket.failed {"reason": ...} (named players)
+ *                             MATCHED|ASSIGNED -> QUEUED  ticket.requeued {"reason": ...} (the rest)
  *   cc_ticket_set_rtt     predicted_rtt only            none (see below)
  *
  * The propose step is the exception that stays in SQL: cc_claim_proposal
@@ -228,6 +231,28 @@ int cc_tickets_complete(struct cc_pg *pg, const char *match_id, int *n, struct c
 int cc_tickets_fail_match(struct cc_pg *pg, const char *match_id, const char *reason, int *n,
 			  struct cc_ticket_moves *moves) CC_MUST_CHECK;
 
+/*
+ * A match called off (store/match_settle.h): every ticket MATCHED or
+ * ASSIGNED in match_id -> QUEUED, out of the match and its proposal, with a
+ * fresh heartbeat deadline now() + ttl_seconds (>= 1) and its queued_at
+ * kept (the player's place in the queue); reason, a [a-z_]{1,32} word, goes
+ * into each "ticket.requeued" payload (else CC_EINVAL). *n (may be NULL)
+ * how many.
+ */
+int cc_tickets_requeue_match(struct cc_pg *pg, const char *match_id, const char *reason, int64_t ttl_seconds,
+			     int *n, struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
+/*
+ * The same, except for the n_out players out_players (the no-shows of a
+ * ranked match, at most CC_FORMATION_MAX_PLAYERS lowercase UUIDs): their
+ * tickets -> FAILED ("ticket.failed" {"reason"}), everyone else's ->
+ * QUEUED as cc_tickets_requeue_match. *failed and *requeued (may be NULL)
+ * count them.
+ */
+int cc_tickets_split_match(struct cc_pg *pg, const char *match_id, const char (*out_players)[CC_UUID_BUF],
+			   size_t n_out, const char *reason, int64_t ttl_seconds, int *failed, int *requeued,
+			   struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
 /* ---- reads ---------------------------------------------------------------- */
 
 /* The one-active-ticket index allows one; room for a few shows a broken index as an error, not a crash. */
@@ -247,5 +272,36 @@ struct cc_ticket_proposals {
  */
 int cc_ticket_proposals_of_player(struct cc_pg *pg, const char *player_id, struct cc_ticket_proposals *out)
 	CC_MUST_CHECK;
+
+/* ---- the sweeps (cc-maintenance) ------------------------------------------- */
+
+/*
+ * The expiry sweep: at most limit overdue QUEUED tickets (FOR UPDATE SKIP
+ * LOCKED, oldest deadline first) -> EXPIRED, each announced ticket.expired
+ * exactly as the lazy expiry of cc_ticket_expire_if_overdue. *n how many;
+ * *lag (when not NULL) how many were overdue before. moves (may be NULL)
+ * as elsewhere; beyond CC_TICKET_MOVES_MAX rows are counted as dropped.
+ */
+int cc_tickets_expire_overdue(struct cc_pg *pg, int limit, int *n, int64_t *lag,
+			      struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
+/*
+ * Retention (store/purge.h): deletes at most limit tickets that ended
+ * without a match (EXPIRED or CANCELLED while QUEUED: no proposal, no
+ * match) more than older_than_s ago, FOR UPDATE SKIP LOCKED. A ticket that
+ * any proposal_participants or match_players row names is left (the
+ * proposal purge, store/proposals.h, removes the ones that ended in a
+ * proposal). *n how many; *lag (when not NULL) how many were due before.
+ */
+int cc_tickets_purge_unmatched(struct cc_pg *pg, int64_t older_than_s, int limit, int64_t *n,
+			       int64_t *lag) CC_MUST_CHECK;
+
+/*
+ * For the proposal purge: deletes the tickets whose proposal_id is one of
+ * proposal_ids (a PostgreSQL uuid[] literal) that ended without a match
+ * and that no proposal_participants or match_players row names any more.
+ * *n how many.
+ */
+int cc_tickets_purge_of_proposals(struct cc_pg *pg, const char *proposal_ids, int64_t *n) CC_MUST_CHECK;
 
 #endif

@@ -179,6 +179,8 @@ int api_proposal_response_read(const cJSON *body, bool *accept, int64_t *revisio
 extern const char *const api_ban_fields[];            /* POST /v1/admin/players/{id}/ban */
 int api_ban_read(const cJSON *body, const char **until, const char **reason,
 		 struct cc_json_error *err) CC_MUST_CHECK;
+extern const char *const api_replay_fields[];         /* POST /v1/admin/outbox/dead-letters/{id}/replay */
+int api_replay_read(const cJSON *body, int64_t *replays, struct cc_json_error *err) CC_MUST_CHECK;
 /* The game-server routes (servers.c); the result body's reader is cc_match_result_parse (fuzz_match_result). */
 extern const char *const api_register_fields[];       /* POST /v1/servers/{id}/register */
 int api_register_read(const cJSON *body, const char **state, int64_t *protocol_version, const char **image_digest,
@@ -191,6 +193,13 @@ int api_disconnect_read(const cJSON *body, const char **player_id, int64_t *gene
 			struct cc_json_error *err) CC_MUST_CHECK;
 extern const char *const api_shutdown_fields[];       /* POST /v1/servers/{id}/shutdown */
 int api_shutdown_read(const cJSON *body, const char **reason, struct cc_json_error *err) CC_MUST_CHECK;
+extern const char *const api_heartbeat_fields[];      /* POST /v1/servers/{id}/heartbeat */
+/* phase: "loading" | "playing" | "ended"; tick: 0 .. 2^53 - 1. */
+int api_heartbeat_read(const cJSON *body, const char **phase, int64_t *tick, struct cc_json_error *err) CC_MUST_CHECK;
+extern const char *const api_no_show_fields[];        /* POST /v1/servers/{id}/no_show */
+#define API_NO_SHOW_MAX 16 /* player ids in one no_show body */
+/* player_ids: 1..API_NO_SHOW_MAX distinct lowercase UUIDs, copied into ids (*n of them). */
+int api_no_show_read(const cJSON *body, char (*ids)[CC_UUID_BUF], size_t *n, struct cc_json_error *err) CC_MUST_CHECK;
 
 /* True when key is a valid Idempotency-Key: 1-128 characters [A-Za-z0-9_-]. */
 bool api_idempotency_key_valid(const char *key);
@@ -299,11 +308,13 @@ bool api_operator_authorized(struct api *api, const struct cc_http_request *req,
 
 /*
  * The RankedProfile object of contracts/v1/openapi.json (rating, deviation,
- * tier, provisional, ranked_games, season_end) from a stored rating row, for
+ * tier, provisional, ranked_games, season_end) from a stored rating row and
+ * the running season's end (RFC 3339; NULL or "" = null: no season), for
  * GET /v1/profile/ranked and the operator's player view alike. Returns a new
  * tree the caller frees with cJSON_Delete, or NULL when out of memory.
  */
-cJSON *api_ranked_profile(const struct api *api, double rating, double deviation, long ranked_games);
+cJSON *api_ranked_profile(const struct api *api, double rating, double deviation, long ranked_games,
+			  const char *season_end);
 
 /* ---- route handlers ------------------------------------------------------ */
 
@@ -321,6 +332,8 @@ int api_operator_player(const struct cc_http_request *req, struct cc_http_respon
 int api_proposal_get(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_proposal_respond(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_operator_queue_stats(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_operator_dead_letters(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_operator_replay(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 
 /* The game server's routes and the player's assignment (servers.c). */
 int api_server_register(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
@@ -329,6 +342,8 @@ int api_server_connect(const struct cc_http_request *req, struct cc_http_respons
 int api_server_disconnect(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_server_shutdown(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_server_result(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_server_heartbeat(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_server_no_show(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_match_assignment(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 
 /*

@@ -7,6 +7,10 @@
  * a ban does not revive sessions. A ticket in an open proposal is cancelled
  * the way the player's own cancel would be: the proposal is declined and
  * the other participants requeued at once.
+ *
+ * The outbox's dead letters (SPEC 9): listed newest first, and replayed one
+ * at a time, fenced by the replay count the operator saw, so a retried
+ * request replays once (store/outbox.h, cc_outbox_replay).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +20,12 @@
 #include "sys/crypto.h"
 #include "sys/json.h"
 #include "sys/log.h"
+#include "store/outbox.h"
 #include "store/tickets.h"
 #include "store/players.h"
 #include "store/proposals.h"
 #include "store/queue_stats.h"
+#include "store/seasons.h"
 #include "store/sessions.h"
 #include "sys/banned.h"
 
@@ -27,9 +33,11 @@
  * The documented PlayerView from the text cc_player_view built: its rating, when
  * present, carries only the stored numbers and becomes the full ranked
  * profile (tier, provisional, season_end) that GET /v1/profile/ranked
- * shows. Returns malloc'd JSON text, or NULL when out of memory.
+ * shows, with the running season's end (pg: the transaction's connection).
+ * Returns malloc'd JSON text, or NULL when out of memory or the season
+ * could not be read.
  */
-static char *player_view_text(const struct api *api, const char *stored)
+static char *player_view_text(const struct api *api, struct cc_pg *pg, const char *stored)
 {
 	cJSON *view = cJSON_Parse(stored);
 	char *text = NULL;
@@ -42,7 +50,11 @@ static char *player_view_text(const struct api *api, const char *stored)
 		const cJSON *g = cJSON_GetObjectItemCaseSensitive(rating, "ranked_games");
 		if (!cJSON_IsNumber(r) || !cJSON_IsNumber(d) || !cJSON_IsNumber(g))
 			CC_BUG("cc_player_view built a rating without rating, deviation and ranked_games");
-		cJSON *profile = api_ranked_profile(api, r->valuedouble, d->valuedouble, (long)g->valuedouble);
+		struct cc_season season;
+		if (cc_season_current(pg, &season) != 0)
+			goto out; /* answered 503 like any database failure */
+		cJSON *profile = api_ranked_profile(api, r->valuedouble, d->valuedouble, (long)g->valuedouble,
+						    season.ends_at);
 		if (!profile || !cJSON_ReplaceItemInObjectCaseSensitive(view, "rating", profile)) {
 			cJSON_Delete(profile);
 			goto out;
@@ -166,7 +178,7 @@ static int ban_tx_run(struct cc_pg *pg, void *arg)
 	}
 	if ((rc = cc_player_view(pg, tx->player_id, &stored)) != 0)
 		goto out;
-	view = player_view_text(tx->api, stored);
+	view = player_view_text(tx->api, pg, stored);
 	rc = view ? api_answer_body(&tx->answer, 200, view) : CC_ENOMEM;
 out:
 	free(view);
@@ -263,7 +275,7 @@ int api_operator_player(const struct cc_http_request *req, struct cc_http_respon
 		cc_http_error_unavailable(resp, "unavailable", "out of memory");
 	else if (rc != 0)
 		cc_http_error_unavailable(resp, "unavailable", "the database is unavailable; retry shortly");
-	else if (!(view = player_view_text(api, stored)) ||
+	else if (!(view = player_view_text(api, pg, stored)) ||
 		 cc_http_respond_text(resp, 200, "application/json", view, strlen(view)) != 0)
 		cc_http_error_unavailable(resp, "unavailable", "out of memory");
 	free(view);
@@ -290,5 +302,146 @@ int api_operator_queue_stats(const struct cc_http_request *req, struct cc_http_r
 		cc_http_error_unavailable(resp, "unavailable", "out of memory");
 	free(stats);
 	api_db_release(api, pg);
+	return 0;
+}
+
+/* ---- dead letters ----------------------------------------------------------- */
+
+/*
+ * Parses text as a decimal integer in [min, max]: digits only, no sign, no
+ * spaces, at most 18 of them (OUTBOX_ID_MAX). Returns false for anything else.
+ */
+static bool decimal_in(const char *text, int64_t min, int64_t max, int64_t *out)
+{
+	int64_t v = 0;
+	size_t n = 0;
+	if (!text)
+		return false;
+	for (; text[n]; n++) {
+		if (text[n] < '0' || text[n] > '9' || n >= 18)
+			return false;
+		v = v * 10 + (text[n] - '0');
+	}
+	if (n == 0 || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+#define DEAD_LETTERS_DEFAULT_LIMIT 50
+#define OUTBOX_ID_MAX 999999999999999999LL /* 18 digits: what decimal_in reads */
+
+int api_operator_dead_letters(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	struct api *api = ctx;
+	int64_t limit = DEAD_LETTERS_DEFAULT_LIMIT, before = 0;
+	if (!api_operator_authorized(api, req, resp))
+		return 0;
+	const char *limit_text = cc_http_query(req, "limit"), *before_text = cc_http_query(req, "before");
+	if (limit_text && !decimal_in(limit_text, 1, CC_OUTBOX_DEAD_LETTERS_MAX, &limit)) {
+		cc_http_error(resp, 400, "invalid_request",
+			      "limit must be an integer from 1 to " CC_STRINGIFY(CC_OUTBOX_DEAD_LETTERS_MAX), false);
+		return 0;
+	}
+	if (before_text && !decimal_in(before_text, 1, OUTBOX_ID_MAX, &before)) {
+		cc_http_error(resp, 400, "invalid_request", "before must be an outbox id (a positive integer)", false);
+		return 0;
+	}
+	struct cc_pg *pg = api_db(api, resp);
+	if (!pg)
+		return 0;
+	char *page = NULL;
+	int rc = cc_outbox_dead_letters(pg, before, (int)limit, &page);
+	if (rc == CC_ENOMEM)
+		cc_http_error_unavailable(resp, "unavailable", "out of memory");
+	else if (rc != 0)
+		cc_http_error_unavailable(resp, "unavailable", "the database is unavailable; retry shortly");
+	else if (cc_http_respond_text(resp, 200, "application/json", page, strlen(page)) != 0)
+		cc_http_error_unavailable(resp, "unavailable", "out of memory");
+	free(page);
+	api_db_release(api, pg);
+	return 0;
+}
+
+const char *const api_replay_fields[] = { "replays", NULL };
+
+int api_replay_read(const cJSON *body, int64_t *replays, struct cc_json_error *err)
+{
+	return cc_json_get_int(body, "replays", true, 0, INT32_MAX - 1, replays, err);
+}
+
+struct replay_tx {
+	int64_t id;
+	int64_t replays; /* the fence: the dead letter's replays as the operator saw them */
+	enum cc_outbox_replay outcome;
+	struct api_answer answer;
+};
+
+static int replay_tx_run(struct cc_pg *pg, void *arg)
+{
+	struct replay_tx *tx = arg;
+	char *view = NULL;
+	api_answer_reset(&tx->answer);
+	int rc = cc_outbox_replay(pg, tx->id, tx->replays, &tx->outcome, &view);
+	if (rc == CC_ENOTFOUND) {
+		api_answer_error(&tx->answer, 404, "not_found", "no such dead letter");
+		return rc;
+	}
+	if (rc != 0)
+		return rc;
+	switch (tx->outcome) {
+	case CC_OUTBOX_REPLAYED:
+	case CC_OUTBOX_ALREADY_REPLAYED:
+		rc = api_answer_body(&tx->answer, 200, view);
+		break;
+	case CC_OUTBOX_NOT_DEAD_LETTERED:
+		api_answer_error(&tx->answer, 409, "invalid_state",
+				 "outbox row %lld is not dead-lettered (replays %lld)", (long long)tx->id,
+				 (long long)tx->replays);
+		rc = CC_ESTATE;
+		break;
+	case CC_OUTBOX_REPLAY_STALE:
+		api_answer_error(&tx->answer, 409, "revision_conflict",
+				 "dead letter %lld has not been replayed %lld times; list it again", (long long)tx->id,
+				 (long long)tx->replays);
+		rc = CC_ESTATE;
+		break;
+	}
+	free(view);
+	return rc;
+}
+
+int api_operator_replay(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	static const char *const *const fields = api_replay_fields;
+	struct api *api = ctx;
+	struct cc_json_error err = { 0 };
+	struct replay_tx tx = { 0 };
+	cJSON *body = NULL;
+
+	if (!api_operator_authorized(api, req, resp))
+		return 0;
+	if (!decimal_in(cc_http_param(req, "outbox_id"), 1, OUTBOX_ID_MAX, &tx.id)) {
+		cc_http_error(resp, 400, "invalid_request", "outbox_id must be a positive integer", false);
+		return 0;
+	}
+	if (!(body = api_body_object(req, resp, fields)))
+		return 0;
+	if (api_replay_read(body, &tx.replays, &err) != 0) {
+		api_bad_field(resp, &err);
+		goto out;
+	}
+	struct cc_pg *pg = api_db(api, resp);
+	if (!pg)
+		goto out;
+	int rc = cc_pg_run_serializable(pg, replay_tx_run, &tx);
+	if (rc == 0)
+		cc_log_info(tx.outcome == CC_OUTBOX_REPLAYED ? "outbox_dead_letter_replayed" : "outbox_dead_letter_replay_repeated",
+			    CC_LOG_INT("outbox_id", tx.id), CC_LOG_INT("replays", tx.replays + 1),
+			    CC_LOG_STR("request_id", req->request_id));
+	api_respond(resp, rc, &tx.answer);
+	api_db_release(api, pg);
+out:
+	cJSON_Delete(body);
 	return 0;
 }

@@ -3,6 +3,8 @@
  * provisional status; 404 until the player has a ranked rating row. The
  * same RankedProfile body is the rating of the operator's player view.
  * "Ranked" is the rating of the playlist marked profile (game/playlist.c).
+ * season_end is the end of the season running now (the seasons table that
+ * cc-maintenance's season sweep keeps), null when none is.
  */
 #include <stdio.h>
 #include <stdatomic.h>
@@ -11,9 +13,11 @@
 #include "api.h"
 #include "game/tiers.h"
 #include "store/ratings.h"
+#include "store/seasons.h"
 #include "sys/banned.h"
 
-cJSON *api_ranked_profile(const struct api *api, double rating, double deviation, long ranked_games)
+cJSON *api_ranked_profile(const struct api *api, double rating, double deviation, long ranked_games,
+			  const char *season_end)
 {
 	const struct cc_tier_band *bands = atomic_load(&((struct api *)api)->tier_bands);
 	size_t n_bands = api->n_tier_bands;
@@ -26,7 +30,8 @@ cJSON *api_ranked_profile(const struct api *api, double rating, double deviation
 	    !cJSON_AddStringToObject(out, "tier", cc_tier_for(bands, n_bands, rating, ranked_games)) ||
 	    !cJSON_AddBoolToObject(out, "provisional", ranked_games < CC_TIER_PROVISIONAL_GAMES) ||
 	    !cJSON_AddNumberToObject(out, "ranked_games", (double)ranked_games) ||
-	    !cJSON_AddNullToObject(out, "season_end")) {
+	    !(season_end && *season_end ? cJSON_AddStringToObject(out, "season_end", season_end)
+					: cJSON_AddNullToObject(out, "season_end"))) {
 		cJSON_Delete(out);
 		return NULL;
 	}
@@ -38,6 +43,7 @@ int api_profile_ranked(const struct cc_http_request *req, struct cc_http_respons
 	struct api *api = ctx;
 	struct api_player player;
 	struct cc_rating r;
+	struct cc_season season;
 	struct cc_pg *pg = api_db(api, resp);
 	if (!pg)
 		return 0;
@@ -48,6 +54,9 @@ int api_profile_ranked(const struct cc_http_request *req, struct cc_http_respons
 		cc_http_error(resp, 404, "no_rating", "the player has no ranked rating yet", false);
 		goto out;
 	}
+	/* The season cc-maintenance keeps (store/seasons.h); none running: null. */
+	if (rc == 0)
+		rc = cc_season_current(pg, &season);
 	if (rc != 0) {
 		cc_http_error_unavailable(resp, "unavailable", "the database is unavailable; retry shortly");
 		goto out;
@@ -57,7 +66,7 @@ int api_profile_ranked(const struct cc_http_request *req, struct cc_http_respons
 		goto out;
 	}
 	/* A NULL profile (out of memory) is answered 503 by cc_http_respond_json. */
-	cc_http_respond_json(resp, 200, api_ranked_profile(api, r.rating, r.deviation, r.games));
+	cc_http_respond_json(resp, 200, api_ranked_profile(api, r.rating, r.deviation, r.games, season.ends_at));
 out:
 	api_db_release(api, pg);
 	return 0;

@@ -21,12 +21,16 @@ const struct cc_http_route api_routes[] = {
 	{ "POST", "/v1/admin/players/{player_id}/unban", api_operator_unban },
 	{ "GET", "/v1/admin/players/{player_id}", api_operator_player },
 	{ "GET", "/v1/admin/queue/stats", api_operator_queue_stats },
+	{ "GET", "/v1/admin/outbox/dead-letters", api_operator_dead_letters },
+	{ "POST", "/v1/admin/outbox/dead-letters/{outbox_id}/replay", api_operator_replay },
 	{ "POST", "/v1/servers/{server_id}/register", api_server_register },
 	{ "GET", "/v1/servers/{server_id}/roster", api_server_roster },
 	{ "POST", "/v1/servers/{server_id}/connect", api_server_connect },
 	{ "POST", "/v1/servers/{server_id}/disconnect", api_server_disconnect },
 	{ "POST", "/v1/servers/{server_id}/shutdown", api_server_shutdown },
 	{ "POST", "/v1/servers/{server_id}/result", api_server_result },
+	{ "POST", "/v1/servers/{server_id}/heartbeat", api_server_heartbeat },
+	{ "POST", "/v1/servers/{server_id}/no_show", api_server_no_show },
 	{ "GET", "/v1/matches/{match_id}/assignment", api_match_assignment },
 };
 const size_t api_n_routes = CC_ARRAY_LEN(api_routes);

@@ -7,6 +7,8 @@
  *   POST /v1/servers/{server_id}/disconnect  end it
  *   POST /v1/servers/{server_id}/shutdown    release the allocation
  *   POST /v1/servers/{server_id}/result      complete the match, move ratings once
+ *   POST /v1/servers/{server_id}/heartbeat   the liveness signal (phase "ended": RESULT_PENDING)
+ *   POST /v1/servers/{server_id}/no_show     players who never connected in the connect window
  *   GET  /v1/matches/{match_id}/assignment   (player session) endpoint + join token
  *
  * Who is calling: the workload token (game/workload_token.h) says only
@@ -31,7 +33,9 @@
  * store/matches.h and store/tickets.h (one function per transition, each
  * with its outbox event), store/ratings.h and store/results.h (the result's
  * exactly-once guards); the result's rules are game/match_result.h and the
- * arithmetic game/glicko2.h.
+ * arithmetic game/glicko2.h. A match ended by policy (a no-show, the
+ * shutdown of a server without a result) goes through store/match_settle.h,
+ * the same functions cc-maintenance's sweeps call.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,9 +45,12 @@
 #include "game/glicko2.h"
 #include "game/match_result.h"
 #include "game/workload_token.h"
+#include "store/match_settle.h"
 #include "store/matches.h"
+#include "store/penalties.h"
 #include "store/ratings.h"
 #include "store/results.h"
+#include "store/seasons.h"
 #include "store/server_routes.h"
 #include "store/tickets.h"
 #include "sys/charset.h"
@@ -53,8 +60,9 @@
 #include "sys/banned.h"
 
 /* The routes, as the conflict counter's kind label. */
-enum server_route { R_REGISTER, R_ROSTER, R_CONNECT, R_DISCONNECT, R_SHUTDOWN, R_RESULT, R_COUNT };
-static const char *const route_names[R_COUNT] = { "register", "roster", "connect", "disconnect", "shutdown", "result" };
+enum server_route { R_REGISTER, R_ROSTER, R_CONNECT, R_DISCONNECT, R_SHUTDOWN, R_RESULT, R_HEARTBEAT, R_NO_SHOW, R_COUNT };
+static const char *const route_names[R_COUNT] = { "register", "roster", "connect", "disconnect",
+						  "shutdown", "result", "heartbeat", "no_show" };
 
 /*
  * Why a workload token was refused, the refusal counter's reason label:
@@ -301,6 +309,50 @@ int api_shutdown_read(const cJSON *body, const char **reason, struct cc_json_err
 	return reason_read(body, reason, err);
 }
 
+const char *const api_heartbeat_fields[] = { "phase", "tick", NULL };
+
+int api_heartbeat_read(const cJSON *body, const char **phase, int64_t *tick, struct cc_json_error *err)
+{
+	int rc;
+	if ((rc = cc_json_get_string(body, "phase", true, 1, 16, phase, err)) != 0 ||
+	    (rc = cc_json_get_int(body, "tick", true, 0, (INT64_C(1) << 53) - 1, tick, err)) != 0)
+		return rc;
+	if (strcmp(*phase, "loading") != 0 && strcmp(*phase, "playing") != 0 && strcmp(*phase, "ended") != 0) {
+		cc_json_error_set(err, "phase", "field 'phase' must be loading, playing or ended");
+		return CC_EINVAL;
+	}
+	return 0;
+}
+
+const char *const api_no_show_fields[] = { "player_ids", NULL };
+
+int api_no_show_read(const cJSON *body, char (*ids)[CC_UUID_BUF], size_t *n, struct cc_json_error *err)
+{
+	const cJSON *arr = NULL;
+	*n = 0;
+	int rc = cc_json_get_array(body, "player_ids", true, API_NO_SHOW_MAX, &arr, err);
+	if (rc != 0)
+		return rc;
+	for (const cJSON *e = arr->child; e; e = e->next) {
+		const char *id = cJSON_IsString(e) ? e->valuestring : NULL;
+		if (!id || strlen(id) != 36 || !cc_uuid_valid(id)) {
+			cc_json_error_set(err, "player_ids", "field 'player_ids' must hold lowercase UUIDs");
+			return CC_EINVAL;
+		}
+		for (size_t i = 0; i < *n; i++)
+			if (strcmp(ids[i], id) == 0) {
+				cc_json_error_set(err, "player_ids", "field 'player_ids' names %s twice", id);
+				return CC_EINVAL;
+			}
+		memcpy(ids[(*n)++], id, CC_UUID_BUF);
+	}
+	if (*n == 0) {
+		cc_json_error_set(err, "player_ids", "field 'player_ids' must name 1-%d players", API_NO_SHOW_MAX);
+		return CC_EINVAL;
+	}
+	return 0;
+}
+
 /* ---- register --------------------------------------------------------------- */
 
 struct register_tx {
@@ -355,8 +407,20 @@ static int register_run(struct cc_pg *pg, void *arg)
 				 (long)a->server_protocol);
 		return 0;
 	}
-	if ((tx->assignment_ready ? a->assignment_ready_at : a->process_ready_at)[0])
-		return registration_answer(tx); /* an identical replay */
+	if ((tx->assignment_ready ? a->assignment_ready_at : a->process_ready_at)[0]) {
+		/*
+		 * An identical replay answers again only while the match is in
+		 * the state its step produced: a supervisor restarted with the
+		 * old allocation file must never run a second game server for
+		 * a match that is in progress or over (issue 19).
+		 */
+		const char *produced = tx->assignment_ready ? "ASSIGNMENT_READY" : "PROCESS_READY";
+		if (strcmp(s->match.state, produced) == 0)
+			return registration_answer(tx);
+		api_answer_error(&s->answer, 409, "invalid_state", "the match is %s, past %s: its game server must not start again",
+				 s->match.state, tx->assignment_ready ? "assignment_ready" : "process_ready");
+		return 0;
+	}
 	if (tx->protocol != s->match.protocol_version) {
 		api_answer_error(&s->answer, 422, "protocol_mismatch", "the match is protocol %ld, the server speaks %ld",
 				 (long)s->match.protocol_version, (long)tx->protocol);
@@ -626,6 +690,7 @@ struct shutdown_tx {
 	struct server_tx s;
 	const char *reason;
 	struct cc_ticket_moves moves;
+	struct cc_settle_outcome settled;
 };
 
 static int shutdown_answer(struct shutdown_tx *tx)
@@ -672,10 +737,11 @@ static int shutdown_run(struct cc_pg *pg, void *arg)
 	}
 	if ((rc = cc_server_release(pg, &s->alloc, tx->reason)) != 0)
 		return rc == CC_ESTATE ? CC_ESERIALIZATION : rc;
-	if (!cc_match_state_terminal(s->match.state) &&
-	    ((rc = cc_match_fail(pg, &s->match, "server_shutdown")) != 0 ||
-	     (rc = cc_tickets_fail_match(pg, s->match.id, "server_shutdown", NULL, &tx->moves)) != 0))
+	/* The same ending as a sweep that finds the server lost (store/match_settle.h). */
+	if ((rc = cc_match_settle_server_lost(pg, s->match.id, "server_shutdown", s->api->cfg->ticket_ttl_seconds,
+					      &tx->settled, &tx->moves)) != 0)
 		return rc == CC_ESTATE ? CC_ESERIALIZATION : rc;
+	snprintf(s->match.state, sizeof s->match.state, "%s", tx->settled.match_state);
 	return shutdown_answer(tx);
 }
 
@@ -712,7 +778,11 @@ struct result_tx {
 	struct cc_match_result result;
 	char hash[CC_MATCH_RESULT_HASH_BUF];
 	bool recorded; /* this attempt completed the match (not a replay) */
+	bool called_off; /* this attempt settled a ranked no-show instead */
 	struct cc_ticket_moves moves;
+	/* Who never connected (connection_generation 0): never rated, like a bot. */
+	size_t n_never;
+	char never[CC_FORMATION_MAX_PLAYERS][CC_UUID_BUF];
 };
 
 static int result_answer(struct cc_pg *pg, struct result_tx *tx)
@@ -734,13 +804,43 @@ static bool played_by_bot(const struct cc_match_result *r, const char *player_id
 	return false;
 }
 
+/* True when player_id never connected to the match (no connect receipt was ever taken). */
+static bool never_connected(const struct result_tx *tx, const char *player_id)
+{
+	for (size_t i = 0; i < tx->n_never; i++)
+		if (strcmp(tx->never[i], player_id) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * A profile-playlist game rates from the running season's numbers: a player
+ * due that season's soft reset (cc-maintenance's season sweep has not
+ * reached them yet) gets it now, through the sweep's own statement and
+ * guard, before the rating is locked and moved.
+ */
+static int season_reset_first(struct cc_pg *pg, const char *playlist, const char (*ids)[CC_UUID_BUF], size_t n)
+{
+	const struct cc_playlist *profile = cc_playlist_profile();
+	struct cc_season season;
+	if (!profile || strcmp(profile->name, playlist) != 0 || n == 0)
+		return 0;
+	int rc = cc_season_current(pg, &season);
+	if (rc != 0 || season.season < 2)
+		return rc;
+	return cc_ratings_season_reset_players(pg, season.season, ids, n, NULL);
+}
+
 /*
  * Every human participant's rating in the match's playlist, moved once:
  * each player of a team against the other team as a composite opponent
  * (cc_glicko2_rate_match), before and after recorded beside the result.
- * A participant marked "bot" (a server bot drove its slot) is never rated:
- * no rating moves for it, no rating_changes row, and it is no part of the
- * opponents' composite. When a team has no human left, nobody is rated.
+ * A participant marked "bot" (a server bot drove its slot), and one who
+ * never connected (an initial-connect no-show, whose slot a bot took or
+ * nobody played), is never rated: no rating moves for it, no
+ * rating_changes row, and it is no part of the opponents' composite. When
+ * a team has no human left, nobody is rated; nor when no participant ever
+ * connected (a server nobody could reach: nobody played this match).
  */
 static int rate_players(struct cc_pg *pg, struct result_tx *tx)
 {
@@ -750,8 +850,13 @@ static int rate_players(struct cc_pg *pg, struct result_tx *tx)
 	char ids[CC_FORMATION_MAX_PLAYERS][CC_UUID_BUF];
 	uint8_t teams[CC_FORMATION_MAX_PLAYERS];
 	size_t n[2] = { 0, 0 }, at[CC_FORMATION_MAX_PLAYERS], humans = 0;
+	if (tx->n_never == m->n_players) {
+		cc_log_info("rating_skipped", CC_LOG_STR("match_id", m->id), CC_LOG_STR("why", "no participant ever connected"),
+			    CC_LOG_INT("humans", 0));
+		return 0;
+	}
 	for (size_t i = 0; i < m->n_players && i < CC_FORMATION_MAX_PLAYERS; i++) {
-		if (played_by_bot(&tx->result, m->player_ids[i]))
+		if (played_by_bot(&tx->result, m->player_ids[i]) || never_connected(tx, m->player_ids[i]))
 			continue;
 		memcpy(ids[humans], m->player_ids[i], CC_UUID_BUF);
 		teams[humans++] = m->teams[i];
@@ -764,7 +869,9 @@ static int rate_players(struct cc_pg *pg, struct result_tx *tx)
 		return 0;
 	}
 	n[0] = n[1] = 0;
-	int rc = cc_ratings_lock(pg, m->playlist, (const char (*)[CC_UUID_BUF])ids, humans, before, NULL);
+	int rc = season_reset_first(pg, m->playlist, (const char (*)[CC_UUID_BUF])ids, humans);
+	if (rc == 0)
+		rc = cc_ratings_lock(pg, m->playlist, (const char (*)[CC_UUID_BUF])ids, humans, before, NULL);
 	if (rc != 0)
 		return rc;
 	for (size_t i = 0; i < humans; i++) {
@@ -803,6 +910,8 @@ static int result_run(struct cc_pg *pg, void *arg)
 	api_answer_reset(&s->answer);
 	s->refusal = NULL;
 	tx->recorded = false;
+	tx->called_off = false;
+	tx->n_never = 0;
 	cc_ticket_moves_reset(&tx->moves);
 	int rc = caller_allocation(pg, s, &ok);
 	if (rc != 0 || !ok)
@@ -818,9 +927,10 @@ static int result_run(struct cc_pg *pg, void *arg)
 		return rc;
 	if ((rc = cc_match_get(pg, s->alloc.match_id, true, &s->match)) != 0)
 		return rc;
-	if (strcmp(s->alloc.state, "PUBLISHED") != 0 || strcmp(s->match.state, "IN_PROGRESS") != 0) {
-		api_answer_error(&s->answer, 409, "invalid_state", "the match is %s; a result needs IN_PROGRESS (a player connected)",
-			 s->match.state);
+	bool pending = strcmp(s->match.state, "RESULT_PENDING") == 0;
+	if (strcmp(s->alloc.state, "PUBLISHED") != 0 || (!pending && strcmp(s->match.state, "IN_PROGRESS") != 0)) {
+		api_answer_error(&s->answer, 409, "invalid_state",
+				 "the match is %s; a result needs IN_PROGRESS (a player connected) or RESULT_PENDING", s->match.state);
 		return 0;
 	}
 	if (cc_match_result_check(&tx->result, (const char (*)[CC_UUID_BUF])s->match.player_ids, s->match.teams,
@@ -828,6 +938,31 @@ static int result_run(struct cc_pg *pg, void *arg)
 		api_answer_error(&s->answer, 422, "invalid_result", "%s", why);
 		return 0;
 	}
+	if ((rc = cc_server_never_connected(pg, s->match.id, tx->never, CC_FORMATION_MAX_PLAYERS, &tx->n_never)) != 0)
+		return rc;
+	bool some_never = tx->n_never > 0 && tx->n_never < s->match.n_players;
+	const struct cc_playlist *pl = cc_playlist_find(s->match.playlist);
+	if (some_never && pl && pl->ranked) {
+		/*
+		 * A ranked match with an initial-connect no-show is called off by
+		 * policy, never played out and rated (SPEC 9): the same
+		 * settlement as the no_show route and cc-maintenance's sweep.
+		 */
+		struct cc_settle_outcome o;
+		rc = cc_match_settle_no_show(pg, s->match.id, (const char (*)[CC_UUID_BUF])tx->never, tx->n_never,
+					     s->api->cfg->ticket_ttl_seconds, &o, &tx->moves);
+		if (rc != 0)
+			return rc == CC_ESTATE ? CC_ESERIALIZATION : rc;
+		tx->called_off = true;
+		api_answer_error(&s->answer, 409, "invalid_state",
+				 "the match was called off: %zu ranked participant(s) never connected, so it is not rated",
+				 tx->n_never);
+		return 0;
+	}
+	/* Casual: each no-show is penalised, and never rated (the bots took the slots). */
+	for (size_t i = 0; some_never && i < tx->n_never; i++)
+		if ((rc = cc_penalty_record(pg, tx->never[i], CC_PENALTY_INITIAL_CONNECT_NO_SHOW, s->match.id, NULL)) != 0)
+			return rc;
 	rc = cc_result_insert(pg, s->match.id, s->alloc.id, &tx->result);
 	if (rc == CC_ECONFLICT) /* a twin committed after our snapshot: the retry answers it as a replay */
 		return CC_ESERIALIZATION;
@@ -835,7 +970,7 @@ static int result_run(struct cc_pg *pg, void *arg)
 		rc = rate_players(pg, tx);
 	if (rc == 0)
 		rc = cc_tickets_complete(pg, s->match.id, NULL, &tx->moves);
-	if (rc == 0)
+	if (rc == 0 && !pending)
 		rc = cc_match_await_result(pg, &s->match);
 	if (rc == 0)
 		rc = cc_match_complete(pg, &s->match);
@@ -865,12 +1000,220 @@ int api_server_result(const struct cc_http_request *req, struct cc_http_response
 	}
 	cc_match_result_hash(&tx.result, tx.hash);
 	server_run(pg, &tx.s, result_run, resp);
-	if (resp->status == 200)
+	if (resp->status == 200 || tx.called_off)
 		api_index_apply(api, &tx.moves);
+	if (tx.called_off)
+		cc_log_info("match_called_off", CC_LOG_STR("match_id", tx.s.alloc.match_id), CC_LOG_STR("why", "no_show"),
+			    CC_LOG_INT("no_shows", (int64_t)tx.n_never));
 	if (resp->status == 200 && tx.recorded)
 		cc_log_info("match_completed", CC_LOG_STR("match_id", tx.s.alloc.match_id),
 			    CC_LOG_STR("playlist", tx.s.match.playlist), CC_LOG_INT("score_team0", tx.result.score[0]),
 			    CC_LOG_INT("score_team1", tx.result.score[1]));
+out:
+	cJSON_Delete(body);
+	api_db_release(api, pg);
+	return 0;
+}
+
+/* ---- heartbeat ------------------------------------------------------------------- */
+
+struct heartbeat_tx {
+	struct server_tx s;
+	const char *phase;
+	bool ended; /* this attempt moved the match IN_PROGRESS -> RESULT_PENDING */
+};
+
+static int heartbeat_answer(struct heartbeat_tx *tx)
+{
+	const struct cc_server_allocation *a = &tx->s.alloc;
+	cJSON *o = cJSON_CreateObject();
+	if (o && (!cJSON_AddStringToObject(o, "allocation_id", a->id) || !cJSON_AddStringToObject(o, "match_id", a->match_id) ||
+		  !cJSON_AddStringToObject(o, "match_state", tx->s.match.state) ||
+		  !cJSON_AddStringToObject(o, "allocation_state", a->state) ||
+		  !cJSON_AddStringToObject(o, "heartbeat_at", a->last_heartbeat_at))) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	return answer_json(&tx->s, o);
+}
+
+/*
+ * The liveness signal cc-maintenance's silent-server sweep reads
+ * (store/match_settle.h): last_heartbeat_at and last_phase on the
+ * allocation, whatever the match's state, so a replay is naturally
+ * idempotent. Phase "ended" moves an IN_PROGRESS match to RESULT_PENDING
+ * (the result window starts). The answer carries the match's state: a
+ * terminal one tells the server its match was called off, and it stops.
+ */
+static int heartbeat_run(struct cc_pg *pg, void *arg)
+{
+	struct heartbeat_tx *tx = arg;
+	struct server_tx *s = &tx->s;
+	bool ok;
+	api_answer_reset(&s->answer);
+	s->refusal = NULL;
+	tx->ended = false;
+	int rc = caller_allocation(pg, s, &ok);
+	if (rc != 0 || !ok)
+		return rc;
+	bool ended = strcmp(tx->phase, "ended") == 0;
+	/* Only "ended" may move the match, so only then is it locked. */
+	if ((rc = cc_match_get(pg, s->alloc.match_id, ended, &s->match)) != 0)
+		return rc;
+	if ((rc = cc_server_record_heartbeat(pg, &s->alloc, tx->phase)) != 0)
+		return rc == CC_ENOTFOUND ? CC_ESERIALIZATION : rc;
+	if (ended && strcmp(s->match.state, "IN_PROGRESS") == 0) {
+		if ((rc = cc_match_await_result(pg, &s->match)) != 0)
+			return rc == CC_ESTATE ? CC_ESERIALIZATION : rc;
+		tx->ended = true;
+	}
+	return heartbeat_answer(tx);
+}
+
+int api_server_heartbeat(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	struct api *api = ctx;
+	struct heartbeat_tx tx = { .s = { .api = api, .route = R_HEARTBEAT } };
+	struct cc_json_error err = { 0 };
+	cJSON *body = NULL;
+	int64_t tick = 0;
+	struct cc_pg *pg = server_begin(api, req, resp, &tx.s, api_heartbeat_fields, &body);
+	if (!pg)
+		return 0;
+	if (api_heartbeat_read(body, &tx.phase, &tick, &err) != 0) {
+		api_bad_field(resp, &err);
+		goto out;
+	}
+	server_run(pg, &tx.s, heartbeat_run, resp);
+	if (resp->status == 200 && tx.ended)
+		cc_log_info("match_ended", CC_LOG_STR("server_id", tx.s.server_id),
+			    CC_LOG_STR("match_id", tx.s.alloc.match_id), CC_LOG_INT("tick", tick));
+out:
+	cJSON_Delete(body);
+	api_db_release(api, pg);
+	return 0;
+}
+
+/* ---- no_show -------------------------------------------------------------------- */
+
+struct no_show_tx {
+	struct server_tx s;
+	size_t n_named;
+	char named[API_NO_SHOW_MAX][CC_UUID_BUF];
+	struct cc_settle_outcome settled;
+	struct cc_ticket_moves moves;
+	size_t n_no_shows, n_requeued;
+	char no_shows[CC_FORMATION_MAX_PLAYERS][CC_UUID_BUF];
+	char requeued[CC_FORMATION_MAX_PLAYERS][CC_UUID_BUF];
+};
+
+static int no_show_answer(struct no_show_tx *tx)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *ns = cJSON_CreateArray(), *rq = cJSON_CreateArray();
+	bool good = o && ns && rq;
+	for (size_t i = 0; good && i < tx->n_no_shows; i++)
+		good = cJSON_AddItemToArray(ns, cJSON_CreateString(tx->no_shows[i]));
+	for (size_t i = 0; good && i < tx->n_requeued; i++)
+		good = cJSON_AddItemToArray(rq, cJSON_CreateString(tx->requeued[i]));
+	if (good && cJSON_AddStringToObject(o, "match_id", tx->s.match.id) &&
+	    cJSON_AddStringToObject(o, "match_state", tx->s.match.state) && cJSON_AddItemToObject(o, "no_show_player_ids", ns)) {
+		ns = NULL;
+		if (cJSON_AddItemToObject(o, "requeued_player_ids", rq))
+			return answer_json(&tx->s, o);
+	}
+	cJSON_Delete(ns);
+	cJSON_Delete(rq);
+	cJSON_Delete(o);
+	return answer_json(&tx->s, NULL);
+}
+
+/*
+ * The game server reports who never connected within its connect window;
+ * cc_match_settle_no_show decides (it settles at most once, whether this
+ * route or cc-maintenance's sweep comes first). The answer is the durable
+ * facts, so a replay after the settlement answers the same: the named
+ * players penalised INITIAL_CONNECT_NO_SHOW for this match, and, when the
+ * settlement called a ranked match off, everyone else (requeued by it).
+ * A named player who did connect is simply not a no-show.
+ */
+static int no_show_run(struct cc_pg *pg, void *arg)
+{
+	struct no_show_tx *tx = arg;
+	struct server_tx *s = &tx->s;
+	char penalised[CC_FORMATION_MAX_PLAYERS][CC_UUID_BUF];
+	size_t n_penalised = 0;
+	bool ok;
+	api_answer_reset(&s->answer);
+	s->refusal = NULL;
+	tx->n_no_shows = tx->n_requeued = 0;
+	cc_ticket_moves_reset(&tx->moves);
+	int rc = caller_allocation(pg, s, &ok);
+	if (rc != 0 || !ok)
+		return rc;
+	if ((rc = cc_match_get(pg, s->alloc.match_id, true, &s->match)) != 0)
+		return rc;
+	for (size_t i = 0; i < tx->n_named; i++) {
+		bool in = false;
+		for (size_t k = 0; k < s->match.n_players && !in; k++)
+			in = strcmp(s->match.player_ids[k], tx->named[i]) == 0;
+		if (!in) {
+			api_answer_error(&s->answer, 422, "not_in_roster", "player %s is not in this match", tx->named[i]);
+			return 0;
+		}
+	}
+	if (strcmp(s->match.state, "ALLOCATING") == 0 || strcmp(s->match.state, "PROCESS_READY") == 0) {
+		api_answer_error(&s->answer, 409, "invalid_state", "the match is %s: no connect window has opened yet",
+				 s->match.state);
+		return 0;
+	}
+	if ((rc = cc_match_settle_no_show(pg, s->match.id, (const char (*)[CC_UUID_BUF])tx->named, tx->n_named,
+					  s->api->cfg->ticket_ttl_seconds, &tx->settled, &tx->moves)) != 0)
+		return rc == CC_ESTATE ? CC_ESERIALIZATION : rc;
+	snprintf(s->match.state, sizeof s->match.state, "%s", tx->settled.match_state);
+	if ((rc = cc_penalties_of_source(pg, CC_PENALTY_INITIAL_CONNECT_NO_SHOW, s->match.id,
+					 (const char (*)[CC_UUID_BUF])s->match.player_ids, s->match.n_players, penalised,
+					 &n_penalised)) != 0)
+		return rc;
+	const struct cc_playlist *pl = cc_playlist_find(s->match.playlist);
+	bool called_off = pl && pl->ranked && n_penalised > 0 && strcmp(s->match.state, "FAILED") == 0;
+	for (size_t k = 0; k < s->match.n_players; k++) {
+		const char *id = s->match.player_ids[k];
+		bool was_penalised = false, was_named = false;
+		for (size_t j = 0; j < n_penalised && !was_penalised; j++)
+			was_penalised = strcmp(penalised[j], id) == 0;
+		for (size_t j = 0; j < tx->n_named && !was_named; j++)
+			was_named = strcmp(tx->named[j], id) == 0;
+		if (was_penalised && was_named)
+			memcpy(tx->no_shows[tx->n_no_shows++], id, CC_UUID_BUF);
+		else if (!was_penalised && called_off)
+			memcpy(tx->requeued[tx->n_requeued++], id, CC_UUID_BUF);
+	}
+	return no_show_answer(tx);
+}
+
+int api_server_no_show(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	struct api *api = ctx;
+	struct no_show_tx tx = { .s = { .api = api, .route = R_NO_SHOW } };
+	struct cc_json_error err = { 0 };
+	cJSON *body = NULL;
+	struct cc_pg *pg = server_begin(api, req, resp, &tx.s, api_no_show_fields, &body);
+	if (!pg)
+		return 0;
+	if (api_no_show_read(body, tx.named, &tx.n_named, &err) != 0) {
+		api_bad_field(resp, &err);
+		goto out;
+	}
+	server_run(pg, &tx.s, no_show_run, resp);
+	if (resp->status == 200) {
+		api_index_apply(api, &tx.moves);
+		if (tx.settled.changed)
+			cc_log_info("no_show_settled", CC_LOG_STR("server_id", tx.s.server_id),
+				    CC_LOG_STR("match_id", tx.s.match.id), CC_LOG_STR("match_state", tx.s.match.state),
+				    CC_LOG_INT("no_shows", (int64_t)tx.settled.n_no_shows),
+				    CC_LOG_INT("penalised", tx.settled.penalised), CC_LOG_INT("requeued", tx.settled.requeued));
+	}
 out:
 	cJSON_Delete(body);
 	api_db_release(api, pg);

@@ -15,7 +15,9 @@
  * label), its interval, and a batch function. The framework (main.c)
  * calls the batch function in a transaction, and records for the sweep:
  *   cosmic_clash_maintenance_rows_total{sweep}           rows processed
- *   cosmic_clash_maintenance_lag_rows{sweep}             rows due (past the window) when the batch began
+ *   cosmic_clash_maintenance_lag_rows{sweep}             rows due (past the window): the count a batch
+ *                                                        reported (out->lag >= 0), minus the rows done
+ *                                                        since by later batches of the pass (out->lag -1)
  *   cosmic_clash_maintenance_batch_seconds{sweep}        one batch
  *   cosmic_clash_maintenance_pass_seconds{sweep}         one pass
  *   cosmic_clash_maintenance_failures_total{sweep}       batches that failed (rolled back)
@@ -68,21 +70,34 @@ struct maint_config {
 	int64_t outbox_interval_ms;
 	int64_t outbox_max_attempts;         /* a row failing this many times is dead-lettered */
 	int64_t outbox_retry_ms;             /* a failed row is tried again after this */
+	/* the process */
+	bool once;                           /* run every sweep one pass (until drained or the budget) and exit */
 
 	struct cc_service_options svc;
 };
 
-/* What one batch did, filled by the sweep's batch function. */
+/*
+ * What one batch did, filled by the sweep's batch function. A sweep with
+ * metrics of its own sets committed: main.c calls it once after the
+ * batch's transaction committed, and never for an attempt that rolled
+ * back or was retried, so those metrics count committed work exactly (the
+ * batch function itself cannot tell whether its attempt will commit).
+ */
+#define MAINT_BATCH_TALLIES 8
 struct maint_batch {
 	int64_t rows;   /* rows processed (changed) by this batch */
 	int64_t lag;    /* rows due past the window when the batch began (-1: unknown) */
 	int64_t picked; /* rows the batch selected (< batch: the pass is over) */
+	void (*committed)(const struct maint_batch *b); /* NULL, or called after the commit */
+	int64_t tally[MAINT_BATCH_TALLIES]; /* the sweep's own counts for committed() */
 };
 
 struct maint {
 	const struct maint_config *cfg;
 	struct cc_service *svc;
 	const char *replica; /* this process's name in logs (host:pid) */
+	int64_t pass_batch;  /* batches this pass ran before the current one (0: the first; a sweep
+			      * may count its lag only then, the framework subtracting what it did since) */
 };
 
 /*
@@ -92,6 +107,26 @@ struct maint {
  */
 typedef int (*maint_batch_fn)(struct cc_pg *pg, struct maint *m, struct maint_batch *out);
 
+/* ---- the sweeps of sweeps.c (expiry, seasons, retention) -------------------- */
+
+int maint_expire_tickets_batch(struct cc_pg *pg, struct maint *m, struct maint_batch *out);
+int maint_expire_proposals_batch(struct cc_pg *pg, struct maint *m, struct maint_batch *out);
+int maint_season_batch(struct cc_pg *pg, struct maint *m, struct maint_batch *out);
+int maint_purge_idempotency_batch(struct cc_pg *pg, struct maint *m, struct maint_batch *out);
+int maint_purge_outbox_published_batch(struct cc_pg *pg, struct maint *m, struct maint_batch *out);
+int maint_purge_outbox_dead_letters_batch(struct cc_pg *pg, struct maint *m, struct maint_batch *out);
+int maint_purge_sessions_batch(struct cc_pg *pg, struct maint *m, struct maint_batch *out);
+int maint_purge_probes_batch(struct cc_pg *pg, struct maint *m, struct maint_batch *out);
+int maint_purge_proposals_batch(struct cc_pg *pg, struct maint *m, struct maint_batch *out);
+int maint_purge_tickets_batch(struct cc_pg *pg, struct maint *m, struct maint_batch *out);
+
+/* ---- the match sweeps of matches.c (store/match_settle.h) ------------------ */
+
+int maint_stalled_batch(struct cc_pg *pg, struct maint *m, struct maint_batch *out);
+int maint_server_silent_batch(struct cc_pg *pg, struct maint *m, struct maint_batch *out);
+int maint_no_show_batch(struct cc_pg *pg, struct maint *m, struct maint_batch *out);
+int maint_result_missing_batch(struct cc_pg *pg, struct maint *m, struct maint_batch *out);
+
 /* ---- the outbox dispatcher (dispatch.c) ------------------------------------ */
 
 /*
@@ -99,7 +134,9 @@ typedef int (*maint_batch_fn)(struct cc_pg *pg, struct maint *m, struct maint_ba
  * order, never one behind an earlier pending row of the same resource),
  * handed to the consumers (the NOTIFY fan-out on channel "cc_events");
  * a delivered row is marked published, a failed one has its attempts
- * counted and is dead-lettered at --outbox-max-attempts.
+ * counted and is dead-lettered at --outbox-max-attempts. Sets
+ * out->committed: the dispatcher's counters and gauges move only when
+ * main.c calls it after the commit.
  */
 int maint_outbox_batch(struct cc_pg *pg, struct maint *m, struct maint_batch *out);
 

@@ -17,11 +17,28 @@
  *      the game port's number);
  *   5. register PROCESS_READY (bounded retry; failure kills the child),
  *      then ASSIGNMENT_READY (bounded retry; failure is logged, the child
- *      lives: players may still come and the result still counts);
+ *      lives: players may still come and the result still counts). A
+ *      PROCESS_READY answered 409 invalid_state means the match is past
+ *      registration: this supervisor was restarted (SIGKILL, crash) and
+ *      found the allocation file of a match its previous child was
+ *      serving, or one already over. The child is SIGKILLed at once (it
+ *      must not play it: an empty match played out would be rated),
+ *      "match_past_registration" is logged, and /shutdown reports
+ *      "server_lost", so the match fails as for a killed game server;
  *   6. wait for the child, forwarding SIGTERM/SIGINT to it; classify its
  *      exit (code, signal, core) and log "child_exited";
  *   7. POST /shutdown {reason}, delete the allocation and roster files, and
- *      wait for the next allocation.
+ *      wait for the next allocation. The allocation file is kept when it
+ *      already names another allocation (cc-api may release ours before
+ *      the child exits: a ranked no-show, a match the control plane
+ *      failed), and a stop before step 5 succeeded (SIGTERM: the allocator
+ *      stopping or dying) leaves allocation and file alone for the
+ *      restarted pool process ("allocation_left").
+ *
+ * The child's exit codes (gameserver/main.c): 0 completed, 3
+ * result_not_acknowledged, 4 stopped, 5 called_off (a ranked no-show, or
+ * the control plane ended the match), 2 bad_configuration, others
+ * exited_with_error; a signal is killed_by_signal.
  *
  * The child's output: each line that is already one JSON object (our
  * logger's) is passed through as is, written with one write(); any other
@@ -257,34 +274,58 @@ static int api_call(const struct allocation *a, const char *method, const char *
 	return rc;
 }
 
+/* Copies the SPEC error shape's error.code of body into code (cap bytes; "" when there is none). */
+static void error_code_of(const char *body, char *code, size_t cap)
+{
+	cJSON *o = cJSON_Parse(body ? body : "");
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "error"), "code");
+	snprintf(code, cap, "%s", cJSON_IsString(c) ? c->valuestring : "");
+	cJSON_Delete(o);
+}
+
 /*
  * POSTs json to route up to attempts times (5xx, 429 and transport
  * failures are retried with backoff; 2xx succeeds; other 4xx fail at once).
- * Returns true on a 2xx. Logs every failure with its status.
+ * Returns the last HTTP status (2xx on success), a negative CC_E* when the
+ * last attempt failed in transport, or 0 when a stop cut the retries short;
+ * code (cap bytes, may be NULL) receives the last answer's error.code, so a
+ * caller can tell "the match is past this state" (409 invalid_state) from
+ * any other refusal. Logs every failure with its status.
  */
-static bool api_post_retry(const struct allocation *a, const char *route, const char *json, int attempts, const char *what)
+static int api_post_retry(const struct allocation *a, const char *route, const char *json, int attempts, const char *what,
+			  char *code, size_t cap)
 {
 	int64_t backoff = 200;
+	int st = 0;
+	if (code && cap)
+		code[0] = '\0';
 	for (int i = 1; i <= attempts; i++) {
 		char *body = NULL;
-		int st = api_call(a, "POST", route, json, &body);
+		st = api_call(a, "POST", route, json, &body);
 		if (st >= 200 && st < 300) {
 			cc_log_info("api_ok", CC_LOG_STR("call", what), CC_LOG_INT("status", st), CC_LOG_INT("attempt", i),
 				    CC_LOG_STR("match_id", a->match_id));
 			free(body);
-			return true;
+			return st;
 		}
 		cc_log_warn("api_failed", CC_LOG_STR("call", what), CC_LOG_INT("attempt", i), CC_LOG_INT("of", attempts),
 			    CC_LOG_STR("error", st < 0 ? cc_errname(st) : ""), CC_LOG_INT("status", st < 0 ? 0 : st),
 			    CC_LOG_STR("response", body ? body : ""));
+		if (code && cap)
+			error_code_of(st > 0 ? body : NULL, code, cap);
 		free(body);
 		if (st >= 400 && st < 500 && st != 429)
-			return false; /* the API refuses: asking again changes nothing */
+			return st; /* the API refuses: asking again changes nothing */
 		if (i < attempts && !cc_service_nap(&service, backoff))
-			return false;
+			return 0;
 		backoff = backoff * 2 > 3000 ? 3000 : backoff * 2;
 	}
-	return false;
+	return st;
+}
+
+static bool http_ok(int st)
+{
+	return st >= 200 && st < 300;
 }
 
 /*
@@ -611,6 +652,7 @@ static void classify(int status, char *reason, size_t cap, int *code, int *sig, 
 		case 0: snprintf(reason, cap, "completed"); break;
 		case 3: snprintf(reason, cap, "result_not_acknowledged"); break;
 		case 4: snprintf(reason, cap, "stopped"); break;
+		case 5: snprintf(reason, cap, "called_off"); break;
 		case 2: snprintf(reason, cap, "bad_configuration"); break;
 		default: snprintf(reason, cap, "exited_with_error"); break;
 		}
@@ -696,16 +738,36 @@ static void shutdown_report(const struct allocation *a, const char *reason)
 {
 	char body[160];
 	snprintf(body, sizeof body, "{\"reason\":\"%s\"}", reason);
-	(void)api_post_retry(a, "shutdown", body, (int)cfg.register_attempts, "shutdown");
+	(void)api_post_retry(a, "shutdown", body, (int)cfg.register_attempts, "shutdown", NULL, 0);
+}
+
+/*
+ * A stop (SIGTERM: the allocator stopping or dying, its children end with
+ * it) before the child was registered: nothing was played and the match
+ * waits for its server, so the allocation is left as it is (its file
+ * stays, no /shutdown) for the restarted pool process to serve. Reporting
+ * it would fail a match that a restart recovers (issue 19: an allocator
+ * SIGKILLed mid-allocation and restarted completes the match).
+ */
+static bool leave_for_restart(struct allocation *a, struct child *c, const char *stage, bool *keep)
+{
+	if (c->pid > 0)
+		(void)child_stop(c, SIGTERM);
+	cc_log_warn("allocation_left", CC_LOG_STR("match_id", a->match_id), CC_LOG_STR("allocation_id", a->allocation_id),
+		    CC_LOG_STR("stage", stage),
+		    CC_LOG_STR("why", "stopped before the match was registered: the restarted pool process serves it"));
+	*keep = true;
+	return false;
 }
 
 /*
  * Serves allocation a to its end. Writes the /shutdown reason into end
  * (cap bytes) and returns true when the allocation must be shut down; the
  * caller removes the allocation file first (after /shutdown frees the
- * server, a file there could already be the next allocation's).
+ * server, a file there could already be the next allocation's). *keep
+ * true: stopped before registration, leave file and allocation alone.
  */
-static bool serve(struct allocation *a, const char *roster_path, char *end, size_t cap)
+static bool serve(struct allocation *a, const char *roster_path, char *end, size_t cap, bool *keep)
 {
 	struct child c = { 0 };
 	char body[256], reason[64];
@@ -724,6 +786,8 @@ static bool serve(struct allocation *a, const char *roster_path, char *end, size
 		return true;
 	}
 	if (!fetch_roster(a, roster_path)) {
+		if (cc_service_stopping(&service))
+			return leave_for_restart(a, &c, "roster", keep);
 		snprintf(end, cap, "%s", "roster_unavailable");
 		return true;
 	}
@@ -732,6 +796,8 @@ static bool serve(struct allocation *a, const char *roster_path, char *end, size
 		return true;
 	}
 	if (!wait_ready(&c, &status, &died)) {
+		if (!died && cc_service_stopping(&service))
+			return leave_for_restart(a, &c, "ready_probe", keep);
 		if (!died) {
 			cc_log_error("child_not_ready", CC_LOG_INT("pid", c.pid), CC_LOG_INT("timeout_ms", cfg.ready_timeout_ms));
 			status = child_stop(&c, SIGTERM);
@@ -746,14 +812,36 @@ static bool serve(struct allocation *a, const char *roster_path, char *end, size
 		return true;
 	}
 	register_state(a, "process_ready", body, sizeof body);
-	if (!api_post_retry(a, "register", body, (int)cfg.register_attempts, "register_process_ready")) {
+	char err_code[48];
+	int st = api_post_retry(a, "register", body, (int)cfg.register_attempts, "register_process_ready", err_code,
+				sizeof err_code);
+	if (st == 409 && strcmp(err_code, "invalid_state") == 0) {
+		/*
+		 * The match is already past registration: we were restarted (a
+		 * crash, a SIGKILL) and found the allocation file of a match that
+		 * another child of ours was serving, or that is over. That game is
+		 * lost with its server: this child must not play it (nobody is
+		 * connected to it; an empty match played out would be rated). Kill
+		 * it now and report the server lost, so the match fails as it does
+		 * for a killed game server.
+		 */
+		cc_log_error("match_past_registration", CC_LOG_STR("match_id", a->match_id),
+			     CC_LOG_STR("allocation_id", a->allocation_id), CC_LOG_INT("child_pid", c.pid),
+			     CC_LOG_STR("action", "killing the child, reporting the server lost"));
+		status = child_stop(&c, SIGKILL);
+		snprintf(end, cap, "%s", "server_lost");
+		return true;
+	}
+	if (!http_ok(st) && cc_service_stopping(&service))
+		return leave_for_restart(a, &c, "process_ready", keep);
+	if (!http_ok(st)) {
 		cc_log_error("register_failed", CC_LOG_STR("state", "process_ready"), CC_LOG_STR("action", "killing the child"));
 		status = child_stop(&c, SIGKILL);
 		snprintf(end, cap, "%s", "register_failed");
 		return true;
 	}
 	register_state(a, "assignment_ready", body, sizeof body);
-	if (!api_post_retry(a, "register", body, (int)cfg.register_attempts, "register_assignment_ready"))
+	if (!http_ok(api_post_retry(a, "register", body, (int)cfg.register_attempts, "register_assignment_ready", NULL, 0)))
 		cc_log_error("register_failed", CC_LOG_STR("state", "assignment_ready"), CC_LOG_STR("action", "the child keeps running"));
 	/* Serve until the child ends or we are asked to stop (then the child is asked too). */
 	while (!child_exited(&c, &status)) {
@@ -806,6 +894,36 @@ static void wait_for_allocation(int wake)
 	}
 }
 
+/*
+ * Removes the allocation file unless it now names another allocation than
+ * done_id (NULL: remove it whatever it says). cc-api can release an
+ * allocation before our child exits (a ranked no-show called off, a match
+ * failed by cc-maintenance); the allocator may then hand this server the
+ * next match, and its file, written meanwhile, must not be deleted.
+ */
+static void remove_allocation_file(const char *done_id)
+{
+	char *text = NULL;
+	size_t len = 0;
+	struct cc_file_error ferr;
+	if (done_id && cc_file_read(cfg.allocation_file, ALLOCATION_FILE_MAX, CC_FILE_REGULAR_ONLY | CC_FILE_SECRET, &text,
+				    &len, &ferr) == 0) {
+		struct allocation now;
+		char why[256];
+		bool other = allocation_parse(text, len, &now, why, sizeof why) == 0 && strcmp(now.allocation_id, done_id) != 0;
+		if (other)
+			cc_log_info("allocation_file_kept", CC_LOG_STR("allocation_id", now.allocation_id),
+				    CC_LOG_STR("done", done_id), CC_LOG_STR("why", "the file already names the next allocation"));
+		allocation_release(&now);
+		explicit_bzero(text, len);
+		free(text);
+		if (other)
+			return;
+	}
+	if (unlink(cfg.allocation_file) != 0 && errno != ENOENT)
+		cc_log_error("allocation_unlink_failed", CC_LOG_STR("error", strerror(errno)));
+}
+
 /* Waits for and serves allocations until stopped. */
 static void *supervisor_loop(void *arg)
 {
@@ -839,7 +957,7 @@ static void *supervisor_loop(void *arg)
 		}
 		struct allocation a;
 		char why[256], end[64] = "";
-		bool shut = false;
+		bool shut = false, keep = false;
 		rc = allocation_parse(text, len, &a, why, sizeof why);
 		explicit_bzero(text, len);
 		free(text);
@@ -848,13 +966,16 @@ static void *supervisor_loop(void *arg)
 		} else {
 			cc_log_info("allocated", CC_LOG_STR("match_id", a.match_id), CC_LOG_STR("allocation_id", a.allocation_id),
 				    CC_LOG_STR("playlist", a.playlist));
-			shut = serve(&a, roster_path, end, sizeof end);
+			shut = serve(&a, roster_path, end, sizeof end, &keep);
+		}
+		if (keep) {
+			allocation_release(&a);
+			continue; /* stopping: the loop ends; the file stays for the next pool process */
 		}
 		/* Done with it either way (a refused file would be refused again for ever), and before
 		 * /shutdown: that frees the server, and a file removed after it could be the next allocation's. */
 		(void)unlink(roster_path);
-		if (unlink(cfg.allocation_file) != 0 && errno != ENOENT)
-			cc_log_error("allocation_unlink_failed", CC_LOG_STR("error", strerror(errno)));
+		remove_allocation_file(rc == 0 ? a.allocation_id : NULL);
 		if (shut)
 			shutdown_report(&a, end);
 		allocation_release(&a);

@@ -82,6 +82,9 @@ const UNPROVOKABLE = {
   'POST /v1/servers/{server_id}/disconnect 503 retry_exhausted': RETRY_EXHAUSTED,
   'POST /v1/servers/{server_id}/shutdown 503 retry_exhausted': RETRY_EXHAUSTED,
   'POST /v1/servers/{server_id}/result 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/admin/outbox/dead-letters/{outbox_id}/replay 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/servers/{server_id}/heartbeat 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/servers/{server_id}/no_show 503 retry_exhausted': RETRY_EXHAUSTED,
 };
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'];
@@ -334,6 +337,7 @@ function responseProblems(opKey, res, text, json) {
 /*
  * call: one request, checked. c = {
  *   server, op: "POST /v1/queue/{ticket_id}/heartbeat", params: {ticket_id},
+ *   query: {name: value} (appended as ?name=value&...),
  *   as: {token, who} (bearer) | undefined, headers, json | raw (body),
  *   expect: [status, code] (code omitted for success), why: what it shows }.
  * Returns {status, json, headers} (status 0 when the request failed).
@@ -347,7 +351,8 @@ async function call(c) {
     template.replace(/\{(\w+)\}/g, (_, k) => {
       if (!(k in c.params)) fatal(`test bug: ${c.op} needs params.${k}`);
       return encodeURIComponent(c.params[k]);
-    });
+    }) +
+    (c.query ? `?${new URLSearchParams(c.query)}` : '');
   const headers = { ...(c.headers || {}) };
   if (c.as) headers.Authorization = c.dupAuth ? [`Bearer ${c.as.token}`, `Bearer ${c.as.token}`] : `Bearer ${c.as.token}`;
   let body;
@@ -510,6 +515,8 @@ function adminRoutes(playerId) {
     { op: 'POST /v1/admin/players/{player_id}/unban', params: { player_id: playerId } },
     { op: 'GET /v1/admin/players/{player_id}', params: { player_id: playerId } },
     { op: 'GET /v1/admin/queue/stats' },
+    { op: 'GET /v1/admin/outbox/dead-letters' },
+    { op: 'POST /v1/admin/outbox/dead-letters/{outbox_id}/replay', params: { outbox_id: 1 }, json: { replays: 0 } },
   ];
 }
 
@@ -941,6 +948,8 @@ function serverRoutes(server) {
     { op: 'POST /v1/servers/{server_id}/shutdown', params, json: { reason: 'match_over' } },
     { op: 'POST /v1/servers/{server_id}/result', params, json: { score: [0, 0], duration_seconds: 1, players: [0, 1].map((team) =>
       ({ player_id: NO_SUCH_ID(), team, goals: 0, assists: 0, saves: 0, shots: 0 })) } },
+    { op: 'POST /v1/servers/{server_id}/heartbeat', params, json: { phase: 'playing', tick: 1 } },
+    { op: 'POST /v1/servers/{server_id}/no_show', params, json: { player_ids: [pid] } },
   ];
 }
 
@@ -951,6 +960,8 @@ async function serverCases(S) {
   const disconnect = 'POST /v1/servers/{server_id}/disconnect';
   const shutdown = 'POST /v1/servers/{server_id}/shutdown';
   const result = 'POST /v1/servers/{server_id}/result';
+  const heartbeat = 'POST /v1/servers/{server_id}/heartbeat';
+  const noShow = 'POST /v1/servers/{server_id}/no_show';
   const assignment = 'GET /v1/matches/{match_id}/assignment';
   const tag = crypto.randomBytes(4).toString('hex');
 
@@ -1021,6 +1032,20 @@ async function serverCases(S) {
   await call({ server: S, op: disconnect, params: sp, as: at, json: { player_id: a.id, generation: 1, reason: 'left' }, expect: [200], why: 'identical replay of the disconnect' });
   await call({ server: S, op: disconnect, params: sp, as: at, json: { player_id: a.id, generation: 1, reason: 'kicked' }, expect: [409, 'replay_conflict'], why: 'another reason for the ended lease' });
   await call({ server: S, op: connect, params: sp, as: at, json: lease(a, 'c3'), expect: [200], why: 'reconnect', check: (j) => (j.generation === 2 ? null : `generation ${j.generation}`) });
+  await call({ server: S, op: connect, params: sp, as: at, json: lease(b, 'c5'), expect: [200], why: 'the other player connects' });
+  await call({ server: S, op: reg, params: sp, as: at, json: REGISTER('assignment_ready'), expect: [409, 'invalid_state'], why: 'an identical assignment_ready replay once the match is IN_PROGRESS' });
+
+  // Heartbeat (the liveness signal); "ended" moves the match to RESULT_PENDING.
+  await call({ server: S, op: heartbeat, params: sp, as: at, json: { phase: 'paused', tick: 1 }, expect: [400, 'invalid_request'], why: 'unknown phase' });
+  await call({ server: S, op: heartbeat, params: sp, as: at, json: { phase: 'playing', tick: -1 }, expect: [400, 'invalid_request'], why: 'negative tick' });
+  await call({ server: S, op: heartbeat, params: sp, as: at, json: { phase: 'playing', tick: 600 }, expect: [200], why: 'heartbeat while playing',
+    check: (j) => (j.match_state === 'IN_PROGRESS' && j.allocation_state === 'PUBLISHED' && j.allocation_id === al.id ? null : `heartbeat ${JSON.stringify(j)}`) });
+  await call({ server: S, op: noShow, params: sp, as: at, json: { player_ids: [NO_SUCH_ID()] }, expect: [422, 'not_in_roster'], why: 'a no-show who is not a participant' });
+  await call({ server: S, op: noShow, params: sp, as: at, json: { player_ids: [a.id, a.id] }, expect: [400, 'invalid_request'], why: 'the same player twice' });
+  await call({ server: S, op: noShow, params: sp, as: at, json: { player_ids: [a.id, b.id] }, expect: [200], why: 'naming players who connected: no no-show',
+    check: (j) => (j.match_state === 'IN_PROGRESS' && j.no_show_player_ids.length === 0 && j.requeued_player_ids.length === 0 ? null : `no_show ${JSON.stringify(j)}`) });
+  await call({ server: S, op: heartbeat, params: sp, as: at, json: { phase: 'ended', tick: 18000 }, expect: [200], why: 'heartbeat ended',
+    check: (j) => (j.match_state === 'RESULT_PENDING' ? null : `heartbeat ${JSON.stringify(j)}`) });
 
   // Result.
   await call({ server: S, op: result, params: sp, as: at, json: { score: [0, 1], duration_seconds: 60, players: players(1, 0) }, expect: [422, 'invalid_result'], why: "team 0's goals above its score" });
@@ -1049,6 +1074,24 @@ async function serverCases(S) {
   const al2 = seedAllocation(m2.id, `contract-${tag}-2`, 17102);
   sql("UPDATE allocations SET state = 'FAILED' WHERE id = :'p1'", al2.id);
   await call({ server: S, op: shutdown, params: { server_id: al2.server }, as: al2.as, json: { reason: 'match_over' }, expect: [409, 'invalid_state'], why: 'shutdown of a FAILED allocation' });
+
+  // A no-show: its player never connects; the match is called off (store/match_settle.h).
+  const m3 = await acceptedMatch(S, 'no-show player');
+  const [a3, b3] = m3.players;
+  const al3 = seedAllocation(m3.id, `contract-${tag}-3`, 17103);
+  const sp3 = { server_id: al3.server };
+  await call({ server: S, op: reg, params: sp3, as: al3.as, json: REGISTER('process_ready'), expect: [200], why: 'no-show match process_ready' });
+  await call({ server: S, op: noShow, params: sp3, as: al3.as, json: { player_ids: [b3.id] }, expect: [409, 'invalid_state'], why: 'no_show before any connect window' });
+  seedPublish(m3.id, al3);
+  await call({ server: S, op: reg, params: sp3, as: al3.as, json: REGISTER('assignment_ready'), expect: [200], why: 'no-show match assignment_ready' });
+  await call({ server: S, op: connect, params: sp3, as: al3.as, json: lease(a3, 'n1'), expect: [200], why: 'the one who shows up' });
+  const settled = await call({ server: S, op: noShow, params: sp3, as: al3.as, json: { player_ids: [b3.id] }, expect: [200], why: 'the no-show',
+    check: (j) => (j.match_state === 'FAILED' && isDeepStrictEqual(j.no_show_player_ids, [b3.id]) && isDeepStrictEqual(j.requeued_player_ids, [a3.id])
+      ? null : `no_show ${JSON.stringify(j)}`) });
+  await call({ server: S, op: noShow, params: sp3, as: al3.as, json: { player_ids: [b3.id] }, expect: [200], why: 'identical replay of the no_show',
+    check: (j) => (isDeepStrictEqual(j, settled.json) ? null : 'the replay answered differently') });
+  await call({ server: S, op: heartbeat, params: sp3, as: al3.as, json: { phase: 'playing', tick: 60 }, expect: [200], why: 'heartbeat of a called-off match',
+    check: (j) => (j.match_state === 'FAILED' && j.allocation_state === 'RELEASED' ? null : `heartbeat ${JSON.stringify(j)}`) });
   return al;
 }
 
@@ -1104,6 +1147,37 @@ async function banCases(S, p) {
     await call({ server: S, ...r, as: NO_AUTH, expect: [401, 'unauthorized'], why: 'no operator token' });
     await call({ server: S, ...r, as: again, expect: [401, 'unauthorized'], why: 'a player session is not the operator token' });
   }
+}
+
+// The outbox's dead letters: planted as cc-maintenance's dispatcher leaves them.
+async function deadLetterCases(S) {
+  const list = 'GET /v1/admin/outbox/dead-letters';
+  const replay = 'POST /v1/admin/outbox/dead-letters/{outbox_id}/replay';
+  const plant = () =>
+    Number(sql("INSERT INTO outbox (event, resource_type, resource_id, revision, player_ids, attempts, dead_lettered_at, last_error) " +
+      "SELECT 'test.poisoned', 'test', gen_random_uuid(), 1, array_fill(gen_random_uuid(), ARRAY[65]), 5, now(), " +
+      "'invalid envelope: player_ids must be at most 64 ids' RETURNING id"));
+  const a = plant();
+  const b = plant();
+  await call({ server: S, op: list, query: { limit: 1 }, as: OPERATOR, expect: [200], why: 'newest dead letter, a page of one',
+    check: (j) => (j.dead_letters.length === 1 && j.dead_letters[0].id === b && j.next_before === b ? null : `page ${JSON.stringify(j)}`) });
+  await call({ server: S, op: list, query: { before: b, limit: 100 }, as: OPERATOR, expect: [200], why: 'the page before it',
+    check: (j) => (j.dead_letters.length > 0 && j.dead_letters[0].id === a ? null : `page ${clip(JSON.stringify(j))}`) });
+  await call({ server: S, op: list, query: { limit: 0 }, as: OPERATOR, expect: [400, 'invalid_request'], why: 'limit 0' });
+  await call({ server: S, op: list, query: { limit: 101 }, as: OPERATOR, expect: [400, 'invalid_request'], why: 'limit 101' });
+  await call({ server: S, op: list, query: { before: 'x' }, as: OPERATOR, expect: [400, 'invalid_request'], why: 'before not a number' });
+  await call({ server: S, op: replay, params: { outbox_id: a }, as: OPERATOR, json: { replays: 0 }, expect: [200], why: 'replay',
+    check: (j) => (j.replayed === true && j.state === 'pending' && j.replays === 1 ? null : `after the replay: ${JSON.stringify(j)}`) });
+  await call({ server: S, op: replay, params: { outbox_id: a }, as: OPERATOR, json: { replays: 0 }, expect: [200], why: 'the same replay again',
+    check: (j) => (j.replayed === false && j.replays === 1 ? null : `after the repeat: ${JSON.stringify(j)}`) });
+  await call({ server: S, op: replay, params: { outbox_id: a }, as: OPERATOR, json: { replays: 3 }, expect: [409, 'revision_conflict'], why: 'stale fence' });
+  await call({ server: S, op: replay, params: { outbox_id: a }, as: OPERATOR, json: { replays: 1 }, expect: [409, 'invalid_state'], why: 'not dead-lettered (pending again)' });
+  await call({ server: S, op: replay, params: { outbox_id: 999999999999999 }, as: OPERATOR, json: { replays: 0 }, expect: [404, 'not_found'], why: 'no such dead letter' });
+  await call({ server: S, op: replay, params: { outbox_id: 'abc' }, as: OPERATOR, json: { replays: 0 }, expect: [400, 'invalid_request'], why: 'outbox_id not a number' });
+  await call({ server: S, op: replay, params: { outbox_id: b }, as: OPERATOR, raw: '{"replays"', expect: [400, 'invalid_json'], why: 'truncated JSON' });
+  await call({ server: S, op: replay, params: { outbox_id: b }, as: OPERATOR, json: { replays: -1 }, expect: [400, 'invalid_request'], why: 'negative replays' });
+  await call({ server: S, op: replay, params: { outbox_id: b }, as: OPERATOR, json: { replays: 0, force: true }, expect: [400, 'invalid_request'], why: 'unknown field' });
+  await call({ server: S, op: replay, params: { outbox_id: b }, as: OPERATOR, raw: OVERSIZED, expect: [413, 'body_too_large'], why: 'body over 64 KiB' });
 }
 
 // ---- scenarios on the servers that cannot reach their database ---------------------------
@@ -1333,6 +1407,7 @@ async function main() {
   await scenario('server routes', () => serverCases(api));
   await scenario('auth', () => authCases(api, expired));
   await scenario('ban', () => banCases(api, banned));
+  await scenario('dead letters', () => deadLetterCases(api));
   await scenario('database down', () => outageCases(steam, main));
   await scenario('not configured', () => unconfiguredCases(bare, main));
   await scenario('every route', () => everyRouteCases(api, main));

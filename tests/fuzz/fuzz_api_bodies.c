@@ -18,7 +18,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-enum { LOGIN, ENQUEUE, REVISION, PROBE_ANSWER, PROPOSAL_RESPONSE, BAN, REGISTER, CONNECT, DISCONNECT, SHUTDOWN, N_ROUTES };
+enum {
+	LOGIN, ENQUEUE, REVISION, PROBE_ANSWER, PROPOSAL_RESPONSE, BAN, REGISTER, CONNECT, DISCONNECT, SHUTDOWN, HEARTBEAT,
+	NO_SHOW, N_ROUTES
+};
 
 static const char *const *const route_fields[N_ROUTES] = {
 	[LOGIN] = api_login_fields,
@@ -31,6 +34,8 @@ static const char *const *const route_fields[N_ROUTES] = {
 	[CONNECT] = api_connect_fields,
 	[DISCONNECT] = api_disconnect_fields,
 	[SHUTDOWN] = api_shutdown_fields,
+	[HEARTBEAT] = api_heartbeat_fields,
+	[NO_SHOW] = api_no_show_fields,
 };
 
 /* What a game-server route's reader promises of a text field: length and alphabet. */
@@ -100,6 +105,24 @@ static void read_route(int route, const cJSON *body)
 		if (api_shutdown_read(body, &s1, &err) == 0)
 			FUZZ_ASSERT(text_in(s1, 1, 32, "_", false));
 		break;
+	case HEARTBEAT:
+		if (api_heartbeat_read(body, &s1, &n, &err) == 0)
+			FUZZ_ASSERT((strcmp(s1, "loading") == 0 || strcmp(s1, "playing") == 0 || strcmp(s1, "ended") == 0) &&
+				    n >= 0 && n <= (INT64_C(1) << 53) - 1);
+		break;
+	case NO_SHOW: {
+		char ids[API_NO_SHOW_MAX][CC_UUID_BUF];
+		size_t k = 0;
+		if (api_no_show_read(body, ids, &k, &err) == 0) {
+			FUZZ_ASSERT(k >= 1 && k <= API_NO_SHOW_MAX);
+			for (size_t i = 0; i < k; i++) {
+				FUZZ_ASSERT(cc_uuid_valid(ids[i]));
+				for (size_t j = 0; j < i; j++)
+					FUZZ_ASSERT(strcmp(ids[i], ids[j]) != 0);
+			}
+		}
+		break;
+	}
 	}
 	/* Whatever went wrong is described in bounded, terminated text. */
 	FUZZ_ASSERT(memchr(err.field, '\0', sizeof(err.field)) != NULL);

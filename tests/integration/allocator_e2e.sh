@@ -74,7 +74,9 @@ TB=$(jq -r .workload_token "$T_DIR/state/$SB/allocation.json")
 [[ -n $TA && $TA != null && -n $TB && $TB != null ]] || fail "no workload token in the allocation files"
 srv() { http "$1" "$A_URL/v1/servers/$2/$3" "$4" "${5:-}"; }
 reg='{"state":"process_ready","protocol_version":1,"image_digest":"sha256:0000000000000000000000000000000000000000000000000000000000000000"}'
-srv POST "$SA" register "$TA" "$reg"; expect_http "the stand-in's register, replayed with its token" 200
+# The token is accepted on its own server (not 401/403); the replay itself is refused, the match
+# being past process_ready (issue 19: a register replay answers 200 only in the state its step produced).
+srv POST "$SA" register "$TA" "$reg"; expect_http "the stand-in's register, replayed with its token in ASSIGNMENT_READY" 409 invalid_state
 srv POST "$SB" register "$TA" "$reg"; expect_http "A's token registers on B's server" 403 forbidden
 srv POST "$SA" connect "$TA" "{\"player_id\":\"${PB[0]}\",\"connection_id\":\"x1\"}"; expect_http "A's token connects B's player" 404 not_in_roster
 bres="{\"score\":[1,0],\"duration_seconds\":9,\"players\":[{\"player_id\":\"${PB[0]}\",\"team\":0,\"goals\":1,\"assists\":0,\"saves\":0,\"shots\":1},{\"player_id\":\"${PB[1]}\",\"team\":1,\"goals\":0,\"assists\":0,\"saves\":0,\"shots\":0}]}"

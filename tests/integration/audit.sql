@@ -6,7 +6,8 @@
 -- through outbox_by_resource (migration 0008): tests/integration/audit_speed.sh
 -- holds it under 1 s on 100k outbox rows and 3,000 open proposals.
 --
---  1. no ticket is in more than one proposal that is OPEN or ACCEPTED
+--  1. no ticket is in more than one proposal that is OPEN, or ACCEPTED with
+--     its match not over
 --  2. every PROPOSED ticket points at an OPEN proposal it participates in
 --  3. every OPEN proposal has exactly 2 * team_size participants, team_size
 --     per team, whose tickets are PROPOSED with that proposal_id
@@ -17,8 +18,23 @@
 --  7. a ranked proposal's arena is ranked-eligible
 --  8. every proposal was announced: one proposal.opened outbox row, and
 --     one ticket.proposed row per participant naming the proposal
+-- The match endings (issue 19, store/match_settle.h): each ending moves the
+-- match, its tickets and its allocation in one transaction, so these hold
+-- in every snapshot:
+--  9. no ticket is MATCHED or ASSIGNED in a match that is over (COMPLETED
+--     or FAILED): its player could never queue again
+-- 10. no match past ALLOCATING and not over runs on an allocation that is
+--     over (RELEASED or FAILED): a game nobody serves, or a second server
+-- 11. no rating change belongs to a match that did not complete (a FAILED
+--     match rates nobody)
 WITH live AS (
-    SELECT * FROM proposals WHERE state IN ('OPEN', 'ACCEPTED')
+    -- An ACCEPTED proposal holds its tickets only while its match lives: a
+    -- match that failed and requeued them (stalled, a no-show, a server
+    -- lost on a playlist that requeues; issue 19) let them be proposed anew.
+    SELECT p.* FROM proposals p
+    WHERE p.state = 'OPEN'
+       OR (p.state = 'ACCEPTED' AND NOT EXISTS (SELECT 1 FROM matches m WHERE m.proposal_id = p.id
+                                                  AND m.state IN ('COMPLETED', 'FAILED')))
 ), part AS (
     SELECT p.id AS proposal_id, p.state AS proposal_state, p.playlist AS p_playlist, p.build AS p_build,
            p.protocol_version AS p_protocol, p.region, p.team_size, pp.team, pp.player_id AS pp_player,
@@ -99,5 +115,21 @@ WHERE NOT EXISTS (SELECT 1 FROM outbox o
                   WHERE o.event = 'ticket.proposed' AND o.resource_id = part.ticket_id
                     AND o.payload ->> 'proposal_id' = part.proposal_id::text
                     AND o.player_ids = ARRAY[part.t_player])
+
+UNION ALL
+SELECT 'ticket_held_by_ended_match', t.id::text, format('%s in match %s, which is %s', t.state, m.id, m.state)
+FROM tickets t JOIN matches m ON m.id = t.match_id
+WHERE t.state IN ('MATCHED', 'ASSIGNED') AND m.state IN ('COMPLETED', 'FAILED')
+
+UNION ALL
+SELECT 'live_match_without_server', m.id::text, format('%s on allocation %s, which is %s', m.state, a.id, a.state)
+FROM matches m JOIN allocations a ON a.match_id = m.id
+WHERE m.state IN ('PROCESS_READY', 'ASSIGNMENT_READY', 'IN_PROGRESS', 'RESULT_PENDING')
+  AND a.state IN ('RELEASED', 'FAILED')
+
+UNION ALL
+SELECT 'rating_change_of_unfinished_match', r.match_id::text, format('player %s, match %s', r.player_id, m.state)
+FROM rating_changes r JOIN matches m ON m.id = r.match_id
+WHERE m.state <> 'COMPLETED'
 
 ORDER BY 1, 2;

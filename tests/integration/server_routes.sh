@@ -29,7 +29,16 @@
 #    a team without a human rates nobody;
 #  - shutdown releases the allocation (cc-allocator frees the server:
 #    allocator_e2e.sh); a shutdown before any result fails the match and
-#    its tickets.
+#    its tickets (store/match_settle.h, as a sweep would);
+#  - issue 19 (the match endings): a register replay once the match is past
+#    the step's state is 409 invalid_state (a restarted supervisor never
+#    runs a second server for a match in progress); the heartbeat records
+#    the liveness signal, and phase "ended" moves the match to
+#    RESULT_PENDING, where the result is taken; no_show settles a ranked
+#    no-show (penalised once, the others requeued, called off unrated) and
+#    its replay answers the same facts; a casual participant who never
+#    connected is penalised and never rated; a result for a match nobody
+#    ever connected to rates nobody.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_match.sh"
 
@@ -281,7 +290,7 @@ replay_then_conflict shutdown POST local-sr-1 shutdown "$TA" '{"reason":"match_o
 expect_eq "shutdown answer" "RELEASED COMPLETED" "$(jq -r '"\(.state) \(.match_state)"' <<<"$BODY")"
 expect_eq "allocation" RELEASED "$(sql "SELECT state FROM allocations WHERE id = '$A1'")"
 expect_eq "allocation.released events" 1 "$(sql "SELECT count(*) FROM outbox WHERE resource_id = '$A1' AND event = 'allocation.released'")"
-srv POST local-sr-1 register "$TA" "$reg_body"; expect_http "an identical register replay after the release" 200
+srv POST local-sr-1 register "$TA" "$reg_body"; expect_http "an identical register replay once the match is over" 409 invalid_state
 srv POST local-sr-1 connect "$TA" "{\"player_id\":\"${P1[0]}\",\"connection_id\":\"peer-9\"}"; expect_http "a new connect after the release" 409 invalid_state
 srv POST local-sr-1 connect "$TA" "{\"player_id\":\"${P1[1]}\",\"connection_id\":\"peer-p1\"}"; expect_http "an identical connect replay after the release" 200
 srv POST local-sr-1 disconnect "$TA" "{\"player_id\":\"${P1[1]}\",\"generation\":1,\"reason\":\"server_shutdown\"}"; expect_http "a disconnect after the release" 200
@@ -303,6 +312,7 @@ srv POST local-sr-3 register "$TC" "$reg_body"; expect_http "casual process_read
 fixture_publish "$M3" "$A3"
 srv POST local-sr-3 register "$TC" "$ar_body"; expect_http "casual assignment_ready" 200
 srv POST local-sr-3 connect "$TC" "{\"player_id\":\"${P3[0]}\",\"connection_id\":\"c1\"}"; expect_http "casual connect" 200
+srv POST local-sr-3 connect "$TC" "{\"player_id\":\"${P3[1]}\",\"connection_id\":\"c2\"}"; expect_http "casual connect of the other" 200
 cbody="{\"score\":[0,2],\"duration_seconds\":300,\"players\":[{\"player_id\":\"${P3[0]}\",\"team\":0,\"goals\":0,\"assists\":0,\"saves\":0,\"shots\":0},{\"player_id\":\"${P3[1]}\",\"team\":1,\"goals\":2,\"assists\":0,\"saves\":0,\"shots\":4}]}"
 srv POST local-sr-3 result "$TC" "$cbody"; expect_http "casual result" 200
 expect_eq "casual ratings moved" "casual casual" "$(sql "SELECT string_agg(playlist, ' ') FROM rating_changes WHERE match_id = '$M3'")"
@@ -328,6 +338,9 @@ expect_eq "no rating_changes rows (the bot's team has no human)" 0 "$(sql "SELEC
 expect_eq "no rating row moved for the bot-played participant" 0 "$(sql "SELECT count(*) FROM ratings WHERE player_id = '${P4[1]}' AND games > 0")"
 expect_eq "the bot mark is recorded" t "$(sql "SELECT body->'players' @> '[{\"player_id\":\"${P4[1]}\",\"bot\":true}]' FROM match_results WHERE match_id = '$M4'")"
 expect_eq "the match completed" COMPLETED "$(sql "SELECT state FROM matches WHERE id = '$M4'")"
+expect_eq "the participant who never connected is a casual no-show" "INITIAL_CONNECT_NO_SHOW" \
+	"$(sql "SELECT string_agg(kind, ' ') FROM penalties WHERE source_id = '$M4' AND player_id = '${P4[1]}'")"
+expect_eq "nobody else is penalised" 1 "$(sql "SELECT count(*) FROM penalties WHERE source_id = '$M4'")"
 srv POST local-sr-4 result "$TD" "{\"score\":[1,0],\"duration_seconds\":300,\"players\":${bplayers/BOT/false}}"
 expect_http "the same result without the bot mark" 409 replay_conflict
 pass "a bot-played participant is recorded (bot: true), never rated; a team without a human rates nobody"
@@ -339,7 +352,9 @@ TE=$(token "$A5" "$E5")
 srv POST local-sr-5 register "$TE" "$reg_body"; expect_http "2v2 bot match process_ready" 200
 fixture_publish "$M5" "$A5"
 srv POST local-sr-5 register "$TE" "$ar_body"; expect_http "2v2 bot match assignment_ready" 200
-srv POST local-sr-5 connect "$TE" "{\"player_id\":\"${P5[0]}\",\"connection_id\":\"c1\"}"; expect_http "2v2 bot match connect" 200
+for i in 0 1 2 3; do # all four connected; the fourth left and a bot drove its slot
+	srv POST local-sr-5 connect "$TE" "{\"player_id\":\"${P5[$i]}\",\"connection_id\":\"c$i\"}"; expect_http "2v2 bot match connect $i" 200
+done
 humans_before=$(sql "SELECT json_agg(json_build_object('id', r.player_id, 'team', mp.team, 'rating', r.rating, 'deviation', r.deviation, 'volatility', r.volatility))
 	FROM ratings r JOIN match_players mp ON mp.player_id = r.player_id AND mp.match_id = '$M5' WHERE r.playlist = 'ranked' AND r.player_id <> '${P5[3]}'")
 bot_before=$(sql "SELECT coalesce((SELECT rating::text || ' ' || games FROM ratings WHERE playlist = 'ranked' AND player_id = '${P5[3]}'), 'none')")
@@ -353,6 +368,213 @@ want5=$(jq -c --argjson tau "$TAU" '{tau: $tau, score_team0: 1, players: .}' <<<
 jq -e --argjson want "$want5" '[.rating_changes[] | .player_id as $p | (.rating_after - $want[$p].rating) | fabs] | max < 1e-6' <<<"$BODY" >/dev/null ||
 	fail "2v2 with a bot: ratings differ from the Python Glicko-2 over the humans only: want $want5, have $BODY"
 pass "2v2 with a bot: the three humans rated against the humans only (equal to the Python Glicko-2), the bot-played slot untouched"
+
+# ---- issue 19: register replays, heartbeat, RESULT_PENDING -----------------------------
+make_match f6 casual 1
+M6=$MATCH; P6=("${PLAYERS[@]}")
+read -r A6 E6 < <(fixture_allocate "$M6" local-sr-6 17006)
+TF=$(token "$A6" "$E6")
+srv POST local-sr-6 register "$TF" "$reg_body"; expect_http "f6 process_ready" 200
+srv POST local-sr-6 register "$TF" "$reg_body"; expect_http "f6 process_ready replay in PROCESS_READY" 200
+fixture_publish "$M6" "$A6"
+srv POST local-sr-6 register "$TF" "$ar_body"; expect_http "f6 assignment_ready" 200
+srv POST local-sr-6 register "$TF" "$reg_body"; expect_http "f6 process_ready replay in ASSIGNMENT_READY" 409 invalid_state
+for i in 0 1; do
+	srv POST local-sr-6 connect "$TF" "{\"player_id\":\"${P6[$i]}\",\"connection_id\":\"f6-$i\"}"; expect_http "f6 connect $i" 200
+done
+before=$(conflicts register)
+srv POST local-sr-6 register "$TF" "$ar_body"; expect_http "a restarted supervisor's assignment_ready replay in IN_PROGRESS" 409 invalid_state
+srv POST local-sr-6 register "$TF" "$reg_body"; expect_http "a restarted supervisor's process_ready replay in IN_PROGRESS" 409 invalid_state
+expect_eq "register refusals counted" "$((before + 2))" "$(conflicts register)"
+expect_eq "the match is still in progress" IN_PROGRESS "$(sql "SELECT state FROM matches WHERE id = '$M6'")"
+pass "register: an identical replay answers 200 only in the state its step produced; past it (IN_PROGRESS) 409 invalid_state, counted"
+
+for bad in '{"phase":"paused","tick":1}' '{"phase":"playing","tick":-1}' '{"phase":"playing"}' '{"tick":3}' \
+	'{"phase":"playing","tick":1.5}' '{"phase":"playing","tick":1,"score":[0,0]}'; do
+	srv POST local-sr-6 heartbeat "$TF" "$bad"; expect_http "heartbeat $bad" 400 invalid_request
+done
+srv POST local-sr-6 heartbeat "" '{"phase":"playing","tick":1}'; expect_http "heartbeat without a token" 401 unauthorized
+srv POST local-sr-2 heartbeat "$TF" '{"phase":"playing","tick":1}'; expect_http "heartbeat on another server's path" 403 forbidden
+expect_eq "nothing recorded by the refusals" "" "$(sql "SELECT coalesce(last_phase, '') FROM allocations WHERE id = '$A6'")"
+outbox6=$(sql "SELECT count(*) FROM outbox")
+srv POST local-sr-6 heartbeat "$TF" '{"phase":"playing","tick":120}'; expect_http "heartbeat playing" 200
+expect_eq "heartbeat answer" "$A6 $M6 IN_PROGRESS PUBLISHED" "$(jq -r '"\(.allocation_id) \(.match_id) \(.match_state) \(.allocation_state)"' <<<"$BODY")"
+[[ $(jq -r .heartbeat_at <<<"$BODY") =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T.*Z$ ]] || fail "heartbeat_at is not RFC 3339: $BODY"
+expect_eq "recorded on the allocation" "playing true" "$(sql "SELECT last_phase || ' ' || (last_heartbeat_at > now() - interval '10 seconds') FROM allocations WHERE id = '$A6'")"
+first_beat=$(sql "SELECT last_heartbeat_at FROM allocations WHERE id = '$A6'")
+srv POST local-sr-6 heartbeat "$TF" '{"phase":"playing","tick":120}'; expect_http "heartbeat replay" 200
+expect_eq "a replay moves only the time" "playing true" "$(sql "SELECT last_phase || ' ' || (last_heartbeat_at >= '$first_beat') FROM allocations WHERE id = '$A6'")"
+expect_eq "no outbox row for a heartbeat" "$outbox6" "$(sql "SELECT count(*) FROM outbox")"
+srv POST local-sr-6 heartbeat "$TF" '{"phase":"ended","tick":18000}'; expect_http "heartbeat ended" 200
+expect_eq "ended: RESULT_PENDING" RESULT_PENDING "$(jq -r .match_state <<<"$BODY")"
+srv POST local-sr-6 heartbeat "$TF" '{"phase":"ended","tick":18000}'; expect_http "heartbeat ended again" 200
+expect_eq "ended replay" RESULT_PENDING "$(jq -r .match_state <<<"$BODY")"
+expect_eq "match.result_pending once" "RESULT_PENDING 1" "$(sql "SELECT (SELECT state FROM matches WHERE id = '$M6') || ' ' || count(*) FROM outbox WHERE resource_id = '$M6' AND event = 'match.result_pending'")"
+f6result="{\"score\":[2,1],\"duration_seconds\":300,\"players\":[{\"player_id\":\"${P6[0]}\",\"team\":0,\"goals\":2,\"assists\":0,\"saves\":0,\"shots\":3},{\"player_id\":\"${P6[1]}\",\"team\":1,\"goals\":1,\"assists\":0,\"saves\":0,\"shots\":2}]}"
+srv POST local-sr-6 result "$TF" "$f6result"; expect_http "a result in RESULT_PENDING" 200
+expect_eq "completed, both rated" "COMPLETED 2" "$(sql "SELECT (SELECT state FROM matches WHERE id = '$M6') || ' ' || count(*) FROM rating_changes WHERE match_id = '$M6'")"
+expect_eq "match events" "match.completed=1 match.result_pending=1" "$(sql "SELECT string_agg(event || '=' || n, ' ' ORDER BY event) FROM (SELECT event, count(*) n FROM outbox WHERE resource_id = '$M6' AND event IN ('match.result_pending', 'match.completed') GROUP BY event) e")"
+srv POST local-sr-6 heartbeat "$TF" '{"phase":"ended","tick":18000}'; expect_http "heartbeat after the result" 200
+expect_eq "the server learns its match is over" COMPLETED "$(jq -r .match_state <<<"$BODY")"
+pass "heartbeat: validated, recorded on the allocation with no outbox row, replays 200; ended -> RESULT_PENDING once; the result is taken there and rates both"
+
+# ---- issue 19: no_show (ranked 2v2: three connect, one never does) ----------------------
+make_match f7 ranked 2 1500/200/0.06 1500/200/0.06 1500/200/0.06 1500/200/0.06
+M7=$MATCH; P7=("${PLAYERS[@]}")
+read -r A7 E7 < <(fixture_allocate "$M7" local-sr-7 17007)
+TG=$(token "$A7" "$E7")
+srv POST local-sr-7 register "$TG" "$reg_body"; expect_http "f7 process_ready" 200
+srv POST local-sr-7 no_show "$TG" "{\"player_ids\":[\"${P7[3]}\"]}"; expect_http "no_show before any connect window" 409 invalid_state
+fixture_publish "$M7" "$A7"
+srv POST local-sr-7 register "$TG" "$ar_body"; expect_http "f7 assignment_ready" 200
+for i in 0 1 2; do
+	srv POST local-sr-7 connect "$TG" "{\"player_id\":\"${P7[$i]}\",\"connection_id\":\"f7-$i\"}"; expect_http "f7 connect $i" 200
+done
+for bad in '{"player_ids":[]}' "{\"player_ids\":[\"${P7[3]}\",\"${P7[3]}\"]}" '{"player_ids":["not-a-uuid"]}' \
+	"{\"player_ids\":\"${P7[3]}\"}" "{\"player_ids\":[\"${P7[3]^^}\"]}" '{}' \
+	"{\"player_ids\":[$(for i in $(seq 17); do printf '"%s",' "$(cat /proc/sys/kernel/random/uuid)"; done | sed 's/,$//')]}"; do
+	srv POST local-sr-7 no_show "$TG" "$bad"; expect_http "no_show ${bad:0:60}" 400 invalid_request
+done
+srv POST local-sr-7 no_show "$TG" "{\"player_ids\":[\"${P6[0]}\"]}"; expect_http "no_show naming a player of another match" 422 not_in_roster
+expect_eq "nothing settled by the refusals" "IN_PROGRESS 0" "$(sql "SELECT (SELECT state FROM matches WHERE id = '$M7') || ' ' || count(*) FROM penalties WHERE source_id = '$M7'")"
+srv POST local-sr-7 no_show "$TG" "{\"player_ids\":[\"${P7[0]}\"]}"; expect_http "no_show naming only a player who connected" 200
+expect_eq "who connected is not a no-show" "IN_PROGRESS [] []" "$(jq -r '"\(.match_state) \(.no_show_player_ids | tostring) \(.requeued_player_ids | tostring)"' <<<"$BODY")"
+outbox7=$(sql "SELECT count(*) FROM outbox")
+srv POST local-sr-7 no_show "$TG" "{\"player_ids\":[\"${P7[3]}\",\"${P7[0]}\"]}"; expect_http "no_show" 200
+first=$BODY
+expect_eq "no_show answer" "$M7 FAILED [\"${P7[3]}\"] [\"${P7[0]}\",\"${P7[1]}\",\"${P7[2]}\"]" \
+	"$(jq -r '"\(.match_id) \(.match_state) \(.no_show_player_ids | tostring) \(.requeued_player_ids | tostring)"' <<<"$BODY")"
+expect_eq "one INITIAL_CONNECT_NO_SHOW, the no-show's" "${P7[3]} INITIAL_CONNECT_NO_SHOW" "$(sql "SELECT string_agg(player_id || ' ' || kind, ',') FROM penalties WHERE source_id = '$M7'")"
+expect_eq "tickets: the no-show FAILED, the others QUEUED with a fresh expiry" "QUEUED QUEUED QUEUED FAILED" \
+	"$(sql "SELECT string_agg(t.state, ' ' ORDER BY mp.team, mp.player_id) FROM match_players mp JOIN tickets t ON t.id = mp.ticket_id WHERE mp.match_id = '$M7' AND (t.state = 'FAILED' OR t.expires_at > now() + interval '20 seconds')")"
+expect_eq "allocation released" "RELEASED no_show" "$(sql "SELECT state || ' ' || shutdown_reason FROM allocations WHERE id = '$A7'")"
+expect_eq "nobody rated" "0 0" "$(sql "SELECT (SELECT count(*) FROM rating_changes WHERE match_id = '$M7') || ' ' || count(*) FROM ratings WHERE games > 0 AND player_id IN ('${P7[0]}','${P7[1]}','${P7[2]}','${P7[3]}')")"
+expect_eq "events of the settlement" "allocation.released=1 match.failed=1 ticket.failed=1 ticket.requeued=3" \
+	"$(sql "SELECT string_agg(event || '=' || n, ' ' ORDER BY event) FROM (SELECT event, count(*) n FROM outbox WHERE id > 0 AND event IN ('match.failed','ticket.failed','ticket.requeued','allocation.released') AND (resource_id IN ('$M7', '$A7') OR resource_id IN (SELECT ticket_id FROM match_players WHERE match_id = '$M7')) GROUP BY event) e")"
+outbox7=$(sql "SELECT count(*) FROM outbox")
+srv POST local-sr-7 no_show "$TG" "{\"player_ids\":[\"${P7[3]}\",\"${P7[0]}\"]}"; expect_http "no_show replay" 200
+expect_eq "the replay answers the same facts" "$first" "$BODY"
+expect_eq "the replay wrote nothing" "$outbox7 1" "$(sql "SELECT (SELECT count(*) FROM outbox) || ' ' || count(*) FROM penalties WHERE source_id = '$M7'")"
+srv POST local-sr-7 heartbeat "$TG" '{"phase":"playing","tick":600}'; expect_http "heartbeat of a called-off match" 200
+expect_eq "the server learns its match was called off" "FAILED RELEASED" "$(jq -r '"\(.match_state) \(.allocation_state)"' <<<"$BODY")"
+http GET "$A_URL/v1/queue/$(sql "SELECT t.id FROM match_players mp JOIN tickets t ON t.id = mp.ticket_id WHERE mp.match_id = '$M7' AND mp.player_id = '${P7[0]}'")" "${TOKENS[0]}"
+expect_http "a requeued player's ticket" 200
+expect_eq "back in the queue" "QUEUED null" "$(jq -r '"\(.state) \(.match_id)"' <<<"$BODY")"
+pass "no_show (ranked): the no-show penalised once, the three others requeued, the match called off unrated, the server released; a replay answers the same facts and writes nothing"
+
+# ---- issue 19: a result for a match nobody ever connected to rates nobody ---------------
+make_match f8 ranked 2 1600/150/0.06 1500/150/0.06 1450/150/0.06 1550/150/0.06
+M8=$MATCH; P8=("${PLAYERS[@]}")
+read -r A8 E8 < <(fixture_allocate "$M8" local-sr-8 17008)
+TH=$(token "$A8" "$E8")
+srv POST local-sr-8 register "$TH" "$reg_body"; expect_http "f8 process_ready" 200
+fixture_publish "$M8" "$A8"
+srv POST local-sr-8 register "$TH" "$ar_body"; expect_http "f8 assignment_ready" 200
+# TEST FIXTURE: the match in progress although no connect receipt was ever taken
+# (what a lost supervisor's second server used to report a result for).
+sql "UPDATE matches SET state = 'IN_PROGRESS' WHERE id = '$M8'" >/dev/null
+ratings8=$(sql "SELECT string_agg(rating || '/' || games, ' ' ORDER BY player_id) FROM ratings WHERE player_id IN ('${P8[0]}','${P8[1]}','${P8[2]}','${P8[3]}')")
+p8json=$(for i in 0 1 2 3; do printf '{"player_id":"%s","team":%d,"goals":0,"assists":0,"saves":0,"shots":0},' "${P8[$i]}" $((i / 2)); done | sed 's/,$//')
+srv POST local-sr-8 result "$TH" "{\"score\":[0,0],\"duration_seconds\":300,\"players\":[$p8json]}"; expect_http "result of a match nobody connected to" 200
+expect_eq "completed, nobody rated" "COMPLETED 0 0" "$(sql "SELECT (SELECT state FROM matches WHERE id = '$M8') || ' ' || (SELECT count(*) FROM rating_changes WHERE match_id = '$M8') || ' ' || count(*) FROM penalties WHERE source_id = '$M8'")"
+expect_eq "ratings untouched" "$ratings8" "$(sql "SELECT string_agg(rating || '/' || games, ' ' ORDER BY player_id) FROM ratings WHERE player_id IN ('${P8[0]}','${P8[1]}','${P8[2]}','${P8[3]}')")"
+grep -q "\"event\":\"rating_skipped\".*\"match_id\":\"$M8\".*no participant ever connected" "$T_DIR/A.log" || fail "no rating_skipped log line for $M8"
+pass "a result for a match nobody ever connected to completes it and rates nobody (rating_skipped logged), penalises nobody"
+
+# ---- issue 19: the result never rates a participant who never connected ----------------
+# Casual 1v1, the second player never connects and the server does not mark his slot a bot.
+make_match f9 casual 1 1500/300/0.06 1500/300/0.06
+M9=$MATCH; P9=("${PLAYERS[@]}")
+read -r A9 E9 < <(fixture_allocate "$M9" local-sr-9 17009)
+TI=$(token "$A9" "$E9")
+srv POST local-sr-9 register "$TI" "$reg_body"; expect_http "f9 process_ready" 200
+fixture_publish "$M9" "$A9"
+srv POST local-sr-9 register "$TI" "$ar_body"; expect_http "f9 assignment_ready" 200
+srv POST local-sr-9 connect "$TI" "{\"player_id\":\"${P9[0]}\",\"connection_id\":\"f9\"}"; expect_http "f9 connect" 200
+p9json="[{\"player_id\":\"${P9[0]}\",\"team\":0,\"goals\":3,\"assists\":0,\"saves\":0,\"shots\":3},{\"player_id\":\"${P9[1]}\",\"team\":1,\"goals\":0,\"assists\":0,\"saves\":0,\"shots\":0}]"
+srv POST local-sr-9 result "$TI" "{\"score\":[3,0],\"duration_seconds\":300,\"players\":$p9json}"; expect_http "casual result with a no-show" 200
+expect_eq "completed; the no-show penalised, nobody rated (his team has no one who played)" \
+	"COMPLETED 0 ${P9[1]}:INITIAL_CONNECT_NO_SHOW" \
+	"$(sql "SELECT (SELECT state FROM matches WHERE id = '$M9') || ' ' || (SELECT count(*) FROM rating_changes WHERE match_id = '$M9') || ' ' || string_agg(player_id || ':' || kind, ',') FROM penalties WHERE source_id = '$M9'")"
+pass "casual: a participant who never connected is penalised INITIAL_CONNECT_NO_SHOW and never rated"
+
+# Ranked 2v2 in progress, one never connected: the result calls the match off instead.
+make_match f10 ranked 2 1500/200/0.06 1500/200/0.06 1500/200/0.06 1500/200/0.06
+M10=$MATCH; P10=("${PLAYERS[@]}")
+read -r A10 E10 < <(fixture_allocate "$M10" local-sr-10 17010)
+TJ=$(token "$A10" "$E10")
+srv POST local-sr-10 register "$TJ" "$reg_body"; expect_http "f10 process_ready" 200
+fixture_publish "$M10" "$A10"
+srv POST local-sr-10 register "$TJ" "$ar_body"; expect_http "f10 assignment_ready" 200
+for i in 0 1 2; do
+	srv POST local-sr-10 connect "$TJ" "{\"player_id\":\"${P10[$i]}\",\"connection_id\":\"f10-$i\"}"; expect_http "f10 connect $i" 200
+done
+p10json=$(for i in 0 1 2 3; do printf '{"player_id":"%s","team":%d,"goals":%d,"assists":0,"saves":0,"shots":1},' "${P10[$i]}" $((i / 2)) $((i < 2 ? 1 : 0)); done | sed 's/,$//')
+srv POST local-sr-10 result "$TJ" "{\"score\":[2,0],\"duration_seconds\":300,\"players\":[$p10json]}"
+expect_http "a ranked result with a participant who never connected" 409 invalid_state
+expect_eq "called off: FAILED, nobody rated, the no-show penalised, the others requeued" \
+	"FAILED 0 0 ${P10[3]}:INITIAL_CONNECT_NO_SHOW QUEUED QUEUED QUEUED FAILED" \
+	"$(sql "SELECT (SELECT state FROM matches WHERE id = '$M10') || ' ' || (SELECT count(*) FROM rating_changes WHERE match_id = '$M10') || ' ' || (SELECT count(*) FROM match_results WHERE match_id = '$M10') || ' ' ||
+	        (SELECT string_agg(player_id || ':' || kind, ',') FROM penalties WHERE source_id = '$M10') || ' ' ||
+	        (SELECT string_agg(t.state, ' ' ORDER BY mp.team, mp.player_id) FROM match_players mp JOIN tickets t ON t.id = mp.ticket_id WHERE mp.match_id = '$M10')")"
+grep -q "\"event\":\"match_called_off\".*\"match_id\":\"$M10\"" "$T_DIR/A.log" || fail "no match_called_off log line for $M10"
+pass "ranked: a result with a participant who never connected calls the match off (the no_show settlement), rates nobody"
+
+# Ranked 2v2 played out to RESULT_PENDING (the server's "ended" heartbeat), one never
+# connected: still called off, never rated 2 against 1.
+make_match f12 ranked 2 1500/200/0.06 1500/200/0.06 1500/200/0.06 1500/200/0.06
+M12=$MATCH; P12=("${PLAYERS[@]}")
+read -r A12 E12 < <(fixture_allocate "$M12" local-sr-12 17012)
+TL=$(token "$A12" "$E12")
+srv POST local-sr-12 register "$TL" "$reg_body"; expect_http "f12 process_ready" 200
+fixture_publish "$M12" "$A12"
+srv POST local-sr-12 register "$TL" "$ar_body"; expect_http "f12 assignment_ready" 200
+for i in 0 1 2; do
+	srv POST local-sr-12 connect "$TL" "{\"player_id\":\"${P12[$i]}\",\"connection_id\":\"f12-$i\"}"; expect_http "f12 connect $i" 200
+done
+srv POST local-sr-12 heartbeat "$TL" '{"phase":"ended","tick":18000}'; expect_http "f12 ended" 200
+expect_eq "f12 RESULT_PENDING" "RESULT_PENDING" "$(jq -r .match_state <<<"$BODY")"
+p12json=$(for i in 0 1 2 3; do printf '{"player_id":"%s","team":%d,"goals":%d,"assists":0,"saves":0,"shots":1},' "${P12[$i]}" $((i / 2)) $((i < 2 ? 1 : 0)); done | sed 's/,$//')
+srv POST local-sr-12 result "$TL" "{\"score\":[2,0],\"duration_seconds\":300,\"players\":[$p12json]}"
+expect_http "a ranked result in RESULT_PENDING with a participant who never connected" 409 invalid_state
+expect_eq "called off from RESULT_PENDING: FAILED, nobody rated, the no-show penalised" \
+	"FAILED 0 ${P12[3]}:INITIAL_CONNECT_NO_SHOW" \
+	"$(sql "SELECT (SELECT state FROM matches WHERE id = '$M12') || ' ' || (SELECT count(*) FROM rating_changes WHERE match_id = '$M12') || ' ' ||
+	        (SELECT string_agg(player_id || ':' || kind, ',') FROM penalties WHERE source_id = '$M12')")"
+pass "ranked: a match played out to RESULT_PENDING past a no-show is called off too, never rated 2 against 1"
+
+# ---- issue 19: a ranked game in a new season rates from the reset numbers ----------------
+# TEST FIXTURE: a season running since a minute ago (numbered past any other test's, at
+# least 2) and four ranked ratings made before it, not reset yet: cc-maintenance's season
+# sweep has not reached them. The result must reset them first (the sweep's statement
+# and guard), then rate from the reset numbers (1900/80 -> 1700/200, 1300/250 -> 1400/250,
+# 1500/80 -> 1500/200 twice), never rate the old ones and pull them back after.
+make_match f11 ranked 2 1900/80/0.06 1500/80/0.06 1300/250/0.06 1500/80/0.06
+M11=$MATCH; P11=("${PLAYERS[@]}")
+in11="'${P11[0]}', '${P11[1]}', '${P11[2]}', '${P11[3]}'"
+season11=$(sql "INSERT INTO seasons (season, starts_at, ends_at)
+	SELECT greatest(coalesce(max(season), 0) + 1, 2), now() - interval '1 minute', now() + interval '12 weeks' FROM seasons RETURNING season")
+sql "UPDATE ratings SET created_at = now() - interval '1 day' WHERE player_id IN ($in11)" >/dev/null
+read -r A11 E11 < <(fixture_allocate "$M11" local-sr-11 17011)
+TK=$(token "$A11" "$E11")
+srv POST local-sr-11 register "$TK" "$reg_body"; expect_http "f11 process_ready" 200
+fixture_publish "$M11" "$A11"
+srv POST local-sr-11 register "$TK" "$ar_body"; expect_http "f11 assignment_ready" 200
+for i in 0 1 2 3; do
+	srv POST local-sr-11 connect "$TK" "{\"player_id\":\"${P11[$i]}\",\"connection_id\":\"f11-$i\"}"; expect_http "f11 connect $i" 200
+done
+p11json=$(for i in 0 1 2 3; do printf '{"player_id":"%s","team":%d,"goals":%d,"assists":0,"saves":0,"shots":1},' "${P11[$i]}" $((i / 2)) $((i == 0 ? 1 : 0)); done | sed 's/,$//')
+srv POST local-sr-11 result "$TK" "{\"score\":[1,0],\"duration_seconds\":300,\"players\":[$p11json]}"; expect_http "f11 result in a new season" 200
+expect_eq "rated from the season's reset numbers" "1400/250 1500/200 1500/200 1700/200" \
+	"$(sql "SELECT string_agg(round(rating_before) || '/' || round(deviation_before), ' ' ORDER BY rating_before) FROM rating_changes WHERE match_id = '$M11'")"
+expect_eq "one reset each, for that season" "4 $season11" \
+	"$(sql "SELECT count(*) || ' ' || min(season) FROM season_resets WHERE player_id IN ($in11)")"
+after11=$(sql "SELECT string_agg(rating || '/' || deviation, ' ' ORDER BY player_id) FROM ratings WHERE playlist = 'ranked' AND player_id IN ($in11)")
+COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" "$BIN/cc-maintenance" --once --admin-port=0 >"$T_DIR/maint11.log" 2>&1 ||
+	fail "cc-maintenance --once exited $?: $(tail -5 "$T_DIR/maint11.log")"
+expect_eq "the season sweep afterwards changes no rating" "$after11" \
+	"$(sql "SELECT string_agg(rating || '/' || deviation, ' ' ORDER BY player_id) FROM ratings WHERE playlist = 'ranked' AND player_id IN ($in11)")"
+pass "a ranked result in a new season resets its players first (season $season11, once each) and rates from the reset numbers; the sweep after it changes nothing"
 
 violations=$(psql -qAtX "$CC_TEST_PG_DSN" -f "$TOP/tests/integration/audit.sql")
 [[ -z "$violations" ]] || fail "audit found violations: $violations"

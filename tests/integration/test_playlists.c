@@ -159,10 +159,14 @@ START_TEST(test_unknown_rows_are_tolerated_foreign_keys_hold)
 				    "FROM pg_constraint WHERE contype = 'f' AND confrelid = 'playlists'::regclass",
 				    0, NULL, &res),
 			 0);
-	/* rating_changes (migration 0010) names the playlist each result moved a rating in. */
+	/*
+	 * rating_changes (migration 0010) names the playlist each result moved a
+	 * rating in; season_resets (0014) the playlist each season's soft reset did.
+	 */
 	ck_assert_str_eq(PQgetvalue(res, 0, 0), "matches:matches_playlist_fk proposals:proposals_playlist_fk "
 						 "rating_changes:rating_changes_playlist_fkey "
-						 "ratings:ratings_playlist_fk tickets:tickets_playlist_fk");
+						 "ratings:ratings_playlist_fk season_resets:season_resets_playlist_fkey "
+						 "tickets:tickets_playlist_fk");
 	PQclear(res);
 	exec_ok("ROLLBACK");
 }

@@ -1,0 +1,9 @@
+DROP INDEX outbox_dead_letters;
+DROP INDEX outbox_by_position;
+DROP INDEX outbox_pending_by_resource;
+DROP SEQUENCE outbox_position;
+ALTER TABLE outbox
+    DROP COLUMN replayed_at,
+    DROP COLUMN replays,
+    DROP COLUMN position,
+    DROP COLUMN next_attempt_at;
