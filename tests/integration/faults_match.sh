@@ -348,15 +348,16 @@ pass "e: cc-api down 20 s from FULL_TIME ($state_down): the result landed once, 
 
 # ---- f. the control plane ends a match mid-play: the server calls it off ----------------
 # A stand-in for a settlement made elsewhere (cc-maintenance's sweeps, which would not act here): the match row
-# goes FAILED in SQL. The next heartbeat answer says so and the server stops the match within two
+# and its tickets go FAILED in SQL, in one transaction, as a settlement leaves them (audit.sql's
+# ticket_held_by_ended_match would flag a match row moved alone). The next heartbeat answer says so and the server stops the match within two
 # heartbeat intervals (0.5 s each) and a second: its players kicked shutting_down, exit 5, server freed.
 make_match f ranked 1 "$RATED" "$RATED"
-F_MATCH=$MATCH
 connect f 0
 connect f 1
 in_progress f
 t=$(now)
-sql "UPDATE matches SET state = 'FAILED' WHERE id = '$MATCH' AND state = 'IN_PROGRESS'" >/dev/null
+sql "UPDATE matches SET state = 'FAILED' WHERE id = '$MATCH' AND state = 'IN_PROGRESS';
+     UPDATE tickets SET state = 'FAILED' WHERE match_id = '$MATCH' AND state IN ('MATCHED', 'ASSIGNED')" >/dev/null
 wait_until "f: cc-gameserver calls match $MATCH off after a heartbeat answer said FAILED" 2 \
 	'grep -q "\"event\":\"match_called_off\".*\"reason\":\"control_plane\".*\"match_state\":\"FAILED\"" "$GAME_LOG"'
 took=$(since "$t")
@@ -373,15 +374,13 @@ SUMMARY+=("f called-off: stopped ${took}s after the match went FAILED")
 pass "f: match $MATCH FAILED by the control plane mid-play: called off in $took s, players kicked shutting_down, exit 5, server IDLE"
 
 # The end state of all six with cc-maintenance running: the audit finds nothing, every match ended
-# holds no ticket and no server (f's stand-in moved only its match row, so its tickets are left out),
-# and cc-maintenance ran every batch without a failure.
+# holds no ticket and no server, and cc-maintenance ran every batch without a failure.
 running "$MAINT_PID" || fail "cc-maintenance exited during the faults"
 audit=$(psql -qAtX -v ON_ERROR_STOP=1 "$CC_TEST_PG_DSN" -f "$TOP/tests/integration/audit.sql")
 [[ -z "$audit" ]] || fail "audit.sql after the faults: $audit"
 expect_eq "matches not ended, or ended holding a ticket or a server" "" "$(sql "SELECT string_agg(x, '; ') FROM (
 	SELECT m.id || ' ' || m.state || ' holds ticket ' || t.state AS x FROM matches m JOIN match_players mp ON mp.match_id = m.id
 	  JOIN tickets t ON t.id = mp.ticket_id WHERE m.state IN ('FAILED', 'COMPLETED') AND t.state IN ('MATCHED', 'ASSIGNED')
-	  AND m.id <> '$F_MATCH'
 	UNION ALL SELECT m.id || ' ' || m.state || ' holds allocation ' || a.state FROM matches m JOIN allocations a ON a.match_id = m.id
 	  WHERE m.state IN ('FAILED', 'COMPLETED') AND a.state IN ('REQUESTED', 'ALLOCATED', 'PUBLISHED')
 	UNION ALL SELECT m.id || ' still ' || m.state FROM matches m WHERE m.state NOT IN ('FAILED', 'COMPLETED')) v")"
