@@ -22,7 +22,7 @@ static const char sql_settle[] =
 	"WHERE id = $1 AND state = 'OPEN' AND ($2 <> 'EXPIRED' OR expires_at <= now()) RETURNING revision";
 
 static const char sql_overdue[] =
-	"SELECT id FROM proposals WHERE state = 'OPEN' AND expires_at <= now() "
+	"SELECT id FROM proposals WHERE state = 'OPEN' AND expires_at <= now() - make_interval(secs => $2::float8) "
 	"ORDER BY expires_at LIMIT $1::int FOR UPDATE SKIP LOCKED";
 
 static const char sql_participants[] =
@@ -145,13 +145,15 @@ bool cc_proposals_moves_full(const struct cc_ticket_moves *moves)
 	return CC_TICKET_MOVES_MAX - moves->n < CC_PROPOSAL_MAX_PARTICIPANTS;
 }
 
-int cc_proposals_expire_overdue(struct cc_pg *pg, int limit, int *n, struct cc_ticket_moves *moves)
+int cc_proposals_expire_overdue(struct cc_pg *pg, int64_t grace_seconds, int limit, int *n,
+				struct cc_ticket_moves *moves)
 {
-	char lim[16];
+	char lim[16], grace[24];
 	PGresult *res = NULL;
 	snprintf(lim, sizeof lim, "%d", limit);
-	const char *p[] = { lim };
-	int rc = cc_pg_exec(pg, sql_overdue, 1, p, &res);
+	snprintf(grace, sizeof grace, "%lld", (long long)(grace_seconds > 0 ? grace_seconds : 0));
+	const char *p[] = { lim, grace };
+	int rc = cc_pg_exec(pg, sql_overdue, 2, p, &res);
 	*n = 0;
 	for (int i = 0; rc == 0 && i < PQntuples(res) && !(moves && cc_proposals_moves_full(moves)); i++) {
 		bool expired = false;
@@ -284,12 +286,15 @@ int cc_proposal_view(struct cc_pg *pg, const char *proposal_id, const char *play
 
 /* ---- the sweeps (cc-maintenance) ------------------------------------------- */
 
-static const char sql_overdue_count[] = "SELECT count(*) FROM proposals WHERE state = 'OPEN' AND expires_at <= now()";
+static const char sql_overdue_count[] =
+	"SELECT count(*) FROM proposals WHERE state = 'OPEN' AND expires_at <= now() - make_interval(secs => $1::float8)";
 
-int cc_proposals_overdue_count(struct cc_pg *pg, int64_t *lag)
+int cc_proposals_overdue_count(struct cc_pg *pg, int64_t grace_seconds, int64_t *lag)
 {
-	char *text = NULL;
-	int rc = cc_pg_exec_text(pg, sql_overdue_count, 0, NULL, &text);
+	char *text = NULL, grace[24];
+	snprintf(grace, sizeof grace, "%lld", (long long)(grace_seconds > 0 ? grace_seconds : 0));
+	const char *p[] = { grace };
+	int rc = cc_pg_exec_text(pg, sql_overdue_count, 1, p, &text);
 	if (rc == 0)
 		*lag = strtoll(text, NULL, 10);
 	free(text);

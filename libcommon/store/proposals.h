@@ -62,9 +62,13 @@ int cc_proposal_expire_if_due(struct cc_pg *pg, const char *proposal_id, bool *e
  * index after the commit (a requeued accepter missing from the index is
  * hidden from the head page until its next heartbeat); with moves, the
  * sweep stops before a proposal that might not fit, so a caller wanting
- * limit proposals runs it again while moves is that full.
+ * limit proposals runs it again while moves is that full. grace_seconds
+ * (>= 0) takes only proposals overdue by more than that: cc-maintenance's
+ * backstop leaves the prompt expiry to cc-matcher's pass (grace 0), which
+ * refreshes the candidate index from moves.
  */
-int cc_proposals_expire_overdue(struct cc_pg *pg, int limit, int *n, struct cc_ticket_moves *moves) CC_MUST_CHECK;
+int cc_proposals_expire_overdue(struct cc_pg *pg, int64_t grace_seconds, int limit, int *n,
+				struct cc_ticket_moves *moves) CC_MUST_CHECK;
 
 /* True when moves has no room for another proposal's tickets (run the sweep again). */
 bool cc_proposals_moves_full(const struct cc_ticket_moves *moves);
@@ -106,8 +110,8 @@ int cc_proposal_view(struct cc_pg *pg, const char *proposal_id, const char *play
 
 /* ---- the sweeps (cc-maintenance) ------------------------------------------- */
 
-/* How many OPEN proposals are past their window (the expiry sweep's lag). */
-int cc_proposals_overdue_count(struct cc_pg *pg, int64_t *lag) CC_MUST_CHECK;
+/* How many OPEN proposals are past their window by more than grace_seconds (the expiry sweep's lag). */
+int cc_proposals_overdue_count(struct cc_pg *pg, int64_t grace_seconds, int64_t *lag) CC_MUST_CHECK;
 
 /*
  * Retention (store/purge.h): at most limit proposals that never made a

@@ -60,6 +60,10 @@ static const struct cc_config_option maint_options[] = {
 	  .help = "run every sweep one pass and exit (status 1 if a batch failed)", .offset = OPT(once) },
 
 	INTERVAL("expiry-interval-ms", expiry_interval_ms, "2000", "ticket and proposal expiry"),
+	{ .name = "expiry-grace-seconds", .type = CC_CFG_INT, .default_value = "5", .min = 0, .max = 3600,
+	  .help = "expire only proposals overdue by more than this: cc-matcher's pass expires them first and "
+		  "refreshes its candidate index (this process keeps none)",
+	  .offset = OPT(expiry_grace_seconds) },
 
 	INTERVAL("stalled-interval-ms", stalled_interval_ms, "5000", "stalled-match"),
 	{ .name = "stalled-after-seconds", .type = CC_CFG_INT, .default_value = "120", .min = 1, .max = 86400,

@@ -43,6 +43,7 @@ struct maint_config {
 
 	/* expiry */
 	int64_t expiry_interval_ms;
+	int64_t expiry_grace_seconds;       /* proposals overdue by more than this (the matcher's pass expires them first) */
 	/* stalled matches */
 	int64_t stalled_interval_ms;
 	int64_t stalled_after_seconds;      /* ALLOCATING/PROCESS_READY/ASSIGNMENT_READY longer than this: FAILED */

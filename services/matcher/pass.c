@@ -348,7 +348,7 @@ static int expire_run(struct cc_pg *pg, void *arg)
 	struct expire_ctx *ex = arg;
 	ex->n = 0;
 	cc_ticket_moves_reset(&ex->moves);
-	return cc_proposals_expire_overdue(pg, ex->limit, &ex->n, ex->moves_wanted ? &ex->moves : NULL);
+	return cc_proposals_expire_overdue(pg, 0, ex->limit, &ex->n, ex->moves_wanted ? &ex->moves : NULL);
 }
 
 /*

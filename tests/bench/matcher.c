@@ -210,7 +210,7 @@ static int expire_run(struct cc_pg *pg, void *arg)
 {
 	struct expire_ctx *ex = arg;
 	ex->n = 0;
-	return cc_proposals_expire_overdue(pg, EXPIRE_BATCH, &ex->n, NULL);
+	return cc_proposals_expire_overdue(pg, 0, EXPIRE_BATCH, &ex->n, NULL);
 }
 
 /* The phases of a pass, in pass.c's order; a pass takes one of the two reads. */
