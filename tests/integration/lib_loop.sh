@@ -48,3 +48,13 @@ start_loop() {
 		--playlist=casual --admin-port="$madmin" --poll-interval-ms=100
 	wait_http "http://127.0.0.1:$madmin/readyz" "$LAST_PID" 20
 }
+
+# start_maint NAME: a cc-maintenance replica on its own admin port with the caller's
+# FLAGS array (its log NAME.log); sets NAME_PID and NAME_ADMIN (its admin URL).
+start_maint() {
+	local name=$1 admin; admin=$(free_port)
+	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/$name.log" "$BIN/cc-maintenance" \
+		--admin-port="$admin" "${FLAGS[@]}"
+	printf -v "${name}_PID" '%s' "$LAST_PID"
+	printf -v "${name}_ADMIN" 'http://127.0.0.1:%s' "$admin"
+}

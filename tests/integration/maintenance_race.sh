@@ -21,13 +21,6 @@ echo "$T_NAME: seeded $E overdue tickets, $P overdue proposals, $S stalled match
 FLAGS=(--batch=50 --expiry-interval-ms=100 --stalled-interval-ms=100 --no-show-interval-ms=100
 	--server-silent-interval-ms=100 --result-missing-interval-ms=100 --season-interval-ms=100
 	--retention-interval-ms=1000 --stalled-after-seconds=600 --no-show-after-seconds=45 --log-level=info)
-start_maint() {
-	local name=$1 admin; admin=$(free_port)
-	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/$name.log" "$BIN/cc-maintenance" \
-		--admin-port="$admin" "${FLAGS[@]}"
-	printf -v "${name}_PID" '%s' "$LAST_PID"
-	printf -v "${name}_ADMIN" 'http://127.0.0.1:%s' "$admin"
-}
 start_maint M1
 start_maint M2
 wait_http "$M1_ADMIN/readyz" "$M1_PID" 20

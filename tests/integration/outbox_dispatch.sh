@@ -26,13 +26,6 @@ FLAGS=(--batch=16 --outbox-interval-ms=100 --outbox-retry-ms=10 --outbox-max-att
 	--expiry-interval-ms=60000 --stalled-interval-ms=60000 --no-show-interval-ms=60000
 	--server-silent-interval-ms=60000 --result-missing-interval-ms=60000 --season-interval-ms=60000
 	--retention-interval-ms=60000 --log-level=info)
-start_maint() {
-	local name=$1 admin; admin=$(free_port)
-	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/$name.log" "$BIN/cc-maintenance" \
-		--admin-port="$admin" "${FLAGS[@]}"
-	printf -v "${name}_PID" '%s' "$LAST_PID"
-	printf -v "${name}_ADMIN" 'http://127.0.0.1:%s' "$admin"
-}
 start_maint M1
 start_maint M2
 wait_http "$M1_ADMIN/readyz" "$M1_PID" 20
