@@ -572,15 +572,20 @@ static int tend(struct demo_worker *w, struct demo_player *d, int64_t now)
 /*
  * A player whose call ran out of its retry horizon quits as a game client
  * does: it cancels its ticket on the way out (at the revision it reads
- * first; one more horizon at most), so a ticket never outlives its player's
- * interest. Best effort: when that fails too, heartbeats stop and the ticket
- * expires on its own.
+ * first), retrying for --abandon-horizon-ms, so a ticket never outlives its
+ * player's interest. The outage that made it give up is usually still on,
+ * so that horizon is its own. Best effort: when that fails too, heartbeats
+ * stop and the ticket expires on its own.
  */
 static void abandon(struct demo_worker *w, struct demo_player *d)
 {
+	const struct player_config *cfg = w->cfg;
+	pc_client_set_retry_horizon(w->client, cfg->abandon_horizon_ms < 0 ? cfg->retry_horizon_ms
+									    : cfg->abandon_horizon_ms);
 	int rc = pc_get_ticket(w->client, &d->p);
 	if (rc == 0 && (strcmp(d->p.state, "QUEUED") == 0 || strcmp(d->p.state, "PROPOSED") == 0))
 		rc = pc_cancel(w->client, &d->p);
+	pc_client_set_retry_horizon(w->client, cfg->retry_horizon_ms);
 	cc_log_warn("demo_abandoned", CC_LOG_INT("player", d->p.index), CC_LOG_STR("ticket_id", d->p.ticket_id),
 		    CC_LOG_STR("state", rc == 0 ? d->p.state : "unknown"), CC_LOG_STR("cancel", cc_errname(rc)),
 		    CC_LOG_STR("problem", rc == 0 ? "" : pc_client_problem(w->client)));

@@ -91,6 +91,11 @@ static const struct cc_config_option player_options[] = {
 		  "with jittered exponential backoff, for up to this long from its first attempt; then the "
 		  "player gives up (demo: and cancels its ticket). 0 = never retry",
 	  .offset = OPT(retry_horizon_ms) },
+	{ .name = "abandon-horizon-ms", .type = CC_CFG_INT, .default_value = "-1", .min = -1, .max = 600000,
+	  .help = "demo: how long a player that gave up keeps retrying the cancel of its ticket on the way out "
+		  "(a game client quitting: an outage that made it give up is often still going). -1 = the same as "
+		  "--retry-horizon-ms",
+	  .offset = OPT(abandon_horizon_ms) },
 	{ .name = "max-samples", .type = CC_CFG_INT, .default_value = "20000000", .min = 1000, .max = 64000000,
 	  .help = "heartbeat-bench: latency samples kept (all of them, for exact percentiles)",
 	  .offset = OPT(max_samples) },

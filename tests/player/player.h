@@ -42,6 +42,7 @@ struct player_config {
 	int64_t match_deadline_seconds; /* demo: queued this long after matching began: cancel */
 	int64_t timeout_ms;        /* whole deadline of one request */
 	int64_t retry_horizon_ms;  /* a call retries retryable answers and connection failures this long */
+	int64_t abandon_horizon_ms; /* demo: the way-out cancel's retry horizon; -1 = retry_horizon_ms */
 	int64_t max_samples;       /* bench: latency samples kept in all (exact percentiles) */
 	char *log_level;           /* debug|info|warn|error */
 	bool play;                 /* demo: matched players fetch their assignment and play over ENet (game.h) */
