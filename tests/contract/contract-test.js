@@ -1347,6 +1347,60 @@ function serverCoverage() {
       if (!exercised.has(`SERVER ${status} ${code}`)) fail(`coverage: server answer ${status} ${code} is documented but no request provoked it`);
 }
 
+// ---- issue 20 item 13: refusals before routing, listed on every operation ------------------
+// Every operation documents 429 too_many_connections (the per-address cap; 8 on
+// the testkit) and every operation with a path parameter 400 invalid_path; each
+// is provoked here on every documented operation, through call(), so the answer
+// is checked against that operation's documented response (RateLimitedError with
+// Retry-After equal to retry_after_seconds, X-Request-Id).
+
+// The malformed path parameters a client can send by mistake: each is refused
+// by the raw path check (sys/http_server.h) before any route is looked up.
+const BAD_PATH_PARAMS = [
+  ['a/b', 'contains "/" (sent as %2F)'],
+  ['a..b', 'contains ".."'],
+  ['\u00e9t\u00e9', 'is not ASCII (sent as %C3%A9...)'],
+];
+
+async function invalidPathCases(S) {
+  let i = 0;
+  for (const op of OPS.keys()) {
+    const names = [...op.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+    if (names.length === 0) continue;
+    // The first such route gets all three; the others one each, in turn.
+    const bad = i++ === 0 ? BAD_PATH_PARAMS : [BAD_PATH_PARAMS[i % BAD_PATH_PARAMS.length]];
+    for (const [value, why] of bad) {
+      const params = anyParams(op);
+      params[names[0]] = value;
+      await call({ server: S, op, params, expect: [400, 'invalid_path'], why: `${names[0]} ${why}`,
+        check: (j) => (j.error.retryable === false ? null : 'invalid_path must be retryable: false') });
+    }
+  }
+}
+
+// The per-address cap: hold `cap` connections that each sent one byte (and wait
+// for the rest of their head, up to the 1.5 s header deadline), then one more
+// request to op. Retried a few times: a connection released just before may
+// still be counted when the next ones are held, or already not when op is sent.
+async function tooManyConnectionsCase(S, op, cap) {
+  const params = anyParams(op);
+  for (let attempt = 1; attempt <= 6; attempt++) {
+    const held = await holdConnections(S, cap);
+    const r = await call({ server: S, op, params, expect: [429, 'too_many_connections'], quiet: attempt < 6,
+      why: `connection ${cap + 1} from one address (cap ${cap})`,
+      check: (j, res) =>
+        j.error.retry_after_seconds === 1 && j.error.retryable === true && res.headers.get('retry-after') === '1'
+          ? null : 'too_many_connections must say retryable: true, retry_after_seconds 1, Retry-After: 1' });
+    held.forEach((h) => h.destroy());
+    if (r.status === 429) return;
+    await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+  }
+}
+
+async function tooManyConnectionsCases(S) {
+  for (const op of OPS.keys()) await tooManyConnectionsCase(S, op, 8);
+}
+
 // ---- coverage -----------------------------------------------------------------------------
 
 function coverage() {
@@ -1413,6 +1467,9 @@ async function main() {
   await scenario('every route', () => everyRouteCases(api, main));
   await scenario('rate limits', () => rateLimitCases(api));
   await scenario('server answers', () => frontDoorCases(api, bare));
+  // issue 20 item 13 (docs branch): pre-routing refusals on every operation.
+  await scenario('invalid path on every route with a parameter', () => invalidPathCases(api));
+  await scenario('connection cap on every route', () => tooManyConnectionsCases(api));
   serverCoverage();
 }
 
