@@ -475,12 +475,14 @@ async function login(S, ticket, who) {
 
 async function probe(S, p, region) {
   const ch = needOk(
-    await call({ server: S, op: 'POST /v1/probes/{region}/challenge', params: { region }, as: p, expect: [201], why: `challenge ${region}` }),
+    await call({ server: S, op: 'POST /v1/probes/{region}/challenge', params: { region }, as: p, expect: [201], why: `challenge ${region}`,
+      check: (j) => answerUrlProblem(S, region, j.answer_url) }),
     'challenge',
   );
+  // Answered where the challenge says (issue 20 item 10): answer_url resolved against the challenge's URL.
   return call({
-    server: S, op: 'POST /v1/probes/{region}/answer', params: { region }, as: p, json: { nonce: ch.nonce },
-    expect: [200], why: `answer ${region}`,
+    server: answerServer(S, region, ch.answer_url), op: 'POST /v1/probes/{region}/answer', params: { region }, as: p, json: { nonce: ch.nonce },
+    expect: [200], why: `answer ${region} at its answer_url ${ch.answer_url}`,
     check: (j) => (j.region === region ? null : `answered region ${j.region}, not ${region}`),
   });
 }
@@ -542,7 +544,7 @@ async function probeCases(S, p, other) {
   const an = 'POST /v1/probes/{region}/answer';
   const issue = async (region, who = p) =>
     needOk(await call({ server: S, op: ch, params: { region }, as: who, expect: [201], why: `challenge ${region}`,
-      check: (j) => (j.region === region ? null : `challenge for ${j.region}, not ${region}`) }), 'challenge');
+      check: (j) => (j.region === region ? answerUrlProblem(S, region, j.answer_url) : `challenge for ${j.region}, not ${region}`) }), 'challenge');
 
   const first = await issue(r0);
   await call({ server: S, op: an, params: { region: r0 }, as: p, json: { nonce: first.nonce }, expect: [200], why: 'answer in time',
@@ -1345,6 +1347,28 @@ function serverCoverage() {
   for (const [status, codes] of Object.entries(SERVER_CODES))
     for (const code of codes)
       if (!exercised.has(`SERVER ${status} ${code}`)) fail(`coverage: server answer ${status} ${code} is documented but no request provoked it`);
+}
+
+// ---- issue 20 item 10: where a region's probe is answered -----------------------------------
+// CC_CONTRACT_PROBE_URLS is the testkit's --probe-urls ("region=URL,..."): a
+// region listed there answers at URL/v1/probes/REGION/answer, any other at the
+// relative /v1/probes/REGION/answer (this server).
+const PROBE_URLS = Object.fromEntries(
+  (process.env.CC_CONTRACT_PROBE_URLS || '').split(',').filter(Boolean).map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]),
+);
+
+function answerUrlProblem(S, region, answerUrl) {
+  if (S.name !== 'testkit') return null;
+  const want = `${PROBE_URLS[region] || ''}/v1/probes/${region}/answer`;
+  return answerUrl === want ? null : `answer_url is ${JSON.stringify(answerUrl)}, not ${JSON.stringify(want)} (--probe-urls ${JSON.stringify(PROBE_URLS)})`;
+}
+
+// The server to answer at: answer_url resolved against the challenge's URL, minus the route.
+function answerServer(S, region, answerUrl) {
+  const route = `/v1/probes/${region}/answer`;
+  const abs = new URL(answerUrl || route, `${S.url}/v1/probes/${region}/challenge`).href;
+  if (!abs.endsWith(route)) fatal(`answer_url ${answerUrl} does not end in ${route}`);
+  return { name: S.name, url: abs.slice(0, -route.length) };
 }
 
 // ---- issue 20 item 13: refusals before routing, listed on every operation ------------------
