@@ -57,6 +57,20 @@ for (const [p, item] of Object.entries(doc.paths || {}))
   }
 if (ops === 0) problems.push(`${specFile}: no operations found`);
 
+// ---- 1b. the rating rule where players and operators read it (issue 20 item 14) -------
+// glicko2_ref.py --self-test checks the README's worked example; here, that the
+// contract's ranked profile and the README state both rules at all.
+{
+  const profile = ((doc.paths['/v1/profile/ranked'] || {}).get || {}).description || '';
+  const readmeText = fs.readFileSync(readmeFile, 'utf8');
+  for (const [where, text] of [['GET /v1/profile/ranked description', profile], [path.basename(readmeFile), readmeText]])
+    for (const [rule, re] of [
+      ['the composite opponent (mean rating, root mean square of the deviations)', /composite opponent[\s\S]{0,200}mean[\s\S]{0,200}root mean square/i],
+      ['the deviation cap of 350 before step 7', /capped at 350[\s\S]{0,200}before step 7/i],
+    ])
+      if (!re.test(text)) problems.push(`${where} does not state ${rule}`);
+}
+
 // ---- 2. the README's request bodies against the schemas ------------------------------
 const req = createRequire(path.join(TOP, 'build/node/package.json'));
 let Ajv2020, addFormats;
