@@ -350,15 +350,19 @@ static int decode_key(const char *b64, uint8_t *out, size_t outcap, size_t *outl
 	return CC_EINVAL;
 }
 
-/* Whole text minus one trailing "\n" or "\r\n" is the key, id "". */
+/*
+ * Whole text minus every trailing '\r' and '\n' is the key, id "". Every
+ * one of them, not one line end: a key handed over as configuration text
+ * (cc-gameserver's --join-keys, read by sys/config, which already trims one
+ * newline) must come out as the same bytes as the file cc-allocator signs
+ * with, read here whole.
+ */
 static int parse_raw(struct parse_ctx *p, const char *text, size_t len, struct cc_keyset **out)
 {
 	struct cc_keyset *ks;
 
-	if (len >= 2 && text[len - 2] == '\r' && text[len - 1] == '\n')
-		len -= 2;
-	else if (len >= 1 && text[len - 1] == '\n')
-		len -= 1;
+	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+		len--;
 	if (len < CC_KEYSET_MIN_KEY) {
 		parse_error(p, "raw key is %zu bytes; at least %d are required", len,
 			    CC_KEYSET_MIN_KEY);

@@ -147,9 +147,12 @@ bool cc_secret_equal(const void *a, size_t alen, const void *b, size_t blen);
  *    each value is standard base64 (padded or not) or base64url (padded or
  *    not). Ids are 0..64 bytes of [A-Za-z0-9._-]; the empty id is allowed so
  *    a raw key can be carried into a JSON set during a rotation.
- *  - otherwise: the whole file, minus one trailing "\n" or "\r\n", is one raw
- *    key under the empty id "". (A binary key that happens to start with
- *    '{' is read as JSON and refused loudly; regenerate it.)
+ *  - otherwise: the whole file, minus every trailing '\r' and '\n' byte, is
+ *    one raw key under the empty id "", its bytes as they are (not hex or
+ *    base64 decoded). (A binary key that happens to start with '{', after
+ *    blanks, is read as JSON and refused loudly; regenerate it.) All trailing
+ *    line ends go, so a file and the same text passed through sys/config
+ *    (which trims one newline off a secret file) give the same key.
  * Refused, with a message "<source>: <problem>": unreadable or non-regular
  * file, more than CC_KEYSET_MAX_FILE bytes, an empty or blank file, invalid
  * JSON or text after it, a NUL byte or "\u0000" escape in JSON, no keys, more

@@ -31,6 +31,7 @@
 
 #define API_MAX_REGIONS 16
 #define API_REGION_MAX 32
+#define API_PROBE_URL_MAX 200 /* bytes of a --probe-urls base URL */
 
 /* The rate-limited actions (ratelimits.c). */
 enum api_rate_action { API_RL_LOGIN, API_RL_PROBE, API_RL_ENQUEUE, API_RL_RESPONSE, API_RL_COUNT };
@@ -49,6 +50,7 @@ struct api_config {
 	int64_t rate_per_address[API_RL_COUNT]; /* requests a minute (= burst) per address; 0 = off */
 	char *operator_token;           /* secret: bearer of the /v1/admin routes; unset = 503 */
 	char *regions;                  /* comma-separated region names served for probes */
+	char *probe_urls;               /* region=URL,...: where each region's probes are answered */
 	int64_t min_protocol_version;   /* below: 426 client_outdated */
 	int64_t session_ttl_seconds;    /* lifetime of a session token */
 	int64_t ticket_ttl_seconds;     /* a ticket expires this long after its last heartbeat */
@@ -87,6 +89,7 @@ struct api {
 	size_t n_regions;                         /* parsed from cfg->regions */
 	char regions[API_MAX_REGIONS][API_REGION_MAX + 1];
 	char regions_pg_array[API_MAX_REGIONS * (API_REGION_MAX + 3) + 3]; /* "{a,b}" for SQL */
+	char probe_urls[API_MAX_REGIONS][API_PROBE_URL_MAX + 1]; /* by region index; "" = this server */
 	struct cc_keyset *workload_keys;          /* from --workload-secret-file; NULL = not configured */
 	struct cc_metric *server_conflicts;       /* 409s of the server routes, by kind (route) */
 	struct cc_metric *workload_refusals;      /* refused workload tokens, by reason */
@@ -212,6 +215,15 @@ void api_secret_hash_param(const char *secret, char out[2 + 64 + 1]);
 
 /* True when region is one this process serves. */
 bool api_region_known(const struct api *api, const char *region);
+
+/*
+ * The answer_url of a challenge for region (one this process serves):
+ * "<--probe-urls base>/v1/probes/<region>/answer" when the region has one,
+ * else the relative "/v1/probes/<region>/answer" (this server). out holds
+ * API_PROBE_URL_MAX + 64 bytes.
+ */
+#define API_ANSWER_URL_BUF (API_PROBE_URL_MAX + API_REGION_MAX + 32)
+void api_probe_answer_url(const struct api *api, const char *region, char out[API_ANSWER_URL_BUF]);
 
 /* ---- candidate index (index.c) ------------------------------------------ */
 

@@ -84,6 +84,11 @@ static const struct cc_config_option api_options[] = {
 	  .offset = OPT(operator_token) },
 	{ .name = "regions", .type = CC_CFG_STRING, .default_value = "local",
 	  .help = "comma-separated regions this server probes (a-z, 0-9, '-'; at most 16)", .offset = OPT(regions) },
+	{ .name = "probe-urls", .type = CC_CFG_STRING, .default_value = "",
+	  .help = "where clients answer each region's probe: region=URL,... with URL the http(s) base URL of the "
+		  "cc-api serving that region (the challenge's answer_url is URL/v1/probes/REGION/answer); a region "
+		  "not listed is answered at this server (answer_url /v1/probes/REGION/answer)",
+	  .offset = OPT(probe_urls) },
 	{ .name = "min-protocol-version", .type = CC_CFG_INT, .default_value = "1", .min = 1, .max = 2147483647,
 	  .help = "clients below this game protocol get 426 client_outdated", .offset = OPT(min_protocol_version) },
 	{ .name = "session-ttl-seconds", .type = CC_CFG_INT, .default_value = "86400", .min = 60, .max = 2592000,
@@ -161,6 +166,73 @@ static int parse_regions(struct api *api, const char *text)
 	api->regions_pg_array[used++] = '}';
 	api->regions_pg_array[used] = '\0';
 	return api->n_regions ? 0 : CC_EINVAL;
+}
+
+/*
+ * Parses --probe-urls, "region=URL,...", into api->probe_urls (after
+ * parse_regions). Each region must be one of --regions, at most once; URL is
+ * http:// or https://, a host of [A-Za-z0-9.-], an optional :port and an
+ * optional path of [A-Za-z0-9._~/-], at most API_PROBE_URL_MAX bytes, no
+ * query or fragment; one trailing '/' is dropped. Writes a message into err.
+ */
+static int parse_probe_urls(struct api *api, const char *text, char *err, size_t errlen)
+{
+	const char *p = text ? text : "";
+	for (size_t i = 0; i < api->n_regions; i++)
+		api->probe_urls[i][0] = '\0';
+	while (*p) {
+		size_t n = strcspn(p, ","), r = strcspn(p, "=,"), i;
+		char region[API_REGION_MAX + 1];
+		const char *url = p + r + 1, *host, *rest;
+		size_t ulen = n - r - 1, hlen, tail;
+		if (r == n || r == 0 || r > API_REGION_MAX) {
+			snprintf(err, errlen, "entry %.*s is not region=URL", (int)(n > 64 ? 64 : n), p);
+			return CC_EINVAL;
+		}
+		memcpy(region, p, r);
+		region[r] = '\0';
+		for (i = 0; i < api->n_regions && strcmp(api->regions[i], region) != 0; i++)
+			;
+		if (i == api->n_regions) {
+			snprintf(err, errlen, "region %s is not one of --regions", region);
+			return CC_EINVAL;
+		}
+		if (api->probe_urls[i][0]) {
+			snprintf(err, errlen, "region %s is given twice", region);
+			return CC_EINVAL;
+		}
+		if (ulen > 0 && url[ulen - 1] == '/')
+			ulen--;
+		host = ulen >= 7 && strncmp(url, "http://", 7) == 0	? url + 7
+		       : ulen >= 8 && strncmp(url, "https://", 8) == 0 ? url + 8
+									: NULL;
+		if (!host || ulen > API_PROBE_URL_MAX) {
+			snprintf(err, errlen, "%s: the URL must start with http:// or https:// and be at most %d bytes",
+				 region, API_PROBE_URL_MAX);
+			return CC_EINVAL;
+		}
+		tail = ulen - (size_t)(host - url);
+		hlen = cc_charset_span(host, tail, CC_CHARSET_ALNUM, ".-");
+		rest = host + hlen;
+		if (hlen > 0 && hlen < tail && *rest == ':') {
+			size_t digits = cc_charset_span(rest + 1, tail - hlen - 1, CC_CHARSET_DIGIT, NULL);
+			rest = digits >= 1 && digits <= 5 ? rest + 1 + digits : rest;
+		}
+		if (hlen == 0 || (rest < host + tail && (*rest != '/' ||
+			!cc_charset_all(rest, (size_t)(host + tail - rest), CC_CHARSET_ALNUM, "._~/-")))) {
+			snprintf(err, errlen, "%s: the URL must be http(s)://HOST[:PORT][/PATH] with a host of "
+				 "[A-Za-z0-9.-] and a path of [A-Za-z0-9._~/-] (no query, no fragment)", region);
+			return CC_EINVAL;
+		}
+		memcpy(api->probe_urls[i], url, ulen);
+		api->probe_urls[i][ulen] = '\0';
+		p += n;
+		if (*p == ',' && *++p == '\0') {
+			snprintf(err, errlen, "a trailing comma");
+			return CC_EINVAL;
+		}
+	}
+	return 0;
 }
 
 /*
@@ -267,6 +339,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cc-api: --regions: expected 1-16 distinct comma-separated names of [a-z0-9-]{1,32}\n");
 		status = 2;
 		goto out;
+	}
+	{
+		char why[256] = "";
+		if (parse_probe_urls(&api, cfg.probe_urls, why, sizeof why) != 0) {
+			fprintf(stderr, "cc-api: --probe-urls: %s\n", why);
+			status = 2;
+			goto out;
+		}
 	}
 	cc_service_start(&service);
 

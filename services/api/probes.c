@@ -39,17 +39,30 @@ struct issue_tx {
 	const char *region;
 	int64_t ttl_seconds;
 	const char *nonce;
+	const char *answer_url; /* added to the challenge: where to answer it */
 	struct api_answer answer;
 };
+
+/* The challenge row's JSON with "answer_url" added; NULL when out of memory or not an object. */
+static char *with_answer_url(const char *json, const char *answer_url)
+{
+	cJSON *obj = cJSON_Parse(json);
+	char *out = NULL;
+	if (cJSON_IsObject(obj) && cJSON_AddStringToObject(obj, "answer_url", answer_url))
+		out = cJSON_PrintUnformatted(obj);
+	cJSON_Delete(obj);
+	return out;
+}
 
 static int issue_tx_run(struct cc_pg *pg, void *arg)
 {
 	struct issue_tx *tx = arg;
-	char *json = NULL;
+	char *json = NULL, *body = NULL;
 	api_answer_reset(&tx->answer);
 	int rc = cc_probe_issue(pg, tx->hash, tx->player_id, tx->region, tx->ttl_seconds, tx->nonce, &json);
 	if (rc == 0)
-		rc = api_answer_body(&tx->answer, 201, json);
+		rc = (body = with_answer_url(json, tx->answer_url)) ? api_answer_body(&tx->answer, 201, body) : CC_ENOMEM;
+	cJSON_free(body);
 	free(json);
 	return rc;
 }
@@ -59,7 +72,7 @@ int api_probe_challenge(const struct cc_http_request *req, struct cc_http_respon
 	struct api *api = ctx;
 	struct api_player player;
 	struct issue_tx tx = { 0 };
-	char nonce[CC_BASE64URL_LEN(NONCE_BYTES) + 1], hash[2 + 64 + 1];
+	char nonce[CC_BASE64URL_LEN(NONCE_BYTES) + 1], hash[2 + 64 + 1], answer_url[API_ANSWER_URL_BUF];
 	if (!api_rate_address(api, API_RL_PROBE, req, resp))
 		return 0;
 	struct cc_pg *pg = api_db(api, resp);
@@ -82,6 +95,8 @@ int api_probe_challenge(const struct cc_http_request *req, struct cc_http_respon
 	tx.region = region;
 	tx.ttl_seconds = api->cfg->probe_ttl_seconds;
 	tx.nonce = nonce;
+	api_probe_answer_url(api, region, answer_url);
+	tx.answer_url = answer_url;
 	api_respond(resp, cc_pg_run_serializable(pg, issue_tx_run, &tx), &tx.answer);
 out:
 	api_db_release(api, pg);

@@ -151,3 +151,12 @@ bool api_region_known(const struct api *api, const char *region)
 	return false;
 }
 
+void api_probe_answer_url(const struct api *api, const char *region, char out[API_ANSWER_URL_BUF])
+{
+	const char *base = "";
+	for (size_t i = 0; i < api->n_regions; i++)
+		if (strcmp(api->regions[i], region) == 0)
+			base = api->probe_urls[i];
+	snprintf(out, API_ANSWER_URL_BUF, "%s/v1/probes/%s/answer", base, region);
+}
+

@@ -475,12 +475,14 @@ async function login(S, ticket, who) {
 
 async function probe(S, p, region) {
   const ch = needOk(
-    await call({ server: S, op: 'POST /v1/probes/{region}/challenge', params: { region }, as: p, expect: [201], why: `challenge ${region}` }),
+    await call({ server: S, op: 'POST /v1/probes/{region}/challenge', params: { region }, as: p, expect: [201], why: `challenge ${region}`,
+      check: (j) => answerUrlProblem(S, region, j.answer_url) }),
     'challenge',
   );
+  // Answered where the challenge says (issue 20 item 10): answer_url resolved against the challenge's URL.
   return call({
-    server: S, op: 'POST /v1/probes/{region}/answer', params: { region }, as: p, json: { nonce: ch.nonce },
-    expect: [200], why: `answer ${region}`,
+    server: answerServer(S, region, ch.answer_url), op: 'POST /v1/probes/{region}/answer', params: { region }, as: p, json: { nonce: ch.nonce },
+    expect: [200], why: `answer ${region} at its answer_url ${ch.answer_url}`,
     check: (j) => (j.region === region ? null : `answered region ${j.region}, not ${region}`),
   });
 }
@@ -542,7 +544,7 @@ async function probeCases(S, p, other) {
   const an = 'POST /v1/probes/{region}/answer';
   const issue = async (region, who = p) =>
     needOk(await call({ server: S, op: ch, params: { region }, as: who, expect: [201], why: `challenge ${region}`,
-      check: (j) => (j.region === region ? null : `challenge for ${j.region}, not ${region}`) }), 'challenge');
+      check: (j) => (j.region === region ? answerUrlProblem(S, region, j.answer_url) : `challenge for ${j.region}, not ${region}`) }), 'challenge');
 
   const first = await issue(r0);
   await call({ server: S, op: an, params: { region: r0 }, as: p, json: { nonce: first.nonce }, expect: [200], why: 'answer in time',
@@ -1347,6 +1349,82 @@ function serverCoverage() {
       if (!exercised.has(`SERVER ${status} ${code}`)) fail(`coverage: server answer ${status} ${code} is documented but no request provoked it`);
 }
 
+// ---- issue 20 item 10: where a region's probe is answered -----------------------------------
+// CC_CONTRACT_PROBE_URLS is the testkit's --probe-urls ("region=URL,..."): a
+// region listed there answers at URL/v1/probes/REGION/answer, any other at the
+// relative /v1/probes/REGION/answer (this server).
+const PROBE_URLS = Object.fromEntries(
+  (process.env.CC_CONTRACT_PROBE_URLS || '').split(',').filter(Boolean).map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]),
+);
+
+function answerUrlProblem(S, region, answerUrl) {
+  if (S.name !== 'testkit') return null;
+  const want = `${PROBE_URLS[region] || ''}/v1/probes/${region}/answer`;
+  return answerUrl === want ? null : `answer_url is ${JSON.stringify(answerUrl)}, not ${JSON.stringify(want)} (--probe-urls ${JSON.stringify(PROBE_URLS)})`;
+}
+
+// The server to answer at: answer_url resolved against the challenge's URL, minus the route.
+function answerServer(S, region, answerUrl) {
+  const route = `/v1/probes/${region}/answer`;
+  const abs = new URL(answerUrl || route, `${S.url}/v1/probes/${region}/challenge`).href;
+  if (!abs.endsWith(route)) fatal(`answer_url ${answerUrl} does not end in ${route}`);
+  return { name: S.name, url: abs.slice(0, -route.length) };
+}
+
+// ---- issue 20 item 13: refusals before routing, listed on every operation ------------------
+// Every operation documents 429 too_many_connections (the per-address cap; 8 on
+// the testkit) and every operation with a path parameter 400 invalid_path; each
+// is provoked here on every documented operation, through call(), so the answer
+// is checked against that operation's documented response (RateLimitedError with
+// Retry-After equal to retry_after_seconds, X-Request-Id).
+
+// The malformed path parameters a client can send by mistake: each is refused
+// by the raw path check (sys/http_server.h) before any route is looked up.
+const BAD_PATH_PARAMS = [
+  ['a/b', 'contains "/" (sent as %2F)'],
+  ['a..b', 'contains ".."'],
+  ['\u00e9t\u00e9', 'is not ASCII (sent as %C3%A9...)'],
+];
+
+async function invalidPathCases(S) {
+  let i = 0;
+  for (const op of OPS.keys()) {
+    const names = [...op.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+    if (names.length === 0) continue;
+    // The first such route gets all three; the others one each, in turn.
+    const bad = i++ === 0 ? BAD_PATH_PARAMS : [BAD_PATH_PARAMS[i % BAD_PATH_PARAMS.length]];
+    for (const [value, why] of bad) {
+      const params = anyParams(op);
+      params[names[0]] = value;
+      await call({ server: S, op, params, expect: [400, 'invalid_path'], why: `${names[0]} ${why}`,
+        check: (j) => (j.error.retryable === false ? null : 'invalid_path must be retryable: false') });
+    }
+  }
+}
+
+// The per-address cap: hold `cap` connections that each sent one byte (and wait
+// for the rest of their head, up to the 1.5 s header deadline), then one more
+// request to op. Retried a few times: a connection released just before may
+// still be counted when the next ones are held, or already not when op is sent.
+async function tooManyConnectionsCase(S, op, cap) {
+  const params = anyParams(op);
+  for (let attempt = 1; attempt <= 6; attempt++) {
+    const held = await holdConnections(S, cap);
+    const r = await call({ server: S, op, params, expect: [429, 'too_many_connections'], quiet: attempt < 6,
+      why: `connection ${cap + 1} from one address (cap ${cap})`,
+      check: (j, res) =>
+        j.error.retry_after_seconds === 1 && j.error.retryable === true && res.headers.get('retry-after') === '1'
+          ? null : 'too_many_connections must say retryable: true, retry_after_seconds 1, Retry-After: 1' });
+    held.forEach((h) => h.destroy());
+    if (r.status === 429) return;
+    await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+  }
+}
+
+async function tooManyConnectionsCases(S) {
+  for (const op of OPS.keys()) await tooManyConnectionsCase(S, op, 8);
+}
+
 // ---- coverage -----------------------------------------------------------------------------
 
 function coverage() {
@@ -1413,6 +1491,9 @@ async function main() {
   await scenario('every route', () => everyRouteCases(api, main));
   await scenario('rate limits', () => rateLimitCases(api));
   await scenario('server answers', () => frontDoorCases(api, bare));
+  // issue 20 item 13 (docs branch): pre-routing refusals on every operation.
+  await scenario('invalid path on every route with a parameter', () => invalidPathCases(api));
+  await scenario('connection cap on every route', () => tooManyConnectionsCases(api));
   serverCoverage();
 }
 

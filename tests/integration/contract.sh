@@ -51,11 +51,35 @@ while [[ -z $steam_port ]]; do
 done
 
 api_port=$(free_port) api_admin=$(free_port)
+
+# ---- issue 20 item 10 (docs branch): where a region's probe is answered ----------------
+# The testkit answers eu-west itself (answer_url relative) and names an absolute
+# probe endpoint for us-east (itself again, by its base URL: there is one
+# database here); contract-test.js follows answer_url and checks both forms.
+probe_urls="us-east=http://127.0.0.1:$api_port"
+# A malformed --probe-urls stops cc-api at start-up (exit 2) with a precise message.
+probe_url_refusals=(
+	"nowhere=http://a|cc-api: --probe-urls: region nowhere is not one of --regions"
+	"eu-west=ftp://a|cc-api: --probe-urls: eu-west: the URL must start with http:// or https:// and be at most 200 bytes"
+	"eu-west=http://a/x?y=1|cc-api: --probe-urls: eu-west: the URL must be http(s)://HOST[:PORT][/PATH] with a host of [A-Za-z0-9.-] and a path of [A-Za-z0-9._~/-] (no query, no fragment)"
+	"eu-west|cc-api: --probe-urls: entry eu-west is not region=URL"
+	"eu-west=http://a,eu-west=http://b|cc-api: --probe-urls: region eu-west is given twice"
+)
+for c in "${probe_url_refusals[@]}"; do
+	v=${c%%|*} want=${c#*|} st=0
+	env COSMIC_CLASH_DATABASE_URL="$dead_dsn" "$BIN/cc-api" --port=0 --admin-port=0 --regions=eu-west,us-east \
+		--probe-urls="$v" >"$T_DIR/probe-urls.out" 2>"$T_DIR/probe-urls.err" || st=$?
+	[[ $st -eq 2 ]] || fail "cc-api --probe-urls='$v' exited $st, not 2; stderr: $(cat "$T_DIR/probe-urls.err")"
+	grep -qxF -- "$want" "$T_DIR/probe-urls.err" || fail "cc-api --probe-urls='$v': want the line '$want' on stderr, got: $(cat "$T_DIR/probe-urls.err")"
+done
+pass "a malformed --probe-urls stops cc-api with exit 2 and a precise message (${#probe_url_refusals[@]} cases)"
+# ---- end of the item 10 block -----------------------------------------------------------
+
 start_bg "$T_DIR/testkit-api.log" env COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" \
 	COSMIC_CLASH_OPERATOR_TOKEN="$operator_token" \
 	"$BIN/cc-testkit-api" --port="$api_port" --admin-port="$api_admin" \
 	--regions=eu-west,us-east --min-protocol-version=2 --workload-secret-file="$T_DIR/workload.secret" \
-	--max-connections-per-address=8 --http-header-timeout-ms=1500
+	--max-connections-per-address=8 --http-header-timeout-ms=1500 --probe-urls="$probe_urls"
 api_pid=$LAST_PID
 
 steam_api_port=$(free_port) steam_api_admin=$(free_port)
@@ -85,6 +109,7 @@ CC_CONTRACT_API="http://127.0.0.1:$api_port" \
 	CC_CONTRACT_PSQL="${CC_TEST_PG_BIN:+$CC_TEST_PG_BIN/}psql" \
 	CC_CONTRACT_REGIONS=eu-west,us-east CC_CONTRACT_MIN_PROTOCOL=2 \
 	CC_CONTRACT_WORKLOAD_SECRET="$T_DIR/workload.secret" \
+	CC_CONTRACT_PROBE_URLS="$probe_urls" \
 	node "$TOP/tests/contract/contract-test.js" || rc=$?
 [[ $rc -eq 0 ]] || fail "the live API breaks contracts/v1/openapi.json (FAIL lines above)"
 pass "every answer matches contracts/v1/openapi.json"

@@ -454,7 +454,7 @@ static const struct {
 	 "raw key is 9 bytes; at least 32 are required"},
 	{"raw 31 CRLF", "0123456789012345678901234567890\r\n", 0, CC_EINVAL,
 	 "raw key is 31 bytes; at least 32 are required"},
-	{"raw 31, two newlines trims one", "012345678901234567890123456789\n\n", 0, CC_EINVAL,
+	{"raw 31, every trailing CR and LF goes", "0123456789012345678901234567890\n\r\n\n", 0, CC_EINVAL,
 	 "raw key is 31 bytes; at least 32 are required"},
 	{"swapped id and value", "{\"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8\": \"k1\"}", 0,
 	 CC_EINVAL, "key #1 is not valid base64"},
@@ -678,7 +678,7 @@ START_TEST(test_keyset_accepts_every_base64_spelling)
 }
 END_TEST
 
-/* Raw files: one trailing "\n" or "\r\n" goes, everything else is key. */
+/* Raw files: every trailing '\r' and '\n' goes, everything else is key. */
 static const struct {
 	const char *text;
 	size_t len;
@@ -688,8 +688,10 @@ static const struct {
 	{"0123456789abcdef0123456789abcdef", 32, "0123456789abcdef0123456789abcdef", 32},
 	{"0123456789abcdef0123456789abcdef\n", 33, "0123456789abcdef0123456789abcdef", 32},
 	{"0123456789abcdef0123456789abcdef\r\n", 34, "0123456789abcdef0123456789abcdef", 32},
-	{"0123456789abcdef0123456789abcdef\n\n", 34, "0123456789abcdef0123456789abcdef\n", 33},
-	{"0123456789abcdef0123456789abcdef\r", 33, "0123456789abcdef0123456789abcdef\r", 33},
+	{"0123456789abcdef0123456789abcdef\n\n", 34, "0123456789abcdef0123456789abcdef", 32},
+	{"0123456789abcdef0123456789abcdef\r", 33, "0123456789abcdef0123456789abcdef", 32},
+	{"0123456789abcdef0123456789abcdef\r\n\r\n", 36, "0123456789abcdef0123456789abcdef", 32},
+	{"0123456789abcdef\n0123456789abcdef \t\n", 36, "0123456789abcdef\n0123456789abcdef \t", 35},
 	{"  x123456789abcdef0123456789abcdef", 34, "  x123456789abcdef0123456789abcdef", 34},
 	/* Only '{' selects JSON: anything else, a JSON array too, is raw. */
 	{"[\"0123456789abcdef0123456789ab\"]", 32, "[\"0123456789abcdef0123456789ab\"]", 32},

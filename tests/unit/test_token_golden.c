@@ -11,6 +11,7 @@
  * format shows up even if both implementations changed together.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include "game/join_token.h"
 #include "game/roster.h"
 #include "game/workload_token.h"
+#include "sys/config.h"
 #include "sys/crypto.h"
 #include "support.h"
 
@@ -361,6 +363,164 @@ START_TEST(test_contract_prints_the_vectors)
 }
 END_TEST
 
+/* ---- raw key files, as contracts/join-token.md "Key set files" specifies them ---------------- */
+
+/* The documented raw key vector: 32 key bytes, then CR LF LF. */
+#define RAW_KEY "raw-key-example-0123456789abcdef"
+#define RAW_KEY_FILE RAW_KEY "\r\n\n"
+#define RAW_KEY_FILE_HEX "7261772d6b65792d6578616d706c652d30313233343536373839616263646566 0d0a0a"
+#define RAW_WORKLOAD_TOKEN \
+	"Q0NXVAEAobLD1OX2SnuMnQ4fKjtMXQAAAABqsUmQ.R3EU1v6Ny2oaOW1pOBviM31DsAYji7n6yvd7afO_NRc"
+
+static char *read_contract(void)
+{
+	const char *top = getenv("CC_TOP");
+	char path[512], *doc;
+	FILE *f;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/contracts/join-token.md", top && *top ? top : ".");
+	f = fopen(path, "r");
+	ck_assert_msg(f != NULL, "cannot open %s", path);
+	ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	ck_assert_int_gt(n, 0);
+	rewind(f);
+	doc = malloc((size_t)n + 1);
+	ck_assert_ptr_nonnull(doc);
+	ck_assert_uint_eq(fread(doc, 1, (size_t)n, f), (size_t)n);
+	doc[n] = '\0';
+	fclose(f);
+	return doc;
+}
+
+/* Writes len bytes to a new file under TMPDIR; returns its path in buf (the caller unlinks it). */
+static void temp_file(const void *data, size_t len, char *buf, size_t buflen)
+{
+	const char *base = getenv("TMPDIR");
+	int fd;
+
+	snprintf(buf, buflen, "%s/cc-rawkey-XXXXXX", base && *base ? base : "/tmp");
+	fd = mkstemp(buf);
+	ck_assert_msg(fd >= 0, "mkstemp %s", buf);
+	ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
+	ck_assert_int_eq(close(fd), 0);
+}
+
+/* The key text cc-gameserver gets from --join-keys-file=path: sys/config's reading of a secret file. */
+struct gs_keys_config {
+	char *join_keys;
+};
+static const struct cc_config_option gs_keys_options[] = {
+	{ .name = "join-keys", .type = CC_CFG_STRING, .secret = true, .required = true,
+	  .help = "as cc-gameserver's", .offset = offsetof(struct gs_keys_config, join_keys) },
+};
+static const struct cc_config_spec gs_keys_spec = {
+	.program = "cc-gameserver", .options = gs_keys_options, .n_options = 1,
+};
+
+static int config_keys(const char *path, struct gs_keys_config *cfg, struct cc_config_result *res)
+{
+	char arg[600];
+	snprintf(arg, sizeof arg, "--join-keys-file=%s", path);
+	const char *argv[] = { "cc-gameserver", arg, NULL };
+	unsetenv("COSMIC_CLASH_JOIN_KEYS");
+	unsetenv("COSMIC_CLASH_JOIN_KEYS_FILE");
+	unsetenv("COSMIC_CLASH_CONFIG");
+	return cc_config_parse(&gs_keys_spec, 2, (char *const *)argv, cfg, res);
+}
+
+/*
+ * A raw key file built as the contract says is one key under "" whose bytes
+ * are the file's minus every trailing CR and LF (not decoded); it signs the
+ * documented workload token; cc-gameserver's way of reading it (sys/config,
+ * then cc_keyset_parse) gives the same key as cc-allocator's and cc-api's
+ * (cc_keyset_load_file).
+ */
+START_TEST(test_raw_key_file_as_documented)
+{
+	static const struct cc_workload_claims claims = {
+		.key_id = "",
+		.allocation_id = "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d",
+		.expires_at = 1790003600,
+	};
+	char path[512], err[700], tok[CC_WORKLOAD_TOKEN_BUF], *doc = read_contract();
+	struct cc_keyset *file_ks = NULL, *gs_ks = NULL;
+	struct gs_keys_config cfg = { 0 };
+	struct cc_config_result res;
+	struct cc_workload_claims back;
+	const uint8_t *k, *gk;
+	size_t len = 0, glen = 0;
+
+	ck_assert_msg(strstr(doc, RAW_KEY_FILE_HEX), "join-token.md lacks the raw key file bytes %s", RAW_KEY_FILE_HEX);
+	ck_assert_msg(strstr(doc, RAW_WORKLOAD_TOKEN), "join-token.md lacks the raw-key workload token");
+	temp_file(RAW_KEY_FILE, strlen(RAW_KEY_FILE), path, sizeof path);
+
+	int file_rc = cc_keyset_load_file(path, &file_ks, err, sizeof err);
+	int config_rc = config_keys(path, &cfg, &res);
+	unlink(path);
+	ck_assert_msg(file_rc == 0, "%s", err);
+	ck_assert_uint_eq(cc_keyset_count(file_ks), 1);
+	ck_assert_str_eq(cc_keyset_id_at(file_ks, 0), "");
+	k = cc_keyset_find(file_ks, "", &len);
+	ck_assert_ptr_nonnull(k);
+	ck_assert_msg(len == strlen(RAW_KEY) && memcmp(k, RAW_KEY, len) == 0,
+		      "the raw key file gave a %zu-byte key, not the 32 bytes " RAW_KEY, len);
+	ck_assert_int_eq(cc_workload_token_sign(file_ks, &claims, tok, sizeof tok), 0);
+	ck_assert_str_eq(tok, RAW_WORKLOAD_TOKEN);
+
+	ck_assert_msg(config_rc == 0, "%s", res.n_errors ? res.errors[0] : "?");
+	ck_assert_msg(cc_keyset_parse("--join-keys", cfg.join_keys, strlen(cfg.join_keys), &gs_ks, err, sizeof err) == 0,
+		      "%s", err);
+	gk = cc_keyset_find(gs_ks, "", &glen);
+	ck_assert_ptr_nonnull(gk);
+	ck_assert_msg(glen == len && memcmp(gk, k, len) == 0,
+		      "cc-gameserver's reading of the file gives a %zu-byte key, cc-allocator's a %zu-byte one", glen, len);
+	ck_assert_int_eq(cc_workload_token_verify(gs_ks, RAW_WORKLOAD_TOKEN, 0, &back, NULL), 0);
+	ck_assert_mem_eq(&back, &claims, sizeof back);
+
+	cc_config_release(&gs_keys_spec, &cfg);
+	cc_keyset_free(gs_ks);
+	cc_keyset_free(file_ks);
+	free(doc);
+}
+END_TEST
+
+/* Hostile raw key files: refused with the contract's message, "<path>: <problem>". */
+static const struct {
+	const char *bytes;
+	size_t len;
+	const char *documented; /* the table row's text in join-token.md */
+	const char *problem;    /* what this file gets */
+} raw_refusals[] = {
+	/* 31 key bytes and line ends: every CR and LF goes, 31 remain. */
+	{ "0123456789abcdef0123456789abcde\n\r\n\n", 35, "`raw key is N bytes; at least 32 are required`",
+	  "raw key is 31 bytes; at least 32 are required" },
+	{ " \t\r\n", 4, "`key file is blank (only whitespace)`", "key file is blank (only whitespace)" },
+	{ "", 0, "`key file is empty`", "key file is empty" },
+	/* "{" after blanks is JSON, whatever follows. */
+	{ "  {" RAW_KEY, 35, "`key file starts with '{' but is not valid JSON (error near byte N)`",
+	  "key file starts with '{' but is not valid JSON (error near byte 4)" },
+};
+
+START_TEST(test_raw_key_file_refusals)
+{
+	char path[512], want[1200], err[1200], *doc = read_contract();
+	struct cc_keyset *ks = NULL;
+
+	ck_assert_msg(strstr(doc, raw_refusals[_i].documented), "join-token.md does not document %s",
+		      raw_refusals[_i].documented);
+	temp_file(raw_refusals[_i].bytes, raw_refusals[_i].len, path, sizeof path);
+	snprintf(want, sizeof want, "%s: %s", path, raw_refusals[_i].problem);
+	int rc = cc_keyset_load_file(path, &ks, err, sizeof err);
+	unlink(path);
+	free(doc);
+	ck_assert_msg(rc == CC_EINVAL, "accepted: case %d", _i);
+	ck_assert_ptr_null(ks);
+	ck_assert_str_eq(err, want);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("token_golden");
@@ -369,6 +529,8 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_c_equals_python);
 	tcase_add_test(tc, test_contract_prints_the_vectors);
+	tcase_add_test(tc, test_raw_key_file_as_documented);
+	tcase_add_loop_test(tc, test_raw_key_file_refusals, 0, (int)(sizeof raw_refusals / sizeof raw_refusals[0]));
 	suite_add_tcase(s, tc);
 	return cc_test_run_suite(s);
 }
