@@ -58,3 +58,12 @@ start_maint() {
 	printf -v "${name}_PID" '%s' "$LAST_PID"
 	printf -v "${name}_ADMIN" 'http://127.0.0.1:%s' "$admin"
 }
+
+# wait_until WHAT SECONDS CHECK: polls the shell command CHECK until it holds; fails naming WHAT at the deadline.
+wait_until() {
+	local what=$1 deadline=$(($(date +%s%N) / 1000000 + $2 * 1000))
+	while ! eval "$3"; do
+		(($(date +%s%N) / 1000000 < deadline)) || fail "$what: not within $2 s ('$3' still false)"
+		sleep 0.05
+	done
+}
