@@ -68,8 +68,8 @@ static const struct cc_config_option maint_options[] = {
 
 	INTERVAL("expiry-interval-ms", expiry_interval_ms, "2000", "ticket and proposal expiry"),
 	{ .name = "expiry-grace-seconds", .type = CC_CFG_INT, .default_value = "5", .min = 0, .max = 3600,
-	  .help = "expire only proposals overdue by more than this: cc-matcher's pass expires them first and "
-		  "refreshes its candidate index (this process keeps none)",
+	  .help = "expire only proposals overdue by more than this: the sweep is the backstop for when no "
+		  "cc-matcher runs, and stays off the proposals its pass is expiring at that moment",
 	  .offset = OPT(expiry_grace_seconds) },
 
 	INTERVAL("stalled-interval-ms", stalled_interval_ms, "5000", "stalled-match"),

@@ -85,7 +85,19 @@ int maint_expire_tickets_batch(struct cc_pg *pg, struct maint *m, struct maint_b
  * the commit, the expired non-responders leave it); the store stops before
  * a proposal that might not fit a chunk, so the batch calls it again with
  * the next chunk until --batch proposals or none are left.
- * --expiry-grace-seconds: see the README and the option's help.
+ *
+ * Only proposals overdue by more than --expiry-grace-seconds (5). The
+ * grace was added when this process kept no index (a requeue it made was
+ * hidden from a Redis-fed matcher until the next heartbeat); with
+ * --redis-host that is no longer so, but the grace stays: cc-matcher's
+ * pass expires the same proposals the moment they are due, through the
+ * same function at SERIALIZABLE. The row lock and the OPEN re-check mean a
+ * proposal is never expired twice, but two expirers over one due set
+ * conflict (maintenance_race.sh: two replicas, a failed expire_proposals
+ * batch now and then), and a conflict costs the matcher's pass a retry.
+ * With the grace this sweep takes only what no matcher expired (its
+ * playlist's matcher is down), and a cc-maintenance run without Redis
+ * beside Redis-fed matchers still hides no accepter.
  */
 int maint_expire_proposals_batch(struct cc_pg *pg, struct maint *m, struct maint_batch *out)
 {
