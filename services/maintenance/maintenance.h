@@ -107,9 +107,12 @@ struct maint_batch {
 /*
  * The ticket moves of one batch attempt, in chunks (a store call fills at
  * most one struct cc_ticket_moves). Allocated once at start-up when there
- * is an index (MAINT_MOVES_CHUNKS chunks: room for the largest batch of
- * every sweep at the default --batch; a larger batch ends early and the
- * pass goes on with the next), absent without one.
+ * is an index, absent without one. MAINT_MOVES_CHUNKS chunks hold a
+ * default batch (500) of expired tickets (40 a chunk) and any match batch
+ * (at most 50 matches, two or more a chunk); a batch that fills them (more
+ * than 1,280 tickets, or proposals of many players: two to thirteen a
+ * chunk) ends early and the pass goes on with the next, so no move is ever
+ * dropped for want of room.
  */
 #define MAINT_MOVES_CHUNKS 32
 struct maint_moves {
