@@ -22,8 +22,8 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lm -lpthread
 PKGS_cc-migrate := libpq libsodium libcjson
 PKGS_cc-matcher := libmicrohttpd libpq hiredis libcjson libsodium
 PKGS_cc-allocator := libmicrohttpd libcurl libpq libcjson libsodium
-# cc-maintenance: PostgreSQL, the admin port, no Redis (it keeps no candidate index) and no HTTP client.
-PKGS_cc-maintenance := libmicrohttpd libpq libcjson libsodium
+# cc-maintenance: PostgreSQL, the admin port, Redis (the candidate index it refreshes after a batch) and no HTTP client.
+PKGS_cc-maintenance := libmicrohttpd libpq hiredis libcjson libsodium
 PKGS_cc-testkit-allocator := $(PKGS_cc-allocator)
 # cc-gameserver: sys without pg, redis and the HTTP server, plus ENet (SPEC 1);
 # tests/integration/layers.sh proves it with ldd and nm.

@@ -44,6 +44,8 @@
 #include "sys/charset.h"
 #include "sys/clock.h"
 #include "sys/json.h"
+#include "sys/log.h"
+#include "sys/metrics.h"
 #include "sys/redis.h"
 #include "sys/banned.h"
 
@@ -61,6 +63,9 @@ struct cc_candidate_index {
 	int timeout_ms;		 /* connect, command and pool-wait budget */
 	int64_t down_until_ms;	 /* monotonic: answer "down" without trying until then */
 	unsigned long rebuilds;	 /* tags rebuild keys of this process */
+	bool failure_logged;	 /* apply_moves logged a failure at last_log_ms */
+	int64_t last_log_ms;	 /* monotonic */
+	unsigned long suppressed; /* apply_moves failures not logged since that line */
 	size_t n_idle;		 /* handles in idle[0..n_idle) */
 	size_t pool_size;
 	struct cc_redis **idle;	 /* stack of handles nobody is using */
@@ -638,4 +643,55 @@ int cc_candidate_index_rebuild(struct cc_candidate_index *idx, const char *playl
 	rc = rebuild_on(idx, r, playlist, all, n);
 	release(idx, r, rc);
 	return index_result(rc);
+}
+
+/* ---- a transaction's ticket moves ------------------------------------------ */
+
+/* Counts a failed change; logs it unless a line was logged in the last interval. */
+static void apply_failed(struct cc_candidate_index *idx, struct cc_metric *errors, const char *op,
+			 const char *ticket_id, int rc)
+{
+	const char *const labels[] = { op };
+	unsigned long skipped = 0;
+	bool log_now = false;
+
+	cc_metric_add(errors, labels, 1.0);
+	int64_t now = cc_clock_ms();
+	pthread_mutex_lock(&idx->lock);
+	if (!idx->failure_logged || now - idx->last_log_ms >= CC_CANDIDATE_INDEX_LOG_INTERVAL_MS) {
+		log_now = true;
+		skipped = idx->suppressed;
+		idx->suppressed = 0;
+		idx->last_log_ms = now;
+		idx->failure_logged = true;
+	} else {
+		idx->suppressed++;
+	}
+	pthread_mutex_unlock(&idx->lock);
+	if (log_now)
+		cc_log_warn("candidate_index_refresh_failed", CC_LOG_STR("op", op), CC_LOG_STR("ticket_id", ticket_id),
+			    CC_LOG_STR("error", cc_errname(rc)), CC_LOG_INT("suppressed_since_last", skipped));
+}
+
+size_t cc_candidate_index_apply_moves(struct cc_candidate_index *idx, const struct cc_ticket_moves *moves,
+				      struct cc_metric *errors)
+{
+	size_t failed = 0;
+	if (!idx || !moves)
+		return 0;
+	if (moves->dropped) {
+		apply_failed(idx, errors, "overflow", moves->n ? moves->v[0].id : "", CC_ETOOBIG);
+		failed++;
+	}
+	for (size_t i = 0; i < moves->n && i < CC_TICKET_MOVES_MAX; i++) {
+		const struct cc_ticket *t = &moves->v[i];
+		bool put = t->state == CC_TICKET_QUEUED;
+		int rc = put ? cc_candidate_index_put(idx, t->playlist, &t->cand)
+			     : cc_candidate_index_remove(idx, t->playlist, t->id);
+		if (rc != 0) {
+			apply_failed(idx, errors, put ? "put" : "remove", t->id, rc);
+			failed++;
+		}
+	}
+	return failed;
 }

@@ -29,11 +29,14 @@
 #include <stddef.h>
 
 #include "store/candidates.h"
+#include "store/tickets.h"
 #include "sys/cc.h"
 
 #define CC_CANDIDATE_INDEX_READ_MAX 4096 /* a read returns at most this many */
+#define CC_CANDIDATE_INDEX_LOG_INTERVAL_MS 10000 /* cc_candidate_index_apply_moves logs a failure at most this often */
 
 struct cc_candidate_index;
+struct cc_metric;
 
 /*
  * Creates the index over Redis at host:port (connections are opened
@@ -84,5 +87,25 @@ int cc_candidate_index_read(struct cc_candidate_index *idx, const char *playlist
  */
 int cc_candidate_index_rebuild(struct cc_candidate_index *idx, const char *playlist,
 			       const struct cc_candidate *all, size_t n) CC_MUST_CHECK;
+
+/*
+ * Keeps the index in step with one committed transaction's ticket moves
+ * (store/tickets.h), for every process that changes tickets (cc-api after
+ * a request, cc-maintenance after a batch): in order, a QUEUED ticket is
+ * put with the candidate the store returned, any other state removed. Call
+ * it only after the commit, so Redis never shows a change PostgreSQL
+ * rolled back. Best effort: a change that fails (Redis down or slow, each
+ * call bounded by the index's timeout; after a transport failure the rest
+ * answer at once, see candidate_index.c) adds 1 to errors{op} (a counter
+ * with the one label "op": "put", "remove", or "overflow" once when
+ * moves->dropped rows never made it into moves; NULL: not counted), and a
+ * warning candidate_index_refresh_failed (op, ticket_id, error,
+ * suppressed_since_last) is logged at most once per
+ * CC_CANDIDATE_INDEX_LOG_INTERVAL_MS per index, across threads. Returns
+ * how many changes failed (an overflow counts as one). NULL idx (no
+ * index): 0, nothing counted.
+ */
+size_t cc_candidate_index_apply_moves(struct cc_candidate_index *idx, const struct cc_ticket_moves *moves,
+				      struct cc_metric *errors);
 
 #endif

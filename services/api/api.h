@@ -234,10 +234,11 @@ void api_probe_answer_url(const struct api *api, const char *region, char out[AP
  * resets at the start of every attempt; the handler applies them only after
  * the transaction committed, so Redis never shows a change PostgreSQL
  * rolled back, and never reads them back: a QUEUED row is put with the
- * candidate the store returned, any other state removed. Best effort: a
- * Redis error never fails a request; it is counted in
+ * candidate the store returned, any other state removed
+ * (cc_candidate_index_apply_moves). Best effort: a Redis error never fails
+ * a request; it is counted in
  * cosmic_clash_api_candidate_index_errors_total{op} and logged at most once
- * per API_INDEX_LOG_INTERVAL_MS.
+ * per CC_CANDIDATE_INDEX_LOG_INTERVAL_MS.
  *
  * Ordering is not guaranteed across requests (two requests may apply their
  * changes in the opposite order of their commits), so an entry can be
@@ -246,7 +247,6 @@ void api_probe_answer_url(const struct api *api, const char *region, char out[AP
  * found gone.
  */
 #define API_INDEX_POOL_SIZE 8   /* Redis connections of the index */
-#define API_INDEX_LOG_INTERVAL_MS 10000
 
 /*
  * Creates api->index from the configuration (no Redis host: no index) and

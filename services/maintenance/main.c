@@ -20,6 +20,12 @@
  * failed batch is logged and counted, ends its pass, and the next pass
  * runs at its interval as usual; a database that is down is waited out
  * (not ready, no exit).
+ *
+ * With --redis-host, the ticket moves a batch recorded (maintenance.h:
+ * maint_moves_take) are applied to the Redis candidate index once the
+ * batch has committed, as cc-api does after a request; Redis being down
+ * costs at most one --redis-timeout-ms per batch (the index answers at
+ * once after a transport failure) and never fails a batch.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -31,6 +37,7 @@
 #include <libpq-fe.h>
 
 #include "maintenance.h"
+#include "store/candidate_index.h"
 #include "sys/admin.h"
 #include "sys/clock.h"
 #include "sys/config.h"
@@ -61,8 +68,8 @@ static const struct cc_config_option maint_options[] = {
 
 	INTERVAL("expiry-interval-ms", expiry_interval_ms, "2000", "ticket and proposal expiry"),
 	{ .name = "expiry-grace-seconds", .type = CC_CFG_INT, .default_value = "5", .min = 0, .max = 3600,
-	  .help = "expire only proposals overdue by more than this: cc-matcher's pass expires them first and "
-		  "refreshes its candidate index (this process keeps none)",
+	  .help = "expire only proposals overdue by more than this: the sweep is the backstop for when no "
+		  "cc-matcher runs, and stays off the proposals its pass is expiring at that moment",
 	  .offset = OPT(expiry_grace_seconds) },
 
 	INTERVAL("stalled-interval-ms", stalled_interval_ms, "5000", "stalled-match"),
@@ -124,7 +131,7 @@ static const struct cc_service_spec maint_spec = {
 	.summary = "Cosmic Clash maintenance: expiry, stalled and abandoned matches, seasons, retention purges.",
 	.options = maint_options,
 	.n_options = CC_ARRAY_LEN(maint_options),
-	.shared = CC_SERVICE_DATABASE | CC_SERVICE_DB_TIMEOUT | CC_SERVICE_ADMIN | CC_SERVICE_LOG,
+	.shared = CC_SERVICE_DATABASE | CC_SERVICE_DB_TIMEOUT | CC_SERVICE_REDIS | CC_SERVICE_ADMIN | CC_SERVICE_LOG,
 	.shared_offset = offsetof(struct maint_config, svc),
 	.admin_port = "9184",
 };
@@ -180,6 +187,7 @@ static struct sweep sweeps[] = {
 
 struct metrics {
 	struct cc_metric *rows, *lag, *batch_seconds, *pass_seconds, *failures, *last_pass;
+	struct cc_metric *index_errors; /* {op}: candidate index changes that failed */
 };
 
 struct maint_state {
@@ -187,6 +195,7 @@ struct maint_state {
 	struct cc_pg *pg;
 	struct cc_pg_options pg_opt;
 	struct metrics metrics;
+	struct cc_candidate_index *index; /* NULL: no --redis-host */
 	char replica[96];
 	pthread_mutex_t lock; /* guards db_ready, db_why (read by /readyz) */
 	bool db_ready;
@@ -222,7 +231,39 @@ static int batch_body(struct cc_pg *pg, void *arg)
 {
 	struct batch_tx *tx = arg;
 	tx->out = (struct maint_batch){ .lag = -1 };
+	tx->st->m.moves.n = 0; /* a retried attempt records its own moves */
 	return tx->s->batch(pg, &tx->st->m, &tx->out);
+}
+
+bool maint_moves_take(struct maint *m, size_t room, struct cc_ticket_moves **out)
+{
+	struct maint_moves *mv = &m->moves;
+	*out = NULL;
+	if (!mv->chunk)
+		return true;
+	if (mv->n > 0 && CC_TICKET_MOVES_MAX - mv->chunk[mv->n - 1].n >= room) {
+		*out = &mv->chunk[mv->n - 1];
+		return true;
+	}
+	if (mv->n == MAINT_MOVES_CHUNKS)
+		return false;
+	*out = &mv->chunk[mv->n++];
+	cc_ticket_moves_reset(*out);
+	return true;
+}
+
+/* After the commit: the batch's ticket moves into the candidate index (best effort, counted). */
+static void apply_moves(struct maint_state *st, const struct sweep *s)
+{
+	size_t failed = 0, tickets = 0;
+	for (size_t i = 0; i < st->m.moves.n; i++) {
+		failed += cc_candidate_index_apply_moves(st->index, &st->m.moves.chunk[i], st->metrics.index_errors);
+		tickets += st->m.moves.chunk[i].n;
+	}
+	if (tickets)
+		cc_log_debug("candidate_index_applied", CC_LOG_STR("sweep", s->name), CC_LOG_INT("tickets", tickets),
+			     CC_LOG_INT("failed", failed));
+	st->m.moves.n = 0;
 }
 
 /* Wall-clock seconds, for the last-pass timestamp only (Prometheus compares it with time()). */
@@ -300,6 +341,7 @@ static bool run_pass(struct maint_state *st, struct sweep *s)
 			break;
 		}
 		set_db(st, true, NULL);
+		apply_moves(st, s);
 		if (tx.out.committed) /* the sweep's own metrics, for committed work only (maintenance.h) */
 			tx.out.committed(&tx.out);
 		cc_log_debug("batch", CC_LOG_STR("sweep", s->name), CC_LOG_INT("rows", tx.out.rows),
@@ -410,6 +452,32 @@ static void declare_metrics(struct metrics *mm)
 				  "Batches that failed and rolled back (the pass ends; the next runs at its interval).", sweep, n);
 	mm->last_pass = cc_gauge("cosmic_clash_maintenance_last_pass_timestamp_seconds",
 				 "Unix time the sweep last completed a pass without a failure.", sweep, n);
+	const char *const op[] = { "op", NULL };
+	mm->index_errors = cc_counter("cosmic_clash_maintenance_candidate_index_errors_total",
+				      "Candidate index changes after a committed batch that failed (Redis down or slow, "
+				      "or moves beyond a buffer); the batch still counts",
+				      op, 8);
+}
+
+/*
+ * The candidate index from --redis-host (none: disabled, said once) with
+ * the move buffers a batch fills. Redis being down is no error (connections
+ * are lazy); false only when the index or its buffers cannot be created.
+ */
+static bool open_index(struct maint_state *st)
+{
+	const struct cc_service_options *o = &st->m.cfg->svc;
+	if (!o->redis_host || !*o->redis_host) {
+		cc_log_info("candidate_index_disabled", CC_LOG_STR("reason", "no --redis-host"));
+		return true;
+	}
+	st->index = cc_candidate_index_create(o->redis_host, (int)o->redis_port, (int)o->redis_timeout_ms, 1);
+	st->m.moves.chunk = calloc(MAINT_MOVES_CHUNKS, sizeof *st->m.moves.chunk);
+	if (!st->index || !st->m.moves.chunk)
+		return false;
+	cc_log_info("candidate_index_enabled", CC_LOG_STR("host", o->redis_host), CC_LOG_INT("port", o->redis_port),
+		    CC_LOG_INT("timeout_ms", o->redis_timeout_ms));
+	return true;
 }
 
 int main(int argc, char **argv)
@@ -443,6 +511,10 @@ int main(int argc, char **argv)
 	cc_service_start(&service);
 	declare_metrics(&st->metrics);
 	maint_outbox_metrics();
+	if (!open_index(st)) {
+		cc_log_error("start_failed", CC_LOG_STR("reason", "candidate index"));
+		goto out;
+	}
 	admin = cc_admin_start_service(&service, maint_ready, st);
 	if (!admin)
 		goto out;
@@ -453,6 +525,8 @@ out:
 	cc_admin_stop(admin);
 	if (st) {
 		cc_pg_free(st->pg);
+		cc_candidate_index_free(st->index);
+		free(st->m.moves.chunk);
 		pthread_mutex_destroy(&st->lock);
 		free(st);
 	}

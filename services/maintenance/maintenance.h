@@ -23,6 +23,16 @@
  *   cosmic_clash_maintenance_failures_total{sweep}       batches that failed (rolled back)
  *   cosmic_clash_maintenance_last_pass_timestamp_seconds{sweep}
  *
+ * The Redis candidate index (--redis-host; none without it): a batch that
+ * moves tickets (expiry, the match sweeps) records them in the batch's
+ * moves (maint_moves_take below), and main.c applies them to the index
+ * after the commit (cc_candidate_index_apply_moves), never for an attempt
+ * that rolled back, so a ticket a sweep requeues is in a Redis-fed
+ * matcher's index at once and one it ends leaves it. Failures never fail a
+ * batch: they are counted in
+ *   cosmic_clash_maintenance_candidate_index_errors_total{op}
+ * (op "put", "remove", "overflow") and logged at most once per 10 s.
+ *
  * Ownership: struct maint lives in main.c for the process's life; the
  * sweeps read its config and may keep per-sweep state in their own file.
  */
@@ -35,6 +45,7 @@
 #include "sys/cc.h"
 #include "sys/pg.h"
 #include "sys/service.h"
+#include "store/tickets.h"
 
 struct maint_config {
 	int64_t batch;          /* rows per batch transaction */
@@ -93,13 +104,40 @@ struct maint_batch {
 	int64_t tally[MAINT_BATCH_TALLIES]; /* the sweep's own counts for committed() */
 };
 
+/*
+ * The ticket moves of one batch attempt, in chunks (a store call fills at
+ * most one struct cc_ticket_moves). Allocated once at start-up when there
+ * is an index, absent without one. MAINT_MOVES_CHUNKS chunks hold a
+ * default batch (500) of expired tickets (40 a chunk) and any match batch
+ * (at most 50 matches, two or more a chunk); a batch that fills them (more
+ * than 1,280 tickets, or proposals of many players: two to thirteen a
+ * chunk) ends early and the pass goes on with the next, so no move is ever
+ * dropped for want of room.
+ */
+#define MAINT_MOVES_CHUNKS 32
+struct maint_moves {
+	struct cc_ticket_moves *chunk; /* [MAINT_MOVES_CHUNKS], or NULL: no index, nothing is recorded */
+	size_t n;                      /* chunks this attempt used (the framework empties it per attempt) */
+};
+
 struct maint {
 	const struct maint_config *cfg;
 	struct cc_service *svc;
 	const char *replica; /* this process's name in logs (host:pid) */
 	int64_t pass_batch;  /* batches this pass ran before the current one (0: the first; a sweep
 			      * may count its lag only then, the framework subtracting what it did since) */
+	struct maint_moves moves; /* this batch's ticket moves, for the index after the commit */
 };
+
+/*
+ * Where a batch's next store call records the tickets it moves, with room
+ * for at least room (1..CC_TICKET_MOVES_MAX) more: *out is the current
+ * chunk when it has that room, else a fresh one, or NULL when this process
+ * keeps no index (pass it on: the store records nothing). Returns false
+ * when the batch has no chunk left: stop before that call and report a
+ * full pick (out->picked = --batch), so the pass goes on with a new batch.
+ */
+bool maint_moves_take(struct maint *m, size_t room, struct cc_ticket_moves **out) CC_MUST_CHECK;
 
 /*
  * A sweep's batch: runs inside a SERIALIZABLE transaction on pg (may be

@@ -58,14 +58,17 @@ static int settle_result_missing(struct cc_pg *pg, const struct maint *m, const 
  * One batch of a match sweep: selects, settles each, logs each match it
  * changed (after the commit would be better, but a retried attempt logs
  * again only what it changed again; the match id says which). Rows are the
- * matches this batch changed.
+ * matches this batch changed. Each settlement records the tickets it
+ * requeued or ended in the batch's moves (maint_moves_take: room for a
+ * whole match), which main.c applies to the candidate index after the
+ * commit; a batch whose moves are full stops there and the pass goes on.
  */
 static int match_batch(struct cc_pg *pg, struct maint *m, struct maint_batch *out, const char *sweep,
 		       select_fn select, int64_t window_s, settle_fn settle)
 {
 	static char ids[MATCH_BATCH_MAX][CC_UUID_BUF];
-	static struct cc_ticket_moves moves; /* not kept: cc-maintenance has no candidate index to refresh */
 	size_t n = 0;
+	bool more = false;
 	int64_t lag = -1;
 	int limit = m->cfg->batch < MATCH_BATCH_MAX ? (int)m->cfg->batch : MATCH_BATCH_MAX;
 	*out = (struct maint_batch){ .lag = -1 };
@@ -74,9 +77,13 @@ static int match_batch(struct cc_pg *pg, struct maint *m, struct maint_batch *ou
 		return rc;
 	for (size_t i = 0; i < n; i++) {
 		struct cc_settle_outcome o;
+		struct cc_ticket_moves *moves;
 		memset(&o, 0, sizeof o);
-		cc_ticket_moves_reset(&moves);
-		if ((rc = settle(pg, m, ids[i], &o, &moves)) != 0) {
+		if (!maint_moves_take(m, CC_FORMATION_MAX_PLAYERS, &moves)) {
+			more = true; /* the rest stay locked until the commit, then the next batch takes them */
+			break;
+		}
+		if ((rc = settle(pg, m, ids[i], &o, moves)) != 0) {
 			/* A serialization failure is retried with the whole batch: no news. */
 			cc_log_emit(rc == CC_ESERIALIZATION ? CC_LOG_DEBUG : CC_LOG_WARN, "settle_failed",
 				    (struct cc_log_field[]){ CC_LOG_STR("sweep", sweep), CC_LOG_STR("match_id", ids[i]),
@@ -93,7 +100,7 @@ static int match_batch(struct cc_pg *pg, struct maint *m, struct maint_batch *ou
 			    CC_LOG_STR("replica", m->replica));
 	}
 	/* A full pick (at this sweep's own cap) means there may be more: the pass goes on. */
-	out->picked = (int64_t)n == limit ? m->cfg->batch : (int64_t)n;
+	out->picked = more || (int64_t)n == limit ? m->cfg->batch : (int64_t)n;
 	out->lag = lag;
 	return 0;
 }

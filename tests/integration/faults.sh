@@ -141,8 +141,9 @@ matcher C1 casual "$C1_ADMIN"
 matcher R1 ranked "$R1_ADMIN"
 matcher R2 ranked "$R2_ADMIN"
 # maint STALLED_AFTER: cc-maintenance with every sweep on a short interval, so each is seen
-# passing again soon after a fault; a restart keeps its admin port and starts a log of its own
-# (MT_LOG: maintenance-1.log, -2.log).
+# passing again soon after a fault, on the harness Redis as in production (its requeues go into
+# the matchers' candidate index at once); a restart keeps its admin port and starts a log of its
+# own (MT_LOG: maintenance-1.log, -2.log).
 MT_ADMIN=$(free_port) MT_URL="http://127.0.0.1:$MT_ADMIN" MT_N=0
 maint() {
 	MT_N=$((MT_N + 1)) MT_LOG="$T_DIR/maintenance-$MT_N.log"
@@ -151,7 +152,7 @@ maint() {
 		--stalled-interval-ms=1000 --stalled-after-seconds="$1" --no-show-interval-ms=1000 \
 		--no-show-after-seconds=$NO_SHOW --server-silent-interval-ms=1000 --server-silent-after-seconds=$SILENT \
 		--result-missing-interval-ms=1000 --result-missing-after-seconds=20 --season-interval-ms=1000 \
-		--retention-interval-ms=1000
+		--retention-interval-ms=1000 "${redis[@]}"
 	MT_PID=$LAST_PID
 	wait_http "$MT_URL/readyz" "$MT_PID" 30
 }
@@ -401,23 +402,7 @@ done
 GAME_PORTS=("$gp" "$((gp + 1))")
 mkdir -p "$T_DIR/state"
 for p in "${GAME_PORTS[@]}"; do T_LOGS+=("$T_DIR/state/local-$p.log"); done
-ALLOC_LOG="$T_DIR/allocator.log"
-start_bg "$ALLOC_LOG" env COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" "$BIN/cc-allocator" \
-	--workload-secret-file="$T_DIR/workload.secret" --join-keys-file="$T_DIR/join.json" --join-key-id=k1 \
-	--local-capacity=2 --local-port-min="${GAME_PORTS[0]}" --local-port-max="${GAME_PORTS[1]}" --local-region=eu-west \
-	--local-state-dir="$T_DIR/state" --api-url="$A_URL" --poll-interval-ms=100 --admin-port="$(free_port)" \
-	--claim-lease-ms=2000 \
-	--local-server-command="$BIN/cc-supervisor --join-keys-file=$T_DIR/join.json --gameserver-config=$T_DIR/gameserver.conf"
-ALLOC_PID=$LAST_PID
-
-# wait_until WHAT SECONDS CHECK: polls the shell command CHECK until it holds; fails naming WHAT at the deadline.
-wait_until() {
-	local what=$1 deadline=$(($(date +%s%N) / 1000000 + $2 * 1000))
-	while ! eval "$3"; do
-		(($(date +%s%N) / 1000000 < deadline)) || fail "$what: not within $2 s ('$3' still false)"
-		sleep 0.05
-	done
-}
+start_pool "$T_DIR/allocator.log" "${GAME_PORTS[0]}" "${GAME_PORTS[1]}" cc-allocator
 for p in "${GAME_PORTS[@]}"; do
 	wait_until "cc-supervisor on $p waiting for an allocation" 20 \
 		"grep -q '\"service\":\"cc-supervisor\".*\"event\":\"waiting\"' '$T_DIR/state/local-$p.log' 2>/dev/null"

@@ -98,31 +98,16 @@ game_port=$(free_port)
 GAME_LOG="$T_DIR/state/local-$game_port.log"
 T_LOGS+=("$GAME_LOG")
 N_ALLOC=0
-# allocator_up BINARY [ENV=VALUE...]: the local provider, one server on game_port running cc-supervisor;
-# the same state dir and port each time (so the same instance). Sets ALLOC_PID, ALLOC_LOG.
+# allocator_up BINARY [ENV=VALUE...]: the local provider, one server on game_port running cc-supervisor
+# (lib_loop.sh start_pool); the same state dir and port each time (so the same instance). Sets ALLOC_PID, ALLOC_LOG.
 allocator_up() {
 	local bin=$1; shift
 	N_ALLOC=$((N_ALLOC + 1))
-	ALLOC_LOG="$T_DIR/allocator-$N_ALLOC.log"
-	start_bg "$ALLOC_LOG" env COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" "$@" "$BIN/$bin" \
-		--workload-secret-file="$T_DIR/workload.secret" --join-keys-file="$T_DIR/join.json" --join-key-id=k1 \
-		--local-capacity=1 --local-port-min="$game_port" --local-port-max="$game_port" --local-region=eu-west \
-		--local-state-dir="$T_DIR/state" --api-url="$A_URL" --poll-interval-ms=100 --admin-port="$(free_port)" \
-		--claim-lease-ms=2000 \
-		--local-server-command="$BIN/cc-supervisor --join-keys-file=$T_DIR/join.json --gameserver-config=$T_DIR/gameserver.conf"
-	ALLOC_PID=$LAST_PID
+	start_pool "$T_DIR/allocator-$N_ALLOC.log" "$game_port" "$game_port" "$bin" "$@"
 }
 
 # ---- helpers --------------------------------------------------------------------
 
-# wait_until WHAT SECONDS CHECK: polls the shell command CHECK until it holds; fails naming WHAT at the deadline.
-wait_until() {
-	local what=$1 deadline=$(($(date +%s%N) / 1000000 + $2 * 1000))
-	while ! eval "$3"; do
-		(($(date +%s%N) / 1000000 < deadline)) || fail "$what: not within $2 s ('$3' still false)"
-		sleep 0.05
-	done
-}
 mstate() { sql "SELECT state FROM matches WHERE id = '$1'"; }
 server_state() { sql "SELECT state FROM game_servers WHERE port = $game_port"; }
 connected() { sql "SELECT count(*) FROM assignments WHERE match_id = '$1' AND connection_generation > 0"; }

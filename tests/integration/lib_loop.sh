@@ -58,3 +58,31 @@ start_maint() {
 	printf -v "${name}_PID" '%s' "$LAST_PID"
 	printf -v "${name}_ADMIN" 'http://127.0.0.1:%s' "$admin"
 }
+
+# wait_until WHAT SECONDS CHECK: polls the shell command CHECK until it holds; fails naming WHAT at the deadline.
+wait_until() {
+	local what=$1 deadline=$(($(date +%s%N) / 1000000 + $2 * 1000))
+	while ! eval "$3"; do
+		(($(date +%s%N) / 1000000 < deadline)) || fail "$what: not within $2 s ('$3' still false)"
+		sleep 0.05
+	done
+}
+
+# start_pool LOG PORT_MIN PORT_MAX BINARY [ENV=VALUE...]: BINARY (cc-allocator or
+# cc-testkit-allocator, with the ENV given) serving A_URL from the local provider, one pool process
+# per port of PORT_MIN..PORT_MAX in eu-west, each running cc-supervisor with
+# $T_DIR/gameserver.conf; state in $T_DIR/state (the same each time, so a restart finds the same
+# instances), a 2 s claim lease. Call loop_secrets first. Sets ALLOC_PID and ALLOC_LOG (LOG).
+start_pool() {
+	local min=$2 max=$3 bin=$4
+	ALLOC_LOG=$1
+	shift 4
+	mkdir -p "$T_DIR/state"
+	start_bg "$ALLOC_LOG" env COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" "$@" "$BIN/$bin" \
+		--workload-secret-file="$T_DIR/workload.secret" --join-keys-file="$T_DIR/join.json" --join-key-id=k1 \
+		--local-capacity=$((max - min + 1)) --local-port-min="$min" --local-port-max="$max" --local-region=eu-west \
+		--local-state-dir="$T_DIR/state" --api-url="$A_URL" --poll-interval-ms=100 --admin-port="$(free_port)" \
+		--claim-lease-ms=2000 \
+		--local-server-command="$BIN/cc-supervisor --join-keys-file=$T_DIR/join.json --gameserver-config=$T_DIR/gameserver.conf"
+	ALLOC_PID=$LAST_PID
+}

@@ -25,6 +25,8 @@ start_maint M1
 start_maint M2
 wait_http "$M1_ADMIN/readyz" "$M1_PID" 20
 wait_http "$M2_ADMIN/readyz" "$M2_PID" 20
+# Without --redis-host a replica runs without the candidate index, and says so once.
+expect_eq "M1's candidate_index_disabled lines" 1 "$(grep -c '"event":"candidate_index_disabled"' "$T_DIR/M1.log")"
 
 # Drained: nothing is left for any sweep (the lag of every seeded group is 0).
 left() {

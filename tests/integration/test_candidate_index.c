@@ -3,6 +3,11 @@
  * removal, per-playlist isolation, rebuild, damaged data, and a Redis that
  * is down (an error within its budget, never a hang, never "empty").
  *
+ * cc_candidate_index_apply_moves (cc-api's and cc-maintenance's one way
+ * to apply a committed transaction's ticket moves): put or remove by
+ * state, in order; every failure counted by op, an overflow never silent,
+ * the log rate-limited, Redis down answered within its budget.
+ *
  * Playlist names carry the test's pid, so runs sharing the harness Redis
  * never see each other's keys; every test deletes its keys at the end.
  */
@@ -19,6 +24,8 @@
 
 #include "store/candidate_index.h"
 #include "sys/clock.h"
+#include "sys/log.h"
+#include "sys/metrics.h"
 #include "sys/redis.h"
 #include "support.h"
 #include "sys/banned.h"
@@ -489,6 +496,138 @@ START_TEST(test_concurrent_put_and_read)
 }
 END_TEST
 
+/* ---- applying ticket moves --------------------------------------------------- */
+
+/* A move as the store records it: ticket n of playlist in state st, its candidate from make(). */
+static struct cc_ticket move_of(int n, const char *playlist, enum cc_ticket_state st)
+{
+	struct cc_ticket t = { 0 };
+	t.cand = make(n, 1000 + n);
+	snprintf(t.id, sizeof t.id, "%s", t.cand.ticket_id);
+	snprintf(t.player_id, sizeof t.player_id, "%s", t.cand.player_id);
+	snprintf(t.playlist, sizeof t.playlist, "%s", playlist);
+	t.state = st;
+	t.expires_at_ms = t.cand.expires_at_ms;
+	return t;
+}
+
+/* The value of errors{op="op"} in the rendered registry (0 when the series does not exist). */
+static double errors_of(const char *op)
+{
+	char want[128];
+	snprintf(want, sizeof want, "cosmic_clash_test_index_errors_total{op=\"%s\"} ", op);
+	char *text = cc_metrics_render();
+	ck_assert_ptr_nonnull(text);
+	const char *at = strstr(text, want);
+	double v = at ? strtod(at + strlen(want), NULL) : 0;
+	free(text);
+	return v;
+}
+
+static struct cc_metric *errors_counter(void)
+{
+	static const char *const labels[] = { "op", NULL };
+	cc_metrics_reset();
+	struct cc_metric *m = cc_counter("cosmic_clash_test_index_errors_total", "test", labels, 8);
+	ck_assert_ptr_nonnull(m);
+	return m;
+}
+
+/* How many lines of the log file at path name event. */
+static int log_lines(const char *path, const char *event)
+{
+	char want[96], line[2048];
+	int n = 0;
+	snprintf(want, sizeof want, "\"event\":\"%s\"", event);
+	FILE *f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof line, f))
+		n += strstr(line, want) != NULL;
+	fclose(f);
+	return n;
+}
+
+START_TEST(test_apply_moves_by_state)
+{
+	struct cc_metric *errors = errors_counter();
+	struct cc_candidate_index *idx = harness_index(1);
+	static struct cc_ticket_moves moves;
+	struct cc_candidate got[8];
+
+	/* 1 and 2 are in the index; a transaction requeues 3, ends 1, requeues 4 in another playlist. */
+	struct cc_candidate one = make(1, 1001), two = make(2, 1002);
+	ck_assert_int_eq(cc_candidate_index_put(idx, casual, &one), 0);
+	ck_assert_int_eq(cc_candidate_index_put(idx, casual, &two), 0);
+	cc_ticket_moves_reset(&moves);
+	moves.v[moves.n++] = move_of(3, casual, CC_TICKET_QUEUED);
+	moves.v[moves.n++] = move_of(1, casual, CC_TICKET_EXPIRED);
+	moves.v[moves.n++] = move_of(4, ranked, CC_TICKET_QUEUED);
+	ck_assert_uint_eq(cc_candidate_index_apply_moves(idx, &moves, errors), 0);
+	ck_assert_uint_eq(read_ok(idx, casual, 8, got), 2); /* 2 (untouched) and 3, oldest first */
+	assert_same(&got[0], &two);
+	assert_same(&got[1], &moves.v[0].cand);
+	ck_assert_uint_eq(read_ok(idx, ranked, 8, got), 1);
+	assert_same(&got[0], &moves.v[2].cand);
+
+	/* In order: a ticket put then ended in one transaction ends absent. */
+	cc_ticket_moves_reset(&moves);
+	moves.v[moves.n++] = move_of(5, casual, CC_TICKET_QUEUED);
+	moves.v[moves.n++] = move_of(5, casual, CC_TICKET_MATCHED);
+	ck_assert_uint_eq(cc_candidate_index_apply_moves(idx, &moves, errors), 0);
+	ck_assert_uint_eq(read_ok(idx, casual, 8, got), 2);
+	ck_assert_double_eq(errors_of("put") + errors_of("remove") + errors_of("overflow"), 0);
+
+	/* An overflow (rows the store could not record) is one failure, counted, never silent. */
+	cc_ticket_moves_reset(&moves);
+	moves.v[moves.n++] = move_of(6, casual, CC_TICKET_QUEUED);
+	moves.dropped = 3;
+	ck_assert_uint_eq(cc_candidate_index_apply_moves(idx, &moves, errors), 1);
+	ck_assert_double_eq(errors_of("overflow"), 1);
+	ck_assert_uint_eq(read_ok(idx, casual, 8, got), 3); /* the recorded row still applied */
+
+	/* No index: nothing done, nothing counted. */
+	ck_assert_uint_eq(cc_candidate_index_apply_moves(NULL, &moves, errors), 0);
+	ck_assert_double_eq(errors_of("overflow"), 1);
+	cc_candidate_index_free(idx);
+}
+END_TEST
+
+START_TEST(test_apply_moves_redis_down)
+{
+	struct cc_metric *errors = errors_counter();
+	static struct cc_ticket_moves moves;
+	char path[] = "/tmp/cc-index-log.XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	cc_log_init("test_candidate_index", CC_LOG_INFO);
+	cc_log_set_fd(fd);
+
+	/* Connected but silent: the first change waits out the timeout, the rest fail at once. */
+	int port, lfd = silent_listener(&port);
+	struct cc_candidate_index *idx = cc_candidate_index_create("127.0.0.1", port, TIMEOUT_MS, 1);
+	ck_assert_ptr_nonnull(idx);
+	cc_ticket_moves_reset(&moves);
+	for (int i = 0; i < CC_TICKET_MOVES_MAX; i++)
+		moves.v[moves.n++] = move_of(i, casual, i % 4 == 0 ? CC_TICKET_EXPIRED : CC_TICKET_QUEUED);
+	int64_t t0 = cc_clock_ms();
+	ck_assert_uint_eq(cc_candidate_index_apply_moves(idx, &moves, errors), CC_TICKET_MOVES_MAX);
+	int64_t took = cc_clock_ms() - t0;
+	ck_assert_msg(took < 2 * TIMEOUT_MS + SLACK_MS, "%d moves with Redis silent took %lld ms", CC_TICKET_MOVES_MAX,
+		      (long long)took);
+	ck_assert_double_eq(errors_of("remove"), CC_TICKET_MOVES_MAX / 4);
+	ck_assert_double_eq(errors_of("put"), CC_TICKET_MOVES_MAX - CC_TICKET_MOVES_MAX / 4);
+	/* A second transaction's failures are counted too, but not logged again within the interval. */
+	ck_assert_uint_eq(cc_candidate_index_apply_moves(idx, &moves, errors), CC_TICKET_MOVES_MAX);
+	ck_assert_double_eq(errors_of("put") + errors_of("remove"), 2 * CC_TICKET_MOVES_MAX);
+	cc_log_set_fd(-1);
+	close(fd);
+	ck_assert_int_eq(log_lines(path, "candidate_index_refresh_failed"), 1);
+	unlink(path);
+	cc_candidate_index_free(idx);
+	close(lfd);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("candidate_index");
@@ -503,6 +642,8 @@ int main(void)
 	tcase_add_test(tc, test_hash_and_zset_out_of_step);
 	tcase_add_test(tc, test_down_is_not_empty);
 	tcase_add_test(tc, test_concurrent_put_and_read);
+	tcase_add_test(tc, test_apply_moves_by_state);
+	tcase_add_test(tc, test_apply_moves_redis_down);
 	suite_add_tcase(s, tc);
 	return cc_test_run_suite(s);
 }
