@@ -116,7 +116,7 @@ start_maintenance() {
 	local admin
 	admin=$(free_port)
 	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_service maintenance \
-		"$BIN/cc-maintenance" --admin-port="$admin"
+		"$BIN/cc-maintenance" --admin-port="$admin" "${REDIS_FLAGS[@]}"
 	wait_http maintenance "http://127.0.0.1:$admin/readyz" 30
 	MAINT_ADMIN="http://127.0.0.1:$admin"
 }
