@@ -305,6 +305,10 @@ static void declare_metrics(struct matcher_metrics *mm)
 			       pl_source, 8);
 	mm->redis_fallbacks = cc_counter("cosmic_clash_matcher_redis_fallbacks_total",
 					 "Passes that read PostgreSQL because the index was down or empty.", pl_reason, 8);
+	static const char *const op[] = { "op", NULL };
+	mm->index_errors = cc_counter("cosmic_clash_matcher_candidate_index_errors_total",
+				      "Candidate index refreshes after a proposal expiry that failed (Redis down or slow)", op,
+				      8);
 }
 
 int main(int argc, char **argv)

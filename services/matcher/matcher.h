@@ -54,6 +54,7 @@ struct matcher_metrics {
 	struct cc_metric *candidates;       /* {playlist, source}: candidates read */
 	struct cc_metric *reads;            /* {playlist, source}: passes by candidate source */
 	struct cc_metric *redis_fallbacks;  /* {playlist, reason}: index down or empty */
+	struct cc_metric *index_errors;     /* {op}: index refreshes after an expiry that failed */
 };
 
 /* The process context. Large (candidates + workspace): allocate it on the heap. */

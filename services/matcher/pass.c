@@ -357,19 +357,12 @@ static int expire_run(struct cc_pg *pg, void *arg)
  * commit. Without this, a requeued accepter keeps its old place in
  * PostgreSQL but is missing from the index, whose head page then hides it
  * behind newer tickets until its next heartbeat refreshes the entry.
+ * Failures are counted and logged by the shared apply (candidate_index.h),
+ * as in cc-api and cc-maintenance.
  */
 static void index_apply(struct matcher *m, const struct cc_ticket_moves *moves)
 {
-	for (size_t i = 0; m->index && i < moves->n; i++) {
-		const struct cc_ticket *t = &moves->v[i];
-		int rc = t->state == CC_TICKET_QUEUED ? cc_candidate_index_put(m->index, t->playlist, &t->cand)
-						      : cc_candidate_index_remove(m->index, t->playlist, t->id);
-		if (rc != 0) {
-			cc_log_debug("candidate_index_refresh_failed", CC_LOG_STR("ticket_id", t->id),
-				     CC_LOG_STR("error", cc_errname(rc)));
-			return; /* Redis is down: the rest would fail too, and an empty index is rebuilt */
-		}
-	}
+	(void)cc_candidate_index_apply_moves(m->index, moves, m->metrics.index_errors);
 }
 
 /* Takes the pass lease: 0 with *held telling whether this replica has it, or cc_pg_exec's error. */
