@@ -21,13 +21,14 @@ port=$(free_port)
 max_bad=$(grep -oP 'tolerates \*\*\K[0-9]+(?=\*\* faulty messages)' "$TOP/contracts/gameserver-protocol.md") ||
 	fail "contracts/gameserver-protocol.md section 8 states no faulty-message threshold ('tolerates **N** faulty messages')"
 gs_start_server "$port" --match-seconds=12 --warmup-seconds=1 --connect-window-seconds=2 --overtime-max-seconds=1 \
-	--handshake-timeout-ms=2000
+	--handshake-timeout-ms=2000 --end-linger-ms=2500
 gs_pid=$LAST_PID
 
 # Honest players in slots 0, 1 and 5; slot 5 also sends an unknown id every 30 ticks.
 for slot in 0 1 5; do
 	extra=()
 	[[ $slot == 5 ]] && extra=(--unknown-every=30)
+	[[ $slot == 0 ]] && extra=(--await-close=8000) # stays after match_end for the server's close (section 6)
 	start_bg "$T_DIR/player$slot.out" "$GSCLIENT" play --port="$port" --token="$T_DIR/mint/token.$slot" "${extra[@]}"
 	eval "player${slot}_pid=$LAST_PID"
 done
@@ -79,6 +80,10 @@ pass "kicked malformed on faulty message $((max_bad + 1)), as section 8 states (
 hostile "oversized inputs after joining" oversized-input malformed token.3
 hostile "inputs on the snapshot channel" wrong-channel malformed token.4
 
+# A handshake after the end (during the linger) is refused match_over (section 4).
+wait_log "$T_DIR/gs.log" '"event":"match_ended"' 1 "$gs_pid" 40
+hostile "a hello after the match ended" token match_over token.4 "the match is over"
+
 # The honest players played the match to its end, undisturbed.
 for slot in 0 1 5; do
 	pid_var="player${slot}_pid"
@@ -91,6 +96,17 @@ for slot in 0 1 5; do
 	(($(jq -r .last_ack <<<"$out") > 0)) || fail "player $slot: no snapshot acknowledged its input: $out"
 	pass "player $slot: match ended, $(jq -r .snapshots <<<"$out") snapshots, longest gap ${gap} ms, input acknowledged up to $(jq -r .last_ack <<<"$out")"
 done
+# Section 6, end of a match: after the linger the server says kicked {match_over} and disconnects with data 14.
+p0=$(cat "$T_DIR/player0.out")
+expect_eq "what slot 0 heard when the finished match closed (kicked reason, detail, ENet disconnect data)" \
+	"match_over|the match is over|14" "$(jq -r '"\(.close_kicked)|\(.close_detail)|\(.close_data)"' <<<"$p0")"
+(($(jq -r .close_ms <<<"$p0") >= 2000)) || fail "the match closed before the 2500 ms end linger: $p0"
+grep -q '"event":"match_closed","peers_closed":[1-9]' "$T_DIR/gs.log" || fail "no match_closed line in the server log"
+pass "the finished match closed slot 0 with kicked match_over and disconnect data 14, $(jq -r .close_ms <<<"$p0") ms after match_end"
+# Section 4, player_info: allocated mode sends no names, for connected players too.
+(($(jq -r .pi_connected <<<"$p0") >= 3)) || fail "slot 0 saw fewer than 3 player_info messages of connected players: $p0"
+expect_eq "player_info names of connected players in allocated mode (section 4: always empty)" 0 "$(jq -r .pi_connected_named <<<"$p0")"
+pass "allocated mode: $(jq -r .pi_connected <<<"$p0") player_info messages of connected players, every name empty"
 grep -q '"event":"unknown_message".*"id":30583' "$T_DIR/gs.log" || fail "the unknown id 0x7777 was not logged as skipped"
 pass "unknown id skipped, its sender kept playing"
 
