@@ -47,9 +47,10 @@
  *       -1 none) and close_ms.
  *
  *   gsclient spectate --port=P (--name=NAME | --token=FILE) [--max-seconds=S] [--snapshot-log=FILE]
+ *                     [--await-close=MS]
  *       Watches until the match ends; prints result (ended|refused|...),
  *       reason, slot, snapshots, ignored_sent (inputs sent, which the server
- *       must ignore), score.
+ *       must ignore), score, close_kicked and close_data (as play's).
  *
  *   gsclient hostile --port=P --kind=KIND [--token=FILE]
  *       KIND: garbage (an unknown id: skipped, so the handshake deadline
@@ -684,6 +685,27 @@ static void session_loop(struct conn *c, struct play_stats *st, int64_t end_ms, 
 	}
 }
 
+/* --await-close=MS: after match_end, what the server says and does when it closes the finished match. */
+static void await_close_after_end(struct conn *c, struct play_stats *st, long ms)
+{
+	if (!st->over || ms <= 0 || c->gone)
+		return;
+	int64_t over_ms = cc_clock_ms(), until = over_ms + ms;
+	ENetEvent ev;
+	while (!c->gone && cc_clock_ms() < until) {
+		if (enet_host_service(c->host, &ev, 20) <= 0)
+			continue;
+		if (ev.type == ENET_EVENT_TYPE_DISCONNECT) {
+			c->gone = true;
+			st->close_data = (int)ev.data;
+			st->close_ms = cc_clock_ms() - over_ms;
+		} else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
+			on_session_packet(c, st, ev.channelID, ev.packet->data, ev.packet->dataLength);
+			enet_packet_destroy(ev.packet);
+		}
+	}
+}
+
 /* A resume attempt on a fresh connection that is expected to be refused; "refused:REASON" etc. into out. */
 static void impostor(int port, uint8_t auth, const char *credential, const uint8_t *key, char *out, size_t cap)
 {
@@ -793,23 +815,7 @@ static int play(int argc, char **argv)
 		}
 	}
 report:;
-	if (st.over && await_close > 0 && !c.gone) {
-		/* After match_end: what the server says and does when it closes the finished match. */
-		int64_t over_ms = cc_clock_ms(), until = over_ms + await_close;
-		ENetEvent ev;
-		while (!c.gone && cc_clock_ms() < until) {
-			if (enet_host_service(c.host, &ev, 20) <= 0)
-				continue;
-			if (ev.type == ENET_EVENT_TYPE_DISCONNECT) {
-				c.gone = true;
-				st.close_data = (int)ev.data;
-				st.close_ms = cc_clock_ms() - over_ms;
-			} else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
-				on_session_packet(&c, &st, ev.channelID, ev.packet->data, ev.packet->dataLength);
-				enet_packet_destroy(ev.packet);
-			}
-		}
-	}
+	await_close_after_end(&c, &st, await_close);
 	const char *result = st.over ? "ended" : c.refused ? "refused" : dropped && !resume ? "dropped" : c.gone ? "disconnected" : "timeout";
 	printf("{\"result\":\"%s\",\"reason\":\"%s\",\"slot\":%d,\"team\":%d,\"snapshots\":%llu,\"max_gap_ms\":%lld,"
 	       "\"inputs_sent\":%u,\"last_ack\":%u,\"last_tick\":%u,\"score\":[%d,%d],\"ended_score\":[%d,%d],"
@@ -850,7 +856,8 @@ static int spectate(int argc, char **argv)
 	char *token = arg(argc, argv, "token") ? read_token(arg(argc, argv, "token")) : NULL;
 	const char *snaplog = arg(argc, argv, "snapshot-log");
 	struct conn c;
-	struct play_stats st = { .ended = { -1, -1 } };
+	struct play_stats st = { .ended = { -1, -1 }, .close_data = -1 };
+	long await_close = arg_long(argc, argv, "await-close", 0);
 	int rc = 1;
 	memset(&c, 0, sizeof c);
 	if (port <= 0 || (!name && !token)) {
@@ -879,11 +886,14 @@ static int spectate(int argc, char **argv)
 	uint32_t seq = 0;
 	/* A spectator that sends inputs anyway: the server must ignore them (and keep it). */
 	session_loop(&c, &st, cc_clock_ms() + max_seconds * 1000, INT64_MAX, &seq, true, 0);
+	await_close_after_end(&c, &st, await_close);
 	const char *result = st.over ? "ended" : c.refused ? "refused" : c.gone ? "disconnected" : "timeout";
 	printf("{\"result\":\"%s\",\"reason\":\"%s\",\"slot\":%d,\"team\":%d,\"snapshots\":%llu,\"max_gap_ms\":%lld,"
-	       "\"ignored_sent\":%u,\"score\":[%d,%d],\"ended_score\":[%d,%d],\"bot_slots\":%u,\"goals_seen\":%llu}\n",
+	       "\"ignored_sent\":%u,\"score\":[%d,%d],\"ended_score\":[%d,%d],\"bot_slots\":%u,\"goals_seen\":%llu,"
+	       "\"close_kicked\":\"%s\",\"close_data\":%d}\n",
 	       result, c.reason, c.slot, c.team, (unsigned long long)st.snapshots, (long long)st.max_gap, seq,
-	       st.score[0], st.score[1], st.ended[0], st.ended[1], st.bot_slots, (unsigned long long)st.goals);
+	       st.score[0], st.score[1], st.ended[0], st.ended[1], st.bot_slots, (unsigned long long)st.goals,
+	       st.close_kicked, st.close_data);
 	rc = 0;
 out:
 	conn_close(&c);
