@@ -607,6 +607,7 @@ static void on_spectate(struct gs_server *s, struct peer *p, const struct cc_wir
 		return;
 	}
 	p->phase = PEER_SPECTATING;
+	p->ignored = 0; /* from here on: what the spectator sent besides ping */
 	p->watch_slot = slot;
 	s->spectators[s->n_spectators++] = p;
 	count_session(s, "spectator");
