@@ -150,11 +150,15 @@ int gs_admission_resume(struct gs_admission *a, const char *token, const uint8_t
 	return 0;
 }
 
-int gs_admission_verify(const struct gs_admission *a, const char *token, int64_t now_unix, const char **reason)
+int gs_admission_verify(const struct gs_admission *a, const char *token, int64_t now_unix, int *slot,
+			const char **reason)
 {
 	struct cc_join_claims c;
 	const struct cc_roster_entry *e = NULL;
-	return identify(a, token, now_unix, &c, &e, reason);
+	int rc = identify(a, token, now_unix, &c, &e, reason);
+	if (rc == 0 && slot)
+		*slot = e->slot;
+	return rc;
 }
 
 int gs_admission_release(struct gs_admission *a, uint64_t holder, int64_t now_ms)

@@ -107,9 +107,11 @@ int gs_admission_resume(struct gs_admission *a, const char *token, const uint8_t
 
 /*
  * Verifies token for this match (as a hello would) without taking its
- * slot: a spectator's credential. 0 or the refusal as gs_admission_admit().
+ * slot: a spectator's credential. 0 (*slot, if not NULL, is the token's
+ * roster slot) or the refusal as gs_admission_admit().
  */
-int gs_admission_verify(const struct gs_admission *a, const char *token, int64_t now_unix, const char **reason) CC_MUST_CHECK;
+int gs_admission_verify(const struct gs_admission *a, const char *token, int64_t now_unix, int *slot,
+			const char **reason) CC_MUST_CHECK;
 
 /*
  * Frees the slot held by holder, if any, and reserves it until

@@ -34,6 +34,7 @@
 #define STALL_LOG_MS 100        /* a tick this late is a server_stalled line (and opens the grace) */
 #define REFUSE_SPARE 4          /* ENet slots past max_peers: room to tell a newcomer server_full */
 #define IDLE_EVICT_MIN_MS 500   /* a silent peer younger than this is never evicted (its hello may be in flight) */
+#define CLOSE_MS 1000           /* after the end linger: how long the disconnects of a finished match may take */
 
 enum peer_phase {
 	PEER_HELLO,      /* connected, no admitted hello yet */
@@ -59,7 +60,8 @@ struct peer {
 	int64_t rl_logged_ms;      /* when the last rate_limited line was written (0: never) */
 	char addr[48];             /* "ip:port" for logs */
 	bool displaced;            /* PLAYING: a resume took its slot over (duplicate_session) */
-	uint64_t ignored;          /* SPECTATING: messages besides ping, ignored */
+	uint64_t ignored;          /* SPECTATING: messages besides ping; HELLO: messages besides the handshake and ping */
+	int watch_slot;            /* SPECTATING: the roster slot of the join token it watches with, -1 for a name */
 };
 
 struct gs_server {
@@ -87,6 +89,7 @@ struct gs_server {
 	bool freeing;                  /* gs_server_free: tell nobody about leavers */
 	int64_t next_tick_ns;          /* monotonic time the next tick is due (pong's tick fraction) */
 	int64_t ended_ms;              /* monotonic time of the end */
+	int64_t closing_ms;            /* monotonic time the finished match closed its connections (0: not yet) */
 	uint32_t stall_kick_ticks;     /* held this many ticks in a row: kicked input_stalled (0: never) */
 	int64_t grace_until_ms;        /* server-stall grace: nobody is kicked for what the stall caused until then */
 	int64_t stall_seen_next;       /* the tick deadline whose lateness was already logged */
@@ -178,8 +181,8 @@ static size_t broadcast_msg(struct gs_server *s, const struct cc_wire_msg *m)
 /* Queues a disconnect receipt for an admitted peer that is leaving. */
 static void report_disconnect(struct gs_server *s, struct peer *p, const char *reason)
 {
-	if (p->phase != PEER_PLAYING || !s->reporter)
-		return;
+	if (p->phase != PEER_PLAYING || !s->reporter || s->closing_ms)
+		return; /* closing: the result, already posted, closes every connection still open (cc-api) */
 	cc_reporter_disconnect(s->reporter, p->who.player_id, reason);
 }
 
@@ -479,6 +482,10 @@ static bool handshake_ok(struct gs_server *s, struct peer *p, uint16_t version, 
  */
 static void admitted(struct gs_server *s, struct peer *p, const struct gs_admit *who)
 {
+	/* Spectators on this player's token: it plays now (a join token plays or watches, never both). */
+	for (int i = s->n_spectators - 1; i >= 0; i--)
+		if (s->spectators[i]->watch_slot == who->slot)
+			kick(s, s->spectators[i], CC_REASON_DUPLICATE_SESSION, "the token's player joined on another connection");
 	p->phase = PEER_PLAYING;
 	p->who = *who;
 	s->by_slot[who->slot] = p;
@@ -579,10 +586,16 @@ static void on_spectate(struct gs_server *s, struct peer *p, const struct cc_wir
 		kick(s, p, CC_REASON_WRONG_MODE, "this match admits spectators with a join token of this match only");
 		return;
 	}
+	int slot = -1;
 	if (h->auth == CC_WIRE_AUTH_TOKEN) {
 		const char *refusal = "malformed";
-		if (!s->admission || gs_admission_verify(s->admission, h->credential, (int64_t)time(NULL), &refusal) != 0) {
+		if (!s->admission || gs_admission_verify(s->admission, h->credential, (int64_t)time(NULL), &slot, &refusal) != 0) {
 			kick(s, p, gs_wire_reason_for_refusal(refusal), refusal);
+			return;
+		}
+		/* A join token plays or watches, never both at once (protocol section 10). */
+		if (slot >= 0 && slot < GS_MATCH_MAX_SLOTS && s->by_slot[slot]) {
+			kick(s, p, CC_REASON_TOKEN_REPLAYED, "the token's slot is being played: a join token plays or watches, not both");
 			return;
 		}
 	}
@@ -594,6 +607,8 @@ static void on_spectate(struct gs_server *s, struct peer *p, const struct cc_wir
 		return;
 	}
 	p->phase = PEER_SPECTATING;
+	p->ignored = 0; /* from here on: what the spectator sent besides ping */
+	p->watch_slot = slot;
 	s->spectators[s->n_spectators++] = p;
 	count_session(s, "spectator");
 	cc_log_info("spectator_admitted", CC_LOG_INT("peer", p->id), CC_LOG_STR("addr", p->addr),
@@ -616,30 +631,56 @@ static void on_packet(struct gs_server *s, struct peer *p, int channel, const ui
 		kick(s, p, CC_REASON_PROTOCOL_MISMATCH, detail);
 		return;
 	}
-	if (p->phase == PEER_HELLO && s->called_off) {
-		kick(s, p, CC_REASON_SHUTTING_DOWN, "match called off");
+	int rc = cc_wire_decode_from(data, len, CC_WIRE_TO_SERVER, (uint8_t)channel, &m, &f);
+	if (rc == CC_ENOTFOUND) {
+		/* Unknown ids are skipped in every phase (protocol section 8): a newer client may send what we do not know yet. */
+		p->unknown++;
+		cc_metric_add(s->m.unknown, NULL, 1);
+		replay_verdict(s, p->id, "skipped unknown: id 0x%04x (%zu bytes)", f.id, len);
+		if (p->unknown == 1)
+			cc_log_info("unknown_message", CC_LOG_INT("peer", p->id), CC_LOG_INT("id", f.id),
+				    CC_LOG_INT("bytes", (int64_t)len), CC_LOG_STR("phase", p->phase == PEER_HELLO ? "handshake" : "session"));
 		return;
 	}
-	int rc = cc_wire_decode_from(data, len, CC_WIRE_TO_SERVER, (uint8_t)channel, &m, &f);
 	if (p->phase == PEER_HELLO) {
-		/* Before its hello is admitted a peer may say nothing else, and nothing malformed. */
-		if (rc == CC_EINVAL)
+		/*
+		 * Before welcome (protocol section 8): a faulty packet ends the handshake at once; hello, spectate and
+		 * resume are the handshake; ping is answered; any other message is ignored (an input sent right after
+		 * the hello travels on another channel and may overtake it). A peer that never says hello is refused
+		 * handshake_timeout by the tick.
+		 */
+		if (rc != 0) {
 			replay_verdict(s, p->id, "refused %s: %s", cc_wire_fault_name(f.kind), f.text);
-		else if (rc != 0)
-			replay_verdict(s, p->id, "refused: id 0x%04x before the hello (%zu bytes)", f.id, len);
-		else if (m.id != CC_MSG_HELLO && m.id != CC_MSG_RESUME && m.id != CC_MSG_SPECTATE)
-			replay_verdict(s, p->id, "refused: %s before the hello", cc_wire_msg_name(m.id));
-		if (rc != 0)
-			kick(s, p, CC_REASON_MALFORMED, rc == CC_ENOTFOUND ? "the first message must be a hello" : f.text);
-		else if (m.id == CC_MSG_HELLO)
+			kick(s, p, CC_REASON_MALFORMED, f.text);
+			return;
+		}
+		if ((m.id == CC_MSG_HELLO || m.id == CC_MSG_RESUME || m.id == CC_MSG_SPECTATE) && s->called_off) {
+			kick(s, p, CC_REASON_SHUTTING_DOWN, "match called off");
+			return;
+		}
+		if ((m.id == CC_MSG_HELLO || m.id == CC_MSG_RESUME || m.id == CC_MSG_SPECTATE) && s->ended) {
+			kick(s, p, CC_REASON_MATCH_OVER, "the match is over");
+			return;
+		}
+		switch (m.id) {
+		case CC_MSG_HELLO:
 			on_hello(s, p, &m.u.hello);
-		else if (m.id == CC_MSG_RESUME)
+			return;
+		case CC_MSG_RESUME:
 			on_resume(s, p, &m.u.resume);
-		else if (m.id == CC_MSG_SPECTATE)
+			return;
+		case CC_MSG_SPECTATE:
 			on_spectate(s, p, &m.u.spectate);
-		else
-			kick(s, p, CC_REASON_MALFORMED, "the first message must be a hello");
-		return;
+			return;
+		case CC_MSG_PING:
+			break; /* answered below, as in a session */
+		default:
+			replay_verdict(s, p->id, "ignored %s: before the handshake", cc_wire_msg_name(m.id));
+			if (p->ignored++ == 0)
+				cc_log_info("message_before_handshake_ignored", CC_LOG_INT("peer", p->id),
+					    CC_LOG_STR("message", cc_wire_msg_name(m.id)));
+			return;
+		}
 	}
 	if (p->phase == PEER_SPECTATING && rc == 0 && m.id != CC_MSG_PING) {
 		/* A spectator only watches: anything but ping is counted and dropped. */
@@ -647,16 +688,6 @@ static void on_packet(struct gs_server *s, struct peer *p, int channel, const ui
 		if (p->ignored++ == 0)
 			cc_log_info("spectator_message_ignored", CC_LOG_INT("peer", p->id),
 				    CC_LOG_STR("message", cc_wire_msg_name(m.id)));
-		return;
-	}
-	if (rc == CC_ENOTFOUND) {
-		/* Unknown ids are skipped: a newer client may send what we do not know yet. */
-		p->unknown++;
-		cc_metric_add(s->m.unknown, NULL, 1);
-		replay_verdict(s, p->id, "skipped unknown: id 0x%04x (%zu bytes)", f.id, len);
-		if (p->unknown == 1)
-			cc_log_info("unknown_message", CC_LOG_INT("peer", p->id), CC_LOG_INT("id", f.id),
-				    CC_LOG_INT("bytes", (int64_t)len));
 		return;
 	}
 	if (rc != 0) {
@@ -1043,6 +1074,36 @@ static void handle(struct gs_server *s, ENetEvent *ev)
 	}
 }
 
+/*
+ * The end linger is over (protocol section 6, end of a match): every peer,
+ * player or spectator, is kicked match_over ("the match is over"), so its
+ * ENet disconnect carries data 14, after the reliable kicked. No
+ * disconnect receipts: the result closed the players' connections.
+ */
+static void close_finished(struct gs_server *s)
+{
+	int closed = 0;
+	s->closing_ms = cc_clock_ms();
+	for (size_t i = 0; i < s->host->peerCount; i++) {
+		struct peer *p = s->host->peers[i].data;
+		if (p) {
+			kick(s, p, CC_REASON_MATCH_OVER, "the match is over");
+			closed++;
+		}
+	}
+	cc_log_info("match_closed", CC_LOG_INT("peers_closed", closed), CC_LOG_INT("tick", gs_match_tick(s->match)));
+}
+
+/* ENet peers still connected or still delivering their disconnect. */
+static int open_connections(const struct gs_server *s)
+{
+	int n = 0;
+	for (size_t i = 0; i < s->host->peerCount; i++)
+		if (s->host->peers[i].state != ENET_PEER_STATE_DISCONNECTED && s->host->peers[i].state != ENET_PEER_STATE_ZOMBIE)
+			n++;
+	return n;
+}
+
 int gs_server_run(struct gs_server *s, bool (*stopping)(void *ctx), void *ctx)
 {
 	int64_t next = cc_clock_ns();
@@ -1079,8 +1140,12 @@ int gs_server_run(struct gs_server *s, bool (*stopping)(void *ctx), void *ctx)
 		cc_metric_observe(s->m.tick_seconds, NULL, (double)(cc_clock_ns() - started) / 1e9 / runs);
 		if (!atomic_exchange(&s->ready, true))
 			cc_log_info("ready", CC_LOG_DBL("ms_since_main", (double)(cc_clock_ns() - s->opts.started_ns) / 1e6));
-		if (s->ended && cc_clock_ms() - s->ended_ms >= s->opts.end_linger_ms)
-			return GS_RUN_ENDED;
+		if (s->ended && cc_clock_ms() - s->ended_ms >= s->opts.end_linger_ms) {
+			if (!s->closing_ms)
+				close_finished(s);
+			if (!open_connections(s) || cc_clock_ms() - s->closing_ms >= CLOSE_MS)
+				return GS_RUN_ENDED;
+		}
 		if (s->called_off && cc_clock_ms() - s->called_off_ms >= s->opts.end_linger_ms)
 			return GS_RUN_CALLED_OFF;
 	}

@@ -14,10 +14,15 @@
  * an unknown id is skipped and counted ("unknown", never fatal); a
  * truncated, oversized or malformed one (wrong channel or direction
  * included) adds one to the peer's bad count, and past --max-bad-messages
- * the peer is kicked (reason "malformed"). Before its hello is admitted a
- * peer may send only a well-formed hello: anything else is refused at
- * once ("malformed"); a hello of another protocol version is refused by
- * its version alone ("protocol_mismatch"), before the rest is decoded.
+ * the peer is kicked (reason "malformed"). Before its handshake (hello,
+ * spectate, resume) is admitted, a peer's unknown ids are skipped too, a
+ * ping is answered and any other well-formed message ignored; a faulty
+ * packet is refused at once ("malformed"); a peer that never completes the
+ * handshake is refused "handshake_timeout" (the table is
+ * contracts/gameserver-protocol.md section 8). A hello of another protocol
+ * version is refused by its version alone ("protocol_mismatch"), before
+ * the rest is decoded. After the end linger every peer is kicked
+ * "match_over" (disconnect data 14) before the run loop returns.
  *
  * A kick logs "peer_kicked" with the wire reason and a detail (for a token,
  * the precise game/token.h refusal: "bad_signature", "wrong_server"),

@@ -24,7 +24,9 @@
  * CC_SIM_GOAL_HALF_HEIGHT above and below; behind it a box
  * CC_SIM_GOAL_DEPTH deep. The ball scores when its centre is a full radius
  * past the goal line (all of it over, as in football) inside a mouth.
- * Ships never leave the arena box (they cannot enter a goal).
+ * Ships never leave the arena box (they cannot enter a goal). Clients learn
+ * these constants and this rule from contracts/gameserver-protocol.md
+ * section 6 (tests/unit/test_sim.c goal_line_rule pins it): change both.
  *
  * Body axes of a ship (rotated by its orientation): +x lateral, +y up,
  * +z forward (the nose). The identity orientation faces +z. Thrust acts

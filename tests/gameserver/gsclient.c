@@ -38,15 +38,24 @@
  *       bot_slots (bit mask of slots seen with the snapshot bot flag),
  *       pi_bot_slots (player_info bot flag), welcome_state, welcome_tick,
  *       own_bot_last_tick (last snapshot with our own slot bot-driven),
- *       own_free_tick (first later snapshot without), kickoffs (ticks).
+ *       own_free_tick (first later snapshot without), kickoffs (ticks),
+ *       pi_connected / pi_connected_named (player_info messages with the
+ *       connected bit, and of them those with a non-empty name).
+ *       --await-close=MS: after match_end, waits up to MS for the server to
+ *       close the connection and adds close_kicked / close_detail (a kicked
+ *       after match_end, "" none), close_data (the ENet disconnect's data,
+ *       -1 none) and close_ms.
  *
  *   gsclient spectate --port=P (--name=NAME | --token=FILE) [--max-seconds=S] [--snapshot-log=FILE]
+ *                     [--await-close=MS]
  *       Watches until the match ends; prints result (ended|refused|...),
  *       reason, slot, snapshots, ignored_sent (inputs sent, which the server
- *       must ignore), score.
+ *       must ignore), score, close_kicked and close_data (as play's).
  *
  *   gsclient hostile --port=P --kind=KIND [--token=FILE]
- *       KIND: garbage, short, truncated-hello, oversized-hello, version,
+ *       KIND: garbage (an unknown id: skipped, so the handshake deadline
+ *       refuses it), unknown-first (unknown ids, a ping and an input, then a
+ *       hello with --token: prints admitted and pong_before_welcome), short, truncated-hello, oversized-hello, version,
  *       token (hello with --token), truncated-input, oversized-input,
  *       wrong-channel (the last three after a hello with --token).
  *       Prints {"result":"refused","reason":...,"detail":...} when the
@@ -421,6 +430,47 @@ static int hostile(int argc, char **argv)
 		cc_random_bytes(buf, 64);
 		buf[0] = buf[1] = 0xfe; /* id 0xfefe: never assigned */
 		send_raw(&c, 0, buf, 64, true);
+	} else if (strcmp(kind, "unknown-first") == 0) {
+		/*
+		 * Before the hello: ids no version defines (0xDEAD on both client channels), a ping, an input; then a
+		 * hello with --token. Section 8: unknowns are skipped, the ping answered, the input ignored, the hello
+		 * admitted.
+		 */
+		uint8_t u[12] = { 0 };
+		put16(u, 0xDEAD);
+		send_raw(&c, 0, u, sizeof u, true);
+		send_raw(&c, 1, u, sizeof u, false);
+		send_raw(&c, 0, u, 2, true);
+		struct cc_wire_msg ping = { .id = CC_MSG_PING };
+		ping.u.ping.client_time = 0x1234;
+		size_t n = encode(&ping, buf, sizeof buf);
+		send_raw(&c, 1, buf, n, false);
+		send_input(&c, 1, 1, 0, 1);
+		bool pong = false;
+		ENetEvent ev;
+		for (int64_t end = cc_clock_ms() + 2000; !pong && !c.gone && !c.refused && cc_clock_ms() < end;) {
+			if (enet_host_service(c.host, &ev, 20) <= 0)
+				continue;
+			if (ev.type == ENET_EVENT_TYPE_DISCONNECT) {
+				c.gone = true;
+			} else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
+				struct cc_wire_msg r;
+				if (cc_wire_decode(ev.packet->data, ev.packet->dataLength, &r, NULL) == 0 && r.id == CC_MSG_PONG &&
+				    r.u.pong.client_time == 0x1234)
+					pong = true;
+				else if (ev.channelID == 0)
+					on_control(&c, ev.packet->data, ev.packet->dataLength);
+				enet_packet_destroy(ev.packet);
+			}
+		}
+		if (!c.gone && !c.refused)
+			send_hello(&c, PROTOCOL, token ? token : "");
+		await(&c, 3000);
+		printf("{\"result\":\"%s\",\"reason\":\"%s\",\"detail\":\"%s\",\"pong_before_welcome\":%s}\n",
+		       c.refused ? "refused" : c.welcomed ? "admitted" : c.gone ? "disconnected" : "timeout", c.reason, c.detail,
+		       pong ? "true" : "false");
+		rc = 0;
+		goto out;
 	} else if (strcmp(kind, "short") == 0) {
 		send_raw(&c, 0, "\x01", 1, true);
 	} else if (strcmp(kind, "truncated-hello") == 0) {
@@ -520,6 +570,10 @@ struct play_stats {
 	int n_kickoffs;
 	struct own_pos own; /* our ship in the newest snapshot */
 	FILE *snaplog;
+	uint32_t pi_connected, pi_connected_named; /* player_info messages with the connected bit; of them, with a name */
+	char close_kicked[40], close_detail[140]; /* a kicked after match_end (--await-close) */
+	int close_data;                           /* the ENet disconnect's data after match_end, -1 none */
+	int64_t close_ms;                         /* from match_end to that disconnect */
 };
 
 static uint64_t fnv1a(const uint8_t *d, size_t n)
@@ -582,6 +636,13 @@ static void on_session_packet(struct conn *c, struct play_stats *st, int channel
 	} else if (m.id == CC_MSG_PLAYER_INFO) {
 		if (m.u.player_info.flags & CC_WIRE_PI_BOT)
 			st->pi_bot_slots |= 1u << m.u.player_info.slot;
+		if (m.u.player_info.flags & CC_WIRE_PI_CONNECTED) {
+			st->pi_connected++;
+			st->pi_connected_named += m.u.player_info.name[0] != '\0';
+		}
+	} else if (m.id == CC_MSG_KICKED && st->over) {
+		snprintf(st->close_kicked, sizeof st->close_kicked, "%s", cc_wire_reason_name(m.u.kicked.reason));
+		snprintf(st->close_detail, sizeof st->close_detail, "%s", m.u.kicked.detail);
 	} else if (channel == 0) {
 		on_control(c, d, len);
 	}
@@ -624,6 +685,27 @@ static void session_loop(struct conn *c, struct play_stats *st, int64_t end_ms, 
 	}
 }
 
+/* --await-close=MS: after match_end, what the server says and does when it closes the finished match. */
+static void await_close_after_end(struct conn *c, struct play_stats *st, long ms)
+{
+	if (!st->over || ms <= 0 || c->gone)
+		return;
+	int64_t over_ms = cc_clock_ms(), until = over_ms + ms;
+	ENetEvent ev;
+	while (!c->gone && cc_clock_ms() < until) {
+		if (enet_host_service(c->host, &ev, 20) <= 0)
+			continue;
+		if (ev.type == ENET_EVENT_TYPE_DISCONNECT) {
+			c->gone = true;
+			st->close_data = (int)ev.data;
+			st->close_ms = cc_clock_ms() - over_ms;
+		} else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
+			on_session_packet(c, st, ev.channelID, ev.packet->data, ev.packet->dataLength);
+			enet_packet_destroy(ev.packet);
+		}
+	}
+}
+
 /* A resume attempt on a fresh connection that is expected to be refused; "refused:REASON" etc. into out. */
 static void impostor(int port, uint8_t auth, const char *credential, const uint8_t *key, char *out, size_t cap)
 {
@@ -657,7 +739,8 @@ static int play(int argc, char **argv)
 	char *imp_token = arg(argc, argv, "impostor-token") ? read_token(arg(argc, argv, "impostor-token")) : NULL;
 	const char *snaplog = arg(argc, argv, "snapshot-log");
 	struct conn c;
-	struct play_stats st = { .ended = { -1, -1 } };
+	struct play_stats st = { .ended = { -1, -1 }, .close_data = -1 };
+	long await_close = arg_long(argc, argv, "await-close", 0);
 	int rc = 1;
 	memset(&c, 0, sizeof c);
 	if (port <= 0 || !token || (strcmp(drop, "graceful") != 0 && strcmp(drop, "silent") != 0)) {
@@ -732,6 +815,7 @@ static int play(int argc, char **argv)
 		}
 	}
 report:;
+	await_close_after_end(&c, &st, await_close);
 	const char *result = st.over ? "ended" : c.refused ? "refused" : dropped && !resume ? "dropped" : c.gone ? "disconnected" : "timeout";
 	printf("{\"result\":\"%s\",\"reason\":\"%s\",\"slot\":%d,\"team\":%d,\"snapshots\":%llu,\"max_gap_ms\":%lld,"
 	       "\"inputs_sent\":%u,\"last_ack\":%u,\"last_tick\":%u,\"score\":[%d,%d],\"ended_score\":[%d,%d],"
@@ -747,10 +831,12 @@ report:;
 		printf("%s%u", i ? "," : "", st.kickoffs[i]);
 	printf("],\"dropped\":%s,\"resumed\":%s,\"resumed_slot\":%d,\"resumed_team\":%d,"
 	       "\"own_before\":{\"tick\":%u,\"pos\":[%.3f,%.3f,%.3f]},\"own_after\":{\"tick\":%u,\"pos\":[%.3f,%.3f,%.3f]},"
-	       "\"impostor_token\":\"%s\",\"impostor_name\":\"%s\"}\n",
+	       "\"impostor_token\":\"%s\",\"impostor_name\":\"%s\",\"pi_connected\":%u,\"pi_connected_named\":%u,"
+	       "\"close_kicked\":\"%s\",\"close_detail\":\"%s\",\"close_data\":%d,\"close_ms\":%lld}\n",
 	       dropped ? "true" : "false", resumed ? "true" : "false", resumed ? c.slot : -1, resumed ? c.team : -1,
 	       before.tick, before.pos[0], before.pos[1], before.pos[2], after.tick, after.pos[0], after.pos[1],
-	       after.pos[2], imp_tok_out, imp_name_out);
+	       after.pos[2], imp_tok_out, imp_name_out, st.pi_connected, st.pi_connected_named, st.close_kicked,
+	       st.close_detail, st.close_data, (long long)st.close_ms);
 	rc = 0;
 out:
 	if (c.host)
@@ -770,7 +856,8 @@ static int spectate(int argc, char **argv)
 	char *token = arg(argc, argv, "token") ? read_token(arg(argc, argv, "token")) : NULL;
 	const char *snaplog = arg(argc, argv, "snapshot-log");
 	struct conn c;
-	struct play_stats st = { .ended = { -1, -1 } };
+	struct play_stats st = { .ended = { -1, -1 }, .close_data = -1 };
+	long await_close = arg_long(argc, argv, "await-close", 0);
 	int rc = 1;
 	memset(&c, 0, sizeof c);
 	if (port <= 0 || (!name && !token)) {
@@ -799,11 +886,14 @@ static int spectate(int argc, char **argv)
 	uint32_t seq = 0;
 	/* A spectator that sends inputs anyway: the server must ignore them (and keep it). */
 	session_loop(&c, &st, cc_clock_ms() + max_seconds * 1000, INT64_MAX, &seq, true, 0);
+	await_close_after_end(&c, &st, await_close);
 	const char *result = st.over ? "ended" : c.refused ? "refused" : c.gone ? "disconnected" : "timeout";
 	printf("{\"result\":\"%s\",\"reason\":\"%s\",\"slot\":%d,\"team\":%d,\"snapshots\":%llu,\"max_gap_ms\":%lld,"
-	       "\"ignored_sent\":%u,\"score\":[%d,%d],\"ended_score\":[%d,%d],\"bot_slots\":%u,\"goals_seen\":%llu}\n",
+	       "\"ignored_sent\":%u,\"score\":[%d,%d],\"ended_score\":[%d,%d],\"bot_slots\":%u,\"goals_seen\":%llu,"
+	       "\"close_kicked\":\"%s\",\"close_data\":%d}\n",
 	       result, c.reason, c.slot, c.team, (unsigned long long)st.snapshots, (long long)st.max_gap, seq,
-	       st.score[0], st.score[1], st.ended[0], st.ended[1], st.bot_slots, (unsigned long long)st.goals);
+	       st.score[0], st.score[1], st.ended[0], st.ended[1], st.bot_slots, (unsigned long long)st.goals,
+	       st.close_kicked, st.close_data);
 	rc = 0;
 out:
 	conn_close(&c);

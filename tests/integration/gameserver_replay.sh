@@ -17,7 +17,7 @@ gs_start_fake
 port=$(free_port)
 replay="$T_DIR/replay.bin"
 gs_start_server "$port" --match-seconds=5 --warmup-seconds=1 --connect-window-seconds=2 --max-bad-messages=8 \
-	--overtime-max-seconds=1 --replay-log="$replay" --log-level=debug
+	--overtime-max-seconds=1 --replay-log="$replay" --log-level=debug --handshake-timeout-ms=1500
 gs_pid=$LAST_PID
 grep -q '"event":"replay_log_on".*"max_bytes":67108864' "$T_DIR/gs.log" || fail "no replay_log_on line with the default cap in the server log"
 
@@ -25,15 +25,16 @@ start_bg "$T_DIR/player0.out" "$GSCLIENT" play --port="$port" --token="$T_DIR/mi
 player_pid=$LAST_PID
 wait_log "$T_DIR/gs.log" '"event":"peer_admitted"' 1 "$gs_pid" 20
 
-# hostile KIND [TOKEN]: one misbehaving peer; it must be refused with reason malformed.
+# hostile KIND [TOKEN [REASON]]: one misbehaving peer; it must be refused with REASON (default malformed).
 hostile() {
-	local kind=$1 token=${2:-} out
+	local kind=$1 token=${2:-} want=${3:-malformed} out
 	local args=(hostile --port="$port" --kind="$kind")
 	[[ -n $token ]] && args+=(--token="$T_DIR/mint/$token")
 	out=$("$GSCLIENT" "${args[@]}") || fail "gsclient ${args[*]} exited $?: $out"
-	[[ $(jq -r .reason <<<"$out") == malformed ]] || fail "$kind: expected a malformed refusal, saw $out"
+	[[ $(jq -r .reason <<<"$out") == "$want" ]] || fail "$kind: expected a $want refusal, saw $out"
 }
-hostile garbage
+# An unknown id before the hello is skipped (protocol section 8): the handshake deadline refuses the peer.
+hostile garbage "" handshake_timeout
 hostile truncated-input token.1
 hostile oversized-input token.2
 hostile wrong-channel token.3
@@ -88,14 +89,14 @@ check_refusals "$p_trunc" truncated "truncated inputs"
 check_refusals "$p_over" oversized "oversized inputs"
 check_refusals "$p_chan" malformed "inputs on the snapshot channel"
 
-# Garbage before the hello: decoded as an unknown id, refused before the hello, kicked.
-p_garbage=$(grep '"event":"peer_kicked"' "$T_DIR/gs.log" | jq -r 'select(.detail == "the first message must be a hello") | .peer' | head -n1)
-[[ -n $p_garbage ]] || fail "no peer kicked for garbage before its hello in the log"
+# Garbage before the hello: decoded as an unknown id, skipped, and the peer refused at the handshake deadline.
+p_garbage=$(grep '"event":"peer_kicked"' "$T_DIR/gs.log" | jq -r 'select(.detail == "no hello in time") | .peer' | head -n1)
+[[ -n $p_garbage ]] || fail "no peer refused handshake_timeout after garbage before its hello in the log"
 grep -qE "^[0-9.]+ in peer $p_garbage ch 0 unknown id 0xfefe \(64 bytes\)$" "$dump" || fail "garbage (peer $p_garbage): its packet is not in the dump as unknown id 0xfefe"
-grep -qE "^[0-9.]+ verdict peer $p_garbage refused: id 0xfefe before the hello \(64 bytes\)$" "$dump" || fail "garbage (peer $p_garbage): no refusal verdict in the dump"
-grep -qE "^[0-9.]+ verdict peer $p_garbage kicked malformed: the first message must be a hello$" "$dump" || fail "garbage (peer $p_garbage): no kick verdict"
+grep -qE "^[0-9.]+ verdict peer $p_garbage skipped unknown: id 0xfefe \(64 bytes\)$" "$dump" || fail "garbage (peer $p_garbage): no 'skipped unknown' verdict in the dump"
+grep -qE "^[0-9.]+ verdict peer $p_garbage kicked handshake_timeout: no hello in time$" "$dump" || fail "garbage (peer $p_garbage): no kick verdict"
 grep -qE "^[0-9.]+ out peer $p_garbage ch 0 \{\"id\":3,\"name\":\"refused\"" "$dump" || fail "garbage (peer $p_garbage): the refused message is not in the dump"
-pass "garbage before the hello (peer $p_garbage): unknown id, refused, kicked"
+pass "garbage before the hello (peer $p_garbage): unknown id, skipped, refused at the handshake deadline"
 
 # The honest player: its unknown ids skipped, its inputs and the match's messages decoded, its token redacted.
 grep -qE "^[0-9.]+ verdict peer 1 skipped unknown: id 0x7777 \(8 bytes\)$" "$dump" || fail "the honest player's unknown id is not a 'skipped' verdict in the dump"

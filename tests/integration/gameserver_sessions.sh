@@ -31,7 +31,8 @@ gs_pid=$LAST_PID
 grep -q '"slot_reserve_seconds":30' "$T_DIR/gs.log" || fail "the server does not run the 30 s default reservation"
 M="$T_DIR/mint"
 
-start_bg "$T_DIR/spectator.out" "$GSCLIENT" spectate --port="$port" --name=watcher --snapshot-log="$T_DIR/spectator.snaps"
+start_bg "$T_DIR/spectator.out" "$GSCLIENT" spectate --port="$port" --name=watcher --snapshot-log="$T_DIR/spectator.snaps" \
+	--await-close=8000
 spectator_pid=$LAST_PID
 wait_log "$T_DIR/gs.log" '"event":"spectator_admitted"' 1 "$gs_pid" 20
 start_bg "$T_DIR/p0.out" "$GSCLIENT" play --port="$port" --token="$M/token.0" --snapshot-log="$T_DIR/p0.snaps" \
@@ -121,6 +122,9 @@ pass "players saw the bot flag on slots 2 and 3 only (snapshots $snap_bits, play
 
 # The spectator: the same snapshot bytes as the players, to the end.
 expect_eq "spectator" "ended 255 255" "$(jq -r '"\(.result) \(.slot) \(.team)"' <<<"$spec")"
+# The finished match closes spectators as it does players (protocol section 6): kicked match_over, data 14.
+expect_eq "what the spectator heard when the finished match closed (kicked reason, disconnect data)" "match_over 14" \
+	"$(jq -r '"\(.close_kicked) \(.close_data)"' <<<"$spec")"
 for who in p0 p3; do
 	# Lines are "tick hash": ticks both saw, and of those the lines (tick and bytes' hash) that are identical.
 	ticks=$(comm -12 <(cut -d' ' -f1 "$T_DIR/spectator.snaps" | sort -u) <(cut -d' ' -f1 "$T_DIR/$who.snaps" | sort -u) | wc -l)

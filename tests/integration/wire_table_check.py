@@ -19,6 +19,7 @@ Exits 0 when everything agrees; otherwise prints each disagreement and
 exits 1.
 """
 import json
+import fractions
 import math
 import re
 import struct
@@ -261,6 +262,53 @@ def check_examples(table, md, problems):
             problems.append(f"protocol.md example ({caption}) decodes to {got}")
 
 
+def rot_of(table, packed):
+    """A packed rot alone, dequantised from the table's rules (the quaternion of a body)."""
+    body = {"pos_x": 0, "pos_y": 0, "pos_z": 0, "rot": packed, "vel_x": 0, "vel_y": 0, "vel_z": 0, "angvel": 0}
+    return table.dequantise(body)[3:7]
+
+
+def pack_rot(q):
+    """The document's encoding rule (section 5, body), written from its prose: smallest three, 10 bits each."""
+    norm = math.sqrt(sum(c * c for c in q))
+    q = [c / norm for c in q]
+    largest = max(range(4), key=lambda i: (abs(q[i]), -i))
+    if q[largest] < 0:
+        q = [-c for c in q]
+    packed = largest << 30
+    for shift, c in zip((20, 10, 0), [c for i, c in enumerate(q) if i != largest]):
+        v = max(-511, min(511, round(c * 511 * math.sqrt(2))))
+        packed |= (v & 0x3FF) << shift
+    return packed
+
+
+def check_rot_examples(table, md, problems):
+    """The worked rot examples: bytes, number and quaternion agree, decoded and encoded from the rules alone."""
+    rows = re.findall(r"^\| \(([-0-9/, .]+)\) \| `0x([0-9a-f]{8})` \| `([0-9a-f ]{11})` \|", md, re.M)
+    if len(rows) < 3:
+        problems.append(f"protocol.md: {len(rows)} worked rot examples, expected at least 3")
+    distinct = 0
+    for quat, hexval, wire in rows:
+        q = [float(fractions.Fraction(c.strip())) for c in quat.split(",")]  # "2/9": the document's fractions
+        packed = int(hexval, 16)
+        data = bytes.fromhex(wire)
+        if int.from_bytes(data, "little") != packed:
+            problems.append(f"protocol.md rot example 0x{hexval}: its bytes {wire} are not that u32 little-endian")
+        if pack_rot(q) != packed:
+            problems.append(f"protocol.md rot example {quat}: packs to 0x{pack_rot(q):08x}, the document says 0x{hexval}")
+        got = rot_of(table, int.from_bytes(data, "little"))
+        dot = abs(sum(a * b for a, b in zip(got, [c / math.sqrt(sum(x * x for x in q)) for c in q])))
+        angle = 2 * math.acos(min(1.0, dot))
+        if angle > 0.005:
+            problems.append(f"protocol.md rot example {wire}: decodes to {got}, {angle:.4f} rad from {quat}")
+        fields = [(packed >> shift) & 0x3FF for shift in (20, 10, 0)]
+        if len(set(fields)) == 3 and 0 not in fields:
+            distinct += 1
+    if rows and distinct == 0:
+        problems.append("protocol.md: no rot example has three distinct non-zero packed components")
+    return len(rows)
+
+
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
@@ -269,6 +317,7 @@ def main():
     problems = []
     check_document(table, md, problems)
     check_examples(table, md, problems)
+    rots = check_rot_examples(table, md, problems)
     messages = bodies = 0
     names = set()
     for lineno, line in enumerate(open(sys.argv[3], encoding="utf-8"), 1):
@@ -311,7 +360,7 @@ def main():
     for p in problems:
         print("wire_table_check:", p)
     print(f"wire_table_check: {messages} messages and {bodies} bodies checked against the C codec, "
-          f"{len(problems)} problems")
+          f"{rots} rot examples from the document, {len(problems)} problems")
     sys.exit(1 if problems else 0)
 
 

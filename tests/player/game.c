@@ -396,6 +396,10 @@ static void on_message(struct game_thread *t, struct gp *p, const struct cc_wire
 		leave(p, now_ms);
 		break;
 	case CC_MSG_KICKED:
+		if (p->st == GP_ENDED && m->u.kicked.reason == CC_REASON_MATCH_OVER) {
+			judge_end(p, now_ms); /* the server closing the finished match (protocol section 6): decide now */
+			break;
+		}
 		fail(p, now_ms, "kicked: %s (%s)", cc_wire_reason_name(m->u.kicked.reason), m->u.kicked.detail);
 		leave(p, now_ms);
 		break;

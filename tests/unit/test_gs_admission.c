@@ -202,7 +202,9 @@ START_TEST(test_takeover_and_hello_during_reservation)
 	ck_assert(!gs_admission_slot_reserved(f.a, 3, T0 + 500));
 	ck_assert_int_eq(gs_admission_next_lapsed(f.a, T0 + 400 + RESERVE_MS), -1); /* taken back: never lapses */
 	/* A spectator's token check takes no slot. */
-	ck_assert_int_eq(gs_admission_verify(f.a, f.tokens[1], (int64_t)time(NULL), &why), 0);
+	int spec_slot = -1;
+	ck_assert_int_eq(gs_admission_verify(f.a, f.tokens[1], (int64_t)time(NULL), &spec_slot, &why), 0);
+	ck_assert_int_eq(spec_slot, 1); /* the server refuses it while slot 1 is played (protocol section 10) */
 	ck_assert(!gs_admission_slot_held(f.a, 1));
 	teardown(&f);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "support.h"
+#include "game/chase.h"
 #include "game/sim.h"
 #include "sys/banned.h"
 
@@ -439,6 +440,106 @@ START_TEST(bodies_stay_inside)
 }
 END_TEST
 
+/*
+ * The goal rule as contracts/gameserver-protocol.md section 6 states it:
+ * a goal is the whole ball over the line inside the mouth (centre at |z| >=
+ * 27 + 1.5 = 28.5), checked every tick while the ball is live. A ball at
+ * rest partly over the line (the one seen 1.12 m past it at FULL_TIME) is
+ * no goal; the same ball rolling on scores on the first tick its centre
+ * reaches 28.5, lies dead there, and the team credited is the attacker of
+ * that goal (team 0 attacks +z).
+ */
+START_TEST(goal_line_rule)
+{
+	const float line = CC_SIM_ARENA_HALF_Z + CC_SIM_BALL_RADIUS; /* 28.5 */
+	for (int side = -1; side <= 1; side += 2) {
+		struct cc_sim sim;
+		struct cc_sim_events ev;
+		sim_solo(&sim);
+		ck_assert_int_eq(cc_sim_set_active(&sim, 0, false), 0);
+		/* 1.12 m past the line, at rest: partly over, no goal however long it lies there. */
+		sim.ball.pos = vec(2.0f, 7.0f, side * (CC_SIM_ARENA_HALF_Z + 1.12f));
+		sim.ball.vel = vec(0, 0, 0);
+		for (int t = 0; t < 5 * CC_SIM_TICK_RATE; t++) {
+			cc_sim_step(&sim, NULL, &ev);
+			ck_assert_msg(ev.goal_team == -1, "side %d: a ball 1.12 m past the line scored at tick %d", side, t);
+		}
+		ck_assert(sim.ball_live);
+		ck_assert_float_eq_tol(sim.ball.pos.z, side * (CC_SIM_ARENA_HALF_Z + 1.12f), EPS);
+		/* Just short of all-over, rolling in at 0.3 m/s: a goal on the tick the centre reaches 28.5, not before. */
+		sim.ball.pos = vec(2.0f, 7.0f, side * (line - 0.02f));
+		sim.ball.vel = vec(0, 0, side * 0.3f);
+		int scored_at = -1;
+		for (int t = 0; t < CC_SIM_TICK_RATE && scored_at < 0; t++) {
+			float before = fabsf(sim.ball.pos.z);
+			cc_sim_step(&sim, NULL, &ev);
+			if (ev.goal_team >= 0) {
+				scored_at = t;
+				ck_assert_int_eq(ev.goal_team, side > 0 ? 0 : 1); /* +z is team 0's target */
+				ck_assert_float_lt(before, line);
+				ck_assert_float_ge(fabsf(sim.ball.pos.z), line);
+			} else {
+				ck_assert_float_lt(fabsf(sim.ball.pos.z), line);
+			}
+		}
+		ck_assert_msg(scored_at > 0, "side %d: the rolling ball scored at tick %d", side, scored_at);
+		/* Dead in the net: frozen where it scored, never scoring again. */
+		struct cc_sim_vec3 at = sim.ball.pos;
+		for (int t = 0; t < CC_SIM_TICK_RATE; t++) {
+			cc_sim_step(&sim, NULL, &ev);
+			ck_assert_int_eq(ev.goal_team, -1);
+		}
+		ck_assert(!sim.ball_live);
+		ck_assert(sim.ball.pos.z == at.z && sim.ball.vel.z == 0.0f);
+	}
+}
+END_TEST
+
+/*
+ * What a client may see (section 6): in three minutes of bot play (game/
+ * chase, which attacks the goals), after every tick a live ball is short of
+ * 28.5, a ball past 25.5 fits the mouth (the end wall stops any other),
+ * and a dead ball lies between 28.5 and the back of the box. The run must
+ * score, so the rule is exercised.
+ */
+START_TEST(goal_rule_under_play)
+{
+	struct cc_sim sim;
+	struct cc_sim_input in[6];
+	struct cc_sim_events ev;
+	const float r = CC_SIM_BALL_RADIUS, line = CC_SIM_ARENA_HALF_Z + r;
+	int goals = 0, deep = 0;
+	sim_3v3(&sim);
+	for (int t = 0; t < 180 * CC_SIM_TICK_RATE; t++) {
+		for (unsigned i = 0; i < sim.ship_count; i++)
+			cc_chase_team_input(&sim, i, (float)((i * 7) % 13) / 6.0f * 0.9f - 0.9f, &in[i]); /* cc-gameserver's bot styles */
+		cc_sim_step(&sim, in, &ev);
+		const struct cc_sim_vec3 b = sim.ball.pos;
+		float z = fabsf(b.z);
+		if (sim.ball_live)
+			ck_assert_msg(z < line, "tick %d: a live ball at z %f, all over the line", t, (double)b.z);
+		else
+			ck_assert_msg(z >= line && z <= CC_SIM_ARENA_HALF_Z + CC_SIM_GOAL_DEPTH - r,
+				      "tick %d: a dead ball at z %f", t, (double)b.z);
+		if (z > CC_SIM_ARENA_HALF_Z - r) {
+			deep++;
+			ck_assert_msg(fabsf(b.x) <= CC_SIM_GOAL_HALF_WIDTH - r + EPS &&
+					      b.y >= CC_SIM_GOAL_CENTER_Y - CC_SIM_GOAL_HALF_HEIGHT + r - EPS &&
+					      b.y <= CC_SIM_GOAL_CENTER_Y + CC_SIM_GOAL_HALF_HEIGHT - r + EPS,
+				      "tick %d: the ball at (%f, %f, %f) is past the end wall outside the mouth", t, (double)b.x,
+				      (double)b.y, (double)b.z);
+		}
+		if (ev.goal_team >= 0) {
+			goals++;
+			ck_assert_int_eq(ev.goal_team, b.z > 0 ? 0 : 1);
+			cc_sim_kickoff(&sim);
+		}
+	}
+	printf("goal_rule_under_play: %d goals, %d ticks with the ball beyond 25.5 m\n", goals, deep);
+	ck_assert_int_gt(goals, 0);
+}
+END_TEST
+
 /* NaN and infinity in an input are no input at all: the state stays finite and the ship at rest. */
 START_TEST(non_finite_input)
 {
@@ -503,6 +604,8 @@ static Suite *sim_suite(void)
 	tcase_add_test(tc, boost_meter);
 	tcase_add_loop_test(tc, drag_decays, 0, CC_ARRAY_LEN(drag_cases));
 	tcase_add_loop_test(tc, goal_scores_once, 0, CC_ARRAY_LEN(goal_cases));
+	tcase_add_test(tc, goal_line_rule);
+	tcase_add_test(tc, goal_rule_under_play);
 	tcase_add_test(tc, ship_drives_ball_in);
 	tcase_add_test(tc, head_on_is_a_draw);
 	tcase_add_test(tc, determinism);

@@ -877,6 +877,39 @@ START_TEST(quantise_edges)
 }
 END_TEST
 
+/*
+ * The worked rot examples of contracts/gameserver-protocol.md (section 5,
+ * body): the codec packs them to the document's numbers. The third has
+ * three distinct non-zero packed components and a negative largest one,
+ * so it pins their order, their signs and the negation
+ * (tests/integration/wire_table_check.py checks the document's bytes
+ * independently).
+ */
+START_TEST(golden_rot_examples)
+{
+	const struct {
+		float q[4];
+		uint32_t packed;
+	} ex[] = {
+		{ { 1, 0, 0, 0 }, 0x00000000u },
+		{ { 0, 0, 0, 1 }, 0xc0000000u },
+		{ { 2.0f / 9, -5.0f / 9, -6.0f / 9, 4.0f / 9 }, 0xb5f646bfu },
+	};
+	for (size_t i = 0; i < CC_ARRAY_LEN(ex); i++) {
+		uint32_t got = cc_wire_quat_pack(ex[i].q);
+		ck_assert_msg(got == ex[i].packed, "example %zu packs to 0x%08x, the document says 0x%08x", i, got, ex[i].packed);
+	}
+	/* Decoding the third: (-0.22279, 0.55489, 0.66720, -0.44419), the negated quaternion. */
+	struct cc_wire_body b = { .rot = 0xb5f646bfu };
+	struct cc_wire_pose p;
+	cc_wire_dequantise(&b, &p);
+	const float want[4] = { -0.22279f, 0.55489f, 0.66720f, -0.44419f };
+	for (int i = 0; i < 4; i++)
+		ck_assert_msg(fabsf(p.rot[i] - want[i]) < 1e-5f, "component %d decodes to %f, the document says %f", i,
+			      (double)p.rot[i], (double)want[i]);
+}
+END_TEST
+
 /* The simulation's structs map onto the wire field for field (w first in both quaternions). */
 START_TEST(sim_structs)
 {
@@ -1332,6 +1365,7 @@ static Suite *wire_suite(void)
 	tcase_add_loop_test(tc, encode_refuses, 0, CC_ARRAY_LEN(enc_cases));
 	tcase_add_test(tc, quantise_bounds);
 	tcase_add_test(tc, quantise_edges);
+	tcase_add_test(tc, golden_rot_examples);
 	tcase_add_test(tc, sim_structs);
 	tcase_add_test(tc, sequence_wrap);
 	tcase_add_test(tc, names);
