@@ -7,7 +7,11 @@
 # against the final score. Asserts that the match completed, its result was
 # applied to the ratings exactly once, and every player agrees with the
 # server's score; and that the allocator's default pool process, with no
-# --local-server-command, is cc-supervisor.
+# --local-server-command, is cc-supervisor. After the match (issue 20) every
+# assignment has a disconnect time and reason (the result closed the leases
+# still open: match_over), audit.sql finds nothing, and each player printed
+# its post-match summary (GET /v1/matches/{id}: event match_summary) with the
+# recorded score, the winner, end reason completed and, casual, no rating.
 source "$(dirname "$0")/lib.sh"
 
 source "$(dirname "$0")/lib_loop.sh"
@@ -65,6 +69,14 @@ expect_eq "results recorded for $match" 1 "$(sql "SELECT count(*) FROM match_res
 expect_eq "rating changes for $match (one per player, once)" 6 "$(sql "SELECT count(*) FROM rating_changes WHERE match_id = '$match'")"
 expect_eq "tickets of the match" "COMPLETED COMPLETED COMPLETED COMPLETED COMPLETED COMPLETED" \
 	"$(sql "SELECT string_agg(state, ' ') FROM tickets WHERE match_id = '$match'")"
+# No lease outlives the match: each has its disconnect time and reason.
+open_leases=$(sql "SELECT coalesce(string_agg(player_id || ' connected=' || connected || ' at=' || coalesce(disconnected_at::text, 'null')
+	|| ' reason=' || coalesce(disconnect_reason, 'null'), '; '), '') FROM assignments
+	WHERE match_id = '$match' AND (connected OR disconnected_at IS NULL OR disconnect_reason IS NULL)")
+[[ -z $open_leases ]] || fail "assignments of the completed match $match without a disconnect time and reason: $open_leases"
+expect_eq "assignments of $match" 6 "$(sql "SELECT count(*) FROM assignments WHERE match_id = '$match'")"
+violations=$(psql -qAtX "$CC_TEST_PG_DSN" -f "$TOP/tests/integration/audit.sql")
+[[ -z $violations ]] || fail "audit found violations: $violations"
 log="$T_DIR/state/local-$game_port.log"
 grep -q '"service":"cc-gameserver".*"event":"match_ended"' "$log" || fail "no match_ended line from cc-gameserver in $log"
 # The server exits once its result is acknowledged; the supervisor then reports it and frees the server.
@@ -86,4 +98,13 @@ expect_eq "recorded result vs the server's match_ended score" "$score" "$recorde
 seen=$(grep '"event":"game_finished"' "$T_DIR/player.err" | jq -c '[.score0, .score1]' | sort -u | tr '\n' ' ' | sed 's/ $//')
 [[ $(grep -c '"event":"game_finished"' "$T_DIR/player.err") == 6 ]] || fail "expected 6 game_finished lines in $T_DIR/player.err"
 expect_eq "every player's final snapshot score vs the recorded result" "$recorded" "$seen"
+# Each player's post-match summary, as cc-player printed it: the recorded
+# score, the winner it implies, completed, casual (so no rating at all).
+[[ $summary =~ \ summaries=6\ summary_errors=0$ ]] || fail "the summary does not say six match summaries were read: $summary"
+expect_eq "match_summary lines" 6 "$(grep -c '"event":"match_summary"' "$T_DIR/player.err" || true)"
+winner=$(jq -n "$recorded | if .[0] > .[1] then 0 elif .[0] < .[1] then 1 else -1 end")
+bad=$(grep '"event":"match_summary"' "$T_DIR/player.err" | jq -c --arg m "$match" --argjson s "$recorded" --argjson w "$winner" \
+	'select(.match_id != $m or [.score0, .score1] != $s or .winner != $w or .state != "COMPLETED" or .end_reason != "completed"
+		or .ranked != false or .playlist != "casual" or .duration_seconds < 1 or has("rating_before") or has("rating_after"))')
+[[ -z $bad ]] || fail "match_summary lines that disagree with the recorded result $recorded (winner $winner) or show a casual rating: $bad"
 pass "match $match: played over ENet by six players, score $score, COMPLETED, rated once, server IDLE again: $summary"
