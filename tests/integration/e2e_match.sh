@@ -75,6 +75,13 @@ open_leases=$(sql "SELECT coalesce(string_agg(player_id || ' connected=' || conn
 	WHERE match_id = '$match' AND (connected OR disconnected_at IS NULL OR disconnect_reason IS NULL)")
 [[ -z $open_leases ]] || fail "assignments of the completed match $match without a disconnect time and reason: $open_leases"
 expect_eq "assignments of $match" 6 "$(sql "SELECT count(*) FROM assignments WHERE match_id = '$match'")"
+# ... and none ended after the match did: the result closed every lease still
+# open in its own transaction (disconnected_at = ended_at), so a receipt the
+# server sent after it (a player leaving in the end linger) changed nothing.
+late=$(sql "SELECT coalesce(string_agg(s.player_id || ' ' || s.disconnect_reason || ' at ' || s.disconnected_at || ' > ' || m.ended_at, '; '), '')
+	FROM assignments s JOIN matches m ON m.id = s.match_id WHERE s.match_id = '$match' AND s.disconnected_at > m.ended_at")
+[[ -z $late ]] || fail "leases of $match closed after the match ended (the result left them open): $late"
+pass "match $match: every lease closed by the end of the match: $(sql "SELECT string_agg(disconnect_reason, ' ' ORDER BY slot) FROM assignments WHERE match_id = '$match'")"
 violations=$(psql -qAtX "$CC_TEST_PG_DSN" -f "$TOP/tests/integration/audit.sql")
 [[ -z $violations ]] || fail "audit found violations: $violations"
 log="$T_DIR/state/local-$game_port.log"
