@@ -1158,9 +1158,33 @@ async function matchCases(S) {
         them.rating && them.rating.rating_after < them.rating.rating_before;
       return good ? null : `summary ${JSON.stringify(j)} (A's profile ${JSON.stringify(profile)})`;
     } });
+  // A lease left open by a match that ended before migration 0016 (faked): the shutdown closes it, match_over.
+  sql("UPDATE assignments SET connected = true, disconnected_at = NULL, disconnect_reason = NULL WHERE match_id = :'p1' AND player_id = :'p2'", m.id, b.id);
   await post('shutdown', { reason: 'match_over' }, 'summary match shutdown');
+  const leftover = sql("SELECT connected || ' ' || coalesce(disconnect_reason, '-') || ' ' || (disconnected_at IS NOT NULL) FROM assignments WHERE match_id = :'p1' AND player_id = :'p2'", m.id, b.id);
+  if (leftover === 'false match_over true') ok(`${get}: the shutdown of a completed match closed a lease left open, reason match_over`);
+  else fail(`${get}: after the shutdown of a completed match the open lease is "${leftover}", not "false match_over true"`);
   await call({ server: S, op: get, params: { match_id: m.id }, as: b, expect: [200], why: 'the match stays readable after its server is released',
     check: (j) => (j.state === 'COMPLETED' && j.result !== null ? null : `summary ${JSON.stringify(j)}`) });
+
+  // A match its server shuts down while it is played: FAILED server_shutdown, no result, leases closed with that reason.
+  const m2 = await acceptedMatch(S, 'summary player of a shut-down match');
+  const [a2, b2] = m2.players;
+  const al2 = seedAllocation(m2.id, `contract-${tag}-summary2`, 17112);
+  const post2 = (route, json, why) =>
+    call({ server: S, op: `POST /v1/servers/{server_id}/${route}`, params: { server_id: al2.server }, as: al2.as, json, expect: [200], why });
+  await post2('register', REGISTER('process_ready'), 'shut-down match process_ready');
+  seedPublish(m2.id, al2);
+  await post2('register', REGISTER('assignment_ready'), 'shut-down match assignment_ready');
+  await post2('connect', { player_id: a2.id, connection_id: 't1' }, 'shut-down match: A connects');
+  await post2('connect', { player_id: b2.id, connection_id: 't2' }, 'shut-down match: B connects');
+  await post2('shutdown', { reason: 'crashed' }, 'the server shuts down mid-match');
+  const closed = sql("SELECT count(*) FROM assignments WHERE match_id = :'p1' AND NOT connected AND disconnected_at IS NOT NULL AND disconnect_reason = 'server_shutdown'", m2.id);
+  if (closed === '2') ok(`${get}: the shutdown mid-match closed both leases, reason server_shutdown`);
+  else fail(`${get}: after a shutdown mid-match ${closed} of 2 leases are closed with server_shutdown`);
+  await call({ server: S, op: get, params: { match_id: m2.id }, as: b2, expect: [200], why: 'a participant reads a match its server shut down',
+    check: (j) => (j.state === 'FAILED' && j.end_reason === 'server_shutdown' && j.ended_at !== null && j.result === null &&
+      everyone(j).every((x) => x.rating === null && x.stats === null) ? null : `summary ${JSON.stringify(j)}`) });
 }
 
 // Every player route refuses a missing, forged, expired or revoked session alike.
