@@ -65,11 +65,16 @@ static int lock_match(struct cc_pg *pg, const char *match_id, struct settle *st,
  * is freed by cc-allocator's release sweep, woken by the outbox row); with
  * no allocation row at all (only a stalled ALLOCATING match), a FAILED
  * tombstone, so no allocator replica claims the match later. An allocation
- * already over is left as it is.
+ * already over is left as it is. Every settlement that ends the match
+ * calls this, so it also ends the leases still connected, with the
+ * match's end reason (issue 20: an ended match leaves nobody connected).
  */
 static int free_server(struct cc_pg *pg, struct settle *st, const char *reason)
 {
 	bool failed = false;
+	int rc = cc_server_close_connections(pg, st->m.id, reason, NULL);
+	if (rc != 0)
+		return rc;
 	if (!st->have_alloc)
 		return cc_allocation_fail_unclaimed(pg, st->m.id, "local", reason, &failed);
 	if (strcmp(st->alloc.state, "REQUESTED") == 0)

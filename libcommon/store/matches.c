@@ -85,9 +85,16 @@ static const char sql_get_for_update[] =
 	"FROM matches m JOIN match_players mp ON mp.match_id = m.id WHERE m.id = $1 "
 	"ORDER BY mp.team, mp.player_id FOR UPDATE OF m";
 
-/* The one compare-and-set every transition goes through: $2 -> $3, or no row. */
+/*
+ * The one compare-and-set every transition goes through: $2 -> $3, or no
+ * row. It stamps the times of migration 0016: started_at on IN_PROGRESS,
+ * ended_at and end_reason ($4) on COMPLETED or FAILED.
+ */
 static const char sql_move[] =
-	"UPDATE matches SET state = $3, revision = revision + 1, updated_at = now() "
+	"UPDATE matches SET state = $3, revision = revision + 1, updated_at = now(), "
+	"  started_at = CASE WHEN $3 = 'IN_PROGRESS' THEN now() ELSE started_at END, "
+	"  ended_at = CASE WHEN $3 IN ('COMPLETED', 'FAILED') THEN now() ELSE ended_at END, "
+	"  end_reason = CASE WHEN $3 IN ('COMPLETED', 'FAILED') THEN $4::text ELSE end_reason END "
 	"WHERE id = $1 AND state = $2 RETURNING revision";
 
 int cc_match_get(struct cc_pg *pg, const char *match_id, bool for_update, struct cc_match *out)
@@ -105,14 +112,17 @@ out:
 	return rc;
 }
 
-/* Moves m from `from` to `to` and announces event (payload: JSON object text or NULL). */
+/*
+ * Moves m from `from` to `to` and announces event (payload: JSON object text
+ * or NULL); end_reason is recorded when `to` is terminal (NULL otherwise).
+ */
 static int move(struct cc_pg *pg, struct cc_match *m, const char *from, const char *to, const char *event,
-		const char *payload)
+		const char *payload, const char *end_reason)
 {
 	PGresult *res = NULL;
 	const char *players[CC_FORMATION_MAX_PLAYERS];
-	const char *p[] = { m->id, from, to };
-	int rc = cc_pg_exec(pg, sql_move, 3, p, &res);
+	const char *p[] = { m->id, from, to, end_reason };
+	int rc = cc_pg_exec(pg, sql_move, 4, p, &res);
 	if (rc == 0 && PQntuples(res) != 1)
 		rc = CC_ESTATE;
 	if (rc != 0)
@@ -138,27 +148,27 @@ out:
 
 int cc_match_mark_process_ready(struct cc_pg *pg, struct cc_match *m)
 {
-	return move(pg, m, "ALLOCATING", "PROCESS_READY", "match.process_ready", NULL);
+	return move(pg, m, "ALLOCATING", "PROCESS_READY", "match.process_ready", NULL, NULL);
 }
 
 int cc_match_mark_assignment_ready(struct cc_pg *pg, struct cc_match *m)
 {
-	return move(pg, m, "PROCESS_READY", "ASSIGNMENT_READY", "match.assignment_ready", NULL);
+	return move(pg, m, "PROCESS_READY", "ASSIGNMENT_READY", "match.assignment_ready", NULL, NULL);
 }
 
 int cc_match_start(struct cc_pg *pg, struct cc_match *m)
 {
-	return move(pg, m, "ASSIGNMENT_READY", "IN_PROGRESS", "match.in_progress", NULL);
+	return move(pg, m, "ASSIGNMENT_READY", "IN_PROGRESS", "match.in_progress", NULL, NULL);
 }
 
 int cc_match_await_result(struct cc_pg *pg, struct cc_match *m)
 {
-	return move(pg, m, "IN_PROGRESS", "RESULT_PENDING", "match.result_pending", NULL);
+	return move(pg, m, "IN_PROGRESS", "RESULT_PENDING", "match.result_pending", NULL, NULL);
 }
 
 int cc_match_complete(struct cc_pg *pg, struct cc_match *m)
 {
-	return move(pg, m, "RESULT_PENDING", "COMPLETED", "match.completed", NULL);
+	return move(pg, m, "RESULT_PENDING", "COMPLETED", "match.completed", NULL, "completed");
 }
 
 bool cc_match_state_terminal(const char *state)
@@ -176,5 +186,5 @@ int cc_match_fail(struct cc_pg *pg, struct cc_match *m, const char *reason)
 		return CC_EINVAL;
 	snprintf(payload, sizeof payload, "{\"reason\":\"%s\"}", reason);
 	snprintf(from, sizeof from, "%s", m->state);
-	return move(pg, m, from, "FAILED", "match.failed", payload);
+	return move(pg, m, from, "FAILED", "match.failed", payload, reason);
 }

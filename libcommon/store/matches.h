@@ -22,7 +22,11 @@
  *
  * A transition takes the match as the caller read it (cc_match_get, in the
  * same transaction) and updates its state and revision in place; every
- * event goes to all of the match's players.
+ * event goes to all of the match's players. The same statement stamps
+ * migration 0016's columns: started_at (cc_match_start), ended_at and
+ * end_reason ("completed" from cc_match_complete, the reason of
+ * cc_match_fail), which GET /v1/matches/{match_id} shows
+ * (store/match_summary.h).
  *
  * struct cc_match is a plain value (no pointers).
  */

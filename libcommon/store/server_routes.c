@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "store/outbox.h"
+#include "sys/charset.h"
 #include "sys/banned.h"
 
 #define ALLOCATION_COLUMNS                                                                                    \
@@ -70,6 +71,11 @@ static const char sql_disconnect[] =
 	"UPDATE assignments SET connected = false, disconnected_at = now(), disconnect_reason = $4 "
 	"WHERE match_id = $1 AND player_id = $2 AND connected AND connection_generation = $3::int "
 	"RETURNING " CONNECTION_COLUMNS;
+
+/* Every lease of the match still open ends with the match (cc_server_close_connections). */
+static const char sql_close_all[] =
+	"UPDATE assignments SET connected = false, disconnected_at = now(), disconnect_reason = $2 "
+	"WHERE match_id = $1 AND connected";
 
 static const char sql_release[] =
 	"UPDATE allocations SET state = 'RELEASED', revision = revision + 1, shutdown_at = now(), "
@@ -273,6 +279,21 @@ int cc_server_disconnect(struct cc_pg *pg, struct cc_server_connection *c, int32
 		rc = CC_ESTATE;
 	if (rc == 0)
 		connection_from_row(res, c);
+	PQclear(res);
+	return rc;
+}
+
+int cc_server_close_connections(struct cc_pg *pg, const char *match_id, const char *reason, int *closed)
+{
+	PGresult *res = NULL;
+	if (closed)
+		*closed = 0;
+	if (!reason || !cc_charset_valid(reason, 32, CC_CHARSET_LOWER, "_"))
+		return CC_EINVAL;
+	const char *p[] = { match_id, reason };
+	int rc = cc_pg_exec(pg, sql_close_all, 2, p, &res);
+	if (rc == 0 && closed)
+		*closed = (int)strtol(PQcmdTuples(res), NULL, 10);
 	PQclear(res);
 	return rc;
 }

@@ -19,7 +19,8 @@
  *   store/game_servers.h, cc_game_servers_release_finished);
  *   assignments  the connection lease: connection_generation, connected,
  *                connection_id, connected_at, disconnected_at,
- *                disconnect_reason (cc_server_connect, cc_server_disconnect).
+ *                disconnect_reason (cc_server_connect, cc_server_disconnect,
+ *                and cc_server_close_connections when the match ends).
  * Reads: the caller's allocation (the workload token names it), the live
  * assignments check, the roster manifest, a player's assignment.
  *
@@ -142,6 +143,20 @@ int cc_server_connect(struct cc_pg *pg, struct cc_server_connection *c, const ch
  */
 int cc_server_disconnect(struct cc_pg *pg, struct cc_server_connection *c, int32_t generation,
 			 const char *reason) CC_MUST_CHECK;
+
+/*
+ * The match is over (issue 20): every lease of match_id still connected
+ * ends now with reason (a [a-z_]{1,32} word, else CC_EINVAL; "match_over"
+ * from the result, the match's end reason from a settlement), in the
+ * caller's transaction, so an ended match never leaves a player counted
+ * as connected. *closed (may be NULL) receives how many leases it ended.
+ * No outbox row: the match's own event (match.completed, match.failed)
+ * already tells everyone the match is over, and no consumer reads leases.
+ * The generation is kept, so a disconnect receipt the game server sends
+ * later for that lease names it and is answered with the lease as closed
+ * here. Returns 0 or a database error.
+ */
+int cc_server_close_connections(struct cc_pg *pg, const char *match_id, const char *reason, int *closed) CC_MUST_CHECK;
 
 /*
  * The game server is done with allocation a: ALLOCATED or PUBLISHED ->

@@ -358,6 +358,9 @@ int api_server_heartbeat(const struct cc_http_request *req, struct cc_http_respo
 int api_server_no_show(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_match_assignment(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 
+/* The player's match summary (matches.c). */
+int api_match_get(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+
 /*
  * Loads --workload-secret-file into api->workload_keys (unset: stays NULL
  * and the server routes answer 503 not_configured) and declares the server

@@ -640,6 +640,16 @@ static int disconnect_run(struct cc_pg *pg, void *arg)
 	if (!tx->conn.connected) {
 		if (strcmp(tx->conn.disconnect_reason, tx->reason) == 0)
 			return lease_answer(tx);
+		/*
+		 * The match is over, and its end closed the lease (the result
+		 * "match_over", a settlement its end reason): the server's own
+		 * receipt, sent after, changes nothing and is answered with the
+		 * lease as the end closed it.
+		 */
+		if ((rc = cc_match_get(pg, s->alloc.match_id, false, &s->match)) != 0)
+			return rc;
+		if (cc_match_state_terminal(s->match.state))
+			return lease_answer(tx);
 		api_answer_error(&s->answer, 409, "replay_conflict", "this lease already ended with reason %s", tx->conn.disconnect_reason);
 		return 0;
 	}
@@ -742,6 +752,16 @@ static int shutdown_run(struct cc_pg *pg, void *arg)
 					      &tx->settled, &tx->moves)) != 0)
 		return rc == CC_ESTATE ? CC_ESERIALIZATION : rc;
 	snprintf(s->match.state, sizeof s->match.state, "%s", tx->settled.match_state);
+	/*
+	 * The settlement closed the leases of a match it ended; a match that
+	 * ended before (its result: "match_over") closed its own. Whatever is
+	 * still open (a lease of a match ended before migration 0016 closed
+	 * them all) ends here too, named after the end.
+	 */
+	if ((rc = cc_server_close_connections(pg, s->match.id,
+					      strcmp(s->match.state, "COMPLETED") == 0 ? "match_over" : "server_shutdown",
+					      NULL)) != 0)
+		return rc;
 	return shutdown_answer(tx);
 }
 
@@ -899,7 +919,8 @@ static int rate_players(struct cc_pg *pg, struct result_tx *tx)
  * Exactly once: a stored result answers every later submission (equal
  * hash: the same 200; another: 409, nothing changed). Otherwise, in this
  * one transaction: the result row (the guard), the ratings, the tickets
- * COMPLETED and the match IN_PROGRESS -> RESULT_PENDING -> COMPLETED.
+ * COMPLETED, the match IN_PROGRESS -> RESULT_PENDING -> COMPLETED, and
+ * every lease still connected closed "match_over".
  */
 static int result_run(struct cc_pg *pg, void *arg)
 {
@@ -974,6 +995,9 @@ static int result_run(struct cc_pg *pg, void *arg)
 		rc = cc_match_await_result(pg, &s->match);
 	if (rc == 0)
 		rc = cc_match_complete(pg, &s->match);
+	/* The match is over: nobody is connected to it any more (issue 20). */
+	if (rc == 0)
+		rc = cc_server_close_connections(pg, s->match.id, "match_over", NULL);
 	if (rc == CC_ESTATE)
 		rc = CC_ESERIALIZATION;
 	if (rc == 0)

@@ -501,6 +501,7 @@ function playerRoutes(id) {
     ...proposalRoutes(id),
     { op: 'GET /v1/profile/ranked' },
     { op: 'GET /v1/matches/{match_id}/assignment', params: { match_id: id } },
+    { op: 'GET /v1/matches/{match_id}', params: { match_id: id } },
   ];
 }
 
@@ -1097,6 +1098,97 @@ async function serverCases(S) {
   return al;
 }
 
+// GET /v1/matches/{match_id} (issue 20): a ranked match read by its participants
+// before and after its result, strangers refused like a match that does not
+// exist; and the result closes every lease still open ("match_over").
+async function matchCases(S) {
+  const get = 'GET /v1/matches/{match_id}';
+  const tag = crypto.randomBytes(4).toString('hex');
+  const m = await acceptedMatch(S, 'summary player');
+  const [a, b] = m.players;
+  const stranger = await login(S, hexTicket(), 'a player of no match');
+  const al = seedAllocation(m.id, `contract-${tag}-summary`, 17111);
+  const sp = { server_id: al.server };
+  const at = al.as;
+  const post = (route, json, why) =>
+    call({ server: S, op: `POST /v1/servers/{server_id}/${route}`, params: sp, as: at, json, expect: [200], why });
+  const team = (j, t) => (j.teams.find((x) => x.team === t) || { players: [] }).players;
+  const everyone = (j) => [...team(j, 0), ...team(j, 1)];
+
+  await call({ server: S, op: get, params: { match_id: m.id }, as: a, expect: [200], why: 'a participant reads the match before it starts',
+    check: (j) => (j.match_id === m.id && j.playlist === 'ranked' && j.ranked === true && j.state === 'ALLOCATING' &&
+      j.end_reason === null && j.started_at === null && j.ended_at === null && j.result === null &&
+      team(j, 0).length === 1 && team(j, 0)[0].player_id === a.id && team(j, 1)[0].player_id === b.id &&
+      j.teams.every((t) => t.score === null) && everyone(j).every((x) => 'rating' in x && x.rating === null && x.stats === null)
+      ? null : `summary ${JSON.stringify(j)}`) });
+  const missing = await call({ server: S, op: get, params: { match_id: NO_SUCH_ID() }, as: a, expect: [404, 'not_found'], why: 'no such match' });
+  await call({ server: S, op: get, params: { match_id: m.id }, as: stranger, expect: [404, 'not_found'], why: 'a player not in the match',
+    check: (j) => (isDeepStrictEqual(j, missing.json) ? null : `a stranger's 404 ${JSON.stringify(j)} differs from no such match's ${JSON.stringify(missing.json)}`) });
+  await call({ server: S, op: get, params: { match_id: 'x' }, as: a, expect: [400, 'invalid_request'], why: 'match_id not a UUID' });
+  await call({ server: S, op: get, params: { match_id: '..x' }, as: a, expect: [400, 'invalid_path'], why: 'a path with ".." in the match_id' });
+
+  // The game, through the server routes.
+  await post('register', REGISTER('process_ready'), 'summary match process_ready');
+  seedPublish(m.id, al);
+  await post('register', REGISTER('assignment_ready'), 'summary match assignment_ready');
+  await post('connect', { player_id: a.id, connection_id: 's1' }, 'summary match: A connects');
+  await post('connect', { player_id: b.id, connection_id: 's2' }, 'summary match: B connects');
+  await call({ server: S, op: get, params: { match_id: m.id }, as: b, expect: [200], why: 'the other participant reads it while it is played',
+    check: (j) => (j.state === 'IN_PROGRESS' && j.started_at !== null && j.ended_at === null && j.end_reason === null && j.result === null
+      ? null : `summary ${JSON.stringify(j)}`) });
+  await post('result', { score: [3, 1], duration_seconds: 240, players: [
+    { player_id: a.id, team: 0, goals: 3, assists: 0, saves: 1, shots: 5 },
+    { player_id: b.id, team: 1, goals: 1, assists: 0, saves: 4, shots: 2 }] }, 'summary match result');
+  const open = sql(`SELECT count(*) FILTER (WHERE connected OR disconnected_at IS NULL OR disconnect_reason IS DISTINCT FROM 'match_over')
+                    FROM assignments WHERE match_id = :'p1'`, m.id);
+  if (open === '0') ok(`${get}: the result closed both leases, reason match_over`);
+  else fail(`${get}: after the result ${open} of 2 assignments are not closed with match_over`,
+    [sql("SELECT string_agg(player_id || ' ' || connected || ' ' || coalesce(disconnect_reason, '-'), '; ') FROM assignments WHERE match_id = :'p1'", m.id)]);
+  await call({ server: S, op: 'POST /v1/servers/{server_id}/disconnect', params: sp, as: at, json: { player_id: a.id, generation: 1, reason: 'left' },
+    expect: [200], why: 'a receipt after the result for a lease the result closed',
+    check: (j) => (!j.connected && j.disconnect_reason === 'match_over' ? null : `lease ${JSON.stringify(j)}`) });
+  const profile = needOk(await call({ server: S, op: 'GET /v1/profile/ranked', as: a, expect: [200], why: 'the summary winner is rated' }), 'profile');
+  await call({ server: S, op: get, params: { match_id: m.id }, as: a, expect: [200], why: 'a participant reads the completed match',
+    check: (j) => {
+      const me = team(j, 0)[0], them = team(j, 1)[0];
+      const good = j.state === 'COMPLETED' && j.end_reason === 'completed' && j.ended_at !== null && j.started_at !== null &&
+        j.result && isDeepStrictEqual(j.result.score, [3, 1]) && j.result.winner === 0 && j.result.duration_seconds === 240 &&
+        team(j, 0) && j.teams[0].score === 3 && j.teams[1].score === 1 &&
+        me.stats && me.stats.goals === 3 && me.stats.shots === 5 && me.stats.bot === false && them.stats.saves === 4 &&
+        me.rating && me.rating.rating_before === 1500 && me.rating.rating_after > me.rating.rating_before &&
+        me.rating.rating_after === profile.rating && me.rating.deviation_after === profile.deviation &&
+        them.rating && them.rating.rating_after < them.rating.rating_before;
+      return good ? null : `summary ${JSON.stringify(j)} (A's profile ${JSON.stringify(profile)})`;
+    } });
+  // A lease left open by a match that ended before migration 0016 (faked): the shutdown closes it, match_over.
+  sql("UPDATE assignments SET connected = true, disconnected_at = NULL, disconnect_reason = NULL WHERE match_id = :'p1' AND player_id = :'p2'", m.id, b.id);
+  await post('shutdown', { reason: 'match_over' }, 'summary match shutdown');
+  const leftover = sql("SELECT connected || ' ' || coalesce(disconnect_reason, '-') || ' ' || (disconnected_at IS NOT NULL) FROM assignments WHERE match_id = :'p1' AND player_id = :'p2'", m.id, b.id);
+  if (leftover === 'false match_over true') ok(`${get}: the shutdown of a completed match closed a lease left open, reason match_over`);
+  else fail(`${get}: after the shutdown of a completed match the open lease is "${leftover}", not "false match_over true"`);
+  await call({ server: S, op: get, params: { match_id: m.id }, as: b, expect: [200], why: 'the match stays readable after its server is released',
+    check: (j) => (j.state === 'COMPLETED' && j.result !== null ? null : `summary ${JSON.stringify(j)}`) });
+
+  // A match its server shuts down while it is played: FAILED server_shutdown, no result, leases closed with that reason.
+  const m2 = await acceptedMatch(S, 'summary player of a shut-down match');
+  const [a2, b2] = m2.players;
+  const al2 = seedAllocation(m2.id, `contract-${tag}-summary2`, 17112);
+  const post2 = (route, json, why) =>
+    call({ server: S, op: `POST /v1/servers/{server_id}/${route}`, params: { server_id: al2.server }, as: al2.as, json, expect: [200], why });
+  await post2('register', REGISTER('process_ready'), 'shut-down match process_ready');
+  seedPublish(m2.id, al2);
+  await post2('register', REGISTER('assignment_ready'), 'shut-down match assignment_ready');
+  await post2('connect', { player_id: a2.id, connection_id: 't1' }, 'shut-down match: A connects');
+  await post2('connect', { player_id: b2.id, connection_id: 't2' }, 'shut-down match: B connects');
+  await post2('shutdown', { reason: 'crashed' }, 'the server shuts down mid-match');
+  const closed = sql("SELECT count(*) FROM assignments WHERE match_id = :'p1' AND NOT connected AND disconnected_at IS NOT NULL AND disconnect_reason = 'server_shutdown'", m2.id);
+  if (closed === '2') ok(`${get}: the shutdown mid-match closed both leases, reason server_shutdown`);
+  else fail(`${get}: after a shutdown mid-match ${closed} of 2 leases are closed with server_shutdown`);
+  await call({ server: S, op: get, params: { match_id: m2.id }, as: b2, expect: [200], why: 'a participant reads a match its server shut down',
+    check: (j) => (j.state === 'FAILED' && j.end_reason === 'server_shutdown' && j.ended_at !== null && j.result === null &&
+      everyone(j).every((x) => x.rating === null && x.stats === null) ? null : `summary ${JSON.stringify(j)}`) });
+}
+
 // Every player route refuses a missing, forged, expired or revoked session alike.
 async function authCases(S, expired) {
   for (const r of playerRoutes(NO_SUCH_ID())) {
@@ -1483,6 +1575,7 @@ async function main() {
   await scenario('profile', () => profileCases(api, main));
   await scenario('proposals', () => proposalCases(api));
   await scenario('server routes', () => serverCases(api));
+  await scenario('match summary', () => matchCases(api));
   await scenario('auth', () => authCases(api, expired));
   await scenario('ban', () => banCases(api, banned));
   await scenario('dead letters', () => deadLetterCases(api));

@@ -27,6 +27,10 @@
 --     over (RELEASED or FAILED): a game nobody serves, or a second server
 -- 11. no rating change belongs to a match that did not complete (a FAILED
 --     match rates nobody)
+-- 12. no match that is over (COMPLETED or FAILED) leaves a connection
+--     open: its end (the result, a settlement, the server's shutdown)
+--     closes every lease with a disconnect time and reason in its own
+--     transaction (issue 20)
 WITH live AS (
     -- An ACCEPTED proposal holds its tickets only while its match lives: a
     -- match that failed and requeued them (stalled, a no-show, a server
@@ -131,5 +135,13 @@ UNION ALL
 SELECT 'rating_change_of_unfinished_match', r.match_id::text, format('player %s, match %s', r.player_id, m.state)
 FROM rating_changes r JOIN matches m ON m.id = r.match_id
 WHERE m.state <> 'COMPLETED'
+
+UNION ALL
+SELECT 'connection_open_after_match_end', s.match_id::text,
+       format('player %s: connected %s, disconnected_at %s, reason %s; the match is %s', s.player_id, s.connected,
+              coalesce(s.disconnected_at::text, 'null'), coalesce(s.disconnect_reason, 'null'), m.state)
+FROM assignments s JOIN matches m ON m.id = s.match_id
+WHERE m.state IN ('COMPLETED', 'FAILED') AND s.connection_generation > 0
+  AND (s.connected OR s.disconnected_at IS NULL OR s.disconnect_reason IS NULL)
 
 ORDER BY 1, 2;

@@ -1241,6 +1241,115 @@ START_TEST(test_selector_plans_use_their_indexes)
 }
 END_TEST
 
+/* ---- the leases an ending closes (issue 20) ------------------------------------------- */
+
+/* Leases of m still connected. */
+static long long open_leases(const char *m)
+{
+	return ll1("SELECT count(*) FROM assignments WHERE match_id = $1 AND connected", m);
+}
+
+/* Leases of m that were opened and closed with reason, each with its disconnect time. */
+static long long closed_with(const char *m, const char *reason)
+{
+	const char *p[] = { m, reason };
+	PGresult *res = sqlp("SELECT count(*) FROM assignments WHERE match_id = $1 AND connection_generation > 0 "
+			     "AND NOT connected AND disconnected_at IS NOT NULL AND disconnect_reason = $2",
+			     2, p);
+	long long v = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	return v;
+}
+
+/* The match's end as migration 0016 records it: "started ended reason" ('-' for NULL). */
+static void match_times(const char *m, char *out, size_t len)
+{
+	text1("SELECT CASE WHEN started_at IS NULL THEN '-' ELSE 'started' END || ' ' || "
+	      "CASE WHEN ended_at IS NULL THEN '-' ELSE 'ended' END || ' ' || coalesce(end_reason, '-') "
+	      "FROM matches WHERE id = $1", m, out, len);
+}
+
+struct close_tx {
+	const char *match_id, *reason;
+	int closed;
+};
+
+static int close_run(struct cc_pg *c, void *arg)
+{
+	struct close_tx *t = arg;
+	return cc_server_close_connections(c, t->match_id, t->reason, &t->closed);
+}
+
+START_TEST(test_every_ending_closes_the_open_leases)
+{
+	char m[CC_UUID_BUF], times[96], left[CC_UUID_BUF];
+	/* Server lost: both leases close "server_silent"; one that had ended keeps its own reason. */
+	match_at("ranked", 1, S_IN_PROGRESS, 2, m);
+	match_times(m, times, sizeof times);
+	ck_assert_str_eq(times, "started - -");
+	text1("SELECT player_id FROM match_players WHERE match_id = $1 ORDER BY team LIMIT 1", m, left, sizeof left);
+	const char *pl[] = { m, left };
+	PQclear(sqlp("UPDATE assignments SET connected = false, disconnected_at = now(), disconnect_reason = 'left' "
+		     "WHERE match_id = $1 AND player_id = $2", 2, pl));
+	ck_assert_int_eq(open_leases(m), 1);
+	settle(SERVER_LOST, m, "server_silent");
+	ck_assert_int_eq(open_leases(m), 0);
+	ck_assert_int_eq(closed_with(m, "server_silent"), 1);
+	ck_assert_int_eq(closed_with(m, "left"), 1);
+	match_times(m, times, sizeof times);
+	ck_assert_str_eq(times, "started ended server_silent");
+
+	/* Result missing: all six close "result_missing". */
+	match_at("casual", 3, S_RESULT_PENDING, 6, m);
+	ck_assert_int_eq(open_leases(m), 6);
+	settle(RESULT_MISSING, m, NULL);
+	ck_assert_int_eq(open_leases(m), 0);
+	ck_assert_int_eq(closed_with(m, "result_missing"), 6);
+	match_times(m, times, sizeof times);
+	ck_assert_str_eq(times, "started ended result_missing");
+
+	/* Ranked no-show: the one who came closes "no_show"; the no-show's lease was never opened. */
+	match_at("ranked", 1, S_IN_PROGRESS, 1, m);
+	settle_on(pg, NO_SHOW, m, NULL, NULL, 0, 0);
+	ck_assert_int_eq(open_leases(m), 0);
+	ck_assert_int_eq(closed_with(m, "no_show"), 1);
+	ck_assert_int_eq(ll1("SELECT count(*) FROM assignments WHERE match_id = $1 AND connection_generation = 0 "
+			     "AND disconnected_at IS NULL AND disconnect_reason IS NULL", m), 1);
+	match_times(m, times, sizeof times);
+	ck_assert_str_eq(times, "started ended no_show");
+
+	/* Casual no-show: the match plays on, so its players stay connected. */
+	match_at("casual", 3, S_IN_PROGRESS, 2, m);
+	struct cc_settle_outcome o = settle_on(pg, NO_SHOW, m, NULL, NULL, 0, 0);
+	ck_assert(o.changed);
+	ck_assert_int_eq(open_leases(m), 2);
+	match_times(m, times, sizeof times);
+	ck_assert_str_eq(times, "started - -");
+
+	/* Stalled with a lease open (a connect whose start was lost): closed "stalled"; never started. */
+	match_at("casual", 3, S_ASSIGNMENT_READY, 0, m);
+	PQclear(sqlp("UPDATE assignments SET connected = true, connection_generation = 1, connection_id = 'c', "
+		     "connected_at = now() WHERE match_id = $1 AND slot = 0", 1, (const char *const[]){ m }));
+	settle(STALLED, m, NULL);
+	ck_assert_int_eq(open_leases(m), 0);
+	ck_assert_int_eq(closed_with(m, "stalled"), 1);
+	match_times(m, times, sizeof times);
+	ck_assert_str_eq(times, "- ended stalled");
+
+	/* The owner's function itself: a malformed reason writes nothing; a match with none open closes none. */
+	match_at("casual", 3, S_IN_PROGRESS, 3, m);
+	struct close_tx t = { .match_id = m, .reason = "Match Over" };
+	ck_assert_int_eq(cc_pg_run_serializable(pg, close_run, &t), CC_EINVAL);
+	ck_assert_int_eq(open_leases(m), 3);
+	t.reason = "match_over";
+	ck_assert_int_eq(cc_pg_run_serializable(pg, close_run, &t), 0);
+	ck_assert_int_eq(t.closed, 3);
+	ck_assert_int_eq(closed_with(m, "match_over"), 3);
+	ck_assert_int_eq(cc_pg_run_serializable(pg, close_run, &t), 0);
+	ck_assert_int_eq(t.closed, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("match_settle");
@@ -1258,6 +1367,7 @@ int main(void)
 	tcase_add_test(tc, test_race_stalled_from_many_callers);
 	tcase_add_test(tc, test_selector_plans_use_their_indexes);
 	tcase_add_test(tc, test_allocator_steps_lose_a_called_off_match);
+	tcase_add_test(tc, test_every_ending_closes_the_open_leases);
 	suite_add_tcase(s, tc);
 	return cc_test_run_suite(s);
 }

@@ -654,3 +654,94 @@ int pc_get_assignment(struct pc_client *c, const struct pc_player *p, const char
 	cJSON_Delete(obj);
 	return rc;
 }
+
+/* The player's own entry of a MatchSummary's teams, or NULL. */
+static const cJSON *summary_entry(const cJSON *obj, const char *player_id)
+{
+	const cJSON *teams = cJSON_GetObjectItemCaseSensitive(obj, "teams"), *t, *pl;
+	cJSON_ArrayForEach(t, teams)
+	{
+		cJSON_ArrayForEach(pl, cJSON_GetObjectItemCaseSensitive(t, "players"))
+		{
+			const cJSON *id = cJSON_GetObjectItemCaseSensitive(pl, "player_id");
+			if (cJSON_IsString(id) && strcmp(id->valuestring, player_id) == 0)
+				return pl;
+		}
+	}
+	return NULL;
+}
+
+int pc_get_match_summary(struct pc_client *c, const struct pc_player *p, const char *match_id,
+			 struct pc_match_summary *out)
+{
+	struct cc_json_error err = { 0 };
+	struct pc_match_summary m = { .winner = -1 };
+	char path[112];
+	cJSON *obj = NULL;
+	const cJSON *result, *me, *rating, *reason, *winner;
+	snprintf(path, sizeof path, "/v1/matches/%s", match_id);
+	int rc = call_json(c, "GET", path, p->token, NULL, NULL, 200, &obj);
+	if (rc != 0)
+		return rc;
+	if ((rc = copy_string(c, obj, "match_id", m.match_id, sizeof m.match_id)) != 0 ||
+	    (rc = copy_string(c, obj, "playlist", m.playlist, sizeof m.playlist)) != 0 ||
+	    (rc = copy_string(c, obj, "state", m.state, sizeof m.state)) != 0)
+		goto out;
+	rc = CC_EINVAL;
+	if (cc_json_get_bool(obj, "ranked", true, &m.ranked, &err) != 0)
+		goto bad;
+	reason = cJSON_GetObjectItemCaseSensitive(obj, "end_reason");
+	if (cJSON_IsString(reason) && strlen(reason->valuestring) < sizeof m.end_reason)
+		memcpy(m.end_reason, reason->valuestring, strlen(reason->valuestring) + 1);
+	else if (!cJSON_IsNull(reason)) {
+		set_problem(c, "%s answer: end_reason is neither a short string nor null", path);
+		goto out;
+	}
+	result = cJSON_GetObjectItemCaseSensitive(obj, "result");
+	if (cJSON_IsObject(result)) {
+		const cJSON *score = cJSON_GetObjectItemCaseSensitive(result, "score");
+		if (cJSON_GetArraySize(score) != 2 || !cJSON_IsNumber(cJSON_GetArrayItem(score, 0)) ||
+		    !cJSON_IsNumber(cJSON_GetArrayItem(score, 1))) {
+			set_problem(c, "%s answer: result.score is not two numbers", path);
+			goto out;
+		}
+		m.score[0] = (int64_t)cJSON_GetArrayItem(score, 0)->valuedouble;
+		m.score[1] = (int64_t)cJSON_GetArrayItem(score, 1)->valuedouble;
+		winner = cJSON_GetObjectItemCaseSensitive(result, "winner");
+		m.winner = cJSON_IsNumber(winner) ? (int)winner->valuedouble : -1;
+		if (cc_json_get_int(result, "duration_seconds", true, 0, 86400, &m.duration_seconds, &err) != 0)
+			goto bad;
+		m.has_result = true;
+	} else if (!cJSON_IsNull(result)) {
+		set_problem(c, "%s answer: result is neither an object nor null", path);
+		goto out;
+	}
+	if (!(me = summary_entry(obj, p->player_id))) {
+		set_problem(c, "%s answer: the player %s is in no team", path, p->player_id);
+		goto out;
+	}
+	if (cc_json_get_int(me, "team", true, 0, 1, &m.team, &err) != 0)
+		goto bad;
+	rating = cJSON_GetObjectItemCaseSensitive(me, "rating");
+	m.rating_shown = rating != NULL;
+	if (cJSON_IsObject(rating)) {
+		if (cc_json_get_double(rating, "rating_before", true, -1e6, 1e6, &m.rating_before, &err) != 0 ||
+		    cc_json_get_double(rating, "deviation_before", true, 0, 1e6, &m.deviation_before, &err) != 0 ||
+		    cc_json_get_double(rating, "rating_after", true, -1e6, 1e6, &m.rating_after, &err) != 0 ||
+		    cc_json_get_double(rating, "deviation_after", true, 0, 1e6, &m.deviation_after, &err) != 0)
+			goto bad;
+		m.rated = true;
+	}
+	if (strcmp(m.match_id, match_id) != 0) {
+		set_problem(c, "%s answer: it is for match %s", path, m.match_id);
+		goto out;
+	}
+	*out = m;
+	rc = 0;
+	goto out;
+bad:
+	set_problem(c, "%s answer: %s", path, err.message);
+out:
+	cJSON_Delete(obj);
+	return rc;
+}

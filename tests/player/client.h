@@ -212,4 +212,30 @@ struct pc_assignment {
 int pc_get_assignment(struct pc_client *c, const struct pc_player *p, const char *match_id,
 		      struct pc_assignment *out) CC_MUST_CHECK;
 
+/* What a post-match screen shows one player (GET /v1/matches/{id}, issue 20). */
+struct pc_match_summary {
+	char match_id[CC_UUID_BUF];
+	char playlist[33];
+	bool ranked;
+	char state[24];          /* ALLOCATING .. COMPLETED | FAILED */
+	char end_reason[33];     /* "" while the match is not over */
+	bool has_result;         /* the result is recorded: the fields below are set */
+	int64_t score[2];
+	int winner;              /* 0, 1, or -1 for a draw */
+	int64_t duration_seconds;
+	int64_t team;            /* the player's team */
+	bool rating_shown;       /* the player's entry has a "rating" field (ranked only; casual shows none) */
+	bool rated;              /* ... and it is not null: the four numbers below */
+	double rating_before, deviation_before, rating_after, deviation_after;
+};
+
+/*
+ * GET /v1/matches/{match_id} as player p: 200 -> *out (the fields above,
+ * the player's own entry found by its id). 404 when the match is not the
+ * player's. A summary whose shape breaks the contract is CC_EINVAL with
+ * pc_client_problem() naming the field.
+ */
+int pc_get_match_summary(struct pc_client *c, const struct pc_player *p, const char *match_id,
+			 struct pc_match_summary *out) CC_MUST_CHECK;
+
 #endif

@@ -696,6 +696,8 @@ struct play_stats {
 	uint64_t pred_snapshots;        /* snapshots that acknowledged an input, of which pred_err.n were used */
 	struct pc_latency clock_bound;  /* each OK player's clock-sync error bound (min RTT / 2), as ns */
 	struct pc_game_stats cost;      /* the game threads' CPU and ticks */
+	long summaries;                 /* match summaries read and logged (match_summary), one per OK player */
+	long summary_errors;            /* summaries that never showed the end, or disagreed with the game */
 };
 
 static const char *const stage_name[5] = { "queue_to_proposal", "proposal_to_assignment", "assignment_to_connected",
@@ -788,6 +790,87 @@ static long play_report(const struct player_config *cfg, struct demo_player *pla
 	return errors;
 }
 
+/* True when state is a match's end. */
+static bool match_over(const char *state)
+{
+	return strcmp(state, "COMPLETED") == 0 || strcmp(state, "FAILED") == 0;
+}
+
+/*
+ * What a game's post-match screen reads (issue 20): each player who played
+ * to a checked end reads its match, GET /v1/matches/{id}, until it is over
+ * (the result lands after the players leave), within
+ * --summary-timeout-seconds of the games' end, and logs it as one line
+ * (match_summary). An error: no end in time, a COMPLETED match without its
+ * result, a score other than the one the game ended on, a ranked summary
+ * without the player's rating or a casual one that shows a rating (the
+ * casual rating is hidden).
+ */
+static void read_summaries(const struct player_config *cfg, struct demo_player *players, struct play_stats *st)
+{
+	struct pc_client *c = pc_client_new(cfg->api_url, (long)cfg->timeout_ms, 0);
+	int64_t deadline_ms = cc_clock_ms() + cfg->summary_timeout_seconds * 1000;
+	if (c)
+		pc_client_set_retry_horizon(c, cfg->retry_horizon_ms);
+	for (int i = 0; i < cfg->players; i++) {
+		struct demo_player *d = &players[i];
+		const struct pc_game_result *r = &d->game;
+		struct pc_match_summary m = { 0 };
+		const char *problem = NULL;
+		if (!d->played || r->outcome != PC_GAME_OK)
+			continue;
+		for (;;) {
+			if (!c || pc_get_match_summary(c, &d->p, r->match_id, &m) != 0) {
+				problem = c ? pc_client_problem(c) : "no HTTP client";
+				break;
+			}
+			if (match_over(m.state))
+				break;
+			if (cc_clock_ms() >= deadline_ms) {
+				problem = "the match is not over within --summary-timeout-seconds of the games' end";
+				break;
+			}
+			struct timespec ts = { .tv_sec = cfg->ticket_poll_ms / 1000,
+					       .tv_nsec = (long)(cfg->ticket_poll_ms % 1000) * 1000000L };
+			nanosleep(&ts, NULL);
+		}
+		if (!problem && strcmp(m.state, "COMPLETED") == 0 && !m.has_result)
+			problem = "COMPLETED without a result";
+		else if (!problem && m.has_result &&
+			 (m.score[0] != r->final_score[0] || m.score[1] != r->final_score[1]))
+			problem = "the summary's score is not the one the game ended on";
+		else if (!problem && m.ranked && (!m.rating_shown || (m.has_result && !m.rated)))
+			problem = "a ranked summary without the player's rating";
+		else if (!problem && !m.ranked && m.rating_shown)
+			problem = "a casual summary shows a rating";
+		if (problem) {
+			st->summary_errors++;
+			cc_log_warn("demo_summary_failed", CC_LOG_INT("player", d->p.index), CC_LOG_STR("match_id", r->match_id),
+				    CC_LOG_STR("state", m.state), CC_LOG_STR("problem", problem));
+			continue;
+		}
+		st->summaries++;
+		if (m.rated)
+			cc_log_info("match_summary", CC_LOG_INT("player", d->p.index), CC_LOG_STR("player_id", d->p.player_id),
+				    CC_LOG_STR("match_id", m.match_id), CC_LOG_STR("playlist", m.playlist),
+				    CC_LOG_BOOL("ranked", m.ranked), CC_LOG_STR("state", m.state),
+				    CC_LOG_STR("end_reason", m.end_reason), CC_LOG_INT("team", m.team),
+				    CC_LOG_INT("score0", m.score[0]), CC_LOG_INT("score1", m.score[1]),
+				    CC_LOG_INT("winner", m.winner), CC_LOG_INT("duration_seconds", m.duration_seconds),
+				    CC_LOG_DBL("rating_before", m.rating_before), CC_LOG_DBL("rating_after", m.rating_after),
+				    CC_LOG_DBL("deviation_before", m.deviation_before),
+				    CC_LOG_DBL("deviation_after", m.deviation_after));
+		else
+			cc_log_info("match_summary", CC_LOG_INT("player", d->p.index), CC_LOG_STR("player_id", d->p.player_id),
+				    CC_LOG_STR("match_id", m.match_id), CC_LOG_STR("playlist", m.playlist),
+				    CC_LOG_BOOL("ranked", m.ranked), CC_LOG_STR("state", m.state),
+				    CC_LOG_STR("end_reason", m.end_reason), CC_LOG_INT("team", m.team),
+				    CC_LOG_INT("score0", m.score[0]), CC_LOG_INT("score1", m.score[1]),
+				    CC_LOG_INT("winner", m.winner), CC_LOG_INT("duration_seconds", m.duration_seconds));
+	}
+	pc_client_free(c);
+}
+
 /* Appends the game stage's part of the summary line: key=value pairs for scripts. */
 static void play_summary(struct play_stats *st, char *buf, size_t cap)
 {
@@ -818,6 +901,9 @@ static void play_summary(struct play_stats *st, char *buf, size_t cap)
 		snprintf(buf + used, cap - used, " net_sim_packets=%llu net_sim_dropped=%llu net_sim_duplicated=%llu",
 			 (unsigned long long)st->cost.net_packets, (unsigned long long)st->cost.net_dropped,
 			 (unsigned long long)st->cost.net_duplicated);
+	used = strlen(buf);
+	if (used < cap)
+		snprintf(buf + used, cap - used, " summaries=%ld summary_errors=%ld", st->summaries, st->summary_errors);
 }
 
 static void play_stats_release(struct play_stats *st)
@@ -1012,6 +1098,8 @@ int pc_demo_run(const struct player_config *cfg)
 		for (int t = 0; t < threads; t++)
 			assigned += workers[t].counts.assigned;
 		total.errors += play_report(cfg, players, &play);
+		read_summaries(cfg, players, &play);
+		total.errors += play.summary_errors;
 		pc_game_stats(shared.game, &play.cost);
 		play_summary(&play, play_line, sizeof play_line);
 		/* A matched player that never got to play is as much a failure as one that failed playing. */

@@ -114,6 +114,12 @@ static const struct cc_config_option player_options[] = {
 	{ .name = "assignment-timeout-seconds", .type = CC_CFG_INT, .default_value = "60", .min = 1, .max = 3600,
 	  .help = "demo --play: a matched player whose assignment is still pending this long fails",
 	  .offset = OPT(assignment_timeout_seconds) },
+	{ .name = "summary-timeout-seconds", .type = CC_CFG_INT, .default_value = "30", .min = 1, .max = 3600,
+	  .help = "demo --play: after the games, each player who played reads its match (GET /v1/matches/{id}, "
+		  "every --ticket-poll-ms) until it is COMPLETED or FAILED, and logs it (event match_summary: score, "
+		  "winner, end reason, and in ranked its rating before and after); a match still not over this long "
+		  "after the games ended fails",
+	  .offset = OPT(summary_timeout_seconds) },
 	/* demo --play: each game thread's link draws from its own stream (seed, thread), so a run reproduces. */
 	CC_NETSIM_CONFIG_OPTIONS(struct player_config),
 	{ .name = "log-level", .type = CC_CFG_ENUM, .default_value = "warn", .choices = "debug|info|warn|error",

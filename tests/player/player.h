@@ -49,6 +49,7 @@ struct player_config {
 	int64_t game_threads;      /* demo --play: game threads, one ENet host each */
 	int64_t game_deadline_seconds;      /* demo --play: a game still going this long after its assignment fails */
 	int64_t assignment_timeout_seconds; /* demo --play: a matched player without an assignment this long fails */
+	int64_t summary_timeout_seconds;    /* demo --play: a played match whose summary shows no end this long fails */
 	int64_t net_sim_latency;   /* demo --play: simulated one-way latency, ms (sys/netsim; all 0 = off) */
 	int64_t net_sim_jitter;    /* +- ms */
 	double net_sim_loss;       /* percent */
