@@ -9,8 +9,9 @@ SDK gateway's published API (sdk.swagger.json), for supervisor_agones.sh:
   operation's body schema (none for GET);
 - every answer the fake gave validates against the operation's 200 schema
   (other statuses: googlerpcStatus);
-- every field name SOURCE files read with cJSON_GetObjectItemCaseSensitive
-  (cc-supervisor's agones_sdk.c) is a property somewhere in the file.
+- every field name SOURCE files read (cJSON_GetObjectItemCaseSensitive,
+  cc_json_get_*, opt_str with a literal name: cc-supervisor's agones_sdk.c)
+  is a property somewhere in the file.
 
 Validation follows the $refs; an object member the schema does not define
 is an error, as is a JSON type other than the schema's (64-bit integers,
@@ -104,7 +105,8 @@ def main():
     for d in sw["definitions"].values():
         names.update(d.get("properties", {}).keys())
     for src in sys.argv[3:]:
-        for field in re.findall(r'cJSON_GetObjectItemCaseSensitive\([^,]+,\s*"([^"]+)"\)', open(src).read()):
+        for field in re.findall(r'(?:cJSON_GetObjectItemCaseSensitive|opt_str|cc_json_get_\w+)\(\s*[^,()]+,\s*"([^"]+)"',
+                                open(src).read()):
             if field not in names:
                 problems.append(f"{src} reads field {field!r}, which the swagger file does not define")
             checked += 1

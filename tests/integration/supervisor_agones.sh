@@ -239,7 +239,11 @@ wait_exit "$SUP_PID" 30
 expect_eq "the supervisor's exit status after its child was killed" 0 "$EXIT_RC"
 grep -q '"event":"child_exited".*"reason":"killed_by_signal".*"signal":9' "$SUP_LOG" ||
 	fail "no child_exited killed_by_signal 9: $(grep child_exited "$SUP_LOG")"
-grep -q '"event":"sdk_health_stopped"' "$SUP_LOG" || fail "no sdk_health_stopped line"
+# The pings stop when the child is gone, before its end is reported to cc-api.
+stopped_at=$(grep -n '"event":"sdk_health_stopped"' "$SUP_LOG" | head -1 | cut -d: -f1)
+reported_at=$(grep -n '"event":"api_ok".*"call":"shutdown"' "$SUP_LOG" | head -1 | cut -d: -f1)
+[[ -n $stopped_at && -n $reported_at ]] || fail "no sdk_health_stopped ($stopped_at) or cc-api shutdown ($reported_at) line"
+((stopped_at < reported_at)) || fail "health pings stopped at line $stopped_at, after cc-api heard of the end (line $reported_at)"
 no_ping_after_shutdown "$B_GW" "child killed"
 ((before > 0)) || fail "no health ping while the child lived"
 expect_eq "the gateway's GameServer state after the kill" Shutdown "$(sdk_log "$B_GW" | jq -r .state)"
