@@ -211,8 +211,8 @@ static const struct cc_config_option supervisor_options[] = {
 	  .help = "Agones mode: how often GET /gameserver is asked whether the GameServer is Allocated",
 	  .offset = OPT(sdk_poll_interval_ms) },
 	{ .name = "health-interval-ms", .type = CC_CFG_INT, .default_value = "2000", .min = 50, .max = 60000,
-	  .help = "Agones mode: POST /health this often, from /ready for as long as the child lives (keep it well "
-		  "under the GameServer's health.periodSeconds)",
+	  .help = "Agones mode: POST /health this often, from /ready through the wait for the allocation and for as "
+		  "long as the child lives (keep it well under the GameServer's health.periodSeconds)",
 	  .offset = OPT(health_interval_ms) },
 };
 

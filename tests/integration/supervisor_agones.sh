@@ -20,6 +20,9 @@
 #     down through the SDK, no health ping after the child's end;
 #  b. a child SIGKILLed mid-match: the health pings stop, /shutdown is
 #     called, the match is not rated;
+#  d. SIGTERM: while a warm server waits for its allocation (SDK /shutdown,
+#     exit 0), and mid-match (forwarded to the child, which stops: code 4,
+#     cc-api and the SDK hear /shutdown);
 # and every request the supervisor sent and every answer the fake gave
 # validate against the vendored sdk.swagger.json (agones_sdk_check.py).
 source "$(dirname "$0")/lib.sh"
@@ -251,3 +254,31 @@ match_b=$(sql "SELECT match_id FROM allocations WHERE server_id = 'gs-agones-b'"
 expect_eq "rating changes of the killed match" 0 "$(sql "SELECT count(*) FROM rating_changes WHERE match_id = '$match_b'")"
 check_swagger "$B_GW"
 pass "child $child SIGKILLed mid-match: $before pings while it lived, none after /shutdown, SDK /shutdown called, match $match_b unrated"
+
+# ---- d. SIGTERM --------------------------------------------------------------------------------------
+game_server gs-agones-warm "agones-warm-$run"
+kill -TERM "$SUP_PID"
+wait_exit "$SUP_PID" 15
+expect_eq "exit status of a warm supervisor stopped by SIGTERM" 0 "$EXIT_RC"
+no_ping_after_shutdown "$GW" "warm server stopped"
+grep -q '"event":"child_started"' "$SUP_LOG" && fail "a warm supervisor started a child"
+pass "SIGTERM while warm: SDK /shutdown, $PINGS pings before it, none after, exit 0"
+
+game_server gs-agones-c "agones-term-$run"
+C_GW=$GW
+T_LOGS+=("$T_DIR/player-c.err")
+start_bg "$T_DIR/player-c.err" "$BIN/cc-player" --mode=demo --api-url="$A_URL" --players=6 --threads=3 \
+	--regions=eu-west --ranked-percent=0 --decline-percent=0 --ticket-poll-ms=500 --seed="$((run + 2))" \
+	--build="agones-term-$run" --match-deadline-seconds=60 --play --assignment-timeout-seconds=60 \
+	--game-deadline-seconds=40 --log-level=info
+wait_log "$SUP_LOG" '"event":"match_state".*"state":"PLAYING"' 1 "$SUP_PID" 60
+kill -TERM "$SUP_PID"
+wait_exit "$SUP_PID" 30
+expect_eq "the supervisor's exit status after a forwarded SIGTERM" 0 "$EXIT_RC"
+grep -q '"event":"forwarding_stop"' "$SUP_LOG" || fail "no forwarding_stop line"
+grep -q '"event":"child_exited".*"reason":"stopped".*"code":4' "$SUP_LOG" ||
+	fail "the child did not stop on the forwarded SIGTERM: $(grep child_exited "$SUP_LOG")"
+grep -q '"event":"api_ok".*"call":"shutdown"' "$SUP_LOG" || fail "cc-api did not hear /shutdown"
+no_ping_after_shutdown "$C_GW" "SIGTERM mid-match"
+check_swagger "$C_GW"
+pass "SIGTERM mid-match: forwarded, the child stopped (code 4), cc-api and the SDK heard /shutdown, exit 0"
