@@ -257,6 +257,11 @@ pass "child $child SIGKILLed mid-match: $before pings while it lived, none after
 
 # ---- d. SIGTERM --------------------------------------------------------------------------------------
 game_server gs-agones-warm "agones-warm-$run"
+deadline=$((SECONDS + 10))
+until (($(sdk_log "$GW" | jq '[.requests[] | select(.path == "/health")] | length') > 0)); do
+	((SECONDS < deadline)) || fail "no health ping from the warm supervisor within 10 s"
+	sleep 0.05
+done
 kill -TERM "$SUP_PID"
 wait_exit "$SUP_PID" 15
 expect_eq "exit status of a warm supervisor stopped by SIGTERM" 0 "$EXIT_RC"
