@@ -23,6 +23,9 @@
 #  d. SIGTERM: while a warm server waits for its allocation (SDK /shutdown,
 #     exit 0), and mid-match (forwarded to the child, which stops: code 4,
 #     cc-api and the SDK hear /shutdown);
+#  e. a supervisor SIGKILLed mid-match and restarted in its pod finds its
+#     GameServer Allocated: no second /ready (that would return the server
+#     to the fleet), the lost match is reported, the SDK hears /shutdown;
 # and every request the supervisor sent and every answer the fake gave
 # validate against the vendored sdk.swagger.json (agones_sdk_check.py).
 source "$(dirname "$0")/lib.sh"
@@ -287,3 +290,37 @@ grep -q '"event":"api_ok".*"call":"shutdown"' "$SUP_LOG" || fail "cc-api did not
 no_ping_after_shutdown "$C_GW" "SIGTERM mid-match"
 check_swagger "$C_GW"
 pass "SIGTERM mid-match: forwarded, the child stopped (code 4), cc-api and the SDK heard /shutdown, exit 0"
+
+# ---- e. the supervisor restarted in an allocated pod ---------------------------------------------------
+game_server gs-agones-e "agones-restart-$run"
+E_GW=$GW
+T_LOGS+=("$T_DIR/player-e.err")
+start_bg "$T_DIR/player-e.err" "$BIN/cc-player" --mode=demo --api-url="$A_URL" --players=6 --threads=3 \
+	--regions=eu-west --ranked-percent=0 --decline-percent=0 --ticket-poll-ms=500 --seed="$((run + 3))" \
+	--build="agones-restart-$run" --match-deadline-seconds=60 --play --assignment-timeout-seconds=60 \
+	--game-deadline-seconds=40 --log-level=info
+wait_log "$SUP_LOG" '"event":"match_state".*"state":"PLAYING"' 1 "$SUP_PID" 60
+child=$(grep '"event":"child_started"' "$SUP_LOG" | tail -1 | jq .pid)
+kill -KILL "$SUP_PID"
+deadline=$((SECONDS + 15))
+while running "$child"; do # it gets SIGTERM when its parent dies (PR_SET_PDEATHSIG)
+	((SECONDS < deadline)) || fail "the killed supervisor's child $child still runs after 15 s"
+	sleep 0.05
+done
+SUP_LOG="$T_DIR/gs-agones-e-sup2.log"
+AGONES_SDK_HTTP_PORT=$E_GW start_bg "$SUP_LOG" "$SUP" --game-port="$GPORT" --api-url="$A_URL" \
+	--join-keys-file="$T_DIR/join.json" --gameserver-config="$T_DIR/gameserver.conf" --work-dir="$T_DIR" \
+	--health-interval-ms=200 --sdk-poll-interval-ms=50 --roster-timeout-ms=2000
+SUP_PID=$LAST_PID
+wait_exit "$SUP_PID" 30
+expect_eq "the restarted supervisor's exit status" 0 "$EXIT_RC"
+grep -q '"event":"sdk_already_allocated"' "$SUP_LOG" || fail "the restarted supervisor did not see its GameServer Allocated"
+expect_eq "SDK /ready calls (the restart made none)" 1 \
+	"$(sdk_log "$E_GW" | jq '[.requests[] | select(.path == "/ready")] | length')"
+grep -qE '"event":"(match_past_registration|roster_failed)"' "$SUP_LOG" ||
+	fail "the restarted supervisor served the lost match: $(grep -E 'child_|register|roster' "$SUP_LOG" | head -5)"
+grep -q '"event":"api_ok".*"call":"shutdown"' "$SUP_LOG" || fail "cc-api did not hear the lost match's /shutdown"
+no_ping_after_shutdown "$E_GW" "restarted in an allocated pod"
+match_e=$(sql "SELECT match_id FROM allocations WHERE server_id = 'gs-agones-e'")
+expect_eq "rating changes of the lost match" 0 "$(sql "SELECT count(*) FROM rating_changes WHERE match_id = '$match_e'")"
+pass "restarted in an allocated pod: no second /ready, $(grep -oE '"event":"(match_past_registration|roster_failed)"' "$SUP_LOG" | head -1), SDK /shutdown, match $match_e unrated"
