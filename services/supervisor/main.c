@@ -424,13 +424,21 @@ static bool fetch_roster(const struct allocation *a, const char *path)
 	 * The allocator may write our allocation file a moment before it
 	 * publishes the roster: 404 and 409 are "not yet", like 5xx, 429 and
 	 * a refused connection, until --roster-timeout-ms. 400, 401 and 403
-	 * will not change by asking again.
+	 * will not change by asking again (except 403 in Agones mode, below).
 	 */
 	for (;;) {
 		free(body);
 		body = NULL;
 		st = api_call(a, "GET", "roster", NULL, &body);
-		bool retry = st < 0 || st >= 500 || st == 429 || st == 404 || st == 409;
+		/*
+		 * Agones mode: 403 (wrong_server) is "not yet" too. Agones shows the
+		 * GameServer Allocated, annotations and all, as it answers the
+		 * allocator, which records the server in the allocations row only
+		 * after that answer: until then cc-api finds that the token's
+		 * allocation names no server (seen in supervisor_agones.sh: the
+		 * roster asked 8 ms after the annotations arrived, 403).
+		 */
+		bool retry = st < 0 || st >= 500 || st == 429 || st == 404 || st == 409 || (agones_mode && st == 403);
 		if (st == 200 || !retry || cc_clock_ms() + backoff > end || !cc_service_nap(&service, backoff))
 			break;
 		backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;

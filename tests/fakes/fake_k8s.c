@@ -49,6 +49,9 @@
  * answering, as Agones updates the GameServer the sidecar shows. POST
  * /fake/gameservers/{name}/shutdown marks it Shutdown (Agones deletes it):
  * no selector matches it again. --capacity=0 allocates only these.
+ * --notify-lead-ms=N answers the allocator N ms after the notification
+ * (the fake's other sleep): the game server then sees its allocation
+ * before the allocator has recorded it, as can happen with Agones.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -78,6 +81,7 @@ struct fake_config {
 	int64_t port;
 	char *token_file;
 	int64_t capacity;
+	int64_t notify_lead_ms;
 };
 
 #define OPT(f) offsetof(struct fake_config, f)
@@ -90,6 +94,9 @@ static const struct cc_config_option options[] = {
 	  .help = "when given, requests must carry Authorization: Bearer <its content>", .offset = OPT(token_file) },
 	{ .name = "capacity", .type = CC_CFG_INT, .default_value = "16", .min = 0, .max = MAX_SERVERS,
 	  .help = "GameServers the fleet holds", .offset = OPT(capacity) },
+	{ .name = "notify-lead-ms", .type = CC_CFG_INT, .default_value = "0", .min = 0, .max = 10000,
+	  .help = "after notifying a real GameServer's gateway, wait this long before answering the allocator",
+	  .offset = OPT(notify_lead_ms) },
 };
 static const struct cc_config_spec spec = {
 	.program = "fake_k8s",
@@ -288,8 +295,15 @@ static cJSON *allocate(struct fake *f, const cJSON *spec_)
 		}
 	}
 	pthread_mutex_unlock(&f->lock);
-	if (notify_url && notify_body)
+	if (notify_url && notify_body) {
 		notify(notify_url, notify_body); /* before the answer: the GameServer is Allocated when the allocator hears it */
+		if (f->cfg->notify_lead_ms > 0) {
+			/* The game server sees its allocation this long before the allocator can record it. */
+			struct timespec ts = { f->cfg->notify_lead_ms / 1000, (f->cfg->notify_lead_ms % 1000) * 1000000L };
+			while (nanosleep(&ts, &ts) != 0)
+				;
+		}
+	}
 	free(notify_url);
 	if (notify_body) {
 		memset(notify_body, 0, strlen(notify_body)); /* it holds a workload token */

@@ -126,7 +126,9 @@ connect-window-seconds = 30
 end-linger-ms = 500
 EOF
 start_api A --regions=eu-west --workload-secret-file="$T_DIR/workload.secret"
-start_fake K8S "$T_DIR/k8s.log" "$FAKES/fake_k8s" --capacity=0
+# --notify-lead-ms: each supervisor sees its allocation 300 ms before cc-allocator can record it (cc-api then
+# answers its roster request 403 until it has).
+start_fake K8S "$T_DIR/k8s.log" "$FAKES/fake_k8s" --capacity=0 --notify-lead-ms=300
 COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/allocator.log" "$BIN/cc-allocator" --provider=agones \
 	--k8s-url="http://127.0.0.1:$K8S" --k8s-token-file= --k8s-ca-file= --k8s-namespace=games \
 	--workload-secret-file="$T_DIR/workload.secret" --join-keys-file="$T_DIR/join.json" --join-key-id=k1 \
