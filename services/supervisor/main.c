@@ -77,7 +77,10 @@
  *      cosmic-clash.io/match-id, /allocation-id, /workload-token,
  *      /playlist, /arena, /protocol; the address and port from status.
  *      Missing or malformed: "allocation_refused", SDK /shutdown, exit 1.
- *   E. steps 2 to 6 above; the health pings go on while the child lives
+ *   E. steps 2 to 6 above (a roster answered 403 is "not yet" here too:
+ *      Agones shows the allocation before cc-allocator has recorded the
+ *      server, and cc-api refuses the token until it has); the health
+ *      pings go on while the child lives
  *      and stop as soon as it has exited (before anything else is
  *      reported);
  *   F. cc-api's POST /shutdown {reason} as in step 7 (also after a stop
