@@ -25,7 +25,11 @@
  *      agones.dev/fleet, cosmic-clash.io/region, cosmic-clash.io/build).
  * and metadata: labels cosmic-clash.io/allocation-id and /match-id, and
  * the annotations cosmic-clash.io/match-id, /allocation-id,
- * /workload-token, /playlist, /region, /build, /protocol, /arena.
+ * /workload-token, /playlist, /region, /build, /protocol, /arena. Agones
+ * copies them onto the GameServer, where cc-supervisor's Agones mode reads
+ * match-id, allocation-id, workload-token, playlist, arena and protocol
+ * (services/supervisor/agones_sdk.h names them; supervisor_agones.sh runs
+ * both sides): renaming one here breaks that pod.
  *
  * The answer's flat status decides (each outcome is work.c's):
  *   201/200 Allocated     gameServerName, address, ports, nodeName are

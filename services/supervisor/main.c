@@ -1,11 +1,23 @@
 /*
- * cc-supervisor: the long-lived process around cc-gameserver (SPEC 10), direct mode.
+ * cc-supervisor: the long-lived process around cc-gameserver (SPEC 10). It
+ * runs in one of two modes, chosen by the environment:
  *
- * The allocator's local provider keeps a warm pool of these, one per game
- * port (INTERFACES.md: COSMIC_CLASH_SERVER_ID, _GAME_PORT,
- * _ALLOCATION_FILE, _API_URL). Each waits for its allocation file, then
- * serves one match (woken by the allocator's FIFO beside the file, polling
- * at --poll-interval-ms without one):
+ *   direct mode  (AGONES_SDK_HTTP_PORT unset): the local provider's pool
+ *                process, serving one allocation after another from an
+ *                allocation file;
+ *   Agones mode  (AGONES_SDK_HTTP_PORT set): the entrypoint of a game-server
+ *                pod of an Agones Fleet, serving the one allocation its
+ *                GameServer gets, then shutting the GameServer down
+ *                (agones_loop below; the SDK client is agones_sdk.c).
+ *
+ * Both modes serve an allocation the same way (serve(): steps 2 to 6).
+ *
+ * Direct mode. The allocator's local provider keeps a warm pool of these,
+ * one per game port (INTERFACES.md: COSMIC_CLASH_SERVER_ID, _GAME_PORT,
+ * _ALLOCATION_FILE, _API_URL; --server-id and --allocation-file are
+ * required). Each waits for its allocation file, then serves one match
+ * (woken by the allocator's FIFO beside the file, polling at
+ * --poll-interval-ms without one):
  *
  *   1. read the allocation file (the local provider writes it atomically);
  *   2. GET /v1/servers/{id}/roster with the workload token; verify the
@@ -35,6 +47,48 @@
  *      stopping or dying) leaves allocation and file alone for the
  *      restarted pool process ("allocation_left").
  *
+ * Agones mode. The SDK sidecar's HTTP gateway on 127.0.0.1:
+ * $AGONES_SDK_HTTP_PORT (../shared/agones/sdk.swagger.json):
+ *
+ *   A. GET /gameserver until object_meta.name, status.address and
+ *      status.ports are assigned. Refused connections, errors and answers
+ *      with those fields empty are normal while the pod starts (the sidecar
+ *      may start after us): retried with backoff (50 ms doubling, 1 s cap)
+ *      for --sdk-start-timeout-ms, then a clear error ("sdk_not_assigned")
+ *      and exit status 1. The GameServer's name is the server id (cc-api's
+ *      game_servers.id, as the agones provider records it); --server-id,
+ *      when given, must equal it; --game-port is the container port the
+ *      child binds (the GameServer's port may be a host port mapped to it).
+ *   B. POST /ready (bounded retry like registration), then health pings
+ *      (POST /health every --health-interval-ms) from then on. /ready
+ *      comes before the allocation, not after the child's probe as in
+ *      direct mode's order: a GameServerAllocation only selects Ready
+ *      GameServers (the agones provider's selector says gameServerState
+ *      Ready), and the allocation annotations the child needs arrive only
+ *      with it; Agones marks a Ready GameServer that sends no pings
+ *      Unhealthy. A GameServer already Allocated at start-up (this
+ *      container restarted in its pod) skips /ready, which would return it
+ *      to the fleet.
+ *   C. GET /gameserver every --sdk-poll-interval-ms until status.state is
+ *      "Allocated" (no bound: a warm server waits for demand). Shutdown,
+ *      Unhealthy or a deletion timestamp ends the wait (exit 1).
+ *   D. The allocation from object_meta.annotations, set by the agones
+ *      provider's GameServerAllocation (agones_sdk.h names them):
+ *      cosmic-clash.io/match-id, /allocation-id, /workload-token,
+ *      /playlist, /arena, /protocol; the address and port from status.
+ *      Missing or malformed: "allocation_refused", SDK /shutdown, exit 1.
+ *   E. steps 2 to 6 above (a roster answered 403 is "not yet" here too:
+ *      Agones shows the allocation before cc-allocator has recorded the
+ *      server, and cc-api refuses the token until it has); the health
+ *      pings go on while the child lives
+ *      and stop as soon as it has exited (before anything else is
+ *      reported);
+ *   F. cc-api's POST /shutdown {reason} as in step 7 (also after a stop
+ *      before registration: no restarted pool process will serve this
+ *      allocation, the pod is going away), then the SDK's POST /shutdown
+ *      (Agones deletes the GameServer and the Fleet replaces it, so the
+ *      allocator never frees agones servers), and exit 0.
+ *
  * The child's exit codes (gameserver/main.c): 0 completed, 3
  * result_not_acknowledged, 4 stopped, 5 called_off (a ranked no-show, or
  * the control plane ended the match), 2 bad_configuration, others
@@ -46,9 +100,6 @@
  * supervisor's stderr stays one JSON object per line. Lines longer than
  * CC_LOG_LINE_MAX are cut and marked.
  *
- * The Agones SDK mode (AGONES_SDK_HTTP_PORT) is not built yet: with that
- * variable set, start-up refuses with a clear message rather than run in
- * the wrong mode inside a pod.
  */
 #include <cjson/cJSON.h>
 #include <arpa/inet.h>
@@ -70,6 +121,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agones_sdk.h"
 #include "game/playlist.h"
 #include "game/roster.h"
 #include "sys/clock.h"
@@ -102,18 +154,26 @@ struct supervisor_config {
 	int64_t roster_timeout_ms;
 	int64_t api_timeout_ms;
 	int64_t stop_grace_ms;
+	int64_t sdk_timeout_ms;
+	int64_t sdk_start_timeout_ms;
+	int64_t sdk_poll_interval_ms;
+	int64_t health_interval_ms;
 	struct cc_service_options svc;
 };
 
 #define OPT(field) offsetof(struct supervisor_config, field)
 
 static const struct cc_config_option supervisor_options[] = {
-	{ .name = "server-id", .type = CC_CFG_STRING, .required = true,
-	  .help = "game_servers.id of this server (the local provider sets COSMIC_CLASH_SERVER_ID)", .offset = OPT(server_id) },
+	{ .name = "server-id", .type = CC_CFG_STRING,
+	  .help = "game_servers.id of this server (the local provider sets COSMIC_CLASH_SERVER_ID); direct mode: "
+		  "required; Agones mode: the GameServer's name, which this must equal when given",
+	  .offset = OPT(server_id) },
 	{ .name = "game-port", .type = CC_CFG_INT, .required = true, .min = 1, .max = 65535,
 	  .help = "UDP game port of the child; its ready probe is TCP 127.0.0.1 on the same number", .offset = OPT(game_port) },
-	{ .name = "allocation-file", .type = CC_CFG_STRING, .required = true,
-	  .help = "the file the local provider writes when it allocates this server", .offset = OPT(allocation_file) },
+	{ .name = "allocation-file", .type = CC_CFG_STRING,
+	  .help = "direct mode (required there): the file the local provider writes when it allocates this server; "
+		  "Agones mode: unused",
+	  .offset = OPT(allocation_file) },
 	{ .name = "api-url", .type = CC_CFG_STRING, .required = true,
 	  .help = "cc-api base URL for the server routes", .offset = OPT(api_url) },
 	{ .name = "join-keys", .type = CC_CFG_STRING, .secret = true, .required = true,
@@ -125,7 +185,8 @@ static const struct cc_config_option supervisor_options[] = {
 		  "provider passes no COSMIC_CLASH_* variables through)",
 	  .offset = OPT(gameserver_config) },
 	{ .name = "work-dir", .type = CC_CFG_STRING,
-	  .help = "where the roster file for the child is written (default: the allocation file's directory)",
+	  .help = "where the roster file for the child is written (default: the allocation file's directory; "
+		  "Agones mode: $TMPDIR, else /tmp)",
 	  .offset = OPT(work_dir) },
 	{ .name = "bind", .type = CC_CFG_STRING, .default_value = "127.0.0.1",
 	  .help = "address the child binds its UDP game port to", .offset = OPT(bind) },
@@ -143,12 +204,28 @@ static const struct cc_config_option supervisor_options[] = {
 	  .help = "deadline of one call to cc-api", .offset = OPT(api_timeout_ms) },
 	{ .name = "stop-grace-ms", .type = CC_CFG_INT, .default_value = "5000", .min = 100, .max = 120000,
 	  .help = "after forwarding SIGTERM, wait this long before SIGKILL", .offset = OPT(stop_grace_ms) },
+	{ .name = "sdk-timeout-ms", .type = CC_CFG_INT, .default_value = "2000", .min = 50, .max = 60000,
+	  .help = "Agones mode: deadline of one call to the SDK gateway", .offset = OPT(sdk_timeout_ms) },
+	{ .name = "sdk-start-timeout-ms", .type = CC_CFG_INT, .default_value = "60000", .min = 100, .max = 3600000,
+	  .help = "Agones mode: the SDK gateway must show the GameServer's name, address and ports within this "
+		  "(unanswered and incomplete answers are retried until then), else exit 1",
+	  .offset = OPT(sdk_start_timeout_ms) },
+	{ .name = "sdk-poll-interval-ms", .type = CC_CFG_INT, .default_value = "250", .min = 10, .max = 60000,
+	  .help = "Agones mode: how often GET /gameserver is asked whether the GameServer is Allocated",
+	  .offset = OPT(sdk_poll_interval_ms) },
+	{ .name = "health-interval-ms", .type = CC_CFG_INT, .default_value = "2000", .min = 50, .max = 60000,
+	  .help = "Agones mode: POST /health this often, from /ready through the wait for the allocation and for as "
+		  "long as the child lives (keep it well under the GameServer's health.periodSeconds)",
+	  .offset = OPT(health_interval_ms) },
 };
 
 static const struct cc_service_spec supervisor_spec = {
 	.program = "cc-supervisor",
 	.summary = "Cosmic Clash supervisor: waits for an allocation, runs cc-gameserver for it, registers it, "
-		   "reports its end (direct mode; the Agones SDK mode is not built yet).",
+		   "reports its end. Direct mode (the local provider's pool: --server-id, --allocation-file) unless "
+		   "AGONES_SDK_HTTP_PORT is set; then Agones mode: the GameServer and its allocation come from the SDK "
+		   "gateway on 127.0.0.1:$AGONES_SDK_HTTP_PORT (/gameserver, /ready, /health, /shutdown), one match, "
+		   "then /shutdown and exit.",
 	.options = supervisor_options,
 	.n_options = CC_ARRAY_LEN(supervisor_options),
 	.shared = CC_SERVICE_LOG,
@@ -157,6 +234,10 @@ static const struct cc_service_spec supervisor_spec = {
 
 static struct cc_service service;
 static struct supervisor_config cfg;
+static bool agones_mode;              /* AGONES_SDK_HTTP_PORT is set */
+static struct agones_sdk sdk;         /* Agones mode: the gateway */
+static struct agones_health health;   /* Agones mode: the pings, from /ready while the child lives */
+static char agones_server_id[CC_SERVER_ID_BUF]; /* Agones mode: the GameServer's name */
 
 /* The allocation file, as the local provider writes it (INTERFACES.md). */
 struct allocation {
@@ -346,13 +427,21 @@ static bool fetch_roster(const struct allocation *a, const char *path)
 	 * The allocator may write our allocation file a moment before it
 	 * publishes the roster: 404 and 409 are "not yet", like 5xx, 429 and
 	 * a refused connection, until --roster-timeout-ms. 400, 401 and 403
-	 * will not change by asking again.
+	 * will not change by asking again (except 403 in Agones mode, below).
 	 */
 	for (;;) {
 		free(body);
 		body = NULL;
 		st = api_call(a, "GET", "roster", NULL, &body);
-		bool retry = st < 0 || st >= 500 || st == 429 || st == 404 || st == 409;
+		/*
+		 * Agones mode: 403 (wrong_server) is "not yet" too. Agones shows the
+		 * GameServer Allocated, annotations and all, as it answers the
+		 * allocator, which records the server in the allocations row only
+		 * after that answer: until then cc-api finds that the token's
+		 * allocation names no server (seen in supervisor_agones.sh: the
+		 * roster asked 8 ms after the annotations arrived, 403).
+		 */
+		bool retry = st < 0 || st >= 500 || st == 429 || st == 404 || st == 409 || (agones_mode && st == 403);
 		if (st == 200 || !retry || cc_clock_ms() + backoff > end || !cc_service_nap(&service, backoff))
 			break;
 		backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
@@ -760,6 +849,13 @@ static bool leave_for_restart(struct allocation *a, struct child *c, const char 
 	return false;
 }
 
+/* The child has exited: in Agones mode its health pings stop now, before anything else is reported. */
+static void child_gone(void)
+{
+	if (agones_mode)
+		agones_health_stop(&health);
+}
+
 /*
  * Serves allocation a to its end. Writes the /shutdown reason into end
  * (cap bytes) and returns true when the allocation must be shut down; the
@@ -774,7 +870,8 @@ static bool serve(struct allocation *a, const char *roster_path, char *end, size
 	int status = 0, code, sig;
 	bool core, died = false;
 
-	if (strcmp(a->server_id, cfg.server_id) != 0 || a->port != cfg.game_port) {
+	/* Agones mode: the address and port are the GameServer's (a host port may map to our --game-port). */
+	if (strcmp(a->server_id, cfg.server_id) != 0 || (!agones_mode && a->port != cfg.game_port)) {
 		cc_log_error("allocation_refused", CC_LOG_STR("match_id", a->match_id),
 			     CC_LOG_STR("why", "the allocation names another server or port"));
 		return false; /* not ours: its token cannot be used for our id either */
@@ -802,6 +899,7 @@ static bool serve(struct allocation *a, const char *roster_path, char *end, size
 			cc_log_error("child_not_ready", CC_LOG_INT("pid", c.pid), CC_LOG_INT("timeout_ms", cfg.ready_timeout_ms));
 			status = child_stop(&c, SIGTERM);
 		} else {
+			child_gone();
 			child_reap(&c);
 		}
 		classify(status, reason, sizeof reason, &code, &sig, &core);
@@ -852,6 +950,7 @@ static bool serve(struct allocation *a, const char *roster_path, char *end, size
 		}
 		(void)cc_service_nap(&service, 20);
 	}
+	child_gone();
 	child_reap(&c);
 	classify(status, reason, sizeof reason, &code, &sig, &core);
 	cc_log_emit(code == 0 ? CC_LOG_INFO : CC_LOG_ERROR, "child_exited",
@@ -986,18 +1085,251 @@ static void *supervisor_loop(void *arg)
 	return NULL;
 }
 
+/* ---- Agones mode ------------------------------------------------------------------------ */
+
+/* POST /route to the SDK gateway, up to --register-attempts times (backoff as registration). True on 200. */
+static bool sdk_post_retry(const char *route)
+{
+	int64_t backoff = 200;
+	for (int i = 1; i <= (int)cfg.register_attempts; i++) {
+		int st = agones_sdk_post(&sdk, route);
+		if (st == 200) {
+			cc_log_info("sdk_ok", CC_LOG_STR("call", route), CC_LOG_INT("attempt", i));
+			return true;
+		}
+		cc_log_warn("sdk_failed", CC_LOG_STR("call", route), CC_LOG_INT("attempt", i),
+			    CC_LOG_INT("of", cfg.register_attempts), CC_LOG_INT("status", st < 0 ? 0 : st),
+			    CC_LOG_STR("error", st < 0 ? cc_errname(st) : ""));
+		if (i < cfg.register_attempts) {
+			/* Not cc_service_nap: /shutdown must still be tried while we stop. */
+			struct timespec ts = { backoff / 1000, (backoff % 1000) * 1000000L };
+			nanosleep(&ts, NULL);
+		}
+		backoff = backoff * 2 > 3000 ? 3000 : backoff * 2;
+	}
+	cc_log_error("sdk_call_failed", CC_LOG_STR("call", route), CC_LOG_INT("attempts", cfg.register_attempts));
+	return false;
+}
+
+/* Ends Agones mode: health pings stop, the SDK's /shutdown; exit status 1 when fatal names why. */
+static void agones_finish(const char *fatal)
+{
+	agones_health_stop(&health);
+	bool shut = sdk_post_retry("shutdown");
+	cc_log_emit(shut ? CC_LOG_INFO : CC_LOG_ERROR, "sdk_shutdown",
+		    (struct cc_log_field[]){ CC_LOG_BOOL("ok", shut), CC_LOG_STR("server_id", agones_server_id) }, 2);
+	if (fatal)
+		cc_service_fail(&service, fatal);
+}
+
+/*
+ * Step A: GET /gameserver until it is assigned, within --sdk-start-timeout-ms.
+ * True with *gs filled; false (logged) on the deadline or a stop.
+ */
+static bool sdk_wait_assigned(struct agones_gameserver *gs)
+{
+	int64_t start = cc_clock_ms(), end = start + cfg.sdk_start_timeout_ms, backoff = 50;
+	int polls = 0;
+	char why[512] = "", last[512] = "";
+	for (;;) {
+		polls++;
+		int rc = agones_sdk_get_gameserver(&sdk, gs, why, sizeof why);
+		if (rc == 0 && agones_gameserver_assigned(gs)) {
+			cc_log_info("sdk_assigned", CC_LOG_STR("server_id", gs->name), CC_LOG_STR("address", gs->address),
+				    CC_LOG_INT("port", gs->port), CC_LOG_STR("state", gs->state), CC_LOG_INT("polls", polls),
+				    CC_LOG_INT("ms", cc_clock_ms() - start));
+			return true;
+		}
+		if (rc == 0) {
+			snprintf(why, sizeof why, "GameServer without %s yet (state \"%s\")",
+				 !gs->name[0] ? "a name" : !gs->address[0] ? "an address" : "ports", gs->state);
+			agones_gameserver_release(gs);
+		}
+		if (strcmp(why, last) != 0) /* one line per kind of wait, not per poll */
+			cc_log_info("sdk_waiting", CC_LOG_STR("why", why), CC_LOG_INT("polls", polls));
+		snprintf(last, sizeof last, "%s", why);
+		if (cc_clock_ms() + backoff > end) {
+			cc_log_error("sdk_not_assigned", CC_LOG_INT("timeout_ms", cfg.sdk_start_timeout_ms),
+				     CC_LOG_INT("polls", polls), CC_LOG_STR("last", why),
+				     CC_LOG_STR("hint", "is the Agones SDK sidecar running on AGONES_SDK_HTTP_PORT?"));
+			fprintf(stderr, "cc-supervisor: the Agones SDK gateway on %s assigned no address and ports within "
+					"%lld ms (%d polls; last: %s)\n",
+				sdk.base, (long long)cfg.sdk_start_timeout_ms, polls, why);
+			return false;
+		}
+		if (!cc_service_nap(&service, backoff))
+			return false;
+		backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
+	}
+}
+
+/* Step D: the allocation from gs's annotations and status. Returns 0, or CC_EINVAL with why (never the token). */
+static int allocation_from_gameserver(const struct agones_gameserver *gs, struct allocation *out, char *why, size_t whylen)
+{
+	memset(out, 0, sizeof *out);
+	const char *missing = !gs->match_id	    ? CC_AGONES_ANN_MATCH_ID
+			      : !gs->allocation_id  ? CC_AGONES_ANN_ALLOCATION_ID
+			      : !gs->workload_token ? CC_AGONES_ANN_WORKLOAD_TOKEN
+			      : !gs->playlist	    ? CC_AGONES_ANN_PLAYLIST
+			      : !gs->arena	    ? CC_AGONES_ANN_ARENA
+			      : !gs->protocol	    ? CC_AGONES_ANN_PROTOCOL
+						    : NULL;
+	if (missing) {
+		snprintf(why, whylen, "annotation %s: missing or empty", missing);
+		return CC_EINVAL;
+	}
+	if (!cc_uuid_valid(gs->match_id) || !cc_uuid_valid(gs->allocation_id)) {
+		snprintf(why, whylen, "annotation %s: not a UUID",
+			 cc_uuid_valid(gs->match_id) ? CC_AGONES_ANN_ALLOCATION_ID : CC_AGONES_ANN_MATCH_ID);
+		return CC_EINVAL;
+	}
+	if (strlen(gs->playlist) >= sizeof out->playlist || strlen(gs->arena) >= sizeof out->arena ||
+	    strlen(gs->address) >= sizeof out->address || strlen(gs->workload_token) > 4096) {
+		snprintf(why, whylen, "annotation %s: too long",
+			 strlen(gs->playlist) >= sizeof out->playlist ? CC_AGONES_ANN_PLAYLIST
+			 : strlen(gs->arena) >= sizeof out->arena     ? CC_AGONES_ANN_ARENA
+			 : strlen(gs->workload_token) > 4096	      ? CC_AGONES_ANN_WORKLOAD_TOKEN
+								      : "status.address");
+		return CC_EINVAL;
+	}
+	long proto = 0;
+	for (const char *c = gs->protocol; *c; c++) {
+		if (*c < '0' || *c > '9' || proto > 65535) {
+			proto = -1;
+			break;
+		}
+		proto = proto * 10 + (*c - '0');
+	}
+	if (proto < 1 || proto > 65535) {
+		snprintf(why, whylen, "annotation %s: not a protocol version (1..65535)", CC_AGONES_ANN_PROTOCOL);
+		return CC_EINVAL;
+	}
+	snprintf(out->match_id, sizeof out->match_id, "%s", gs->match_id);
+	snprintf(out->allocation_id, sizeof out->allocation_id, "%s", gs->allocation_id);
+	snprintf(out->server_id, sizeof out->server_id, "%s", gs->name);
+	snprintf(out->address, sizeof out->address, "%s", gs->address);
+	snprintf(out->playlist, sizeof out->playlist, "%s", gs->playlist);
+	snprintf(out->arena, sizeof out->arena, "%s", gs->arena);
+	out->port = gs->port;
+	out->protocol_version = (int)proto;
+	out->workload_token = strdup(gs->workload_token);
+	return out->workload_token ? 0 : CC_ENOMEM;
+}
+
+/* Step C: polls until Allocated. True with *gs the allocated GameServer; false (logged) when it never will be. */
+static bool sdk_wait_allocated(struct agones_gameserver *gs)
+{
+	char why[512];
+	int failures = 0;
+	while (!cc_service_stopping(&service)) {
+		int rc = agones_sdk_get_gameserver(&sdk, gs, why, sizeof why);
+		if (rc == 0) {
+			failures = 0;
+			if (strcmp(gs->state, "Allocated") == 0)
+				return true;
+			if (gs->deleting || strcmp(gs->state, "Shutdown") == 0 || strcmp(gs->state, "Unhealthy") == 0 ||
+			    strcmp(gs->state, "Error") == 0) {
+				cc_log_error("sdk_gameserver_ended", CC_LOG_STR("state", gs->state),
+					     CC_LOG_BOOL("deleting", gs->deleting),
+					     CC_LOG_STR("why", "the GameServer ended before it was allocated"));
+				agones_gameserver_release(gs);
+				return false;
+			}
+			agones_gameserver_release(gs);
+		} else if (++failures == 1 || failures % 20 == 0) {
+			cc_log_warn("sdk_poll_failed", CC_LOG_STR("why", why), CC_LOG_INT("failures", failures));
+		}
+		(void)cc_service_nap(&service, cfg.sdk_poll_interval_ms);
+	}
+	return false;
+}
+
+static void *agones_loop(void *arg)
+{
+	(void)arg;
+	struct agones_gameserver gs;
+	struct allocation a;
+	char roster_path[PATH_MAX + 256], why[512], end[64] = "";
+	const char *tmp = getenv("TMPDIR");
+	memset(&a, 0, sizeof a);
+	cc_log_info("agones_mode", CC_LOG_STR("sdk", sdk.base), CC_LOG_INT("game_port", cfg.game_port));
+	if (!sdk_wait_assigned(&gs)) {
+		if (!cc_service_stopping(&service))
+			cc_service_fail(&service, "the Agones SDK gateway assigned no address and ports");
+		return NULL;
+	}
+	snprintf(agones_server_id, sizeof agones_server_id, "%s", gs.name);
+	if (!cc_server_id_valid(gs.name) || (cfg.server_id && strcmp(cfg.server_id, gs.name) != 0)) {
+		cc_log_error("sdk_gameserver_refused", CC_LOG_STR("name", gs.name),
+			     CC_LOG_STR("why", cc_server_id_valid(gs.name) ? "--server-id names another server"
+									     : "not a server id (1..128 bytes of [A-Za-z0-9._-])"));
+		agones_gameserver_release(&gs);
+		agones_finish("the GameServer's name cannot be this server's id");
+		return NULL;
+	}
+	cfg.server_id = agones_server_id; /* serve() and the cc-api calls use it (the config string is freed at exit, not this) */
+	bool restarted = strcmp(gs.state, "Allocated") == 0;
+	agones_gameserver_release(&gs);
+	if (restarted) {
+		cc_log_warn("sdk_already_allocated", CC_LOG_STR("server_id", agones_server_id),
+			    CC_LOG_STR("why", "restarted in an allocated pod: no /ready (it would return the server to the fleet)"));
+	} else if (!sdk_post_retry("ready")) {
+		agones_finish("the Agones SDK gateway refused /ready");
+		return NULL;
+	}
+	if (agones_health_start(&health, &sdk, cfg.health_interval_ms) != 0) {
+		agones_finish("cannot start the health pings");
+		return NULL;
+	}
+	cc_log_info("waiting", CC_LOG_STR("server_id", agones_server_id), CC_LOG_STR("for", "Allocated"));
+	if (!sdk_wait_allocated(&gs)) {
+		agones_finish(cc_service_stopping(&service) ? NULL : "the GameServer ended before it was allocated");
+		return NULL;
+	}
+	int rc = allocation_from_gameserver(&gs, &a, why, sizeof why);
+	agones_gameserver_release(&gs);
+	if (rc != 0) {
+		cc_log_error("allocation_refused", CC_LOG_STR("server_id", agones_server_id), CC_LOG_STR("why", why));
+		allocation_release(&a);
+		agones_finish("the allocation annotations are unusable");
+		return NULL;
+	}
+	cc_log_info("allocated", CC_LOG_STR("match_id", a.match_id), CC_LOG_STR("allocation_id", a.allocation_id),
+		    CC_LOG_STR("playlist", a.playlist), CC_LOG_STR("address", a.address), CC_LOG_INT("port", a.port));
+	snprintf(roster_path, sizeof roster_path, "%s/roster-%s.json",
+		 cfg.work_dir ? cfg.work_dir : tmp && *tmp ? tmp : "/tmp", agones_server_id);
+	bool keep = false;
+	bool shut = serve(&a, roster_path, end, sizeof end, &keep);
+	agones_health_stop(&health);
+	(void)unlink(roster_path);
+	if (keep) /* stopped before registration: nobody restarts this pod's allocation */
+		snprintf(end, sizeof end, "%s", "stopped");
+	if (shut || keep)
+		shutdown_report(&a, end);
+	allocation_release(&a);
+	agones_finish(NULL);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	int status = 1;
 	const char *agones = getenv("AGONES_SDK_HTTP_PORT");
 	cc_service_load_or_exit(&service, &supervisor_spec, argc, argv, &cfg, NULL);
-	if (agones && *agones) {
-		fprintf(stderr, "cc-supervisor: AGONES_SDK_HTTP_PORT is set, but the Agones SDK mode is not built yet; "
-				"only direct mode (variable unset) runs today\n");
+	agones_mode = agones != NULL;
+	if (agones_mode && agones_sdk_init(&sdk, agones, (long)cfg.sdk_timeout_ms) != 0) {
+		fprintf(stderr, "cc-supervisor: AGONES_SDK_HTTP_PORT: '%.16s' is not a port (1..65535)\n"
+				"cc-supervisor: see --help\n", agones);
 		status = 2;
 		goto out;
 	}
-	if (!cc_server_id_valid(cfg.server_id)) {
+	if (!agones_mode && (!cfg.server_id || !cfg.allocation_file)) {
+		fprintf(stderr, "cc-supervisor: --%s is required in direct mode (AGONES_SDK_HTTP_PORT unset)\n"
+				"cc-supervisor: see --help\n", !cfg.server_id ? "server-id" : "allocation-file");
+		status = 2;
+		goto out;
+	}
+	if (cfg.server_id && !cc_server_id_valid(cfg.server_id)) {
 		fprintf(stderr, "cc-supervisor: --server-id: 1..128 bytes of [A-Za-z0-9._-]\ncc-supervisor: see --help\n");
 		status = 2;
 		goto out;
@@ -1007,7 +1339,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	cc_service_start(&service);
-	status = cc_service_run(&service, supervisor_loop, NULL);
+	char *given_id = cfg.server_id; /* Agones mode points cfg.server_id at the GameServer's name */
+	status = cc_service_run(&service, agones_mode ? agones_loop : supervisor_loop, NULL);
+	cfg.server_id = given_id;
 out:
 	cc_service_release(&service);
 	return status;

@@ -37,7 +37,21 @@
  * POST /fake/script {"outcomes":["unallocated","slow:1500",...]} appends
  * outcomes. GET /fake/log -> {"requests":[{"namespace","authorization",
  * "body"}],"answers":[{"status","body"}]} in arrival order.
- * GET /fake/gameservers -> {"gameservers":[{"name","labels","annotations"}]}.
+ * GET /fake/gameservers -> {"gameservers":[{"name","state","labels","annotations"}]}.
+ *
+ * A fleet of real game servers (cc-supervisor's Agones mode tests): POST
+ * /fake/gameservers {"name","address","port","nodeName","labels","notify"}
+ * adds a Ready GameServer (tests/fakes/fake_agones_sdk.c does it on the
+ * supervisor's SDK /ready, as the Agones controller would). A Ready
+ * selector takes such a server (labels matching) before making up a new
+ * one, marks it Allocated, applies the metadata, and POSTs
+ * {"labels","annotations"} (all of them) to its notify URL before
+ * answering, as Agones updates the GameServer the sidecar shows. POST
+ * /fake/gameservers/{name}/shutdown marks it Shutdown (Agones deletes it):
+ * no selector matches it again. --capacity=0 allocates only these.
+ * --notify-lead-ms=N answers the allocator N ms after the notification
+ * (the fake's other sleep): the game server then sees its allocation
+ * before the allocator has recorded it, as can happen with Agones.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -52,6 +66,7 @@
 #include "sys/config.h"
 #include "sys/crypto.h"
 #include "sys/file.h"
+#include "sys/http_client.h"
 #include "sys/http_server.h"
 #include "sys/json.h"
 #include "sys/log.h"
@@ -66,6 +81,7 @@ struct fake_config {
 	int64_t port;
 	char *token_file;
 	int64_t capacity;
+	int64_t notify_lead_ms;
 };
 
 #define OPT(f) offsetof(struct fake_config, f)
@@ -78,6 +94,9 @@ static const struct cc_config_option options[] = {
 	  .help = "when given, requests must carry Authorization: Bearer <its content>", .offset = OPT(token_file) },
 	{ .name = "capacity", .type = CC_CFG_INT, .default_value = "16", .min = 0, .max = MAX_SERVERS,
 	  .help = "GameServers the fleet holds", .offset = OPT(capacity) },
+	{ .name = "notify-lead-ms", .type = CC_CFG_INT, .default_value = "0", .min = 0, .max = 10000,
+	  .help = "after notifying a real GameServer's gateway, wait this long before answering the allocator",
+	  .offset = OPT(notify_lead_ms) },
 };
 static const struct cc_config_spec spec = {
 	.program = "fake_k8s",
@@ -195,6 +214,26 @@ static cJSON *empty_status(const char *state)
 	return st;
 }
 
+/* POSTs the GameServer's metadata to its notify URL (a fake SDK gateway); stderr when that fails. */
+static void notify(const char *url, char *text)
+{
+	const char *headers[] = { "Content-Type: application/json", NULL };
+	struct cc_http_client_request rq = { .method = "POST", .url = url, .headers = headers, .body = text,
+					     .body_len = strlen(text), .timeout_ms = 3000 };
+	struct cc_http_client_response rs = { 0 };
+	int rc = cc_http_client_do(&rq, &rs);
+	if (rc != 0 || rs.status != 200)
+		fprintf(stderr, "fake_k8s: notify %s: %s %ld\n", url, rc ? cc_errname(rc) : "HTTP", rc ? 0 : rs.status);
+	if (rc == 0)
+		cc_http_client_response_release(&rs);
+}
+
+static bool state_is(const cJSON *gs, const char *state)
+{
+	const cJSON *s = cJSON_GetObjectItemCaseSensitive(gs, "state");
+	return cJSON_IsString(s) && strcmp(s->valuestring, state) == 0;
+}
+
 /* The selectors' verdict: the status of an allocated server, or UnAllocated. */
 static cJSON *allocate(struct fake *f, const cJSON *spec_)
 {
@@ -202,21 +241,21 @@ static cJSON *allocate(struct fake *f, const cJSON *spec_)
 	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(spec_, "metadata");
 	const cJSON *sel;
 	cJSON *status = NULL;
+	char *notify_url = NULL, *notify_body = NULL;
 	pthread_mutex_lock(&f->lock);
 	cJSON_ArrayForEach(sel, selectors)
 	{
 		const cJSON *want = cJSON_GetObjectItemCaseSensitive(sel, "matchLabels");
 		const cJSON *state = cJSON_GetObjectItemCaseSensitive(sel, "gameServerState");
 		bool allocated = cJSON_IsString(state) && strcmp(state->valuestring, "Allocated") == 0;
-		cJSON *gs = NULL;
-		if (allocated) {
-			cJSON *g;
-			cJSON_ArrayForEach(g, f->servers)
-			if (labels_match(want, cJSON_GetObjectItemCaseSensitive(g, "labels"))) {
-				gs = g;
-				break;
-			}
-		} else if (f->n_servers < (int)f->cfg->capacity) {
+		cJSON *gs = NULL, *g;
+		cJSON_ArrayForEach(g, f->servers)
+		if (state_is(g, allocated ? "Allocated" : "Ready") &&
+		    labels_match(want, cJSON_GetObjectItemCaseSensitive(g, "labels"))) {
+			gs = g;
+			break;
+		}
+		if (!gs && !allocated && f->n_servers < (int)f->cfg->capacity) {
 			char name[32], address[32], node[32];
 			int n = ++f->n_servers;
 			snprintf(name, sizeof name, "gs-%d", n);
@@ -224,6 +263,7 @@ static cJSON *allocate(struct fake *f, const cJSON *spec_)
 			snprintf(node, sizeof node, "node-%d", n % 3);
 			gs = cJSON_CreateObject();
 			cJSON_AddStringToObject(gs, "name", name);
+			cJSON_AddStringToObject(gs, "state", "Ready");
 			cJSON_AddStringToObject(gs, "address", address);
 			cJSON_AddNumberToObject(gs, "port", 7000 + n);
 			cJSON_AddStringToObject(gs, "nodeName", node);
@@ -233,15 +273,42 @@ static cJSON *allocate(struct fake *f, const cJSON *spec_)
 			cJSON_AddItemToArray(f->servers, gs);
 		}
 		if (gs) {
+			cJSON_DeleteItemFromObjectCaseSensitive(gs, "state");
+			cJSON_AddStringToObject(gs, "state", "Allocated");
 			merge_strings(cJSON_GetObjectItemCaseSensitive(gs, "labels"),
 				      cJSON_GetObjectItemCaseSensitive(meta, "labels"));
 			merge_strings(cJSON_GetObjectItemCaseSensitive(gs, "annotations"),
 				      cJSON_GetObjectItemCaseSensitive(meta, "annotations"));
 			status = allocated_status(gs);
+			const cJSON *n = cJSON_GetObjectItemCaseSensitive(gs, "notify");
+			if (cJSON_IsString(n)) {
+				cJSON *b = cJSON_CreateObject();
+				cJSON_AddItemToObject(b, "labels",
+						      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(gs, "labels"), true));
+				cJSON_AddItemToObject(b, "annotations",
+						      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(gs, "annotations"), true));
+				notify_url = strdup(n->valuestring);
+				notify_body = cJSON_PrintUnformatted(b);
+				cJSON_Delete(b);
+			}
 			break;
 		}
 	}
 	pthread_mutex_unlock(&f->lock);
+	if (notify_url && notify_body) {
+		notify(notify_url, notify_body); /* before the answer: the GameServer is Allocated when the allocator hears it */
+		if (f->cfg->notify_lead_ms > 0) {
+			/* The game server sees its allocation this long before the allocator can record it. */
+			struct timespec ts = { f->cfg->notify_lead_ms / 1000, (f->cfg->notify_lead_ms % 1000) * 1000000L };
+			while (nanosleep(&ts, &ts) != 0)
+				;
+		}
+	}
+	free(notify_url);
+	if (notify_body) {
+		memset(notify_body, 0, strlen(notify_body)); /* it holds a workload token */
+		free(notify_body);
+	}
 	return status ? status : empty_status("UnAllocated");
 }
 
@@ -416,11 +483,75 @@ static int handle_servers(const struct cc_http_request *req, struct cc_http_resp
 	return 0;
 }
 
+/* POST /fake/gameservers: a Ready GameServer of the fleet (a real game server's fake SDK gateway). */
+static int handle_register(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	struct fake *f = ctx;
+	cJSON *body = NULL;
+	const char *name = NULL, *address = NULL, *node = NULL, *url = NULL;
+	const cJSON *labels = NULL;
+	int64_t port = 0;
+	struct cc_json_error je = { { 0 }, { 0 } };
+	if (cc_json_parse_object(req->body, req->body_len, 65536, 4, &body, &je) != 0 ||
+	    cc_json_get_string(body, "name", true, 1, 128, &name, &je) != 0 ||
+	    cc_json_get_string(body, "address", true, 1, 253, &address, &je) != 0 ||
+	    cc_json_get_string(body, "nodeName", true, 1, 253, &node, &je) != 0 ||
+	    cc_json_get_string(body, "notify", true, 1, 1024, &url, &je) != 0 ||
+	    cc_json_get_int(body, "port", true, 1, 65535, &port, &je) != 0 ||
+	    cc_json_get_object(body, "labels", true, &labels, &je) != 0) {
+		cJSON_Delete(body);
+		cc_http_error(resp, 400, "invalid_request", je.message, false);
+		return 0;
+	}
+	cJSON *gs = cJSON_CreateObject();
+	cJSON_AddStringToObject(gs, "name", name);
+	cJSON_AddStringToObject(gs, "state", "Ready");
+	cJSON_AddStringToObject(gs, "address", address);
+	cJSON_AddNumberToObject(gs, "port", (double)port);
+	cJSON_AddStringToObject(gs, "nodeName", node);
+	cJSON_AddItemToObject(gs, "labels", cJSON_Duplicate(labels, true));
+	cJSON_AddObjectToObject(gs, "annotations");
+	cJSON_AddStringToObject(gs, "notify", url);
+	pthread_mutex_lock(&f->lock);
+	cJSON_AddItemToArray(f->servers, gs);
+	pthread_mutex_unlock(&f->lock);
+	cJSON_Delete(body);
+	cc_http_respond_json(resp, 200, cJSON_CreateObject());
+	return 0;
+}
+
+/* POST /fake/gameservers/{name}/shutdown: the SDK's /shutdown reached Agones. */
+static int handle_gs_shutdown(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	struct fake *f = ctx;
+	const char *name = cc_http_param(req, "name");
+	bool found = false;
+	cJSON *g;
+	pthread_mutex_lock(&f->lock);
+	cJSON_ArrayForEach(g, f->servers)
+	{
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(g, "name");
+		if (name && cJSON_IsString(n) && strcmp(n->valuestring, name) == 0) {
+			cJSON_DeleteItemFromObjectCaseSensitive(g, "state");
+			cJSON_AddStringToObject(g, "state", "Shutdown");
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&f->lock);
+	if (found)
+		cc_http_respond_json(resp, 200, cJSON_CreateObject());
+	else
+		cc_http_error(resp, 404, "not_found", "no such GameServer", false);
+	return 0;
+}
+
 static const struct cc_http_route routes[] = {
 	{ "POST", "/apis/allocation.agones.dev/v1/namespaces/{ns}/gameserverallocations", handle_allocate },
 	{ "POST", "/fake/script", handle_script },
 	{ "GET", "/fake/log", handle_log },
 	{ "GET", "/fake/gameservers", handle_servers },
+	{ "POST", "/fake/gameservers", handle_register },
+	{ "POST", "/fake/gameservers/{name}/shutdown", handle_gs_shutdown },
 };
 
 int main(int argc, char **argv)

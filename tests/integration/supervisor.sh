@@ -6,20 +6,19 @@
 # for its ready probe, registers PROCESS_READY then ASSIGNMENT_READY,
 # relays the child's output as one JSON object per line, reports the child's
 # end (a completed match, a crash, a forwarded SIGTERM) with /shutdown, and
-# waits for the next allocation. A failed PROCESS_READY kills the child; an
-# Agones SDK port refuses start-up (that mode is not built).
+# waits for the next allocation. A failed PROCESS_READY kills the child.
+# (The Agones mode, AGONES_SDK_HTTP_PORT set, is supervisor_agones.sh's.)
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gameserver_lib.sh"
 
 SUP="$BIN/cc-supervisor"
 
-# AGONES_SDK_HTTP_PORT set: a clear start-up error, status 2.
+# Direct mode needs its allocation file: a clear start-up error, status 2.
 rc=0
-out=$(AGONES_SDK_HTTP_PORT=9357 COSMIC_CLASH_JOIN_KEYS=x "$SUP" --server-id=a --game-port=7000 \
-	--allocation-file=/nonexistent --api-url=http://127.0.0.1:1 2>&1) || rc=$?
-expect_eq "cc-supervisor exit status with AGONES_SDK_HTTP_PORT set" 2 "$rc"
-grep -q 'Agones SDK mode is not built yet' <<<"$out" || fail "no clear message for the Agones mode: $out"
-pass "AGONES_SDK_HTTP_PORT set: refused at start-up ($out)"
+out=$(COSMIC_CLASH_JOIN_KEYS=x "$SUP" --server-id=a --game-port=7000 --api-url=http://127.0.0.1:1 2>&1) || rc=$?
+expect_eq "cc-supervisor exit status in direct mode without --allocation-file" 2 "$rc"
+grep -q -- '--allocation-file is required in direct mode' <<<"$out" || fail "no clear message for a missing --allocation-file: $out"
+pass "direct mode without --allocation-file: refused at start-up ($out)"
 
 gs_mint 2
 gs_start_fake
