@@ -33,16 +33,16 @@ const PLANTS = {
 		pod(f).volumes = pod(f).volumes.filter((v) => v.name !== "join-keys");
 	}],
 	// fakes: the allocator's image becomes the testkit's.
-	"names-testkit": ["wiring", "[fakes] Deployment/cc-allocator: names a test-only thing at spec.template.spec.containers[0].image: \"localhost/cosmic-clash/cc-testkit-allocator:dev\"", (objs) => {
-		ctr(find(objs, "Deployment", "cc-allocator"), "cc-allocator").image = "localhost/cosmic-clash/cc-testkit-allocator:dev";
+	"names-testkit": ["wiring", "[fakes] Deployment/cc-allocator: names a test-only thing at spec.template.spec.containers[0].image: \"localhost/cosmic-clash/cc-testkit-allocator:latest\"", (objs) => {
+		ctr(find(objs, "Deployment", "cc-allocator"), "cc-allocator").image = "localhost/cosmic-clash/cc-testkit-allocator:latest";
 	}],
 	// fakes: cc-api is pointed at the fake Steam.
 	"names-fake-steam": ["wiring", "[fakes] Deployment/cc-api: names a test-only thing at spec.template.spec.containers[0].args[8]: \"--steam-api-url=http://fake-steam:8080\"", (objs) => {
 		ctr(find(objs, "Deployment", "cc-api"), "cc-api").args.push("--steam-api-url=http://fake-steam:8080");
 	}],
 	// images: an image no Dockerfile target builds.
-	"image-without-target": ["wiring", "[images] Deployment/cc-maintenance container cc-maintenance: image \"localhost/cosmic-clash/cc-janitor:dev\": no Dockerfile target \"cc-janitor\"", (objs) => {
-		ctr(find(objs, "Deployment", "cc-maintenance"), "cc-maintenance").image = "localhost/cosmic-clash/cc-janitor:dev";
+	"image-without-target": ["wiring", "[images] Deployment/cc-maintenance container cc-maintenance: image \"localhost/cosmic-clash/cc-janitor:latest\": no Dockerfile target \"cc-janitor\"", (objs) => {
+		ctr(find(objs, "Deployment", "cc-maintenance"), "cc-maintenance").image = "localhost/cosmic-clash/cc-janitor:latest";
 	}],
 	// images: a public image, not one of ours.
 	"image-foreign": ["wiring", "[images] Deployment/cc-api container cc-api: image \"docker.io/library/nginx:1.27\" is not <registry/>cosmic-clash/<Dockerfile target>", (objs) => {
