@@ -4,9 +4,10 @@
 # conflicts; the outbox dead-letter alerts are cc-maintenance's, tested by
 # maintenance_rules.sh) pass `promtool check rules`, and `promtool test
 # rules` proves each fires on the series it is for and stays quiet on a
-# healthy one. Then, alert by alert, a copy of the rules whose expression
-# for that alert can never be true must fail the unit tests by that
-# alert's name: every alert has a test that fires it. Every metric the
+# healthy one. Then, alert by alert, in this file and in cc-maintenance's
+# (with the outbox dead-letter alerts), a copy of the rules whose
+# expression for that alert can never be true must fail the unit tests by
+# that alert's name: every alert has a test that fires it. Every metric the
 # rules read is one a binary declares (cc_counter/cc_histogram/cc_gauge in
 # services/ and gameserver/).
 source "$(dirname "$0")/lib.sh"
@@ -28,24 +29,29 @@ for m in $(grep -oE 'cosmic_clash_[a-z0-9_]+' "$dir/$rules" | sort -u); do
 	grep -qx "$base" <<<"$declared" || fail "$rules reads $m, which no binary declares"
 done
 
-alerts=$(grep -oE '^ *- alert: [A-Za-z]+' "$dir/$rules" | awk '{print $3}')
 n=0
-for a in $alerts; do
-	cp "$dir/$tests" "$T_DIR/$tests"
-	node -e '
-		const fs = require("fs"), path = require("path");
-		const YAML = require(path.join(process.argv[1], "yaml"));
-		const doc = YAML.parse(fs.readFileSync(process.argv[2], "utf8"));
-		let hit = 0;
-		for (const g of doc.groups) for (const r of g.rules) if (r.alert === process.argv[3]) { r.expr = "vector(1) < 0"; hit++; }
-		if (hit !== 1) { console.error("alert " + process.argv[3] + " found " + hit + " times"); process.exit(1); }
-		fs.writeFileSync(process.argv[4], YAML.stringify(doc));
-	' "$TOP/build/node/node_modules" "$dir/$rules" "$a" "$T_DIR/$rules" || fail "could not disable $a"
-	if (cd "$T_DIR" && promtool test rules "$tests") >"$T_DIR/mut.out" 2>&1; then
-		fail "with $a's expression never true, promtool test rules still passed: no test fires $a"
-	fi
-	grep -q "alertname: $a," "$T_DIR/mut.out" || fail "with $a disabled the tests failed, but not on $a: $(cat "$T_DIR/mut.out")"
-	n=$((n + 1))
+for pair in cosmic-clash.rules.yml:cosmic-clash.rules.test.yml \
+	cosmic-clash-maintenance.rules.yml:cosmic-clash-maintenance.rules.test.yml; do
+	rules=${pair%%:*} tests=${pair#*:}
+	alerts=$(grep -oE '^ *- alert: [A-Za-z]+' "$dir/$rules" | awk '{print $3}')
+	for a in $alerts; do
+		rm -f "$T_DIR"/*.yml
+		cp "$dir/$tests" "$T_DIR/$tests"
+		node -e '
+			const fs = require("fs"), path = require("path");
+			const YAML = require(path.join(process.argv[1], "yaml"));
+			const doc = YAML.parse(fs.readFileSync(process.argv[2], "utf8"));
+			let hit = 0;
+			for (const g of doc.groups) for (const r of g.rules) if (r.alert === process.argv[3]) { r.expr = "vector(1) < 0"; hit++; }
+			if (hit !== 1) { console.error("alert " + process.argv[3] + " found " + hit + " times"); process.exit(1); }
+			fs.writeFileSync(process.argv[4], YAML.stringify(doc));
+		' "$TOP/build/node/node_modules" "$dir/$rules" "$a" "$T_DIR/$rules" || fail "could not disable $a"
+		if (cd "$T_DIR" && promtool test rules "$tests") >"$T_DIR/mut.out" 2>&1; then
+			fail "with $a's expression never true, promtool test rules $tests still passed: no test fires $a"
+		fi
+		grep -q "alertname: $a," "$T_DIR/mut.out" || fail "with $a disabled the tests failed, but not on $a: $(cat "$T_DIR/mut.out")"
+		n=$((n + 1))
+	done
 done
-((n >= 9)) || fail "only $n alerts found in $rules"
-pass "$n alerts checked and unit-tested; each one's test fails when its expression can never fire"
+((n >= 15)) || fail "only $n alerts found in the two rule files"
+pass "cosmic-clash.rules.yml checked and unit-tested; $n alerts (with cc-maintenance's) each have a test that fails when the alert can never fire"

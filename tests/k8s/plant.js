@@ -87,6 +87,25 @@ const PLANTS = {
 	"rbac-extra-verb": ["wiring", "[rbac] Role/cc-allocator: rules", (objs) => {
 		find(objs, "Role", "cc-allocator").rules[0].verbs.push("delete");
 	}],
+	// rbac: the Fleet's pods pinned to a service account.
+	"fleet-pins-service-account": ["wiring", "[rbac] Fleet/cosmic-clash: pins serviceAccountName cc-allocator: Agones gives game-server pods their SDK account", (objs) => {
+		pod(find(objs, "Fleet", "cosmic-clash")).serviceAccountName = "cc-allocator";
+	}],
+	// files: a secret file option pointing outside every mount.
+	"file-not-mounted": ["wiring", "[files] Deployment/cc-api container cc-api: --operator-token-file=/etc/cosmic-clash/operator-token is not inside any volume it mounts", (objs) => {
+		const c = ctr(find(objs, "Deployment", "cc-api"), "cc-api");
+		c.args = c.args.map((a) => (a.startsWith("--operator-token-file=") ? "--operator-token-file=/etc/cosmic-clash/operator-token" : a));
+	}],
+	// budgets: a PodDisruptionBudget with minAvailable.
+	"pdb-min-available": ["wiring", "[budgets] PodDisruptionBudget/cc-matcher-ranked: must use maxUnavailable (not minAvailable)", (objs) => {
+		const b = find(objs, "PodDisruptionBudget", "cc-matcher-ranked");
+		delete b.spec.maxUnavailable;
+		b.spec.minAvailable = 1;
+	}],
+	// budgets: a container without limits.
+	"no-limits": ["wiring", "[budgets] Job/cc-migrate container cc-migrate: no memory limits", (objs) => {
+		delete ctr(find(objs, "Job", "cc-migrate"), "cc-migrate").resources.limits.memory;
+	}],
 	// schema: a misspelt field in the Fleet (Agones CRD schema, strict).
 	"schema-fleet-field": ["validate", "Fleet/cosmic-clash: agones.dev/v1/Fleet against the Agones CRD schema: /spec must NOT have additional properties (replica)", (objs) => {
 		find(objs, "Fleet", "cosmic-clash").spec.replica = 3;

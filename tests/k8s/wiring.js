@@ -22,7 +22,12 @@
 //             given is one its binary's --help lists (no guessed flag);
 //   rbac      the only Role is cc-allocator's: create gameserverallocations;
 //   probes    each Deployment's container has /readyz and /healthz probes on
-//             the admin port it passes as --admin-port.
+//             the admin port it passes as --admin-port;
+//   files     every --*-file option names a path inside a volume the
+//             container mounts;
+//   budgets   every Deployment has a PodDisruptionBudget with maxUnavailable,
+//             cc-api a HorizontalPodAutoscaler, and every container CPU and
+//             memory requests and limits.
 //
 // Each failure is one line "wiring: FAIL [rule] object: what"; exit 1.
 "use strict";
@@ -376,6 +381,32 @@ for (const w of workloads.filter((w) => w.obj.kind === "Deployment"))
 			if (!g || g.path !== p || admin === null || port !== admin) fail("probes", where, `${probe} must GET ${p} on the admin port (--admin-port ${admin})`);
 		}
 	}
+
+// ---- files ------------------------------------------------------------------
+for (const w of workloads)
+	for (const { c } of containersOf(w.spec))
+		for (const a of c.args || []) {
+			const m = /^(--[a-z0-9-]+-file)=(.+)$/.exec(a);
+			if (!m) continue;
+			if (!(c.volumeMounts || []).some((vm) => under(m[2], vm.mountPath)))
+				fail("files", `${w.id} container ${c.name}`, `${m[1]}=${m[2]} is not inside any volume it mounts`);
+		}
+
+// ---- budgets -----------------------------------------------------------------
+const pdbs = objects.filter((o) => o.kind === "PodDisruptionBudget");
+for (const w of workloads.filter((w) => w.obj.kind === "Deployment")) {
+	const p = pdbs.filter((b) => (b.metadata.namespace || "default") === w.ns && b.spec.selector && matches(b.spec.selector, w.labels));
+	if (p.length !== 1) fail("budgets", w.id, `${p.length} PodDisruptionBudgets select it (want 1)`);
+	else if (p[0].spec.maxUnavailable === undefined || p[0].spec.minAvailable !== undefined)
+		fail("budgets", id(p[0]), "must use maxUnavailable (not minAvailable): a single replica can then still be drained");
+}
+const hpa = objects.find((o) => o.kind === "HorizontalPodAutoscaler" && o.spec.scaleTargetRef && o.spec.scaleTargetRef.kind === "Deployment" && o.spec.scaleTargetRef.name === "cc-api");
+if (!hpa) fail("budgets", API, "no HorizontalPodAutoscaler scales it");
+for (const w of workloads)
+	for (const { c } of containersOf(w.spec))
+		for (const k of ["requests", "limits"])
+			for (const r of ["cpu", "memory"])
+				if (!(c.resources && c.resources[k] && c.resources[k][r] !== undefined)) fail("budgets", `${w.id} container ${c.name}`, `no ${r} ${k}`);
 
 for (const f of failures) console.log(f);
 console.log(`wiring: ${argv.overlay}: ${objects.length} objects, ${workloads.length} workloads, ${allowed.size} flows, ${failures.length} failures`);
