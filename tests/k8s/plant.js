@@ -106,6 +106,15 @@ const PLANTS = {
 	"no-limits": ["wiring", "[budgets] Job/cc-migrate container cc-migrate: no memory limits", (objs) => {
 		delete ctr(find(objs, "Job", "cc-migrate"), "cc-migrate").resources.limits.memory;
 	}],
+	// namespace: restricted enforced (Agones' host ports would be refused).
+	"psa-enforce-restricted": ["wiring", "[namespace] Namespace/cosmic-clash: pod-security.kubernetes.io/enforce is \"restricted\", want \"privileged\"", (objs) => {
+		find(objs, "Namespace", "cosmic-clash").metadata.labels["pod-security.kubernetes.io/enforce"] = "restricted";
+	}],
+	// playlists: the ranked matcher told to match casual (two casual, no ranked).
+	"playlist-twice": ["wiring", "[playlists] ranked: 0 workloads match it (want one Deployment)", (objs) => {
+		const c = ctr(find(objs, "Deployment", "cc-matcher-ranked"), "cc-matcher");
+		c.args = c.args.map((a) => (a === "--playlist=ranked" ? "--playlist=casual" : a));
+	}],
 	// schema: a misspelt field in the Fleet (Agones CRD schema, strict).
 	"schema-fleet-field": ["validate", "Fleet/cosmic-clash: agones.dev/v1/Fleet against the Agones CRD schema: /spec must NOT have additional properties (replica)", (objs) => {
 		find(objs, "Fleet", "cosmic-clash").spec.replica = 3;

@@ -25,6 +25,10 @@
 //             the admin port it passes as --admin-port;
 //   files     every --*-file option names a path inside a volume the
 //             container mounts;
+//   namespace Pod Security enforce privileged (Agones host ports), audit and
+//             warn restricted;
+//   playlists one cc-matcher Deployment per playlist (casual, ranked), named
+//             cc-matcher-<playlist>, passing --playlist=<playlist>, 1 replica;
 //   budgets   every Deployment has a PodDisruptionBudget with maxUnavailable,
 //             cc-api a HorizontalPodAutoscaler, and every container CPU and
 //             memory requests and limits.
@@ -381,6 +385,31 @@ for (const w of workloads.filter((w) => w.obj.kind === "Deployment"))
 			if (!g || g.path !== p || admin === null || port !== admin) fail("probes", where, `${probe} must GET ${p} on the admin port (--admin-port ${admin})`);
 		}
 	}
+
+// ---- namespace ---------------------------------------------------------------
+const PSA = { enforce: "privileged", audit: "restricted", warn: "restricted" };
+const nss = objects.filter((o) => o.kind === "Namespace");
+if (nss.length !== 1) fail("namespace", "Namespace", `${nss.length} Namespace objects (want 1)`);
+for (const n of nss)
+	for (const [mode, level] of Object.entries(PSA)) {
+		const got = (n.metadata.labels || {})[`pod-security.kubernetes.io/${mode}`];
+		if (got !== level) fail("namespace", id(n), `pod-security.kubernetes.io/${mode} is ${got === undefined ? "unset" : `"${got}"`}, want "${level}"`);
+	}
+for (const w of workloads) if (!nss.some((n) => n.metadata.name === w.ns)) fail("namespace", w.id, `namespace ${w.ns} is not the rendered Namespace`);
+
+// ---- playlists ---------------------------------------------------------------
+const PLAYLISTS = ["casual", "ranked"];
+const matchers = workloads.filter((w) => (w.spec.containers || []).some((c) => imageTarget(c.image || "") === "cc-matcher"));
+for (const pl of PLAYLISTS) {
+	const ws = matchers.filter((w) => (w.spec.containers || []).some((c) => (c.args || []).includes(`--playlist=${pl}`)));
+	if (ws.length !== 1) { fail("playlists", pl, `${ws.length} workloads match it (want one Deployment)`); continue; }
+	const w = ws[0];
+	if (w.id !== `Deployment/cc-matcher-${pl}`) fail("playlists", w.id, `matches ${pl}: name it cc-matcher-${pl}`);
+	if (w.obj.spec.replicas !== 1) fail("playlists", w.id, `replicas ${w.obj.spec.replicas} (one process per playlist; more are standbys of its pass lease)`);
+}
+for (const w of matchers)
+	if (!(w.spec.containers || []).some((c) => (c.args || []).some((a) => PLAYLISTS.includes(a.replace(/^--playlist=/, "")) && a.startsWith("--playlist="))))
+		fail("playlists", w.id, "runs cc-matcher without --playlist=casual|ranked");
 
 // ---- files ------------------------------------------------------------------
 for (const w of workloads)
