@@ -95,6 +95,10 @@ build() {
 	revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 	[[ -z $(git status --porcelain --untracked-files=no 2>/dev/null) ]] || revision="$revision-dirty"
 	source=$(git config --get remote.origin.url 2>/dev/null || echo "file://$top")
+	# The labels are also given on the command line: the Dockerfile's LABEL
+	# lines fill them from the build args, but podman 4.3's layer cache reuses a
+	# LABEL step whose build-arg value changed (seen: a new commit's image kept
+	# the last one's revision); a command-line label is set on the final image.
 	local t t0
 	for t in "${targets[@]}"; do
 		t0=$SECONDS
@@ -103,7 +107,10 @@ build() {
 			--build-arg=BASE="$BASE" --build-arg=VERSION="$version" \
 			--build-arg=REVISION="$revision" --build-arg=SOURCE="$source" \
 			--label=cosmic-clash.target="$t" \
-			-t "$REPO/$t:latest" -t "$REPO/$t:$version" -f Dockerfile . >/dev/null
+			--label=org.opencontainers.image.version="$version" \
+			--label=org.opencontainers.image.revision="$revision" \
+			--label=org.opencontainers.image.source="$source" \
+			-t "$REPO/$t:latest" -t "$REPO/$t:$version" -f Dockerfile . >&2 # RUN output: a failing check says why
 		say "built $REPO/$t in $((SECONDS - t0)) s"
 	done
 	sizes "${targets[@]}"
