@@ -49,6 +49,7 @@ SERVERS=${CC_STACK_SERVERS:-4}
 REGION=${CC_STACK_REGION:-local}
 MATCH_SECONDS=${CC_STACK_MATCH_SECONDS:-10}
 WAIT=${CC_STACK_WAIT_SECONDS:-60}
+MAX_RTT_MS=${CC_STACK_MAX_RTT_MS:-} # the matchers' --max-rtt-ms, when set (default: the playlist's)
 
 say() { echo "stack: $*" >&2; }
 
@@ -151,7 +152,7 @@ up() {
 	for p in casual ranked; do
 		[[ $p == casual ]] && admin=$casual || admin=$ranked
 		run "matcher-$p" cc-matcher "${db[@]}" -- --playlist="$p" --admin-port="$admin" \
-			--matcher-id="$NAME-$p" --poll-interval-ms=200 "${rd[@]}"
+			--matcher-id="$NAME-$p" --poll-interval-ms=200 "${rd[@]}" ${MAX_RTT_MS:+--max-rtt-ms="$MAX_RTT_MS"}
 		wait_for "cc-matcher $p" "$NAME-matcher-$p" http_ok "http://127.0.0.1:$admin/readyz"
 	done
 
