@@ -51,12 +51,16 @@ RUN set -e; lay() { t=$1; shift; mkdir -p /out/$t/usr/local/bin; \
       cp /usr/share/doc/ca-certificates/copyright /out/$t/usr/share/doc/ca-certificates/; done
 
 # ---- runtime: the base, a numeric non-root user, the labels -----------------------
-FROM ${BASE} AS runtime
+FROM ${BASE} AS runtime-base
 RUN echo 'cc:x:10001:10001:Cosmic Clash:/home/cc:/usr/sbin/nologin' >>/etc/passwd && \
     echo 'cc:x:10001:' >>/etc/group && \
     mkdir -p /home/cc && chown 10001:10001 /home/cc && chmod 0700 /home/cc
 ENV HOME=/home/cc
 WORKDIR /home/cc
+
+# The labels' build args change with every commit: the dev-only images of
+# Debian's servers build FROM runtime-base, so their apt-get stays cached.
+FROM runtime-base AS runtime
 ARG VERSION=0.0.0
 ARG REVISION=unknown
 ARG SOURCE=unknown
@@ -118,7 +122,7 @@ ENTRYPOINT ["/usr/local/bin/fake_steam"]
 
 # The packages' scripts must not start a server in the build (policy-rc.d), and
 # the cluster postgresql-common makes is dropped: the stack runs initdb itself.
-FROM runtime AS stack-postgres
+FROM runtime-base AS stack-postgres
 RUN printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 0755 /usr/sbin/policy-rc.d && \
     apt-get update -qq && \
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql-15 >/dev/null && \
@@ -127,7 +131,7 @@ ENV PATH=/usr/lib/postgresql/15/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/us
 USER 10001:10001
 ENTRYPOINT ["/usr/lib/postgresql/15/bin/postgres"]
 
-FROM runtime AS stack-redis
+FROM runtime-base AS stack-redis
 RUN printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 0755 /usr/sbin/policy-rc.d && \
     apt-get update -qq && \
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server >/dev/null && \

@@ -113,6 +113,8 @@ build() {
 			-t "$REPO/$t:latest" -t "$REPO/$t:$version" -f Dockerfile . >&2 # RUN output: a failing check says why
 		say "built $REPO/$t in $((SECONDS - t0)) s"
 	done
+	# The images these tags pointed at before (only ours carry the target label).
+	podman image prune -f --filter label=cosmic-clash.target >/dev/null 2>&1 || true
 	sizes "${targets[@]}"
 }
 

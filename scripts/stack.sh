@@ -114,7 +114,9 @@ up() {
 	head -c 48 /dev/urandom | base64 | tr -d '\n=' >"$DIR/secrets/workload.secret"
 	printf '{"stack":"%s"}\n' "$(head -c 32 /dev/urandom | base64 | tr -d '\n')" >"$DIR/secrets/join.json"
 	head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$DIR/secrets/steam.key"
-	chown -R 10001:10001 "$DIR/secrets" && chmod 0700 "$DIR/secrets" && chmod 0600 "$DIR/secrets"/*
+	chmod 0700 "$DIR/secrets" && chmod 0600 "$DIR/secrets"/*
+	# Owned by the containers' user 10001 (rootless podman: 10001 of the user namespace).
+	if ((EUID == 0)); then chown -R 10001:10001 "$DIR/secrets"; else podman unshare chown -R 10001:10001 "$DIR/secrets"; fi
 	printf '%s\n' "match-seconds = $MATCH_SECONDS" "warmup-seconds = 2" "overtime-max-seconds = 5" \
 		"connect-window-seconds = 30" "end-linger-ms = 500" >"$DIR/gameserver.conf"
 	chmod 0644 "$DIR/gameserver.conf"
@@ -210,7 +212,7 @@ down() {
 	[[ -z $ids ]] || podman volume rm -f $ids >/dev/null
 	ids=$(podman network ls -q --filter "label=$LABEL")
 	[[ -z $ids ]] || podman network rm -f $ids >/dev/null
-	rm -rf "$DIR"
+	if ((EUID == 0)); then rm -rf "$DIR"; else podman unshare rm -rf "$DIR"; fi
 	local left; left=$(status)
 	[[ -z $left ]] || { say "down: still there:"; echo "$left" >&2; return 1; }
 	say "down: no container, pod, volume or network labelled $LABEL is left"

@@ -106,4 +106,4 @@ t3=$SECONDS
 up=0
 expect_eq "podman objects labelled $LABEL after down" "" "$(objects)"
 [[ ! -e $CC_STACK_DIR ]] || fail "stack.sh down left its directory $CC_STACK_DIR"
-pass "build ${build_s} s (cached), up ${up_s} s, 8 players played a casual and a ranked match through $steam Steam logins, $moved ratings moved, down $((SECONDS - t3)) s left none of: $(awk '{print $1}' <<<"$during" | sort | uniq -c | awk '{printf "%s %s, ", $1, $2}')"
+pass "build ${build_s} s (layer cache), up ${up_s} s, 8 players played a casual and a ranked match in ${play_s} s through $steam Steam logins, $moved ratings moved; down $((SECONDS - t3)) s left none of the $(awk '{print $1}' <<<"$during" | sort | uniq -c | awk '{printf "%s%s %ss", NR > 1 ? " and " : "", $1, $2}')"
