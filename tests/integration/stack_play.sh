@@ -68,6 +68,10 @@ for c in $(podman ps --filter "label=$LABEL" --format '{{.Names}}'); do
 		"$(podman inspect --format '{{.HostConfig.ReadonlyRootfs}} {{.Config.User}}' "$c")"
 done
 
+# cc-api's real Steam login (no testkit here): the fake Steam's VAC-banned ticket is refused.
+http POST "$CC_STACK_API_URL/v1/session/steam" "" '{"ticket":"bb01"}'
+expect_http "login with the fake Steam's VAC-banned ticket bb01" 403
+
 # 6 casual players (one 3v3) and 2 ranked (one 1v1), logging in through the fake Steam.
 q() { psql -qAtX -v ON_ERROR_STOP=1 "$CC_STACK_PG_DSN" -c "$1"; }
 T_LOGS+=("$T_DIR/player.err")
