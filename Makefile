@@ -90,7 +90,9 @@ $(B)/asan/%.o: %.c
 
 # Only cc.o carries the build id, so a new commit rebuilds one file.
 $(B)/rel/libcommon/sys/cc.o $(B)/asan/libcommon/sys/cc.o: \
-	EXTRA_CFLAGS = -DCC_BUILD_VERSION='"$(VERSION) (git $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown))"'
+	EXTRA_CFLAGS = -DCC_BUILD_VERSION='"$(VERSION) (git $(CC_GIT_REV))"'
+# The image build has no .git: the Dockerfile passes the revision.
+CC_GIT_REV ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 # ... and is rebuilt when a commit moves HEAD.
 $(B)/rel/libcommon/sys/cc.o $(B)/asan/libcommon/sys/cc.o: $(wildcard .git/HEAD .git/refs/heads/*)
@@ -292,6 +294,25 @@ bench:
 	$(Q)$(MAKE) --no-print-directory all tools $(BENCH_BINS) $(GSCLIENT) $(FAKE_BINS)
 	$(Q)tests/harness/with-services.sh scripts/bench.sh
 	$(Q)scripts/bench-gameserver.sh
+
+# ---- images and the disposable stack (issue 21) ----------------------------------
+# make images: every Dockerfile target built with podman from the Debian archive
+# (scripts/images.sh; the base tarball is cached), then each image's size.
+# make stack-up / stack-down: the whole system as containers on loopback ports
+# it prints (scripts/stack.sh; STACK=name runs another one beside it).
+.PHONY: images stack-up stack-down stack-status
+STACK ?= cc-stack
+images:
+	$(Q)scripts/images.sh build
+
+stack-up: images
+	$(Q)scripts/stack.sh up $(STACK)
+
+stack-down:
+	$(Q)scripts/stack.sh down $(STACK)
+
+stack-status:
+	$(Q)scripts/stack.sh status $(STACK)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/cosmic-clash/migrations \

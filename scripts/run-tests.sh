@@ -74,13 +74,33 @@ run_unit() {
 	done
 }
 
+# Scripts whose header carries the line "# run-tests: early-background" (the
+# image build and the container stack: minutes of mostly waiting on podman)
+# start first, one after another in one background chain, while the rest of
+# the suite runs as before; their verdicts are printed once the rest is done.
 run_integration_inside() {
-	local t
+	local t bg=() bg_out="" bg_pid=""
+	for t in tests/integration/*.sh; do
+		[[ -x "$t" ]] || continue
+		[[ -z "$filter" || "$t" == *"$filter"* ]] || continue
+		grep -qx '# run-tests: early-background' "$t" && bg+=("$t")
+	done
+	if ((${#bg[@]})); then
+		bg_out=$(mktemp "${TMPDIR:-/tmp}/cc-test-bg.XXXXXX")
+		(for t in "${bg[@]}"; do run_one "integration/$(basename "$t")" "$t"; done) >"$bg_out" 2>&1 &
+		bg_pid=$!
+	fi
 	for t in build/asan/tests/integration/test_* tests/integration/*.sh; do
 		[[ -x "$t" ]] || continue
 		[[ -z "$filter" || "$t" == *"$filter"* ]] || continue
+		[[ " ${bg[*]:-} " == *" $t "* ]] && continue
 		run_one "integration/$(basename "$t")" "$t"
 	done
+	if [[ -n "$bg_pid" ]]; then
+		wait "$bg_pid"
+		cat "$bg_out"
+		rm -f "$bg_out"
+	fi
 }
 
 case "$what" in

@@ -24,7 +24,7 @@ expect_eq ".ci/run with nothing installed (not root): exit status" 1 "$rc"
 grep -q 'ensure-deps: missing Debian packages:' "$T_DIR/err" ||
 	fail ".ci/run did not run ensure-deps.sh first; stderr: $(cat "$T_DIR/err")"
 missing=" $(sed -n 's/^ensure-deps: missing Debian packages: //p' "$T_DIR/err") "
-for p in make gcc git curl jq ca-certificates pkg-config postgresql redis-server; do
+for p in make gcc git curl jq ca-certificates pkg-config postgresql redis-server podman buildah mmdebstrap runc; do
 	[[ "$missing" == *" $p "* ]] || fail "ensure-deps.sh does not install $p; it asked for:$missing"
 done
 if grep -q 'command not found' "$T_DIR/err"; then fail ".ci/run called a missing tool: $(cat "$T_DIR/err")"; fi

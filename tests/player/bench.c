@@ -250,8 +250,11 @@ int pc_bench_run(const struct player_config *cfg)
 		fprintf(stderr, "cc-player: out of memory\n");
 		goto out;
 	}
-	for (int i = 0; i < cfg->players; i++)
+	for (int i = 0; i < cfg->players; i++) {
 		pc_player_init(&players[i], "bench", cfg->seed, i);
+		if (cfg->hex_tickets)
+			pc_player_hex_ticket(&players[i]);
+	}
 	for (int t = 0; t < threads; t++) {
 		struct bench_worker *w = &workers[t];
 		*w = (struct bench_worker){ .cfg = cfg, .sync = &sync, .index = t, .threads = threads,

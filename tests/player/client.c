@@ -461,6 +461,21 @@ void pc_player_init(struct pc_player *p, const char *kind, long long seed, int i
 	snprintf(p->login_ticket, sizeof p->login_ticket, "%s-%lld-%d", kind, seed, index);
 }
 
+void pc_player_hex_ticket(struct pc_player *p)
+{
+	static const char digits[] = "0123456789abcdef";
+	char hex[sizeof p->login_ticket];
+	size_t n = strlen(p->login_ticket);
+	if (n > (sizeof hex - 1) / 2)
+		n = (sizeof hex - 1) / 2;
+	for (size_t i = 0; i < n; i++) {
+		hex[2 * i] = digits[(unsigned char)p->login_ticket[i] >> 4];
+		hex[2 * i + 1] = digits[(unsigned char)p->login_ticket[i] & 15];
+	}
+	hex[2 * n] = '\0';
+	memcpy(p->login_ticket, hex, 2 * n + 1);
+}
+
 int pc_login(struct pc_client *c, struct pc_player *p)
 {
 	char body[128];

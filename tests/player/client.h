@@ -150,6 +150,10 @@ int pc_request(struct pc_client *c, const char *method, const char *path, const 
  * "player" for the demo, "bench" for the bench, so the two never share an
  * identity and its active ticket). */
 void pc_player_init(struct pc_player *p, const char *kind, long long seed, int index);
+/* Rewrites the login ticket as the hex digits of its bytes, the shape of a real
+ * Steam ticket that cc-api's Steam login (and the fake Steam of the disposable
+ * stack) accept: --hex-tickets. */
+void pc_player_hex_ticket(struct pc_player *p);
 
 /* POST /v1/session/steam: 200 -> token and player_id. */
 int pc_login(struct pc_client *c, struct pc_player *p) CC_MUST_CHECK;

@@ -1036,6 +1036,8 @@ int pc_demo_run(const struct player_config *cfg)
 	}
 	for (int i = 0; i < cfg->players; i++) {
 		pc_player_init(&players[i].p, "player", cfg->seed, i);
+		if (cfg->hex_tickets)
+			pc_player_hex_ticket(&players[i].p);
 		players[i].playlist = playlist_of(cfg, i);
 	}
 	if (cfg->play) {

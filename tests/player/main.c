@@ -84,6 +84,11 @@ static const struct cc_config_option player_options[] = {
 	  .help = "names the players (login ticket player-<seed>-<index>, bench-<seed>-<index> in the bench): "
 		  "a new seed, new players",
 	  .offset = OPT(seed) },
+	{ .name = "hex-tickets", .type = CC_CFG_BOOL, .default_value = "false",
+	  .help = "send each login ticket as the hex digits of that name, the shape cc-api's real Steam login "
+		  "requires (e.g. the disposable stack's cc-api and fake Steam); off: the name itself, for "
+		  "cc-testkit-api",
+	  .offset = OPT(hex_tickets) },
 	{ .name = "timeout-ms", .type = CC_CFG_INT, .default_value = "10000", .min = 100, .max = 600000,
 	  .help = "deadline of one request", .offset = OPT(timeout_ms) },
 	{ .name = "retry-horizon-ms", .type = CC_CFG_INT, .default_value = "10000", .min = 0, .max = 600000,

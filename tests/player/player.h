@@ -32,6 +32,7 @@ struct player_config {
 	char *build;               /* client build string sent when queueing */
 	int64_t protocol_version;  /* game protocol version sent when queueing */
 	int64_t seed;              /* names the players: login ticket "player|bench-<seed>-<index>" */
+	bool hex_tickets;          /* send that name hex-encoded, as real Steam tickets look */
 	int64_t ranked_percent;    /* demo: share of players queueing for ranked */
 	int64_t casual_match_size; /* demo: players per casual match */
 	int64_t ranked_match_size; /* demo: players per ranked match */
