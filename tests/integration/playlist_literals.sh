@@ -21,8 +21,9 @@ literals() {
 	grep -rnE "[\"'](${names})[\"']" "$root/services" "$root/libcommon" "${later[@]}" \
 		--include='*.c' --include='*.h' --include='*.sql' |
 		grep -v "^$root/libcommon/game/playlist\.c:" |
-		# A log field named after the playlist attribute (the `ranked` column), not a playlist.
-		grep -vE 'CC_LOG_BOOL\("ranked", m->params\.ranked\)' || true
+		# A log field or JSON key named after the playlist attribute (the `ranked` column), not a playlist.
+		grep -vE 'CC_LOG_BOOL\("ranked", m->params\.ranked\)' |
+		grep -vE "'ranked', pl\.ranked" || true
 }
 
 found=$(literals "$TOP")
