@@ -1180,10 +1180,18 @@ async function matchCases(S) {
   await post2('register', REGISTER('assignment_ready'), 'shut-down match assignment_ready');
   await post2('connect', { player_id: a2.id, connection_id: 't1' }, 'shut-down match: A connects');
   await post2('connect', { player_id: b2.id, connection_id: 't2' }, 'shut-down match: B connects');
+  // A leaves mid-match: its lease ends "left", and another reason for it is a conflict while the match lives.
+  const disc2 = (json, expect, why, check) =>
+    call({ server: S, op: 'POST /v1/servers/{server_id}/disconnect', params: { server_id: al2.server }, as: al2.as, json, expect, why, check });
+  await disc2({ player_id: a2.id, generation: 1, reason: 'left' }, [200], 'shut-down match: A leaves mid-match');
+  await disc2({ player_id: a2.id, generation: 1, reason: 'timeout' }, [409, 'replay_conflict'], 'another reason for an ended lease while the match is live');
   await post2('shutdown', { reason: 'crashed' }, 'the server shuts down mid-match');
-  const closed = sql("SELECT count(*) FROM assignments WHERE match_id = :'p1' AND NOT connected AND disconnected_at IS NOT NULL AND disconnect_reason = 'server_shutdown'", m2.id);
-  if (closed === '2') ok(`${get}: the shutdown mid-match closed both leases, reason server_shutdown`);
-  else fail(`${get}: after a shutdown mid-match ${closed} of 2 leases are closed with server_shutdown`);
+  const closed = sql("SELECT string_agg(CASE WHEN player_id = :'p2' THEN 'A' ELSE 'B' END || ' ' || connected || ' ' || (disconnected_at IS NOT NULL) || ' ' || disconnect_reason, ', ' ORDER BY player_id = :'p2' DESC) FROM assignments WHERE match_id = :'p1'", m2.id, a2.id);
+  if (closed === 'A false true left, B false true server_shutdown') ok(`${get}: the shutdown mid-match closed the lease still open, reason server_shutdown; the one a receipt ended kept its reason`);
+  else fail(`${get}: after a shutdown mid-match the leases are "${closed}", not "A false true left, B false true server_shutdown"`);
+  // Once the match is over, a receipt for a lease that ended before it, whatever its reason, answers the lease as it is.
+  await disc2({ player_id: a2.id, generation: 1, reason: 'timeout' }, [200], 'another reason for a lease that ended before the match did, once the match is over',
+    (j) => (!j.connected && j.disconnect_reason === 'left' ? null : `lease ${JSON.stringify(j)}`));
   await call({ server: S, op: get, params: { match_id: m2.id }, as: b2, expect: [200], why: 'a participant reads a match its server shut down',
     check: (j) => (j.state === 'FAILED' && j.end_reason === 'server_shutdown' && j.ended_at !== null && j.result === null &&
       everyone(j).every((x) => x.rating === null && x.stats === null) ? null : `summary ${JSON.stringify(j)}`) });

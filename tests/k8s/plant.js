@@ -57,7 +57,7 @@ const PLANTS = {
 		objs.splice(objs.indexOf(find(objs, "NetworkPolicy", "egress-dns")), 1);
 	}],
 	// network: no default deny.
-	"network-no-default-deny": ["wiring", "[network] Deployment/cc-maintenance: no NetworkPolicy isolates it for Egress (default deny is missing)", (objs) => {
+	"network-no-default-deny": ["wiring", "[network] Job/cc-migrate: no NetworkPolicy isolates it for Egress (default deny is missing)", (objs) => {
 		objs.splice(objs.indexOf(find(objs, "NetworkPolicy", "default-deny")), 1);
 		objs.splice(objs.indexOf(find(objs, "NetworkPolicy", "egress-dns")), 1);
 		objs.splice(objs.indexOf(find(objs, "NetworkPolicy", "egress-postgresql")), 1);
@@ -82,6 +82,11 @@ const PLANTS = {
 	// flags: an option the binary does not have.
 	"flag-guessed": ["wiring", "[flags] Deployment/cc-matcher-ranked container cc-matcher: --queue=ranked is not an option of cc-matcher (its --help)".replace("--queue=ranked", "--queue"), (objs) => {
 		ctr(find(objs, "Deployment", "cc-matcher-ranked"), "cc-matcher").args.push("--queue=ranked");
+	}],
+	// flags: a matcher left without the cluster's Redis (no candidate index).
+	"redis-missing": ["wiring", "[flags] Deployment/cc-matcher-casual container cc-matcher: cc-matcher keeps the Redis candidate index (--redis-host in its --help) but is given neither --redis-host nor COSMIC_CLASH_REDIS_HOST", (objs) => {
+		const c = ctr(find(objs, "Deployment", "cc-matcher-casual"), "cc-matcher");
+		c.env = c.env.filter((e) => e.name !== "COSMIC_CLASH_REDIS_HOST");
 	}],
 	// rbac: the allocator may also delete game servers.
 	"rbac-extra-verb": ["wiring", "[rbac] Role/cc-allocator: rules", (objs) => {

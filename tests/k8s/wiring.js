@@ -86,7 +86,7 @@ const EXPECTED_FLOWS = [
 	[FLEET, "kube-apiserver", "TCP/443"], [FLEET, "kube-apiserver", "TCP/6443"],
 	[ALLOC, "kube-apiserver", "TCP/443"], [ALLOC, "kube-apiserver", "TCP/6443"],
 	...[API, CASUAL, RANKED, ALLOC, MAINT, MIGRATE].map((w) => [w, "postgresql", "TCP/5432"]),
-	...[API, CASUAL, RANKED].map((w) => [w, "redis", "TCP/6379"]),
+	...[API, CASUAL, RANKED, MAINT].map((w) => [w, "redis", "TCP/6379"]),
 	[API, "steam", "TCP/443"],
 	["prometheus", API, "TCP/9180"], ["prometheus", CASUAL, "TCP/9181"], ["prometheus", RANKED, "TCP/9181"],
 	["prometheus", ALLOC, "TCP/9183"], ["prometheus", MAINT, "TCP/9184"],
@@ -269,7 +269,7 @@ function help(binary) {
 	return helps[binary];
 }
 for (const w of workloads)
-	for (const { c } of containersOf(w.spec)) {
+	for (const { c, init } of containersOf(w.spec)) {
 		const t = imageTarget(c.image || "");
 		if (!t) continue;
 		const where = `${w.id} container ${c.name}`;
@@ -288,6 +288,13 @@ for (const w of workloads)
 		}
 		for (const e of c.env || [])
 			if (e.name.startsWith("COSMIC_CLASH_") && !envs.has(e.name)) fail("flags", where, `${e.name} is not a variable ${binary} reads (its --help)`);
+		// Every binary that keeps the Redis candidate index (its --help lists
+		// --redis-host: cc-api, cc-matcher, cc-maintenance) is given the
+		// cluster's Redis: one left without it runs without the index
+		// (candidate_index_disabled) and nothing else would say so.
+		if (options.has("--redis-host") && !init && !(c.args || []).some((a) => a.startsWith("--redis-host=")) &&
+		    !(c.env || []).some((e) => e.name === "COSMIC_CLASH_REDIS_HOST"))
+			fail("flags", where, `${binary} keeps the Redis candidate index (--redis-host in its --help) but is given neither --redis-host nor COSMIC_CLASH_REDIS_HOST`);
 	}
 
 // ---- network ---------------------------------------------------------------
