@@ -247,10 +247,14 @@ wait_exit "$SUP_PID" 30
 expect_eq "the supervisor's exit status after its child was killed" 0 "$EXIT_RC"
 grep -q '"event":"child_exited".*"reason":"killed_by_signal".*"signal":9' "$SUP_LOG" ||
 	fail "no child_exited killed_by_signal 9: $(grep child_exited "$SUP_LOG")"
-# The pings stop when the child is gone, before its end is reported to cc-api.
+# The pings stop the moment the child is found gone (before its exit is
+# even logged), so before its end is reported to cc-api.
 stopped_at=$(grep -n '"event":"sdk_health_stopped"' "$SUP_LOG" | head -1 | cut -d: -f1)
+exited_at=$(grep -n '"event":"child_exited"' "$SUP_LOG" | head -1 | cut -d: -f1)
 reported_at=$(grep -n '"event":"api_ok".*"call":"shutdown"' "$SUP_LOG" | head -1 | cut -d: -f1)
-[[ -n $stopped_at && -n $reported_at ]] || fail "no sdk_health_stopped ($stopped_at) or cc-api shutdown ($reported_at) line"
+[[ -n $stopped_at && -n $exited_at && -n $reported_at ]] ||
+	fail "no sdk_health_stopped ($stopped_at), child_exited ($exited_at) or cc-api shutdown ($reported_at) line"
+((stopped_at < exited_at)) || fail "health pings stopped at line $stopped_at, after the child's exit was logged (line $exited_at)"
 ((stopped_at < reported_at)) || fail "health pings stopped at line $stopped_at, after cc-api heard of the end (line $reported_at)"
 no_ping_after_shutdown "$B_GW" "child killed"
 ((before > 0)) || fail "no health ping while the child lived"
