@@ -28,8 +28,13 @@ UPDATE matches m SET ended_at = m.updated_at,
                                           AND o.payload ->> 'reason' ~ '^[a-z_]{1,32}$'
                                         ORDER BY o.id DESC LIMIT 1), 'unknown') END
 WHERE m.state IN ('COMPLETED', 'FAILED');
-UPDATE matches m SET started_at = (SELECT min(o.occurred_at) FROM outbox o
-                                   WHERE o.resource_id = m.id AND o.event = 'match.in_progress')
+-- When retention already purged that event, the earliest connect receipt
+-- still on the match's assignments stands in (a reconnect moves a lease's
+-- connected_at, so it may be a little late; never early).
+UPDATE matches m SET started_at = coalesce(
+           (SELECT min(o.occurred_at) FROM outbox o
+            WHERE o.resource_id = m.id AND o.event = 'match.in_progress'),
+           (SELECT min(s.connected_at) FROM assignments s WHERE s.match_id = m.id))
 WHERE m.state IN ('IN_PROGRESS', 'RESULT_PENDING', 'COMPLETED', 'FAILED');
 
 -- Connections the control plane never closed before this migration (issue
