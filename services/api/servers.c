@@ -104,6 +104,7 @@ struct server_tx {
 	struct api *api;
 	enum server_route route;
 	const char *server_id;             /* from the path */
+	bool pending;                      /* the allocation has no server yet: a 409 "not yet", no conflict */
 	struct cc_workload_claims claims;  /* signature checked; expiry and row checked in the transaction */
 	struct cc_server_allocation alloc; /* the caller's allocation, as read (and locked) */
 	struct cc_match match;             /* its match, when the route read it */
@@ -162,6 +163,7 @@ static bool server_token(struct api *api, const struct cc_http_request *req, str
 static int caller_allocation(struct cc_pg *pg, struct server_tx *tx, bool *ok)
 {
 	*ok = false;
+	tx->pending = false;
 	int rc = cc_server_allocation_get(pg, tx->claims.allocation_id, true, &tx->alloc);
 	if (rc == CC_ENOTFOUND) {
 		tx->refusal = "unknown_allocation";
@@ -177,6 +179,16 @@ static int caller_allocation(struct cc_pg *pg, struct server_tx *tx, bool *ok)
 		/* Signed for this allocation, but not the token its row records (a re-issue superseded it). */
 		tx->refusal = "stale_token";
 		api_answer_error(&tx->answer, 401, "unauthorized", "the workload token is not its allocation's current one");
+	} else if (!tx->alloc.server_id[0]) {
+		/*
+		 * REQUESTED: the provider has not yet said which server serves it.
+		 * Agones shows a GameServer its allocation as it answers the
+		 * allocator, before this row records the server, so its
+		 * supervisor may ask first: "not yet" (retry), not "not yours".
+		 */
+		tx->pending = true;
+		api_answer_error(&tx->answer, 409, "invalid_state",
+				 "the allocation has no server recorded yet; retry shortly");
 	} else if (strcmp(tx->alloc.server_id, tx->server_id) != 0) {
 		tx->refusal = "wrong_server";
 		api_answer_error(&tx->answer, 403, "forbidden", "the workload token's allocation does not serve this server");
@@ -192,7 +204,7 @@ static void server_run(struct cc_pg *pg, struct server_tx *tx, cc_pg_tx_fn fn, s
 	int rc = cc_pg_run_serializable(pg, fn, tx);
 	if (rc == 0 && tx->refusal)
 		refused(tx->api, tx->refusal);
-	if (rc == 0 && tx->answer.status == 409)
+	if (rc == 0 && tx->answer.status == 409 && !tx->pending)
 		cc_metric_add(tx->api->server_conflicts, (const char *const[]){ route_names[tx->route] }, 1);
 	if (rc != 0 && rc != CC_ERETRY_EXHAUSTED)
 		cc_log_warn("server_route_failed", CC_LOG_STR("route", route_names[tx->route]),

@@ -77,9 +77,9 @@
  *      cosmic-clash.io/match-id, /allocation-id, /workload-token,
  *      /playlist, /arena, /protocol; the address and port from status.
  *      Missing or malformed: "allocation_refused", SDK /shutdown, exit 1.
- *   E. steps 2 to 6 above (a roster answered 403 is "not yet" here too:
- *      Agones shows the allocation before cc-allocator has recorded the
- *      server, and cc-api refuses the token until it has); the health
+ *   E. steps 2 to 6 above (Agones shows the allocation before
+ *      cc-allocator has recorded the server; until it has, cc-api answers
+ *      the roster 409 invalid_state, "not yet" as in direct mode); the health
  *      pings go on while the child lives
  *      and stop as soon as it has exited (before anything else is
  *      reported);
@@ -427,21 +427,21 @@ static bool fetch_roster(const struct allocation *a, const char *path)
 	 * The allocator may write our allocation file a moment before it
 	 * publishes the roster: 404 and 409 are "not yet", like 5xx, 429 and
 	 * a refused connection, until --roster-timeout-ms. 400, 401 and 403
-	 * will not change by asking again (except 403 in Agones mode, below).
+	 * will not change by asking again.
 	 */
 	for (;;) {
 		free(body);
 		body = NULL;
 		st = api_call(a, "GET", "roster", NULL, &body);
 		/*
-		 * Agones mode: 403 (wrong_server) is "not yet" too. Agones shows the
-		 * GameServer Allocated, annotations and all, as it answers the
-		 * allocator, which records the server in the allocations row only
-		 * after that answer: until then cc-api finds that the token's
-		 * allocation names no server (seen in supervisor_agones.sh: the
-		 * roster asked 8 ms after the annotations arrived, 403).
+		 * Agones shows the GameServer Allocated, annotations and all, as it
+		 * answers the allocator, which records the server in the
+		 * allocations row only after that answer: until then cc-api answers
+		 * 409 invalid_state ("no server recorded yet"; seen in
+		 * supervisor_agones.sh: the roster asked 8 ms after the annotations
+		 * arrived), one more "not yet".
 		 */
-		bool retry = st < 0 || st >= 500 || st == 429 || st == 404 || st == 409 || (agones_mode && st == 403);
+		bool retry = st < 0 || st >= 500 || st == 429 || st == 404 || st == 409;
 		if (st == 200 || !retry || cc_clock_ms() + backoff > end || !cc_service_nap(&service, backoff))
 			break;
 		backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;

@@ -904,6 +904,20 @@ function seedAllocation(matchId, server, port) {
   return { id, server, token, as: { token, who: `workload token of ${server}` } };
 }
 
+// seedRequested: an allocation cc-allocator has asked its provider for, no
+// server recorded yet (Agones shows the game server its allocation before
+// the allocator records it); returns { id, as } for the server routes.
+function seedRequested(matchId) {
+  const [id, expires] = sql(
+    `INSERT INTO allocations (match_id, state, provider, workload_expires_at)
+       VALUES (:'p1', 'REQUESTED', 'agones', date_trunc('second', now()) + interval '1 hour')
+       RETURNING id, extract(epoch FROM workload_expires_at)::bigint;`,
+    matchId,
+  ).split('|');
+  const token = workloadToken(id, expires);
+  return { id, as: { token, who: 'workload token of an allocation with no server yet' } };
+}
+
 // seedPublish: what cc-allocator's publish writes: one assignment per
 // participant, the roster manifest (game/roster.h's shape), PUBLISHED.
 function seedPublish(matchId, alloc) {
@@ -995,6 +1009,12 @@ async function serverCases(S) {
       await call({ server: S, ...r, raw: OVERSIZED, as: at, expect: [413, 'body_too_large'], why: 'body over 64 KiB' });
     }
   }
+
+  // An allocation with no server recorded yet: "not yet" (409, retry), not "not yours" (403).
+  const pm = await acceptedMatch(S, 'pending-allocation player');
+  const pending = seedRequested(pm.id);
+  for (const r of serverRoutes(`contract-${tag}-pending`))
+    await call({ server: S, ...r, as: pending.as, expect: [409, 'invalid_state'], why: 'the allocation has no server recorded yet' });
 
   // Before the roster is published.
   await call({ server: S, op: roster, params: sp, as: at, expect: [404, 'roster_not_published'], why: 'roster before publication' });
