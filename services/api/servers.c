@@ -1255,38 +1255,3 @@ out:
 	api_db_release(api, pg);
 	return 0;
 }
-
-/* ---- GET /v1/matches/{match_id}/assignment ------------------------------------- */
-
-int api_match_assignment(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
-{
-	struct api *api = ctx;
-	struct api_player player;
-	enum cc_player_assignment_status status = CC_ASSIGNMENT_NOT_PARTICIPANT;
-	char *json = NULL;
-	const char *id = cc_http_param(req, "match_id");
-	if (!id || !cc_uuid_valid(id)) {
-		cc_http_error(resp, 400, "invalid_request", "match_id must be a lowercase UUID", false);
-		return 0;
-	}
-	struct cc_pg *pg = api_db(api, resp);
-	if (!pg)
-		return 0;
-	if (api_authenticate(api, pg, req, resp, &player) != 0)
-		goto out;
-	int rc = cc_player_assignment_get(pg, id, player.id, &status, &json);
-	if (rc != 0)
-		cc_http_error_unavailable(resp, "unavailable", "the database is unavailable; retry shortly");
-	else if (status == CC_ASSIGNMENT_NOT_PARTICIPANT)
-		cc_http_error(resp, 404, "not_found", "no such match for this player", false);
-	else if (status == CC_ASSIGNMENT_PENDING)
-		cc_http_error(resp, 409, "assignment_pending", "the match's server is not ready yet; retry shortly", true);
-	else if (status == CC_ASSIGNMENT_CLOSED)
-		cc_http_error(resp, 409, "match_closed", "the match is over", false);
-	else if (cc_http_respond_text(resp, 200, "application/json", json, strlen(json)) != 0)
-		cc_http_error_unavailable(resp, "out_of_memory", "out of memory");
-out:
-	free(json);
-	api_db_release(api, pg);
-	return 0;
-}
