@@ -14,7 +14,9 @@ VERSION := 0.1.0
 # scripts/ensure-deps.sh had its chance to install the packages.
 PKGS      = libmicrohttpd libcurl libpq hiredis libcjson libsodium
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lm -lpthread
+# libwslay (sys/ws, the WebSocket framer) ships no pkg-config file in Debian 12.
+WSLAY_LIBS := -lwslay
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) $(WSLAY_LIBS) -lm -lpthread
 # Each binary links only the packages it uses (SPEC 1): pkg_libs_for takes a
 # binary's name and reads PKGS_<name>, defaulting to all of PKGS.
 # tests/integration/link_lists.sh proves cc-migrate carries neither hiredis
