@@ -30,7 +30,9 @@ PKGS_cc-testkit-allocator := $(PKGS_cc-allocator)
 # cc-gameserver: sys without pg, redis and the HTTP server, plus ENet (SPEC 1);
 # tests/integration/layers.sh proves it with ldd and nm.
 PKGS_cc-gameserver := libenet libcurl libcjson libsodium
-pkg_libs_for = $(shell pkg-config --libs $(or $(PKGS_$(1)),$(PKGS))) -lm -lpthread
+# sys/http_server answers WebSocket upgrades into sys/ws: whoever links libmicrohttpd links libwslay.
+pkg_libs_for = $(shell pkg-config --libs $(or $(PKGS_$(1)),$(PKGS))) \
+	$(if $(filter libmicrohttpd,$(or $(PKGS_$(1)),$(PKGS))),$(WSLAY_LIBS)) -lm -lpthread
 CHECK_LIBS = $(shell pkg-config --libs check)
 
 WARN := -Wall -Wextra -Werror -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \

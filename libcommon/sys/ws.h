@@ -124,7 +124,7 @@ struct cc_ws_hub_options {
 	void *ctx;			 /* passed to both */
 	/* Metrics hooks, each may be NULL; no labels. */
 	struct cc_metric *open_gauge;	 /* connections open now */
-	struct cc_metric *sent_counter;	 /* text messages fully handed to the socket */
+	struct cc_metric *sent_counter;	 /* text messages handed to the framer for sending */
 	struct cc_metric *dropped_slow;	 /* connections closed 1013 for their backlog */
 	struct cc_metric *closed_counter; /* connections ended, any reason */
 };
@@ -144,8 +144,10 @@ void cc_ws_hub_stop(struct cc_ws_hub *h);
  * library read past the handshake (copied; may be NULL/0). remote: for
  * logs (copied; may be NULL). On success stores the new id (if id_out) and
  * returns 0; from then on release is called exactly once. On failure
- * (CC_EUNAVAILABLE: max_connections; CC_ENOMEM; CC_EINVAL) returns the
- * code and neither calls release nor touches fd: the caller closes it.
+ * (CC_EUNAVAILABLE: max_connections or stopping; CC_ENOMEM; CC_EINVAL)
+ * returns the code, never calls release nor closes fd (the caller closes
+ * it), and calls on_close(ctx, 0, user, 1013) on the calling thread (the
+ * one exception to "callbacks run on the hub thread") so user can be freed.
  */
 int cc_ws_hub_adopt(struct cc_ws_hub *h, int fd, const char *extra, size_t extra_len,
 		    const char *remote, void *user, cc_ws_release release, void *release_cls,
