@@ -289,6 +289,17 @@ static void queue_close(struct ws_conn *c, int code, const char *reason)
 	pthread_mutex_unlock(&c->hub->mu);
 }
 
+/* RFC 6455 5.5: control frames must not be fragmented (wslay lets FIN=0 pass). */
+static void on_frame_start_cb(wslay_event_context_ptr ctx,
+			      const struct wslay_event_on_frame_recv_start_arg *a, void *ud)
+{
+	struct ws_conn *c = ud;
+	if ((a->opcode & 0x8) && !a->fin && !c->sent_code) {
+		queue_close(c, CC_WS_CLOSE_PROTOCOL, "fragmented control frame");
+		wslay_event_shutdown_read(ctx);
+	}
+}
+
 static void on_msg_cb(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *a,
 		      void *ud)
 {
@@ -400,8 +411,15 @@ static void do_io(struct cc_ws_hub *h, struct ws_conn *c, bool readable)
 		return;
 	}
 	if (readable || c->extra_off < c->extra_len) {
-		if (wslay_event_want_read(c->ctx) && wslay_event_recv(c->ctx) != 0)
+		int rc = wslay_event_want_read(c->ctx) ? wslay_event_recv(c->ctx) : 0;
+		if (rc != 0 && !c->eof && rc != WSLAY_ERR_NOMEM && rc != WSLAY_ERR_CALLBACK_FAILURE) {
+			/* wslay gives up on some bad frames (a fragmented control frame)
+			 * without queueing a close of its own: say 1002 ourselves */
+			wslay_event_shutdown_read(c->ctx);
+			queue_close(c, CC_WS_CLOSE_PROTOCOL, "protocol error");
+		} else if (rc != 0) {
 			c->failed = true;
+		}
 	}
 	if (!c->failed && !c->eof && wslay_event_want_write(c->ctx)) {
 		if (wslay_event_send(c->ctx) != 0)
@@ -435,8 +453,10 @@ static void finish(struct cc_ws_hub *h, struct ws_conn *c)
 	if (wslay_event_get_close_received(c->ctx) &&
 	    (!c->sent_code || wslay_event_get_status_code_received(c->ctx) == c->sent_code))
 		code = wslay_event_get_status_code_received(c->ctx);
-	else if (c->sent_code && (c->draining || wslay_event_get_close_sent(c->ctx)))
-		code = c->sent_code;
+	else if (c->sent_code)
+		code = c->sent_code; /* queued, even if a stuck reader never got it */
+	else if (wslay_event_get_close_sent(c->ctx))
+		code = wslay_event_get_status_code_sent(c->ctx); /* wslay's own: 1002, 1007, 1009 */
 	if (code == 0 || code == 1005)
 		code = CC_WS_CLOSE_NORMAL;
 	pthread_mutex_lock(&h->mu);
@@ -710,6 +730,7 @@ static int adopt(struct cc_ws_hub *h, int fd, const char *extra, size_t extra_le
 	}
 	struct wslay_event_callbacks cbs = { .recv_callback = recv_cb,
 					     .send_callback = send_cb,
+					     .on_frame_recv_start_callback = on_frame_start_cb,
 					     .on_msg_recv_callback = on_msg_cb };
 	if (wslay_event_context_server_init(&c->ctx, &cbs, c) != 0) {
 		free(c->extra);

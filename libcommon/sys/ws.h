@@ -101,7 +101,8 @@ typedef void (*cc_ws_on_message)(void *ctx, uint64_t id, void *user, const char 
 /*
  * Connection id ended. code: the close code the hub sent, or the client's
  * when the client closed first, or 1006 when none was exchanged. After
- * this call the id is gone: sends answer CC_ENOTFOUND.
+ * this call the id is gone: sends answer CC_ENOTFOUND. A code the hub
+ * queued counts even when a stuck reader never received the frame.
  */
 typedef void (*cc_ws_on_close)(void *ctx, uint64_t id, void *user, int code);
 
