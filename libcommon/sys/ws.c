@@ -71,6 +71,7 @@ struct ws_conn {
 	unsigned rate_count;
 	int sent_code;		/* close code we queued, 0 = none */
 	bool epollout;		/* EPOLLOUT registered */
+	bool say_1002;		/* wslay queued a code-less close for a bad frame: send 1002 instead */
 	struct cc_ws_hub *hub;
 };
 
@@ -259,6 +260,25 @@ static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t 
 	(void)flags;
 	struct ws_conn *c = ud;
 	ssize_t r;
+	if (c->say_1002 && len == 2 && data[0] == 0x88 && data[1] == 0x00) {
+		/* wslay 1.1.1 answers a frame its frame layer refuses (a fragmented
+		 * or oversized control frame, a reserved opcode) with a close that
+		 * has no code: put 1002 and a reason on the wire instead. */
+		static const uint8_t frame[] = { 0x88, 16, 0x03, 0xea, 'p', 'r', 'o', 't', 'o', 'c',
+						 'o', 'l', ' ', 'e', 'r', 'r', 'o', 'r' };
+		c->say_1002 = false;
+		r = send(c->fd, frame, sizeof frame, MSG_NOSIGNAL);
+		if (r == (ssize_t)sizeof frame)
+			return 2;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			c->say_1002 = true;
+			wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+			return -1;
+		}
+		c->eof = true; /* a partial frame: nothing sane can follow */
+		wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+		return -1;
+	}
 	do {
 		r = send(c->fd, data, len, MSG_NOSIGNAL);
 	} while (r < 0 && errno == EINTR);
@@ -412,11 +432,18 @@ static void do_io(struct cc_ws_hub *h, struct ws_conn *c, bool readable)
 	}
 	if (readable || c->extra_off < c->extra_len) {
 		int rc = wslay_event_want_read(c->ctx) ? wslay_event_recv(c->ctx) : 0;
-		if (rc != 0 && !c->eof && rc != WSLAY_ERR_NOMEM && rc != WSLAY_ERR_CALLBACK_FAILURE) {
-			/* wslay gives up on some bad frames (a fragmented control frame)
-			 * without queueing a close of its own: say 1002 ourselves */
+		if (rc != 0 && !c->eof && rc != WSLAY_ERR_NOMEM) {
+			/* Our sockets did not fail, wslay gave up on a bad frame (1.1.1
+			 * does so for a fragmented control frame, answering
+			 * WSLAY_ERR_CALLBACK_FAILURE): stop reading and say 1002. */
 			wslay_event_shutdown_read(c->ctx);
-			queue_close(c, CC_WS_CLOSE_PROTOCOL, "protocol error");
+			if (!c->sent_code) {
+				c->sent_code = CC_WS_CLOSE_PROTOCOL;
+				c->say_1002 = true;
+				c->close_deadline = cc_clock_ms() + h->o.close_timeout_ms;
+				(void)wslay_event_queue_close(c->ctx, CC_WS_CLOSE_PROTOCOL,
+							      (const uint8_t *)"protocol error", 14);
+			}
 		} else if (rc != 0) {
 			c->failed = true;
 		}
