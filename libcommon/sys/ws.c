@@ -512,11 +512,12 @@ static void finish(struct cc_ws_hub *h, struct ws_conn *c)
 		c->all_next->all_prev = c->all_prev;
 	cc_log_info("ws_closed", CC_LOG_STR("hub", h->name), CC_LOG_INT("id", (long long)c->id),
 		    CC_LOG_STR("remote", c->remote), CC_LOG_INT("code", code));
+	/* metrics first: whoever hears on_close sees them settled */
+	metric_add(h->o.open_gauge, -1);
+	metric_add(h->o.closed_counter, 1);
 	if (h->o.on_close)
 		h->o.on_close(h->o.ctx, c->id, c->user, code);
 	c->release(c->release_cls);
-	metric_add(h->o.open_gauge, -1);
-	metric_add(h->o.closed_counter, 1);
 	c->dead = true;
 	c->grave_next = h->grave;
 	h->grave = c;
