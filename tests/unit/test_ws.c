@@ -611,6 +611,50 @@ START_TEST(test_per_address_cap_applies_to_upgrades)
 }
 END_TEST
 
+/* The front's total cap counts upgraded sockets too (a second server, cap 3). */
+START_TEST(test_total_cap_applies_to_upgrades)
+{
+	struct cc_http_server_options o = {
+		.name = "capped",
+		.routes = routes,
+		.n_routes = 1,
+		.max_connections = 3,
+		.max_per_address = 10,
+	};
+	struct cc_http_server *capped = cc_http_server_start(&o);
+	ck_assert_ptr_nonnull(capped);
+	int main_port = port;
+	port = cc_http_server_port(capped);
+	int fds[3];
+	for (int i = 0; i < 3; i++)
+		fds[i] = open_ws();
+	int fd = dial();
+	char head[2048];
+	int st = handshake(fd, GOOD_HEADERS, head, sizeof head);
+	ck_assert_msg(st == 503, "over the total cap: %d %s", st, head);
+	close(fd);
+	/* the other server is not affected */
+	port = main_port;
+	int other = open_ws();
+	expect_echo(other, "elsewhere");
+	close(other);
+	for (int i = 0; i < 3; i++)
+		expect_echo(fds[i], "held");
+	/* the hub's sockets go back to their library before it stops */
+	unsigned before = closed_count();
+	for (int i = 0; i < 3; i++) {
+		send_frame(fds[i], true, 8, true, "\x03\xe8", 2);
+		ck_assert_int_eq(read_close_code(fds[i], 2000), 1000);
+		close(fds[i]);
+	}
+	int64_t deadline = cc_clock_ms() + 3000;
+	while (closed_count() < before + 3 && cc_clock_ms() < deadline)
+		usleep(5000);
+	ck_assert_uint_ge(closed_count(), before + 3);
+	cc_http_server_stop(capped);
+}
+END_TEST
+
 START_TEST(test_real_client)
 {
 	if (system("/usr/bin/python3 -c 'import websockets' 2>/dev/null") != 0) {
@@ -638,6 +682,7 @@ int main(void)
 	tcase_add_loop_test(tc, test_hostile_input_closes_with_code, 0, (int)CC_ARRAY_LEN(hostiles));
 	tcase_add_test(tc, test_slow_reader_dropped_alone);
 	tcase_add_test(tc, test_per_address_cap_applies_to_upgrades);
+	tcase_add_test(tc, test_total_cap_applies_to_upgrades);
 	tcase_add_test(tc, test_real_client);
 	suite_add_tcase(s, tc);
 	TCase *tp = tcase_create("ping");
