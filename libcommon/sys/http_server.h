@@ -236,6 +236,11 @@ struct cc_ws_hub;
  * per-address and total caps count the connection until the hub releases
  * it (its phase becomes CC_HTTP_PHASE_UPGRADED: no deadline). When the hub
  * refuses it (full), the socket is closed and the hub's on_close sees id 0.
+ * Stop the hub (cc_ws_hub_stop, which releases every socket) before the
+ * server: libmicrohttpd waits for upgraded sockets to be given back.
+ * Known gap: if the client hangs up between the handler and the 101, the
+ * hub never sees user (nothing frees it); pass a user the caller can
+ * reclaim, or NULL.
  */
 int cc_http_respond_websocket(const struct cc_http_request *req, struct cc_http_response *resp,
 			      struct cc_ws_hub *hub, const char *protocol, void *user);
