@@ -14,7 +14,9 @@ VERSION := 0.1.0
 # scripts/ensure-deps.sh had its chance to install the packages.
 PKGS      = libmicrohttpd libcurl libpq hiredis libcjson libsodium
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lm -lpthread
+# libwslay (sys/ws, the WebSocket framer) ships no pkg-config file in Debian 12.
+WSLAY_LIBS := -lwslay
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) $(WSLAY_LIBS) -lm -lpthread
 # Each binary links only the packages it uses (SPEC 1): pkg_libs_for takes a
 # binary's name and reads PKGS_<name>, defaulting to all of PKGS.
 # tests/integration/link_lists.sh proves cc-migrate carries neither hiredis
@@ -28,7 +30,9 @@ PKGS_cc-testkit-allocator := $(PKGS_cc-allocator)
 # cc-gameserver: sys without pg, redis and the HTTP server, plus ENet (SPEC 1);
 # tests/integration/layers.sh proves it with ldd and nm.
 PKGS_cc-gameserver := libenet libcurl libcjson libsodium
-pkg_libs_for = $(shell pkg-config --libs $(or $(PKGS_$(1)),$(PKGS))) -lm -lpthread
+# sys/http_server answers WebSocket upgrades into sys/ws: whoever links libmicrohttpd links libwslay.
+pkg_libs_for = $(shell pkg-config --libs $(or $(PKGS_$(1)),$(PKGS))) \
+	$(if $(filter libmicrohttpd,$(or $(PKGS_$(1)),$(PKGS))),$(WSLAY_LIBS)) -lm -lpthread
 CHECK_LIBS = $(shell pkg-config --libs check)
 
 WARN := -Wall -Wextra -Werror -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \

@@ -10,6 +10,8 @@ packages=(
 	gcc make pkg-config git ca-certificates
 	libmicrohttpd-dev libcurl4-openssl-dev libpq-dev libhiredis-dev libcjson-dev
 	libsodium-dev libenet-dev check libsubunit-dev
+	libwslay-dev # sys/ws: RFC 6455 framing
+	python3-websockets # tests: a real WebSocket client
 	postgresql postgresql-client redis-server redis-tools
 	prometheus curl jq procps iproute2 util-linux
 	clang libclang-rt-14-dev # make fuzz: libFuzzer (tests/fuzz)

@@ -731,6 +731,7 @@ static int64_t phase_deadline(const struct cc_http_front *f, enum cc_http_conn_p
 	case CC_HTTP_PHASE_BODY:
 		return now + (int64_t)f->o.body_timeout_ms * 1000000;
 	case CC_HTTP_PHASE_HANDLER:
+	case CC_HTTP_PHASE_UPGRADED:
 		break;
 	}
 	return 0;

@@ -136,6 +136,8 @@ enum cc_http_conn_phase {
 	CC_HTTP_PHASE_ANSWERED,	/* the answer is going out (and, with keep-alive, the next
 				   head is awaited): header_timeout_ms, then closed without
 				   a word, since the library may be writing */
+	CC_HTTP_PHASE_UPGRADED,	/* handed to a WebSocket hub (sys/ws.h): no deadline; the
+				   slot is held until the library's "closed" callback */
 };
 
 /*

@@ -35,6 +35,7 @@
 #include "sys/clock.h"
 #include "sys/log.h"
 #include "sys/metrics.h"
+#include "sys/ws.h"
 #include "sys/banned.h"
 
 struct compiled_route {
@@ -80,6 +81,7 @@ struct request_state {
 	uint64_t bytes_in;		/* body bytes received, kept or not */
 	size_t bytes_out;		/* body bytes answered */
 	int status;			/* answered status, 0 = none yet */
+	bool upgraded;			/* the socket went to a WebSocket hub */
 	char request_id[CC_HTTP_REQUEST_ID_MAX + 1];
 	char remote[INET6_ADDRSTRLEN];
 	struct cc_http_request req;
@@ -533,6 +535,87 @@ static struct cc_http_front_conn *conn_of(struct MHD_Connection *conn)
 	return ci ? ci->socket_context : NULL;
 }
 
+/* The hub is done with an upgraded socket: the library closes it (and its front slot). */
+static void ws_release(void *cls)
+{
+	MHD_upgrade_action(cls, MHD_UPGRADE_ACTION_CLOSE);
+}
+
+/* The 101 is out: the socket goes to the hub (on the connection's thread, which then ends). */
+static void upgraded(void *cls, struct MHD_Connection *conn, void *con_cls, const char *extra_in,
+		     size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+{
+	struct request_state *st = cls;
+	(void)con_cls;
+	cc_http_front_conn_phase(st->server->front, conn_of(conn), CC_HTTP_PHASE_UPGRADED);
+	st->upgraded = true;
+	int rc = cc_ws_hub_adopt(st->resp.ws_hub__, sock, extra_in, extra_in_size, st->remote,
+				 st->resp.ws_user__, ws_release, urh, NULL);
+	if (rc != 0) {
+		cc_log_warn("ws_adopt_refused", CC_LOG_STR("server", st->server->name),
+			    CC_LOG_STR("remote", st->remote), CC_LOG_STR("reason", cc_strerror(rc)));
+		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+	}
+}
+
+/* True when the comma-separated list holds token (case-insensitive). */
+static bool list_has_token(const char *list, const char *token)
+{
+	size_t tl = strlen(token);
+	for (const char *p = list; p && *p;) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		const char *e = p;
+		while (*e && *e != ',')
+			e++;
+		const char *t = e;
+		while (t > p && (t[-1] == ' ' || t[-1] == '\t'))
+			t--;
+		if ((size_t)(t - p) == tl && strncasecmp(p, token, tl) == 0)
+			return true;
+		p = e;
+	}
+	return false;
+}
+
+int cc_http_respond_websocket(const struct cc_http_request *req, struct cc_http_response *resp,
+			      struct cc_ws_hub *hub, const char *protocol, void *user)
+{
+	const char *up = cc_http_header(req, "Upgrade");
+	const char *conn = cc_http_header(req, "Connection");
+	const char *ver = cc_http_header(req, "Sec-WebSocket-Version");
+	const char *key = cc_http_header(req, "Sec-WebSocket-Key");
+	char accept[29];
+	if (strcmp(req->method, "GET") != 0 || !up || !list_has_token(up, "websocket") || !conn ||
+	    !list_has_token(conn, "upgrade")) {
+		cc_http_error(resp, 400, "invalid_upgrade",
+			      "a WebSocket upgrade needs GET, Upgrade: websocket and Connection: Upgrade",
+			      false);
+		return CC_EINVAL;
+	}
+	if (!ver || strcmp(ver, "13") != 0) {
+		cc_http_error(resp, 426, "upgrade_required", "Sec-WebSocket-Version must be 13", false);
+		if (cc_http_response_header(resp, "Sec-WebSocket-Version", "13") != 0)
+			cc_http_error(resp, 500, "internal_error", "could not answer", false);
+		return CC_EINVAL;
+	}
+	if (!key || cc_ws_accept_key(key, accept) != 0) {
+		cc_http_error(resp, 400, "invalid_upgrade",
+			      "Sec-WebSocket-Key must be the base64 of 16 bytes", false);
+		return CC_EINVAL;
+	}
+	response_clear_body(resp);
+	if (cc_http_response_header(resp, "Sec-WebSocket-Accept", accept) != 0 ||
+	    (protocol && cc_http_response_header(resp, "Sec-WebSocket-Protocol", protocol) != 0)) {
+		cc_http_error(resp, 500, "internal_error", "bad WebSocket subprotocol", false);
+		return CC_EINVAL;
+	}
+	resp->status = 101;
+	resp->ws_hub__ = hub;
+	resp->ws_user__ = user;
+	return 0;
+}
+
 /* Queues st->resp on the connection. Returns MHD's verdict. */
 static enum MHD_Result answer(struct request_state *st, struct MHD_Connection *conn)
 {
@@ -547,6 +630,22 @@ static enum MHD_Result answer(struct request_state *st, struct MHD_Connection *c
 		cc_log_error("http_handler_no_answer", CC_LOG_STR("route", st->route_label),
 			     CC_LOG_INT("status", resp->status));
 		cc_http_error(resp, 500, "internal_error", "the handler gave no answer", false);
+	}
+	if (resp->status == 101 && resp->ws_hub__) {
+		r = MHD_create_response_for_upgrade(upgraded, st);
+		if (!r)
+			return MHD_NO;
+		MHD_add_response_header(r, MHD_HTTP_HEADER_UPGRADE, "websocket");
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "Upgrade");
+		MHD_add_response_header(r, "X-Request-Id", st->request_id);
+		for (size_t i = 0; i < resp->n_headers; i++)
+			MHD_add_response_header(r, resp->headers[i].name, resp->headers[i].value);
+		cc_http_front_conn_phase(st->server->front, conn_of(conn), CC_HTTP_PHASE_ANSWERED);
+		st->status = 101;
+		record_answer(st);
+		ret = MHD_queue_response(conn, 101, r);
+		MHD_destroy_response(r);
+		return ret;
 	}
 	if (resp->json) {
 		text = cJSON_PrintUnformatted(resp->json);
@@ -948,8 +1047,9 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct cc_http_server *s = cls;
 	const char *route;
 
-	if (!s->keep_alive)
-		cc_http_front_conn_done(s->front, conn_of(conn)); /* it closes now */
+	/* it closes now, unless a WebSocket hub holds it (its slot stays taken) */
+	if (!s->keep_alive && !(st && st->upgraded))
+		cc_http_front_conn_done(s->front, conn_of(conn));
 	if (!st)
 		return;
 	*con_cls = NULL;
@@ -1105,7 +1205,8 @@ struct cc_http_server *cc_http_server_start(const struct cc_http_server_options 
 	const char *why = NULL, *bind = opts && opts->bind ? opts->bind : "127.0.0.1";
 	/* No listening socket of MHD's own: the front accepts and hands over (http_front.h). */
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-			 MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+			 MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC |
+			 MHD_ALLOW_UPGRADE;
 	bool v6 = false;
 
 	if (!opts || opts->port < 0 || opts->port > 65535 || (opts->n_routes && !opts->routes)) {

@@ -147,6 +147,8 @@ struct cc_http_response {
 	size_t n_headers;	/* extra headers in use */
 	struct cc_http_header headers[CC_HTTP_MAX_HEADERS];
 	bool oom__;		/* private: a body could not be built */
+	struct cc_ws_hub *ws_hub__; /* private: a WebSocket upgrade (cc_http_respond_websocket) */
+	void *ws_user__;
 };
 
 /*
@@ -215,6 +217,33 @@ const char *cc_http_query(const struct cc_http_request *req, const char *name);
 const char *cc_http_header(const struct cc_http_request *req, const char *name);
 
 /* ---- responses ------------------------------------------------------------ */
+
+struct cc_ws_hub;
+
+/*
+ * Answers a WebSocket opening handshake (RFC 6455 4.2.1) and, once the 101
+ * is out, hands the socket to hub (sys/ws.h) with user. Checks, answering
+ * in the SPEC error shape when one fails:
+ *   400 invalid_upgrade   not GET, no "Upgrade: websocket", no "upgrade"
+ *                         token in Connection, or a Sec-WebSocket-Key that
+ *                         is not the base64 of 16 bytes;
+ *   426 upgrade_required  Sec-WebSocket-Version other than 13 (the answer
+ *                         carries Sec-WebSocket-Version: 13).
+ * Otherwise answers 101 with Upgrade, Connection: Upgrade,
+ * Sec-WebSocket-Accept and, when protocol is not NULL, Sec-WebSocket-Protocol:
+ * protocol (the caller picks it among those the client offered). Returns 0
+ * (upgrade queued) or CC_EINVAL (refused, answered). The front's
+ * per-address and total caps count the connection until the hub releases
+ * it (its phase becomes CC_HTTP_PHASE_UPGRADED: no deadline). When the hub
+ * refuses it (full), the socket is closed and the hub's on_close sees id 0.
+ * Stop the hub (cc_ws_hub_stop, which releases every socket) before the
+ * server: libmicrohttpd waits for upgraded sockets to be given back.
+ * Known gap: if the client hangs up between the handler and the 101, the
+ * hub never sees user (nothing frees it); pass a user the caller can
+ * reclaim, or NULL.
+ */
+int cc_http_respond_websocket(const struct cc_http_request *req, struct cc_http_response *resp,
+			      struct cc_ws_hub *hub, const char *protocol, void *user);
 
 /*
  * Answers status with a JSON body, taking ownership of body (even on
