@@ -160,6 +160,43 @@ int cc_outbox_backlog_read(struct cc_pg *pg, bool count_dead, struct cc_outbox_b
  */
 int cc_outbox_envelope(struct cc_pg *pg, int64_t id, char **out) CC_MUST_CHECK;
 
+/* ---- the stream's resume (cc-api's GET /v1/events, issue 22) ----------------- */
+
+#define CC_OUTBOX_SINCE_MAX 1000 /* envelopes one cc_outbox_since read may return */
+
+/*
+ * Player player_id's delivered rows with position > after, in position
+ * order, at most limit (1..CC_OUTBOX_SINCE_MAX): malloc'd JSON text, an
+ * array of envelopes exactly as CC_OUTBOX_CHANNEL carries them (never a
+ * reference; contracts/outbox-events.md). Fewer than limit: the caller has
+ * caught up with what was delivered when its snapshot was taken; limit:
+ * read again after the last position. Through index outbox_by_player
+ * (migration 0017): the player's own retained rows, whatever the traffic
+ * of the others. Returns 0, CC_EINVAL (no player UUID, after < 0, limit
+ * out of range), CC_ENOMEM or cc_pg_exec's error.
+ */
+int cc_outbox_since(struct cc_pg *pg, const char *player_id, int64_t after, int limit, char **out) CC_MUST_CHECK;
+
+/*
+ * What a resume from a position can be served from. *floor_pos: the lowest
+ * position P from which cc_outbox_since(P) returns every row delivered
+ * after P, i.e. the oldest retained position - 1 (cc-maintenance purges
+ * delivered rows after a retention, oldest first), or, when no delivered
+ * row is retained, *newest. *newest: the highest position drawn so far (0
+ * before the first delivery); a client's position above it did not come
+ * from this database. So: P < *floor_pos or P > *newest: tell the client to
+ * resync over REST; otherwise replay cc_outbox_since(P). Returns 0,
+ * CC_EINVAL or cc_pg_exec's error.
+ *
+ * The purge deletes by published_at, and a position is drawn after the
+ * transaction's now(), so two rows published within the same milliseconds
+ * may be purged out of position order: *floor_pos is exact only away from
+ * that edge. A resume exactly at the retention edge (hours old) is the
+ * case that could miss one row; the stream should add a margin (treat P
+ * within a few positions of *floor_pos as too old).
+ */
+int cc_outbox_resume_window(struct cc_pg *pg, int64_t *floor_pos, int64_t *newest) CC_MUST_CHECK;
+
 /* ---- dead letters (the operator routes) ---------------------------------- */
 
 #define CC_OUTBOX_DEAD_LETTERS_MAX 100 /* dead letters per page */
