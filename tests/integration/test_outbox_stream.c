@@ -240,6 +240,38 @@ START_TEST(test_resume_window_follows_the_retention_purge)
 }
 END_TEST
 
+/*
+ * At volume the read goes through outbox_by_player (migration 0017), not
+ * through every player's rows after the position: 20,000 delivered rows of
+ * other players, analyzed, and the index's scan count in this transaction.
+ */
+START_TEST(test_since_uses_the_player_index_at_volume)
+{
+	char a[CC_UUID_BUF], pa[64];
+	new_uuid(a);
+	snprintf(pa, sizeof pa, "{%s}", a);
+	int64_t mine = append(pa, "{}");
+	deliver_all();
+	ck_assert_int_eq(cc_pg_exec(pg,
+				    "INSERT INTO outbox (event, resource_type, resource_id, revision, player_ids, "
+				    "  published_at, position) "
+				    "SELECT 'test.changed', 'test', gen_random_uuid(), 1, ARRAY[gen_random_uuid()], now(), "
+				    "  nextval('outbox_position') FROM generate_series(1, 20000)",
+				    0, NULL, NULL),
+			 0);
+	ck_assert_int_eq(cc_pg_exec(pg, "ANALYZE outbox", 0, NULL, NULL), 0);
+	ck_assert_int_eq(cc_pg_exec(pg, "BEGIN", 0, NULL, NULL), 0);
+	int64_t before = q_int("SELECT pg_stat_get_xact_numscans('outbox_by_player'::regclass)", 0, NULL);
+	cJSON *got = since(a, 0, 100);
+	int64_t after = q_int("SELECT pg_stat_get_xact_numscans('outbox_by_player'::regclass)", 0, NULL);
+	ck_assert_int_eq(cc_pg_exec(pg, "COMMIT", 0, NULL, NULL), 0);
+	expect_ids(got, (int64_t[]){ mine }, 1, "player a among 20,000 others");
+	cJSON_Delete(got);
+	ck_assert_msg(after > before, "cc_outbox_since did not scan outbox_by_player (scans %lld -> %lld)",
+		      (long long)before, (long long)after);
+}
+END_TEST
+
 START_TEST(test_refusals)
 {
 	char *text = NULL;
@@ -267,6 +299,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_since_is_the_players_delivered_rows_in_position_order);
 	tcase_add_test(tc, test_resume_window_follows_the_retention_purge);
+	tcase_add_test(tc, test_since_uses_the_player_index_at_volume);
 	tcase_add_test(tc, test_refusals);
 	suite_add_tcase(s, tc);
 	return cc_test_run_suite(s);
