@@ -180,9 +180,16 @@ START_TEST(test_since_is_the_players_delivered_rows_in_position_order)
 	expect_ids(none, NULL, 0, "player b after r3");
 	cJSON_Delete(none);
 
+	/* An envelope over the NOTIFY limit (it travelled as a reference) is read back whole. */
+	int64_t r6 = q_int("SELECT cc_outbox_append('test.changed', 'test', gen_random_uuid(), 1, $1::uuid[], "
+			   "jsonb_build_object('blob', repeat('x', 9000)))",
+			   1, (const char *const[]){ pa });
 	deliver_all();
 	cJSON *later = since(a, position_of(r4), 100);
-	expect_ids(later, (int64_t[]){ r5 }, 1, "player a after r4, once r5 is delivered");
+	expect_ids(later, (int64_t[]){ r5, r6 }, 2, "player a after r4, once r5 and r6 are delivered");
+	cJSON *blob = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(later, 1), "payload"), "blob");
+	ck_assert_msg(cJSON_IsString(blob) && strlen(blob->valuestring) == 9000, "r6's payload is not whole");
 	cJSON_Delete(later);
 }
 END_TEST
