@@ -48,6 +48,43 @@ plant loose_envelope "d['components']['messages']['ticket_queued']['payload']['r
 plant unsent_message "d['operations']['receiveEvents']['messages'].pop()" 'sent by no operation'
 plant no_1013 "del d['channels']['events']['x-close-codes']['1013']" 'lacks 1013'
 
+# The message validator the stream's contract test uses
+# (tests/contract/events-validator.js): documented messages pass, each
+# broken one is refused on its own.
+validate="node tests/contract/events-validator.js $doc"
+env='"id": 812, "position": 40417, "resource_id": "5b1c0d1e-7a55-4b8e-9d0c-2f1e8a6b3c4d", "revision": 3, "player_ids": ["0f9d3c7e-1b2a-4c5d-8e6f-7a8b9c0d1e2f"], "occurred_at": "2025-01-15T18:04:05.120Z"'
+cat >"$tmp/good.jsonl" <<JSON
+{$env, "event": "ticket.proposed", "resource_type": "ticket", "payload": {"proposal_id": "6b1c0d1e-7a55-4b8e-9d0c-2f1e8a6b3c4d"}}
+{$env, "event": "ticket.queued", "resource_type": "ticket", "payload": {}}
+{$env, "event": "allocation.published", "resource_type": "allocation", "payload": {"match_id": "6b1c0d1e-7a55-4b8e-9d0c-2f1e8a6b3c4d", "server_id": "gs-1"}}
+{$env, "event": "rating.changed", "resource_type": "rating", "payload": {"playlist": "ranked_2v2", "match_id": "6b1c0d1e-7a55-4b8e-9d0c-2f1e8a6b3c4d", "rating": 1512.5, "deviation": 180.2, "volatility": 0.06, "games": 4}}
+{"event": "stream.ready", "position": 0, "replayed": 0}
+{"event": "stream.resync", "position": 40417, "reason": "too_old"}
+JSON
+if $validate "$tmp/good.jsonl"; then
+	echo "events_lint: $(grep -c . "$tmp/good.jsonl") documented messages pass the validator"
+else
+	fail "$validate rejected documented messages (above)"
+fi
+n_bad=0
+while IFS='|' read -r what line; do
+	printf '%s\n' "$line" >"$tmp/bad.jsonl"
+	if $validate "$tmp/bad.jsonl" 2>/dev/null; then
+		fail "$validate accepted a message with $what: $line"
+	else
+		n_bad=$((n_bad + 1))
+	fi
+done <<JSON
+no revision|{"id": 1, "position": 2, "event": "ticket.queued", "resource_type": "ticket", "resource_id": "5b1c0d1e-7a55-4b8e-9d0c-2f1e8a6b3c4d", "player_ids": [], "occurred_at": "2025-01-15T18:04:05.120Z", "payload": {}}
+a reference|{$env, "ref": true, "event": "ticket.queued", "resource_type": "ticket", "payload": {}}
+an uppercase uuid|{$env, "event": "ticket.proposed", "resource_type": "ticket", "payload": {"proposal_id": "6B1C0D1E-7A55-4B8E-9D0C-2F1E8A6B3C4D"}}
+no proposal_id|{$env, "event": "ticket.proposed", "resource_type": "ticket", "payload": {}}
+the wrong resource_type|{$env, "event": "ticket.queued", "resource_type": "match", "payload": {}}
+an undocumented event|{$env, "event": "ticket.teleported", "resource_type": "ticket", "payload": {}}
+an undocumented resync reason|{"event": "stream.resync", "position": 1, "reason": "bored"}
+JSON
+[[ $n_bad -eq 7 ]] && echo "events_lint: the validator refuses all $n_bad broken messages"
+
 # The code's event names against the document's.
 {
 	grep -hoE '\.event = "[a-z][a-z0-9_.]*"' libcommon/store/*.c | sed -E 's/.*"(.*)"/\1/'
