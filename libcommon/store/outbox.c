@@ -79,9 +79,18 @@ int cc_outbox_append(struct cc_pg *pg, const struct cc_outbox_event *ev)
 static const char sql_purge_published_count[] =
 	"SELECT count(*) FROM outbox WHERE published_at < now() - make_interval(secs => $1::float8)";
 
+/*
+ * Also raises outbox_purged (migration 0017) to the highest position it
+ * deleted, in the same transaction: the resume floor (cc_outbox_resume_window).
+ * One row per deleted row is returned, so cc_store_purge counts them.
+ */
 static const char sql_purge_published[] =
-	"DELETE FROM outbox o USING (SELECT id FROM outbox WHERE published_at < now() - make_interval(secs => $1::float8) "
-	"  ORDER BY published_at LIMIT $2::int FOR UPDATE SKIP LOCKED) d WHERE o.id = d.id";
+	"WITH gone AS (DELETE FROM outbox o USING (SELECT id FROM outbox "
+	"    WHERE published_at < now() - make_interval(secs => $1::float8) "
+	"    ORDER BY published_at LIMIT $2::int FOR UPDATE SKIP LOCKED) d WHERE o.id = d.id RETURNING o.position), "
+	"raised AS (UPDATE outbox_purged SET position = greatest(position, (SELECT max(position) FROM gone)) "
+	"  WHERE (SELECT max(position) FROM gone) > position) "
+	"SELECT 1 FROM gone";
 
 static const char sql_purge_dead_count[] =
 	"SELECT count(*) FROM outbox WHERE dead_lettered_at < now() - make_interval(secs => $1::float8)";
@@ -434,15 +443,14 @@ int cc_outbox_since(struct cc_pg *pg, const char *player_id, int64_t after, int 
 	return cc_pg_exec_text(pg, sql_since, 3, p, out);
 }
 
-/* min(position) walks outbox_by_position from its low end: one index probe. */
 static const char sql_resume_window[] =
-	"SELECT (SELECT min(position) FROM outbox WHERE position IS NOT NULL), "
+	"SELECT (SELECT position FROM outbox_purged), "
 	"  (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM outbox_position)";
 
 int cc_outbox_resume_window(struct cc_pg *pg, int64_t *floor_pos, int64_t *newest)
 {
 	PGresult *res = NULL;
-	int64_t oldest = 0, top = 0;
+	int64_t purged = 0, top = 0;
 	int rc;
 
 	if (!pg || !floor_pos || !newest)
@@ -451,11 +459,10 @@ int cc_outbox_resume_window(struct cc_pg *pg, int64_t *floor_pos, int64_t *newes
 		return rc;
 	if (cc_pg_get_int64(res, 0, 1, &top) != 0)
 		CC_BUG("outbox resume window: the sequence's last value is not an integer");
-	bool any = !PQgetisnull(res, 0, 0);
-	if (any && cc_pg_get_int64(res, 0, 0, &oldest) != 0)
-		CC_BUG("outbox resume window: min(position) is not an integer");
+	if (cc_pg_get_int64(res, 0, 0, &purged) != 0)
+		CC_BUG("outbox resume window: outbox_purged has no row (migration 0017)");
 	PQclear(res);
-	*floor_pos = any ? oldest - 1 : top;
+	*floor_pos = purged;
 	*newest = top;
 	return 0;
 }

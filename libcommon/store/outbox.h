@@ -178,22 +178,19 @@ int cc_outbox_envelope(struct cc_pg *pg, int64_t id, char **out) CC_MUST_CHECK;
 int cc_outbox_since(struct cc_pg *pg, const char *player_id, int64_t after, int limit, char **out) CC_MUST_CHECK;
 
 /*
- * What a resume from a position can be served from. *floor_pos: the lowest
- * position P from which cc_outbox_since(P) returns every row delivered
- * after P, i.e. the oldest retained position - 1 (cc-maintenance purges
- * delivered rows after a retention, oldest first), or, when no delivered
- * row is retained, *newest. *newest: the highest position drawn so far (0
- * before the first delivery); a client's position above it did not come
- * from this database. So: P < *floor_pos or P > *newest: tell the client to
- * resync over REST; otherwise replay cc_outbox_since(P). Returns 0,
+ * What a resume from a position can be served from. *floor_pos: the
+ * highest position the retention purge has deleted (table outbox_purged,
+ * migration 0017, raised by cc_outbox_purge_published in each batch's
+ * transaction; 0 when nothing was purged): cc_outbox_since(P) returns
+ * every row delivered after P exactly when P >= *floor_pos, whatever order
+ * the purge took rows in and however many purgers ran. *newest: the
+ * highest position drawn so far (0 before the first delivery); a client's
+ * position above it did not come from this database. So: P < *floor_pos
+ * or P > *newest: tell the client to resync over REST; otherwise replay
+ * cc_outbox_since(P). Call it after cc_outbox_since, or both in one
+ * REPEATABLE READ transaction: a purge that commits in between then only
+ * raises the floor (a needless resync), never hides a row. Returns 0,
  * CC_EINVAL or cc_pg_exec's error.
- *
- * The purge deletes by published_at, and a position is drawn after the
- * transaction's now(), so two rows published within the same milliseconds
- * may be purged out of position order: *floor_pos is exact only away from
- * that edge. A resume exactly at the retention edge (hours old) is the
- * case that could miss one row; the stream should add a margin (treat P
- * within a few positions of *floor_pos as too old).
  */
 int cc_outbox_resume_window(struct cc_pg *pg, int64_t *floor_pos, int64_t *newest) CC_MUST_CHECK;
 
