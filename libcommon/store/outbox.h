@@ -61,7 +61,9 @@ bool cc_outbox_event_valid(const struct cc_outbox_event *ev);
  * dead-lettered more than older_than_s ago (cc_outbox_purge_dead_letters:
  * kept longest, for operators to replay), oldest first, FOR UPDATE SKIP
  * LOCKED. Rows still pending are never touched. *n how many; *lag (when
- * not NULL) how many were past the window before.
+ * not NULL) how many were past the window before. The published purge
+ * also raises outbox_purged to the highest position it deleted, in the
+ * same transaction (the resume floor, cc_outbox_resume_window).
  */
 int cc_outbox_purge_published(struct cc_pg *pg, int64_t older_than_s, int limit, int64_t *n,
 			      int64_t *lag) CC_MUST_CHECK;
