@@ -4,7 +4,9 @@
 #
 # The tools are listed in scripts/openapi-lint/package.json and pinned by its
 # package-lock.json: Redocly CLI (scripts/lint-openapi.sh) and ajv +
-# ajv-formats (tests/contract/contract-test.js). The tree is reinstalled when
+# ajv-formats (tests/contract/contract-test.js), and @asyncapi/parser
+# (scripts/openapi-lint/lint-asyncapi.js, for contracts/v1/events.json;
+# its Spectral packages want "^18.18 || >=20.17", inside the floor). The tree is reinstalled when
 # build/node is missing, half-installed, or was installed from another
 # lockfile. When npm is missing and we are root, Debian's nodejs and npm are
 # installed with apt-get.

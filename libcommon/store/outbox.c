@@ -79,9 +79,18 @@ int cc_outbox_append(struct cc_pg *pg, const struct cc_outbox_event *ev)
 static const char sql_purge_published_count[] =
 	"SELECT count(*) FROM outbox WHERE published_at < now() - make_interval(secs => $1::float8)";
 
+/*
+ * Also raises outbox_purged (migration 0017) to the highest position it
+ * deleted, in the same transaction: the resume floor (cc_outbox_resume_window).
+ * One row per deleted row is returned, so cc_store_purge counts them.
+ */
 static const char sql_purge_published[] =
-	"DELETE FROM outbox o USING (SELECT id FROM outbox WHERE published_at < now() - make_interval(secs => $1::float8) "
-	"  ORDER BY published_at LIMIT $2::int FOR UPDATE SKIP LOCKED) d WHERE o.id = d.id";
+	"WITH gone AS (DELETE FROM outbox o USING (SELECT id FROM outbox "
+	"    WHERE published_at < now() - make_interval(secs => $1::float8) "
+	"    ORDER BY published_at LIMIT $2::int FOR UPDATE SKIP LOCKED) d WHERE o.id = d.id RETURNING o.position), "
+	"raised AS (UPDATE outbox_purged SET position = greatest(position, (SELECT max(position) FROM gone)) "
+	"  WHERE (SELECT max(position) FROM gone) > position) "
+	"SELECT 1 FROM gone";
 
 static const char sql_purge_dead_count[] =
 	"SELECT count(*) FROM outbox WHERE dead_lettered_at < now() - make_interval(secs => $1::float8)";
@@ -405,6 +414,57 @@ int cc_outbox_envelope(struct cc_pg *pg, int64_t id, char **out)
 	snprintf(idt, sizeof idt, "%" PRId64, id);
 	const char *p[] = { idt };
 	return cc_pg_exec_text(pg, sql_envelope, 1, p, out);
+}
+
+/* ---- the stream's resume ------------------------------------------------------ */
+
+/*
+ * The player's rows are found first (outbox_by_player, a bitmap over the
+ * player's retained rows), then sorted: materialized, so the LIMIT cannot
+ * tempt the planner into walking outbox_by_position through every other
+ * player's rows after $2.
+ */
+static const char sql_since[] =
+	"WITH mine AS MATERIALIZED ("
+	"  SELECT d.position, " ENVELOPE("d") " AS envelope FROM outbox d "
+	"  WHERE d.player_ids @> ARRAY[$1::uuid] AND d.position IS NOT NULL AND d.position > $2::bigint), "
+	"page AS (SELECT position, envelope FROM mine ORDER BY position LIMIT $3::int) "
+	"SELECT coalesce(json_agg(page.envelope::json ORDER BY page.position), '[]'::json)::text FROM page";
+
+int cc_outbox_since(struct cc_pg *pg, const char *player_id, int64_t after, int limit, char **out)
+{
+	char aftert[24], limt[16];
+	if (!pg || !out || !player_id || !cc_uuid_valid(player_id) || after < 0 || limit < 1 ||
+	    limit > CC_OUTBOX_SINCE_MAX)
+		return CC_EINVAL;
+	snprintf(aftert, sizeof aftert, "%" PRId64, after);
+	snprintf(limt, sizeof limt, "%d", limit);
+	const char *p[] = { player_id, aftert, limt };
+	return cc_pg_exec_text(pg, sql_since, 3, p, out);
+}
+
+static const char sql_resume_window[] =
+	"SELECT (SELECT position FROM outbox_purged), "
+	"  (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM outbox_position)";
+
+int cc_outbox_resume_window(struct cc_pg *pg, int64_t *floor_pos, int64_t *newest)
+{
+	PGresult *res = NULL;
+	int64_t purged = 0, top = 0;
+	int rc;
+
+	if (!pg || !floor_pos || !newest)
+		return CC_EINVAL;
+	if ((rc = cc_pg_exec(pg, sql_resume_window, 0, NULL, &res)) != 0)
+		return rc;
+	if (cc_pg_get_int64(res, 0, 1, &top) != 0)
+		CC_BUG("outbox resume window: the sequence's last value is not an integer");
+	if (cc_pg_get_int64(res, 0, 0, &purged) != 0)
+		CC_BUG("outbox resume window: outbox_purged has no row (migration 0017)");
+	PQclear(res);
+	*floor_pos = purged;
+	*newest = top;
+	return 0;
 }
 
 /* ---- dead letters ---------------------------------------------------------- */

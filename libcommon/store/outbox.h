@@ -61,7 +61,9 @@ bool cc_outbox_event_valid(const struct cc_outbox_event *ev);
  * dead-lettered more than older_than_s ago (cc_outbox_purge_dead_letters:
  * kept longest, for operators to replay), oldest first, FOR UPDATE SKIP
  * LOCKED. Rows still pending are never touched. *n how many; *lag (when
- * not NULL) how many were past the window before.
+ * not NULL) how many were past the window before. The published purge
+ * also raises outbox_purged to the highest position it deleted, in the
+ * same transaction (the resume floor, cc_outbox_resume_window).
  */
 int cc_outbox_purge_published(struct cc_pg *pg, int64_t older_than_s, int limit, int64_t *n,
 			      int64_t *lag) CC_MUST_CHECK;
@@ -159,6 +161,40 @@ int cc_outbox_backlog_read(struct cc_pg *pg, bool count_dead, struct cc_outbox_b
  * purged, or not delivered), CC_ENOMEM or cc_pg_exec's error.
  */
 int cc_outbox_envelope(struct cc_pg *pg, int64_t id, char **out) CC_MUST_CHECK;
+
+/* ---- the stream's resume (cc-api's GET /v1/events, issue 22) ----------------- */
+
+#define CC_OUTBOX_SINCE_MAX 1000 /* envelopes one cc_outbox_since read may return */
+
+/*
+ * Player player_id's delivered rows with position > after, in position
+ * order, at most limit (1..CC_OUTBOX_SINCE_MAX): malloc'd JSON text, an
+ * array of envelopes exactly as CC_OUTBOX_CHANNEL carries them (never a
+ * reference; contracts/outbox-events.md). Fewer than limit: the caller has
+ * caught up with what was delivered when its snapshot was taken; limit:
+ * read again after the last position. Through index outbox_by_player
+ * (migration 0017): the player's own retained rows, whatever the traffic
+ * of the others. Returns 0, CC_EINVAL (no player UUID, after < 0, limit
+ * out of range), CC_ENOMEM or cc_pg_exec's error.
+ */
+int cc_outbox_since(struct cc_pg *pg, const char *player_id, int64_t after, int limit, char **out) CC_MUST_CHECK;
+
+/*
+ * What a resume from a position can be served from. *floor_pos: the
+ * highest position the retention purge has deleted (table outbox_purged,
+ * migration 0017, raised by cc_outbox_purge_published in each batch's
+ * transaction; 0 when nothing was purged): cc_outbox_since(P) returns
+ * every row delivered after P exactly when P >= *floor_pos, whatever order
+ * the purge took rows in and however many purgers ran. *newest: the
+ * highest position drawn so far (0 before the first delivery); a client's
+ * position above it did not come from this database. So: P < *floor_pos
+ * or P > *newest: tell the client to resync over REST; otherwise replay
+ * cc_outbox_since(P). Call it after cc_outbox_since, or both in one
+ * REPEATABLE READ transaction: a purge that commits in between then only
+ * raises the floor (a needless resync), never hides a row. Returns 0,
+ * CC_EINVAL or cc_pg_exec's error.
+ */
+int cc_outbox_resume_window(struct cc_pg *pg, int64_t *floor_pos, int64_t *newest) CC_MUST_CHECK;
 
 /* ---- dead letters (the operator routes) ---------------------------------- */
 

@@ -1,0 +1,2 @@
+DROP TABLE outbox_purged;
+DROP INDEX outbox_by_player;
