@@ -21,6 +21,10 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
+#include <linux/tcp.h>
+
 #include <sodium.h>
 
 #include "sys/charset.h"
@@ -57,6 +61,12 @@ struct cc_http_front_conn {
 	enum cc_http_conn_phase phase;
 	bool cut; /* a deadline shut it down */
 	bool released; /* its address slot is already freed (conn_done) */
+	bool pre;      /* registered by the front at handoff, not yet opened by the library */
+	bool gated;    /* a checked head waits for the library */
+	bool counted;  /* expect is exact: every head so far had a known body length */
+	uint64_t expect; /* bytes of the checked heads and declared bodies so far */
+	/* the connection's thread only (cc_http_front_conn_next_head): */
+	char *peek;
 };
 
 struct cc_http_front {
@@ -125,6 +135,7 @@ struct head_seen {
 	unsigned lines;
 	unsigned content_length; /* occurrences */
 	bool transfer_encoding;
+	uint64_t declared;	 /* the Content-Length's value */
 };
 
 static bool name_is(const char *name, size_t n, const char *want)
@@ -177,6 +188,7 @@ static void check_header_line(const char *line, size_t n, const struct cc_http_h
 		}
 		if (declared > lim->max_body)
 			return refuse_head(v, 413, "body_too_large", "the request body is too large");
+		seen->declared = declared;
 	} else if (name_is(line, name_len, "Transfer-Encoding")) {
 		seen->transfer_encoding = true;
 	} else if (name_is(line, name_len, "X-Request-Id") && ve - vs <= CC_HTTP_FRONT_REQUEST_ID_MAX) {
@@ -193,7 +205,7 @@ static void check_header_line(const char *line, size_t n, const struct cc_http_h
 void cc_http_head_check(const char *buf, size_t len, const struct cc_http_head_limits *lim,
 			struct cc_http_head_verdict *v)
 {
-	struct head_seen seen = { 0, 0, false };
+	struct head_seen seen = { 0, 0, false, 0 };
 	size_t pos = 0;
 	bool first = true;
 
@@ -222,6 +234,9 @@ void cc_http_head_check(const char *buf, size_t len, const struct cc_http_head_l
 			check_request_line(buf + pos, n, v);
 		else if (n == 0) {
 			v->status = 200;
+			v->head_len = (size_t)(lf - buf) + 1;
+			v->content_length = seen.declared;
+			v->chunked = seen.transfer_encoding;
 			return;
 		} else
 			check_header_line(buf + pos, n, lim, &seen, v);
@@ -278,6 +293,31 @@ static void addr_release(struct cc_http_front *f, const unsigned char key[ADDR_K
 		s->n--;
 	if (f->n_total)
 		f->n_total--;
+}
+
+/* ---- registrations ------------------------------------------------------- */
+
+static int64_t phase_deadline(const struct cc_http_front *f, enum cc_http_conn_phase phase);
+
+/* Under lock. */
+static void conn_link(struct cc_http_front *f, struct cc_http_front_conn *c)
+{
+	c->prev = NULL;
+	c->next = f->conns;
+	if (f->conns)
+		f->conns->prev = c;
+	f->conns = c;
+}
+
+/* Under lock. */
+static void conn_unlink(struct cc_http_front *f, struct cc_http_front_conn *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		f->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
 }
 
 /* ---- answering refusals -------------------------------------------------- */
@@ -519,13 +559,36 @@ static void on_readable(struct cc_http_front *f, size_t i, bool hung_up)
 		struct sockaddr_storage ss = p->addr;
 		socklen_t len = p->addr_len;
 		unsigned char key[ADDR_KEY];
+		/* Registered now, with what its checked head occupies; the library's
+		 * "started" callback (cc_http_front_conn_open) finds it by fd. */
+		struct cc_http_front_conn *c = calloc(1, sizeof(*c));
 		memcpy(key, p->key, ADDR_KEY);
 		pend_remove(f, i);
+		if (c) {
+			c->fd = fd;
+			memcpy(c->key, key, ADDR_KEY);
+			c->phase = CC_HTTP_PHASE_HEAD;
+			c->deadline_ns = phase_deadline(f, CC_HTTP_PHASE_HEAD);
+			c->pre = c->gated = true;
+			c->counted = !v.chunked;
+			c->expect = (uint64_t)v.head_len + v.content_length;
+			pthread_mutex_lock(&f->lock);
+			conn_link(f, c);
+			pthread_mutex_unlock(&f->lock);
+		}
 		/* The slot stays taken: the library's "closed" callback releases it. */
 		if (!f->o.handoff(f->o.handoff_cls, fd, (const struct sockaddr *)&ss, len)) {
+			bool linked = false;
 			pthread_mutex_lock(&f->lock);
-			addr_release(f, key);
+			for (struct cc_http_front_conn *x = f->conns; c && x; x = x->next)
+				linked |= x == c;
+			if (linked || !c) /* else the library opened and closed it, releasing the slot */
+				addr_release(f, key);
+			if (linked)
+				conn_unlink(f, c);
 			pthread_mutex_unlock(&f->lock);
+			if (linked)
+				free(c);
 		}
 	}
 }
@@ -653,7 +716,8 @@ struct cc_http_front *cc_http_front_start(const struct cc_http_front_options *op
 		goto out_fail;
 	f->cut_metric = cc_counter("cosmic_clash_http_connections_cut_total",
 				   "Connections refused or cut by the HTTP front: per_address, total, malformed, "
-				   "header_deadline, body_deadline.",
+				   "header_deadline, body_deadline, answer_deadline, idle_kept (a kept connection idle past the "
+				   "header deadline), pipelined.",
 				   cut_labels, 16);
 	if (pipe2(f->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
 		why = "pipe failed";
@@ -699,8 +763,8 @@ void cc_http_front_stop(struct cc_http_front *f)
 		close(f->pend[i].fd);
 	f->n_pend = 0;
 	close(f->o.listen_fd);
-	close(f->wake[0]);
-	close(f->wake[1]);
+	/* wake[] stays open (and readable) until the free: kept connections waiting
+	 * in cc_http_front_conn_next_head see the stop there. */
 }
 
 void cc_http_front_free(struct cc_http_front *f)
@@ -708,9 +772,14 @@ void cc_http_front_free(struct cc_http_front *f)
 	if (!f)
 		return;
 	cc_http_front_stop(f);
+	if (f->wake[0] >= 0) {
+		close(f->wake[0]);
+		close(f->wake[1]);
+	}
 	while (f->conns) {
 		struct cc_http_front_conn *c = f->conns;
 		f->conns = c->next;
+		free(c->peek);
 		free(c);
 	}
 	pthread_mutex_destroy(&f->lock);
@@ -732,6 +801,7 @@ static int64_t phase_deadline(const struct cc_http_front *f, enum cc_http_conn_p
 		return now + (int64_t)f->o.body_timeout_ms * 1000000;
 	case CC_HTTP_PHASE_HANDLER:
 	case CC_HTTP_PHASE_UPGRADED:
+	case CC_HTTP_PHASE_KEPT:
 		break;
 	}
 	return 0;
@@ -743,6 +813,16 @@ struct cc_http_front_conn *cc_http_front_conn_open(struct cc_http_front *f, int 
 
 	if (!f)
 		return NULL;
+	pthread_mutex_lock(&f->lock);
+	for (c = f->conns; c; c = c->next)
+		if (c->pre && c->fd == fd)
+			break;
+	if (c)
+		c->pre = false;
+	pthread_mutex_unlock(&f->lock);
+	if (c)
+		return c;
+	/* Not handed by us (or we were out of memory then): served, but closed after one answer. */
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		cc_log_warn("http_front_conn_untracked", CC_LOG_STR("server", f->name),
@@ -753,11 +833,9 @@ struct cc_http_front_conn *cc_http_front_conn_open(struct cc_http_front *f, int 
 	addr_key(addr, c->key);
 	c->phase = CC_HTTP_PHASE_HEAD;
 	c->deadline_ns = phase_deadline(f, CC_HTTP_PHASE_HEAD);
+	c->gated = true;
 	pthread_mutex_lock(&f->lock);
-	c->next = f->conns;
-	if (f->conns)
-		f->conns->prev = c;
-	f->conns = c;
+	conn_link(f, c);
 	pthread_mutex_unlock(&f->lock);
 	return c;
 }
@@ -801,14 +879,164 @@ void cc_http_front_conn_close(struct cc_http_front *f, struct cc_http_front_conn
 	if (!f || !c)
 		return;
 	pthread_mutex_lock(&f->lock);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		f->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	conn_unlink(f, c);
 	if (!c->released)
 		addr_release(f, c->key);
 	pthread_mutex_unlock(&f->lock);
+	free(c->peek);
 	free(c);
+}
+
+/* ---- keep-alive ------------------------------------------------------------ */
+
+bool cc_http_front_conn_reusable(struct cc_http_front *f, struct cc_http_front_conn *c)
+{
+	bool ok;
+	if (!f || !c)
+		return false;
+	pthread_mutex_lock(&f->lock);
+	ok = c->counted && !c->cut;
+	pthread_mutex_unlock(&f->lock);
+	return ok;
+}
+
+bool cc_http_front_conn_take_gate(struct cc_http_front *f, struct cc_http_front_conn *c)
+{
+	bool gated;
+	if (!f || !c)
+		return true;
+	pthread_mutex_lock(&f->lock);
+	gated = c->gated;
+	c->gated = false;
+	pthread_mutex_unlock(&f->lock);
+	return gated;
+}
+
+/*
+ * Bytes the library has read from fd: received in order minus still
+ * queued. Queued first, so a byte arriving in between can only make the
+ * count look larger (a needless close), never hide a pipelined request.
+ */
+static bool bytes_consumed(int fd, uint64_t *out)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	int queued = 0;
+	memset(&ti, 0, sizeof(ti));
+	if (ioctl(fd, SIOCINQ, &queued) != 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+	    len < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof(ti.tcpi_bytes_received))
+		return false;
+	*out = ti.tcpi_bytes_received - (uint64_t)queued;
+	return true;
+}
+
+/* Ends a kept connection from its own thread: the library reads EOF (or fails) and closes it. */
+static bool kept_end(struct cc_http_front *f, struct cc_http_front_conn *c, const char *reason)
+{
+	if (reason)
+		count_cut(f, reason);
+	pthread_mutex_lock(&f->lock);
+	c->cut = true;
+	c->deadline_ns = 0;
+	pthread_mutex_unlock(&f->lock);
+	(void)shutdown(c->fd, SHUT_RDWR);
+	return false;
+}
+
+/*
+ * A refusal on a kept connection: the answer, then the input drained
+ * until EOF or CC_HTTP_FRONT_LINGER_MS (so the client reads the answer
+ * instead of a reset), then the end.
+ */
+static bool kept_refuse(struct cc_http_front *f, struct cc_http_front_conn *c, int status, const char *code,
+			const char *message, const char *method, const char *request_id, const char *reason)
+{
+	int64_t end = cc_clock_ns() + (int64_t)CC_HTTP_FRONT_LINGER_MS * 1000000;
+	char sink[4096];
+
+	send_refusal(f, c->fd, c->key, status, code, message, method, request_id, 0);
+	(void)shutdown(c->fd, SHUT_WR);
+	set_rcvlowat(c->fd, 1);
+	for (;;) {
+		int64_t left = (end - cc_clock_ns()) / 1000000;
+		struct pollfd p[2] = { { .fd = c->fd, .events = POLLIN }, { .fd = f->wake[0], .events = POLLIN } };
+		if (left <= 0 || poll(p, 2, (int)left) <= 0 || p[1].revents)
+			break;
+		ssize_t n = recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+			break;
+	}
+	return kept_end(f, c, reason);
+}
+
+bool cc_http_front_conn_next_head(struct cc_http_front *f, struct cc_http_front_conn *c)
+{
+	struct cc_http_head_verdict v;
+	uint64_t consumed = 0;
+	int64_t deadline;
+	size_t peeked = 0;
+
+	memset(&v, 0, sizeof(v));
+	if (!f || !c)
+		return false;
+	pthread_mutex_lock(&f->lock);
+	if (c->cut || !c->counted) {
+		pthread_mutex_unlock(&f->lock);
+		return false;
+	}
+	c->phase = CC_HTTP_PHASE_KEPT;
+	c->deadline_ns = 0;
+	pthread_mutex_unlock(&f->lock);
+	if (!bytes_consumed(c->fd, &consumed) || consumed != c->expect) {
+		/* Pipelined: the library holds bytes nobody checked. */
+		cc_log_info("http_kept_connection_closed", CC_LOG_STR("server", f->name),
+			    CC_LOG_STR("reason", "request sent before the previous answer (pipelining)"),
+			    CC_LOG_INT("read", (int64_t)consumed), CC_LOG_INT("checked", (int64_t)c->expect));
+		return kept_end(f, c, "pipelined");
+	}
+	if (!c->peek && !(c->peek = malloc(f->o.head.max_head_bytes + 1)))
+		return kept_end(f, c, NULL);
+	deadline = cc_clock_ns() + (int64_t)f->o.header_timeout_ms * 1000000;
+	set_rcvlowat(c->fd, 1);
+	for (;;) {
+		int64_t left = (deadline - cc_clock_ns() + 999999) / 1000000;
+		struct pollfd p[2] = { { .fd = c->fd, .events = POLLIN | POLLRDHUP },
+				       { .fd = f->wake[0], .events = POLLIN } };
+		int rc = left > 0 ? poll(p, 2, (int)left) : 0;
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc < 0 || p[1].revents)
+			return kept_end(f, c, NULL);
+		if (rc == 0) {
+			if (!peeked) /* idle: closed without a word */
+				return kept_end(f, c, "idle_kept");
+			return kept_refuse(f, c, 408, "request_timeout",
+					   "the request head did not arrive within the header deadline", v.method,
+					   v.request_id, "header_deadline");
+		}
+		ssize_t n = recv(c->fd, c->peek, f->o.head.max_head_bytes + 1, MSG_PEEK | MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			continue;
+		if (n <= 0) /* the client is gone */
+			return kept_end(f, c, NULL);
+		cc_http_head_check(c->peek, (size_t)n, &f->o.head, &v);
+		if (v.status == 0 && (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			return kept_end(f, c, NULL); /* half a head, then the client stopped sending */
+		if (v.status == 0) {
+			peeked = (size_t)n;
+			set_rcvlowat(c->fd, (int)n + 1);
+			continue;
+		}
+		if (v.status != 200)
+			return kept_refuse(f, c, v.status, v.code, v.message, v.method, v.request_id, "malformed");
+		set_rcvlowat(c->fd, 1);
+		pthread_mutex_lock(&f->lock);
+		c->expect += (uint64_t)v.head_len + v.content_length;
+		c->counted = !v.chunked;
+		c->gated = true;
+		c->phase = CC_HTTP_PHASE_HEAD;
+		c->deadline_ns = phase_deadline(f, CC_HTTP_PHASE_HEAD);
+		pthread_mutex_unlock(&f->lock);
+		return true;
+	}
 }

@@ -22,7 +22,8 @@
  *               request_timeout, whatever the client trickled meanwhile.
  *   handed   -> the server reports phases (cc_http_front_conn_phase): the
  *               body must be complete body_timeout_ms after its head, the
- *               next head (keep-alive) header_timeout_ms after an answer; a
+ *               next head (keep-alive, checked as above: see "Keep-alive"
+ *               below) header_timeout_ms after an answer; a
  *               sweep every CC_HTTP_FRONT_SWEEP_MS answers 408 and shuts the
  *               socket down when one passes. The handler's own time is not
  *               limited here.
@@ -42,6 +43,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 #include "sys/cc.h"
@@ -69,6 +71,10 @@ struct cc_http_head_verdict {
 	const char *message;	/* refusal: message for humans (static) */
 	char method[16];	/* the method when the request line parsed ("" otherwise) */
 	char request_id[CC_HTTP_FRONT_REQUEST_ID_MAX + 1]; /* the client's valid X-Request-Id, or "" */
+	/* status 200 only: */
+	size_t head_len;	/* bytes of the head, blank line (and leading empty lines) included */
+	uint64_t content_length; /* the declared body (0 when none) */
+	bool chunked;		/* Transfer-Encoding given: the body's length is not known here */
 };
 
 /*
@@ -133,11 +139,13 @@ enum cc_http_conn_phase {
 	CC_HTTP_PHASE_HEAD,	/* waiting for a head: header_timeout_ms */
 	CC_HTTP_PHASE_BODY,	/* reading a body: body_timeout_ms */
 	CC_HTTP_PHASE_HANDLER,	/* the handler runs: no deadline */
-	CC_HTTP_PHASE_ANSWERED,	/* the answer is going out (and, with keep-alive, the next
-				   head is awaited): header_timeout_ms, then closed without
-				   a word, since the library may be writing */
+	CC_HTTP_PHASE_ANSWERED,	/* the answer is going out: header_timeout_ms, then closed
+				   without a word, since the library may be writing */
 	CC_HTTP_PHASE_UPGRADED,	/* handed to a WebSocket hub (sys/ws.h): no deadline; the
 				   slot is held until the library's "closed" callback */
+	CC_HTTP_PHASE_KEPT,	/* keep-alive: the connection's own thread waits in
+				   cc_http_front_conn_next_head, which keeps the header
+				   deadline itself (no sweep) */
 };
 
 /*
@@ -161,6 +169,55 @@ bool cc_http_front_conn_was_cut(struct cc_http_front *f, struct cc_http_front_co
  * gets round to closing it, which lags. Idempotent; NULL: no-op.
  */
 void cc_http_front_conn_done(struct cc_http_front *f, struct cc_http_front_conn *c);
+
+/*
+ * Keep-alive. A follow-up request on a kept connection passes the same
+ * head check, deadlines and refusals as the first one, because the library
+ * never reads it unchecked:
+ *
+ *   - the front registers a connection when it hands it over, with the
+ *     bytes its checked head and declared body occupy;
+ *   - after an answer went out (the library's "completed" callback, on the
+ *     connection's own thread, which the library does not use meanwhile),
+ *     cc_http_front_conn_next_head() first checks that the library has read
+ *     exactly those bytes (TCP_INFO's bytes received minus what is still
+ *     queued): more means the client pipelined a request that now sits,
+ *     unchecked, in the library's buffer, so the connection ends (the
+ *     answer given stays delivered; the pipelined request is never served).
+ *     Then it waits, peeking as the front does before a handoff, for the
+ *     next head: no byte within header_timeout_ms of the answer: closed
+ *     without a word (an idle kept connection; an answer could cross the
+ *     client's next request); part of a head: 408 request_timeout; a
+ *     refused head: its answer in the SPEC shape; the client gone or the
+ *     front stopping: the end. Only a head that passed is left for the
+ *     library to read, with its bytes added to the expected count;
+ *   - the library must take each request only after that: the server asks
+ *     cc_http_front_conn_take_gate() when a request line was parsed and
+ *     drops a request it says was not checked.
+ *   - a request whose body length is not known from its head (chunked)
+ *     cannot be counted: cc_http_front_conn_reusable() says false and its
+ *     answer closes the connection.
+ * The per-address and total caps count a kept connection as long as it is
+ * open, idle or not.
+ */
+
+/* True when the connection may carry another request after this answer (see above). NULL: false. */
+bool cc_http_front_conn_reusable(struct cc_http_front *f, struct cc_http_front_conn *c);
+
+/*
+ * A request line was parsed on c: true when its head was checked (and
+ * consumes that check), false when it was not (drop the request). NULL: true.
+ */
+bool cc_http_front_conn_take_gate(struct cc_http_front *f, struct cc_http_front_conn *c);
+
+/*
+ * Waits, on the library's connection thread after an answer went out, for
+ * the next request head on c (see above). Returns true when a head passed
+ * (the library may read it); false when the connection ends: its socket is
+ * then shut down (after any refusal went out), so the library closes it.
+ * NULL: false.
+ */
+bool cc_http_front_conn_next_head(struct cc_http_front *f, struct cc_http_front_conn *c);
 
 /*
  * Releases a registration (from the library's "connection closed" callback,

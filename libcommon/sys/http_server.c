@@ -82,6 +82,10 @@ struct request_state {
 	size_t bytes_out;		/* body bytes answered */
 	int status;			/* answered status, 0 = none yet */
 	bool upgraded;			/* the socket went to a WebSocket hub */
+	bool has_body;			/* the head announced a body (Content-Length > 0 or chunked) */
+	bool body_done;			/* the body was read to its end (on_complete) */
+	bool http10;			/* an HTTP/1.0 request */
+	bool kept;			/* the answer left the connection open for another request */
 	char request_id[CC_HTTP_REQUEST_ID_MAX + 1];
 	char remote[INET6_ADDRSTRLEN];
 	struct cc_http_request req;
@@ -616,6 +620,21 @@ int cc_http_respond_websocket(const struct cc_http_request *req, struct cc_http_
 	return 0;
 }
 
+/* True when the request's own Connection header holds token. */
+static bool request_connection_has(struct MHD_Connection *conn, const char *token)
+{
+	const char *v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONNECTION);
+	return v && list_has_token(v, token);
+}
+
+/* Whether this answer may leave the connection open (see answer()). */
+static bool keep_connection(const struct request_state *st, struct MHD_Connection *conn)
+{
+	return st->server->keep_alive && !st->http10 && (!st->has_body || st->body_done) &&
+	       !request_connection_has(conn, "close") &&
+	       cc_http_front_conn_reusable(st->server->front, conn_of(conn));
+}
+
 /* Queues st->resp on the connection. Returns MHD's verdict. */
 static enum MHD_Result answer(struct request_state *st, struct MHD_Connection *conn)
 {
@@ -680,8 +699,13 @@ static enum MHD_Result answer(struct request_state *st, struct MHD_Connection *c
 	MHD_add_response_header(r, "X-Request-Id", st->request_id);
 	for (size_t i = 0; i < resp->n_headers; i++)
 		MHD_add_response_header(r, resp->headers[i].name, resp->headers[i].value);
-	/* One request per connection: each one passes the front's head check (header). */
-	if (!st->server->keep_alive)
+	/*
+	 * Keep the connection only when the front can check the next head
+	 * (cc_http_front_conn_next_head) and nothing of this request is left
+	 * unread; otherwise say so: the library then closes after the answer.
+	 */
+	st->kept = keep_connection(st, conn);
+	if (!st->kept)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	cc_http_front_conn_phase(st->server->front, conn_of(conn), CC_HTTP_PHASE_ANSWERED);
 	st->status = resp->status;
@@ -879,6 +903,12 @@ static enum MHD_Result on_headers(struct request_state *st, struct MHD_Connectio
 	int status;
 
 	st->started = true;
+	st->http10 = strcmp(version, MHD_HTTP_VERSION_1_1) != 0;
+	{
+		const char *len = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		st->has_body = (len && strcmp(len, "0") != 0) ||
+			       MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+	}
 	snprintf(st->method, sizeof(st->method), "%s", strlen(method) < sizeof(st->method) ? method : "");
 	set_request_id(st, conn);
 	set_remote(st, conn);
@@ -962,6 +992,7 @@ static enum MHD_Result on_complete(struct request_state *st, struct MHD_Connecti
 
 	if (st->too_big)
 		return refuse(st, conn, 413);
+	st->body_done = true;
 	cc_http_front_conn_phase(st->server->front, conn_of(conn), CC_HTTP_PHASE_HANDLER);
 	req->method = method;
 	req->path = st->path;
@@ -1003,12 +1034,17 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 
 static void *uri_logged(void *cls, const char *uri, struct MHD_Connection *conn)
 {
-	struct request_state *st = calloc(1, sizeof(*st));
+	struct request_state *st;
 	struct cc_http_server *s = cls;
 
-	/* A keep-alive follow-up: the rest of its head within the header deadline. */
-	if (s->keep_alive)
-		cc_http_front_conn_phase(s->front, conn_of(conn), CC_HTTP_PHASE_HEAD);
+	/*
+	 * A request the front did not check (sent before the previous answer,
+	 * so it sat in the library's buffer): never served. The front has shut
+	 * the socket down already; no state makes access() drop it.
+	 */
+	if (!cc_http_front_conn_take_gate(s->front, conn_of(conn)))
+		return NULL;
+	st = calloc(1, sizeof(*st));
 	if (!st)
 		return NULL;
 	st->server = cls;
@@ -1046,9 +1082,11 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct request_state *st = *con_cls;
 	struct cc_http_server *s = cls;
 	const char *route;
+	/* kept: the answer went out whole and left the connection open for another request */
+	bool kept = st && st->kept && !st->upgraded && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK;
 
-	/* it closes now, unless a WebSocket hub holds it (its slot stays taken) */
-	if (!s->keep_alive && !(st && st->upgraded))
+	/* it closes now, unless a WebSocket hub holds it (its slot stays taken) or it is kept */
+	if (!kept && !(st && st->upgraded))
 		cc_http_front_conn_done(s->front, conn_of(conn));
 	if (!st)
 		return;
@@ -1080,6 +1118,13 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	free(st->segbuf);
 	free(st->body);
 	free(st);
+	/*
+	 * Keep-alive: this thread now waits for the next head and lets the
+	 * library read it only once the front's check passed; the library does
+	 * not touch the socket while we are in its callback.
+	 */
+	if (kept && !cc_http_front_conn_next_head(s->front, conn_of(conn)))
+		cc_http_front_conn_done(s->front, conn_of(conn));
 }
 
 /* MHD's own diagnostics (MHD_USE_ERROR_LOG) into our log, one line each. */

@@ -23,10 +23,14 @@
  * it (505 http_version_not_supported, 400 malformed_request, 413, 431; see
  * cc_http_head_check), so the library never answers anything itself. A body
  * must arrive within body_timeout_ms of its head (408, then closed).
- * Without keep_alive (the default) every answer says "Connection: close",
- * so every request on the wire passes that check; with keep_alive (behind
- * a trusted proxy) a follow-up request on a connection is read by the
- * library alone, which then may answer a malformed one with its own HTML.
+ * Without keep_alive every answer says "Connection: close". With it, a
+ * follow-up request on a kept connection passes the same check, deadlines
+ * and caps: after each answer the connection's thread waits in
+ * cc_http_front_conn_next_head() (http_front.h) and the library reads only
+ * a head that passed; a request pipelined before the previous answer ends
+ * the connection unserved. An answer closes anyway for HTTP/1.0, a request
+ * saying "Connection: close", a refusal before its body was read, and a
+ * chunked request (its length cannot be checked).
  *
  * Before any handler runs, the server refuses, in this order:
  *   - 431 headers_too_large: the request line and headers add up to more
@@ -175,7 +179,7 @@ struct cc_http_server_options {
 	unsigned max_per_address;	    /* connections from one address; 0 = default */
 	unsigned header_timeout_ms;	    /* accept -> end of the head, whatever trickles; 0 = default */
 	unsigned body_timeout_ms;	    /* end of the head -> end of the body; 0 = default */
-	bool keep_alive;		    /* false: every answer closes its connection (see above) */
+	bool keep_alive;		    /* reuse connections, every request checked (see above); false: close each */
 	size_t max_body_bytes;		    /* 0 = CC_HTTP_DEFAULT_MAX_BODY */
 	size_t max_header_bytes;	    /* request line + headers (431 beyond); 0 = default */
 	unsigned max_headers;		    /* header lines (431 beyond); 0 = default */

@@ -50,9 +50,13 @@ static const struct cc_config_option api_options[] = {
 	{ .name = "http-body-timeout-ms", .type = CC_CFG_INT, .default_value = "20000", .min = 100, .max = 600000,
 	  .help = "a request body must arrive within this of its headers (408 and closed beyond)",
 	  .offset = OPT(body_timeout_ms) },
-	{ .name = "http-keep-alive", .type = CC_CFG_BOOL, .default_value = "false",
-	  .help = "reuse connections; only behind a proxy that normalises requests: follow-up requests "
-		  "skip the raw head check",
+	{ .name = "http-keep-alive", .type = CC_CFG_BOOL, .default_value = "true",
+	  .help = "keep a connection open for further requests; each one passes the same head check, "
+		  "header and body deadlines and connection caps as the first (a request pipelined before "
+		  "the previous answer ends the connection unserved); an idle kept connection closes at "
+		  "--http-header-timeout-ms. Behind a proxy the caps count the proxy's address and its "
+		  "pooled connections: size --max-connections-per-address for them, and keep the proxy's "
+		  "idle timeout below --http-header-timeout-ms. false: every answer closes its connection",
 	  .offset = OPT(keep_alive) },
 	{ .name = "rate-login-per-player", .type = CC_CFG_INT, .default_value = "10", .min = 0, .max = 1000000,
 	  .help = "logins a minute per player, also the burst (429 rate_limited beyond; 0 = no limit)",
