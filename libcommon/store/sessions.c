@@ -11,10 +11,7 @@
 #include "sys/banned.h"
 
 /* The session, its player and whether each refusal applies, in one round trip. */
-static const char sql_session[] =
-	"SELECT p.id, coalesce(p.banned_until > now(), false), s.revoked_at IS NOT NULL, "
-	"       s.expires_at <= now(), " CC_PG_RFC3339("p.banned_until") " "
-	"FROM sessions s JOIN players p ON p.id = s.player_id WHERE s.token_hash = $1";
+static const char sql_session[] = CC_SESSION_CHECK_SQL("$1");
 
 static const char sql_insert_session[] =
 	"INSERT INTO sessions (player_id, token_hash, expires_at) "
@@ -25,9 +22,14 @@ static const char sql_insert_session[] =
 static const char sql_revoke_all[] =
 	"UPDATE sessions SET revoked_at = now() WHERE player_id = $1 AND revoked_at IS NULL";
 
-static bool is_true(const PGresult *res, int col)
+void cc_session_check_from_row(const PGresult *res, int row, int col, struct cc_session_check *out)
 {
-	return strcmp(PQgetvalue(res, 0, col), "t") == 0;
+	memset(out, 0, sizeof *out);
+	snprintf(out->player_id, sizeof out->player_id, "%s", PQgetvalue(res, row, col));
+	out->banned = strcmp(PQgetvalue(res, row, col + 1), "t") == 0;
+	out->revoked = strcmp(PQgetvalue(res, row, col + 2), "t") == 0;
+	out->expired = strcmp(PQgetvalue(res, row, col + 3), "t") == 0;
+	snprintf(out->banned_until, sizeof out->banned_until, "%s", PQgetvalue(res, row, col + 4));
 }
 
 int cc_session_lookup(struct cc_pg *pg, const char *token_hash, struct cc_session_check *out)
@@ -41,12 +43,7 @@ int cc_session_lookup(struct cc_pg *pg, const char *token_hash, struct cc_sessio
 		rc = CC_ENOTFOUND;
 		goto out;
 	}
-	memset(out, 0, sizeof *out);
-	snprintf(out->player_id, sizeof out->player_id, "%s", PQgetvalue(res, 0, 0));
-	out->banned = is_true(res, 1);
-	out->revoked = is_true(res, 2);
-	out->expired = is_true(res, 3);
-	snprintf(out->banned_until, sizeof out->banned_until, "%s", PQgetvalue(res, 0, 4));
+	cc_session_check_from_row(res, 0, 0, out);
 out:
 	PQclear(res);
 	return rc;

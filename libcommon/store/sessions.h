@@ -29,6 +29,22 @@ struct cc_session_check {
 };
 
 /*
+ * The session check as SQL, for a statement of another owner module that
+ * folds it in (store/tickets.c's heartbeat): one row (or none) with the
+ * columns player_id, banned, revoked, expired, banned_until over the token
+ * hash parameter hash_param ("$1"); cc_session_check_from_row() reads them.
+ */
+#define CC_SESSION_CHECK_SQL(hash_param)                                                        \
+	"SELECT p.id AS player_id, coalesce(p.banned_until > now(), false) AS banned, "            \
+	"  s.revoked_at IS NOT NULL AS revoked, s.expires_at <= now() AS expired, "               \
+	"  " CC_PG_RFC3339("p.banned_until") " AS banned_until "                                  \
+	"FROM sessions s JOIN players p ON p.id = s.player_id WHERE s.token_hash = " hash_param
+#define CC_SESSION_CHECK_NCOLUMNS 5
+
+/* Fills *out from the CC_SESSION_CHECK_SQL columns of row starting at column col. */
+void cc_session_check_from_row(const PGresult *res, int row, int col, struct cc_session_check *out);
+
+/*
  * Looks up the session whose token hashes to token_hash, joined to its
  * player, in one round trip. Returns 0 with *out filled, CC_ENOTFOUND for
  * an unknown token, or cc_pg_exec's error.

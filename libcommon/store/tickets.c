@@ -6,6 +6,7 @@
 
 #include "store/candidates.h"
 #include "store/outbox.h"
+#include "store/sessions.h"
 #include "sys/charset.h"
 #include "store/purge.h"
 #include "sys/crypto.h"
@@ -66,6 +67,28 @@ static const char sql_heartbeat[] =
 	"WHERE t.id = $1 AND t.player_id = $2 "
 	"  AND (" OVERDUE " OR (t.revision = $3::bigint AND t.state IN ('QUEUED', 'PROPOSED'))) "
 	"RETURNING " COLUMNS;
+
+/*
+ * cc_ticket_heartbeat_with_session: the session row (s), the compare-and-set
+ * (u) and, when it changed nothing, the row as read with whether it is
+ * overdue; columns: COLUMNS, changed, overdue, then the session's.
+ */
+static const char sql_heartbeat_session[] =
+	"WITH s AS (" CC_SESSION_CHECK_SQL("$1") "), "
+	"u AS (UPDATE tickets AS t SET revision = t.revision + 1, updated_at = now(), "
+	"    expires_at = now() + make_interval(secs => $4::int) "
+	"  FROM s WHERE t.id = $2 AND t.player_id = s.player_id AND NOT s.banned AND NOT s.revoked "
+	"    AND NOT s.expired AND t.revision = $3::bigint AND t.state IN ('QUEUED', 'PROPOSED') "
+	"    AND NOT " OVERDUE " "
+	"  RETURNING " COLUMNS ", true AS changed, false AS overdue) "
+	"SELECT r.*, s.* FROM s LEFT JOIN LATERAL ("
+	"  SELECT * FROM u UNION ALL "
+	"  SELECT " COLUMNS ", false, " OVERDUE " FROM tickets t "
+	"  WHERE t.id = $2 AND t.player_id = s.player_id AND NOT s.banned AND NOT s.revoked AND NOT s.expired "
+	"    AND NOT EXISTS (SELECT 1 FROM u)) r ON true";
+#define COL_HB_CHANGED (COL_JSON + 1)
+#define COL_HB_OVERDUE (COL_JSON + 2)
+#define COL_HB_SESSION (COL_JSON + 3)
 
 static const char sql_get[] = "SELECT " COLUMNS " FROM tickets t WHERE t.id = $1 AND t.player_id = $2";
 static const char sql_get_for_update[] =
@@ -364,6 +387,50 @@ int cc_ticket_heartbeat(struct cc_pg *pg, const char *ticket_id, const char *pla
 		rc = announce(pg, "ticket.expired", out, NULL);
 	if (rc == 0)
 		rc = take_json(res, 0, json);
+out:
+	PQclear(res);
+	return rc;
+}
+
+int cc_ticket_heartbeat_with_session(struct cc_pg *pg, const char *token_hash, const char *ticket_id,
+				     int64_t revision, int64_t ttl_seconds, enum cc_heartbeat_outcome *outcome,
+				     struct cc_session_check *session, struct cc_ticket *out, char **json,
+				     struct cc_ticket_moves *moves)
+{
+	PGresult *res = NULL;
+	char rev[24], ttl[24];
+	snprintf(rev, sizeof rev, "%lld", (long long)revision);
+	snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_seconds);
+	const char *p[] = { token_hash, ticket_id, rev, ttl };
+	int rc = cc_pg_exec(pg, sql_heartbeat_session, 4, p, &res);
+	if (rc != 0)
+		goto out;
+	if (PQntuples(res) != 1) {
+		*outcome = CC_HEARTBEAT_NO_SESSION;
+		goto out;
+	}
+	cc_session_check_from_row(res, 0, COL_HB_SESSION, session);
+	if (session->banned || session->revoked || session->expired) {
+		*outcome = CC_HEARTBEAT_SESSION;
+		goto out;
+	}
+	if (PQgetisnull(res, 0, 0)) {
+		*outcome = CC_HEARTBEAT_NOT_FOUND;
+		goto out;
+	}
+	if ((rc = ticket_from_row(res, 0, out)) != 0)
+		goto out;
+	if (strcmp(PQgetvalue(res, 0, COL_HB_CHANGED), "t") == 0) {
+		*outcome = CC_HEARTBEAT_DONE;
+		note(moves, out);
+		rc = take_json(res, 0, json);
+	} else if (strcmp(PQgetvalue(res, 0, COL_HB_OVERDUE), "t") == 0 ||
+		   (out->revision == revision &&
+		    (out->state == CC_TICKET_QUEUED || out->state == CC_TICKET_PROPOSED))) {
+		*outcome = CC_HEARTBEAT_SLOW; /* its expiry to announce, or changed under the statement */
+	} else {
+		*outcome = CC_HEARTBEAT_MISS;
+	}
 out:
 	PQclear(res);
 	return rc;

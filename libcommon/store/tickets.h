@@ -157,6 +157,45 @@ int cc_ticket_heartbeat(struct cc_pg *pg, const char *ticket_id, const char *pla
 			int64_t ttl_seconds, struct cc_ticket *out, char **json,
 			struct cc_ticket_moves *moves) CC_MUST_CHECK;
 
+/*
+ * The heartbeat in one round trip, for the common case: one statement that
+ * reads the session (store/sessions.h's CC_SESSION_CHECK_SQL, token_hash
+ * as for cc_session_lookup) and, when it is usable, makes the heartbeat's
+ * compare-and-set on the primary key (revision + 1, deadline now() +
+ * ttl_seconds) for a QUEUED or PROPOSED ticket at revision that is not
+ * overdue. Run outside a transaction, as one statement: its only write is
+ * that compare-and-set, which PostgreSQL re-checks on the newest row
+ * version if another transaction changed the row meanwhile, it writes no
+ * outbox row (a heartbeat announces nothing), and the session was read
+ * outside the heartbeat's transaction before too. Whatever needs more goes
+ * back to the caller as CC_HEARTBEAT_SLOW, nothing changed, for the
+ * SERIALIZABLE cc_ticket_heartbeat: an overdue ticket (its expiry writes
+ * ticket.expired) or a row that matched as read but was changed under the
+ * statement. *outcome:
+ *   CC_HEARTBEAT_NO_SESSION  no session has this token (nothing else read);
+ *   CC_HEARTBEAT_SESSION     *session filled; refused (banned, revoked or
+ *                            expired): nothing else read or changed;
+ *   CC_HEARTBEAT_DONE        *session, *out the changed row (in moves, *json);
+ *   CC_HEARTBEAT_NOT_FOUND   *session; the player has no such ticket;
+ *   CC_HEARTBEAT_MISS        *session, *out the row unchanged: another
+ *                            revision, or no longer waiting;
+ *   CC_HEARTBEAT_SLOW        *session; run cc_ticket_heartbeat instead.
+ * Returns 0 (see *outcome) or a database error.
+ */
+enum cc_heartbeat_outcome {
+	CC_HEARTBEAT_NO_SESSION,
+	CC_HEARTBEAT_SESSION,
+	CC_HEARTBEAT_DONE,
+	CC_HEARTBEAT_NOT_FOUND,
+	CC_HEARTBEAT_MISS,
+	CC_HEARTBEAT_SLOW,
+};
+struct cc_session_check;
+int cc_ticket_heartbeat_with_session(struct cc_pg *pg, const char *token_hash, const char *ticket_id,
+				     int64_t revision, int64_t ttl_seconds, enum cc_heartbeat_outcome *outcome,
+				     struct cc_session_check *session, struct cc_ticket *out, char **json,
+				     struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
 /* Reads the player's ticket: 0, CC_ENOTFOUND, or a database error. for_update locks the row. */
 int cc_ticket_get(struct cc_pg *pg, const char *ticket_id, const char *player_id, bool for_update,
 		  struct cc_ticket *out, char **json) CC_MUST_CHECK;

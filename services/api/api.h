@@ -301,6 +301,19 @@ int api_authenticate(struct api *api, struct cc_pg *pg, const struct cc_http_req
 int api_authenticate_hash(struct api *api, struct cc_pg *pg, const char *hash, struct cc_http_response *resp,
 			  struct api_player *out) CC_MUST_CHECK;
 
+/*
+ * The two halves of api_authenticate, for a route that folds the session
+ * read into its own statement (the heartbeat): api_bearer_hash takes the
+ * request's bearer token to its api_secret_hash_param hash, or answers 401
+ * and returns false; api_session_verdict answers a session read (rc from
+ * the read: 0 with *s, CC_ENOTFOUND, or a database error) as
+ * api_authenticate does and returns its code.
+ */
+struct cc_session_check;
+bool api_bearer_hash(const struct cc_http_request *req, struct cc_http_response *resp, char hash[2 + 64 + 1]);
+int api_session_verdict(int rc, const struct cc_session_check *s, struct cc_http_response *resp,
+			struct api_player *out) CC_MUST_CHECK;
+
 #define API_BEARER_TOKEN_MAX 128  /* bytes of any bearer token we accept */
 #define API_OPERATOR_TOKEN_MIN 16 /* bytes of --operator-token, checked at start-up */
 

@@ -61,16 +61,23 @@ bool api_bearer_token(const struct cc_http_request *req, char *buf, size_t cap)
 	return bearer_from_header(cc_http_header(req, "Authorization"), SIZE_MAX, buf, cap);
 }
 
-int api_authenticate(struct api *api, struct cc_pg *pg, const struct cc_http_request *req,
-		     struct cc_http_response *resp, struct api_player *out)
+bool api_bearer_hash(const struct cc_http_request *req, struct cc_http_response *resp, char hash[2 + 64 + 1])
 {
 	char token[TOKEN_MAX + 1];
 	if (!bearer_token(req, token, sizeof token)) {
 		cc_http_error(resp, 401, "unauthorized", "a valid session bearer token is required", false);
-		return CC_EUNAUTHORIZED;
+		return false;
 	}
-	char hash[2 + 64 + 1];
 	api_secret_hash_param(token, hash);
+	return true;
+}
+
+int api_authenticate(struct api *api, struct cc_pg *pg, const struct cc_http_request *req,
+		     struct cc_http_response *resp, struct api_player *out)
+{
+	char hash[2 + 64 + 1];
+	if (!api_bearer_hash(req, resp, hash))
+		return CC_EUNAUTHORIZED;
 	return api_authenticate_hash(api, pg, hash, resp, out);
 }
 
@@ -79,7 +86,13 @@ int api_authenticate_hash(struct api *api, struct cc_pg *pg, const char *hash, s
 {
 	struct cc_session_check s;
 	(void)api;
-	int rc = cc_session_lookup(pg, hash, &s);
+	return api_session_verdict(cc_session_lookup(pg, hash, &s), &s, resp, out);
+}
+
+int api_session_verdict(int rc, const struct cc_session_check *sp, struct cc_http_response *resp,
+			struct api_player *out)
+{
+	const struct cc_session_check s = rc == 0 ? *sp : (struct cc_session_check){ 0 };
 	if (rc == CC_ENOTFOUND) {
 		cc_http_error(resp, 401, "unauthorized", "the session is unknown", false);
 		return CC_EUNAUTHORIZED;

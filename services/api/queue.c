@@ -38,6 +38,7 @@
 #include "sys/log.h"
 #include "store/idempotency.h"
 #include "store/proposals.h"
+#include "store/sessions.h"
 #include "sys/banned.h"
 
 /* ---- POST /v1/queue ------------------------------------------------------ */
@@ -501,9 +502,77 @@ out:
 	return 0;
 }
 
+/*
+ * The heartbeat in one round trip: the session read and the compare-and-set
+ * in one statement (cc_ticket_heartbeat_with_session), with the answers of
+ * the transactional path, which still runs whenever the statement says so
+ * (an overdue ticket, whose expiry is announced; a row changed under it)
+ * and whenever the body is not a valid heartbeat (so a bad body behind a
+ * bad session is answered in the same order as before: session first).
+ */
 int api_queue_heartbeat(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
 {
-	return revision_route(req, resp, ctx, false);
+	struct api *api = ctx;
+	struct revision_tx tx = { .api = api };
+	struct cc_json_error err = { 0 };
+	enum cc_heartbeat_outcome outcome = CC_HEARTBEAT_NO_SESSION;
+	struct cc_session_check session;
+	struct api_player player;
+	struct cc_ticket ticket;
+	struct cc_pg *pg = NULL;
+	cJSON *body = NULL;
+	char hash[2 + 64 + 1], *json = NULL;
+	int rc;
+
+	rc = api_body_parse(req->body, req->body_len, api_revision_fields, &body, &err);
+	if (rc == 0)
+		rc = api_revision_read(body, &tx.revision, &err);
+	cJSON_Delete(body);
+	if (rc != 0)
+		return revision_route(req, resp, api, false);
+	const char *id = ticket_id_param(req, resp);
+	if (!id)
+		return 0;
+	pg = api_db(api, resp);
+	if (!pg)
+		return 0;
+	if (!api_bearer_hash(req, resp, hash))
+		goto out;
+	api_answer_reset(&tx.answer);
+	cc_ticket_moves_reset(&tx.moves);
+	rc = cc_ticket_heartbeat_with_session(pg, hash, id, tx.revision, api->cfg->ticket_ttl_seconds, &outcome,
+					      &session, &ticket, &json, &tx.moves);
+	if (rc != 0 || outcome == CC_HEARTBEAT_NO_SESSION || outcome == CC_HEARTBEAT_SESSION) {
+		rc = api_session_verdict(rc != 0 ? rc : outcome == CC_HEARTBEAT_NO_SESSION ? CC_ENOTFOUND : 0,
+					 &session, resp, &player);
+		goto out;
+	}
+	if (api_session_verdict(0, &session, resp, &player) != 0)
+		goto out;
+	tx.player_id = player.id;
+	tx.ticket_id = id;
+	switch (outcome) {
+	case CC_HEARTBEAT_DONE:
+		rc = api_answer_body(&tx.answer, 200, json);
+		api_index_apply(api, &tx.moves);
+		break;
+	case CC_HEARTBEAT_NOT_FOUND:
+		rc = explain_miss(&tx, false, &ticket);
+		break;
+	case CC_HEARTBEAT_MISS:
+		rc = explain_miss(&tx, true, &ticket);
+		break;
+	default: /* CC_HEARTBEAT_SLOW: the SERIALIZABLE transaction decides */
+		rc = cc_pg_run_serializable(pg, revision_tx_run, &tx);
+		if (rc == 0)
+			api_index_apply(api, &tx.moves);
+		break;
+	}
+	api_respond(resp, rc, &tx.answer);
+out:
+	free(json);
+	api_db_release(api, pg);
+	return 0;
 }
 
 int api_queue_cancel(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)

@@ -68,3 +68,34 @@ expect_http "enqueue over an overdue ticket" 201
 expect_eq "the overdue ticket" "EXPIRED 2" "$(row "$old")"
 expect_eq "the new ticket" "QUEUED 1" "$(row "$(jq -r .id <<<"$BODY")")"
 pass "enqueue expires the player's overdue ticket and queues a new one"
+
+# 5. The heartbeat's one-statement path (session read + compare-and-set) answers as the
+#    transactional one: each session refusal, another player's ticket, a closed ticket,
+#    a bad body behind a bad session (the session is answered first), and no outbox row
+#    for a live heartbeat.
+queued session
+sid=$ID stok=$TOK
+http POST "$A_URL/v1/queue/$sid/heartbeat" "unknown-token-$run" '{"revision":1}'
+expect_http "heartbeat, unknown session" 401 unauthorized
+http POST "$A_URL/v1/queue/$sid/heartbeat" "unknown-token-$run" '{"revision":"x"}'
+expect_http "heartbeat, unknown session and a bad body" 401 unauthorized
+http POST "$A_URL/v1/queue/$sid/heartbeat" "$stok" '{"revision":"x"}'
+expect_http "heartbeat, a bad body" 400 invalid_request
+queued other
+http POST "$A_URL/v1/queue/$sid/heartbeat" "$TOK" '{"revision":1}'
+expect_http "heartbeat on another player's ticket" 404 not_found
+http POST "$A_URL/v1/queue/$sid/heartbeat" "$stok" '{"revision":1}'
+expect_http "heartbeat, live" 200
+expect_eq "a live heartbeat writes no outbox row" 0 \
+	"$(sql "SELECT count(*) FROM outbox WHERE resource_id = '$sid' AND event NOT IN ('ticket.queued')")"
+sql "UPDATE tickets SET state = 'CANCELLED' WHERE id = '$sid'" >/dev/null
+http POST "$A_URL/v1/queue/$sid/heartbeat" "$stok" '{"revision":2}'
+expect_http "heartbeat on a closed ticket" 409 ticket_closed
+sql "UPDATE players SET banned_until = now() + interval '1 hour' WHERE id = (SELECT player_id FROM tickets WHERE id = '$sid')" >/dev/null
+http POST "$A_URL/v1/queue/$sid/heartbeat" "$stok" '{"revision":2}'
+expect_http "heartbeat, banned" 403 banned
+sql "UPDATE players SET banned_until = NULL WHERE id = (SELECT player_id FROM tickets WHERE id = '$sid')" >/dev/null
+sql "UPDATE sessions SET revoked_at = now() WHERE player_id = (SELECT player_id FROM tickets WHERE id = '$sid')" >/dev/null
+http POST "$A_URL/v1/queue/$sid/heartbeat" "$stok" '{"revision":2}'
+expect_http "heartbeat, revoked session" 401 session_expired
+pass "heartbeat answers: unknown session (also before a bad body), bad body, another player's ticket, live (no outbox row), closed, banned, revoked"
