@@ -392,6 +392,11 @@ out:
 	return rc;
 }
 
+const char *cc_ticket_heartbeat_with_session_sql(void)
+{
+	return sql_heartbeat_session;
+}
+
 int cc_ticket_heartbeat_with_session(struct cc_pg *pg, const char *token_hash, const char *ticket_id,
 				     int64_t revision, int64_t ttl_seconds, enum cc_heartbeat_outcome *outcome,
 				     struct cc_session_check *session, struct cc_ticket *out, char **json,

@@ -191,6 +191,8 @@ enum cc_heartbeat_outcome {
 	CC_HEARTBEAT_SLOW,
 };
 struct cc_session_check;
+/* The statement's text, parameters $1 token hash, $2 ticket id, $3 revision, $4 ttl (for the bench's pgbench reference). */
+const char *cc_ticket_heartbeat_with_session_sql(void);
 int cc_ticket_heartbeat_with_session(struct cc_pg *pg, const char *token_hash, const char *ticket_id,
 				     int64_t revision, int64_t ttl_seconds, enum cc_heartbeat_outcome *outcome,
 				     struct cc_session_check *session, struct cc_ticket *out, char **json,

@@ -914,20 +914,28 @@ bool cc_http_front_conn_take_gate(struct cc_http_front *f, struct cc_http_front_
 
 /*
  * Bytes the library has read from fd: received in order minus still
- * queued. Queued first, so a byte arriving in between can only make the
- * count look larger (a needless close), never hide a pipelined request.
+ * queued. The client may be sending its next request right now: the count
+ * is taken only between two equal readings of bytes received, so a byte
+ * arriving in between can neither hide nor fake a pipelined request.
  */
 static bool bytes_consumed(int fd, uint64_t *out)
 {
-	struct tcp_info ti;
-	socklen_t len = sizeof(ti);
-	int queued = 0;
-	memset(&ti, 0, sizeof(ti));
-	if (ioctl(fd, SIOCINQ, &queued) != 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
-	    len < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof(ti.tcpi_bytes_received))
-		return false;
-	*out = ti.tcpi_bytes_received - (uint64_t)queued;
-	return true;
+	for (int attempt = 0; attempt < 100; attempt++) {
+		struct tcp_info a, b;
+		socklen_t la = sizeof(a), lb = sizeof(b);
+		int queued = 0;
+		memset(&a, 0, sizeof(a));
+		memset(&b, 0, sizeof(b));
+		if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &a, &la) != 0 || ioctl(fd, SIOCINQ, &queued) != 0 ||
+		    getsockopt(fd, IPPROTO_TCP, TCP_INFO, &b, &lb) != 0 ||
+		    la < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof(a.tcpi_bytes_received))
+			return false;
+		if (a.tcpi_bytes_received == b.tcpi_bytes_received) {
+			*out = a.tcpi_bytes_received - (uint64_t)queued;
+			return true;
+		}
+	}
+	return false;
 }
 
 /* Ends a kept connection from its own thread: the library reads EOF (or fails) and closes it. */
