@@ -88,14 +88,19 @@ http POST "$A_URL/v1/queue/$sid/heartbeat" "$stok" '{"revision":1}'
 expect_http "heartbeat, live" 200
 expect_eq "a live heartbeat writes no outbox row" 0 \
 	"$(sql "SELECT count(*) FROM outbox WHERE resource_id = '$sid' AND event NOT IN ('ticket.queued')")"
-sql "UPDATE tickets SET state = 'CANCELLED' WHERE id = '$sid'" >/dev/null
-http POST "$A_URL/v1/queue/$sid/heartbeat" "$stok" '{"revision":2}'
-expect_http "heartbeat on a closed ticket" 409 ticket_closed
-sql "UPDATE players SET banned_until = now() + interval '1 hour' WHERE id = (SELECT player_id FROM tickets WHERE id = '$sid')" >/dev/null
+pid="(SELECT player_id FROM tickets WHERE id = '$sid')"
+sql "UPDATE players SET banned_until = now() + interval '1 hour' WHERE id = $pid" >/dev/null
 http POST "$A_URL/v1/queue/$sid/heartbeat" "$stok" '{"revision":2}'
 expect_http "heartbeat, banned" 403 banned
-sql "UPDATE players SET banned_until = NULL WHERE id = (SELECT player_id FROM tickets WHERE id = '$sid')" >/dev/null
-sql "UPDATE sessions SET revoked_at = now() WHERE player_id = (SELECT player_id FROM tickets WHERE id = '$sid')" >/dev/null
+expect_eq "a banned player's heartbeat changes nothing" "QUEUED 2" "$(row "$sid")"
+sql "UPDATE players SET banned_until = NULL WHERE id = $pid" >/dev/null
 http POST "$A_URL/v1/queue/$sid/heartbeat" "$stok" '{"revision":2}'
+expect_http "heartbeat, ban lifted" 200
+sql "UPDATE tickets SET state = 'CANCELLED' WHERE id = '$ID'" >/dev/null
+http POST "$A_URL/v1/queue/$ID/heartbeat" "$TOK" '{"revision":1}'
+expect_http "heartbeat on a closed ticket" 409 ticket_closed
+sql "UPDATE sessions SET revoked_at = now() WHERE player_id = $pid" >/dev/null
+http POST "$A_URL/v1/queue/$sid/heartbeat" "$stok" '{"revision":3}'
 expect_http "heartbeat, revoked session" 401 session_expired
+expect_eq "a revoked session's heartbeat changes nothing" "QUEUED 3" "$(row "$sid")"
 pass "heartbeat answers: unknown session (also before a bad body), bad body, another player's ticket, live (no outbox row), closed, banned, revoked"
