@@ -64,6 +64,7 @@ struct cc_http_front_conn {
 	bool pre;      /* registered by the front at handoff, not yet opened by the library */
 	bool gated;    /* a checked head waits for the library */
 	bool counted;  /* expect is exact: every head so far had a known body length */
+	bool lowat_raised; /* cc_http_front_conn_next_head left SO_RCVLOWAT above 1 */
 	uint64_t expect; /* bytes of the checked heads and declared bodies so far */
 	/* the connection's thread only (cc_http_front_conn_next_head): */
 	char *peek;
@@ -1005,7 +1006,6 @@ bool cc_http_front_conn_next_head(struct cc_http_front *f, struct cc_http_front_
 	if (!c->peek && !(c->peek = malloc(f->o.head.max_head_bytes + 1)))
 		return kept_end(f, c, NULL);
 	deadline = cc_clock_ns() + (int64_t)f->o.header_timeout_ms * 1000000;
-	set_rcvlowat(c->fd, 1);
 	for (;;) {
 		int64_t left = (deadline - cc_clock_ns() + 999999) / 1000000;
 		struct pollfd p[2] = { { .fd = c->fd, .events = POLLIN | POLLRDHUP },
@@ -1033,11 +1033,14 @@ bool cc_http_front_conn_next_head(struct cc_http_front *f, struct cc_http_front_
 		if (v.status == 0) {
 			peeked = (size_t)n;
 			set_rcvlowat(c->fd, (int)n + 1);
+			c->lowat_raised = true;
 			continue;
 		}
 		if (v.status != 200)
 			return kept_refuse(f, c, v.status, v.code, v.message, v.method, v.request_id, "malformed");
-		set_rcvlowat(c->fd, 1);
+		if (c->lowat_raised) /* the library's poll must wake for any byte again */
+			set_rcvlowat(c->fd, 1);
+		c->lowat_raised = false;
 		pthread_mutex_lock(&f->lock);
 		c->expect += (uint64_t)v.head_len + v.content_length;
 		c->counted = !v.chunked;

@@ -513,7 +513,8 @@ out:
 int api_queue_heartbeat(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
 {
 	struct api *api = ctx;
-	struct revision_tx tx = { .api = api };
+	/* Not zero-initialised whole: its moves hold CC_TICKET_MOVES_MAX tickets, reset below. */
+	struct revision_tx tx;
 	struct cc_json_error err = { 0 };
 	enum cc_heartbeat_outcome outcome = CC_HEARTBEAT_NO_SESSION;
 	struct cc_session_check session;
@@ -524,6 +525,11 @@ int api_queue_heartbeat(const struct cc_http_request *req, struct cc_http_respon
 	char hash[2 + 64 + 1], *json = NULL;
 	int rc;
 
+	tx.api = api;
+	tx.player_id = tx.ticket_id = NULL;
+	tx.cancel = false;
+	tx.answer = (struct api_answer){ 0 };
+	cc_ticket_moves_reset(&tx.moves);
 	rc = api_body_parse(req->body, req->body_len, api_revision_fields, &body, &err);
 	if (rc == 0)
 		rc = api_revision_read(body, &tx.revision, &err);
