@@ -1249,7 +1249,7 @@ struct cc_http_server *cc_http_server_start(const struct cc_http_server_options 
 	struct sockaddr_storage ss;
 	size_t pool, min_pool;
 	int listen_fd = -1;
-	unsigned max_conn;
+	unsigned max_conn, idle_timeout;
 	const char *why = NULL, *bind = opts && opts->bind ? opts->bind : "127.0.0.1";
 	/* No listening socket of MHD's own: the front accepts and hands over (http_front.h). */
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
@@ -1310,6 +1310,18 @@ struct cc_http_server *cc_http_server_start(const struct cc_http_server_options 
 	if (listen_fd < 0)
 		goto out_fail;
 	s->port = bound_port(listen_fd);
+	/*
+	 * The library's idle timer keeps running while a kept connection waits
+	 * in its "completed" callback for the next head (up to the header
+	 * deadline): it must outlast that wait, or the head that passed would
+	 * find its connection timed out.
+	 */
+	{
+		unsigned header_ms = opts->header_timeout_ms ? opts->header_timeout_ms : CC_HTTP_DEFAULT_HEADER_TIMEOUT_MS;
+		idle_timeout = opts->timeout_seconds ? opts->timeout_seconds : CC_HTTP_DEFAULT_TIMEOUT_SECONDS;
+		if (idle_timeout < header_ms / 1000 + 2)
+			idle_timeout = header_ms / 1000 + 2;
+	}
 	/* The logger goes first so MHD's own start-up errors reach it too. */
 	s->daemon = MHD_start_daemon(
 		flags, 0, NULL, NULL, access_cb, s,
@@ -1318,8 +1330,7 @@ struct cc_http_server *cc_http_server_start(const struct cc_http_server_options 
 		 * holds for a moment after their "closed" notice. */
 		MHD_OPTION_CONNECTION_LIMIT, max_conn + 16,
 		MHD_OPTION_NOTIFY_CONNECTION, connection_notice, s,
-		MHD_OPTION_CONNECTION_TIMEOUT,
-		opts->timeout_seconds ? opts->timeout_seconds : CC_HTTP_DEFAULT_TIMEOUT_SECONDS,
+		MHD_OPTION_CONNECTION_TIMEOUT, idle_timeout,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
 		MHD_OPTION_URI_LOG_CALLBACK, uri_logged, s,
 		MHD_OPTION_NOTIFY_COMPLETED, completed, s,

@@ -175,7 +175,7 @@ struct cc_http_server_options {
 	const char *bind;		    /* IPv4 or IPv6 literal ("::" takes IPv4 too); NULL = "127.0.0.1" */
 	int port;			    /* 0 = ephemeral (see cc_http_server_port) */
 	unsigned max_connections;	    /* 0 = CC_HTTP_DEFAULT_MAX_CONNECTIONS */
-	unsigned timeout_seconds;	    /* idle connection timeout; 0 = default */
+	unsigned timeout_seconds;	    /* idle connection timeout; 0 = default; at least header_timeout_ms + 2 s */
 	unsigned max_per_address;	    /* connections from one address; 0 = default */
 	unsigned header_timeout_ms;	    /* accept -> end of the head, whatever trickles; 0 = default */
 	unsigned body_timeout_ms;	    /* end of the head -> end of the body; 0 = default */
