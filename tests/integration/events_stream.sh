@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GET /v1/events end to end (issue 22): two cc-testkit-api replicas, a real
-# cc-maintenance dispatching the outbox (NOTIFY on cc_events), a real
+# cc-maintenance dispatching the outbox (woken by the writers' NOTIFY, its
+# poll interval 60 s so that only the wake-up can deliver in time), a real
 # cc-matcher, and Debian's python3-websockets as the client
 # (tests/integration/events_client.py; raw frames only for the hostile ones).
 #  1. fan-out: a player streaming from replica B receives, within 1 s, the
@@ -30,7 +31,7 @@ OPTOKEN=optok-events-stream-fixture
 scratch_database events_stream
 start_api A --regions=eu-west --operator-token-file=<(echo "$OPTOKEN") --events-session-check-ms=300
 start_api B --regions=eu-west
-FLAGS=(--outbox-interval-ms=100 --expiry-interval-ms=60000 --stalled-interval-ms=60000 --no-show-interval-ms=60000
+FLAGS=(--outbox-interval-ms=60000 --expiry-interval-ms=60000 --stalled-interval-ms=60000 --no-show-interval-ms=60000
 	--server-silent-interval-ms=60000 --result-missing-interval-ms=60000 --season-interval-ms=60000
 	--retention-interval-ms=600000 --log-level=info)
 start_maint M
@@ -134,7 +135,7 @@ touch "$T_DIR/writing"
 (i=0; while [[ -e "$T_DIR/writing" ]]; do
 	i=$((i + 1))
 	sql "INSERT INTO outbox (event, resource_type, resource_id, revision, player_ids, payload)
-	     VALUES ('test.tick', 'test', '00000000-0000-4000-8000-000000000001', $i, ARRAY['$P1'::uuid], '{}')" >/dev/null
+	     VALUES ('test.tick', 'test', '00000000-0000-4000-8000-000000000001', $i, ARRAY['$P1'::uuid], '{}'); SELECT pg_notify('outbox', '')" >/dev/null
 	sleep 0.02
 done) &
 writer=$!
@@ -157,11 +158,12 @@ wait "$writer"
 dups=$(cat "$T_DIR"/k*.ev | cut -f2 | jq -r 'select(.event == "test.tick") | .position' | sort | uniq -d | wc -l)
 pass "8 resumes on C raced by live writes: every position once, in order, none skipped"
 
+# (A fixture row is inserted as cc_outbox_append would, with its wake-up NOTIFY.)
 # 3. A payload over the NOTIFY limit: a reference on the channel, the whole envelope on the stream.
 big=$(head -c 9000 /dev/zero | tr '\0' x)
 RID=$(sql "SELECT gen_random_uuid()")
 sql "INSERT INTO outbox (event, resource_type, resource_id, revision, player_ids, payload)
-     VALUES ('test.big', 'test', '$RID', 1, ARRAY['$P0'::uuid], jsonb_build_object('blob', '$big'))" >/dev/null
+     VALUES ('test.big', 'test', '$RID', 1, ARRAY['$P0'::uuid], jsonb_build_object('blob', '$big')); SELECT pg_notify('outbox', '')" >/dev/null
 wait_until "the big envelope on c1" 10 '[[ -n $(event_line c1 test.big "$RID") ]]'
 expect_eq "blob bytes received" 9000 "$(event_line c1 test.big "$RID" | cut -f2 | jq -r '.payload.blob | length')"
 expect_eq "ref flag on the stream" null "$(event_line c1 test.big "$RID" | cut -f2 | jq .ref)"
