@@ -290,6 +290,41 @@ const char *cc_http_header(const struct cc_http_request *req, const char *name)
 	return name ? MHD_lookup_connection_value(req->conn__, MHD_HEADER_KIND, name) : NULL;
 }
 
+struct header_join {
+	const char *name;
+	char *buf;
+	size_t cap, len; /* len: bytes the whole join needs (may pass cap) */
+	unsigned n;
+};
+
+static enum MHD_Result join_named(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				  const char *value, size_t value_size)
+{
+	struct header_join *j = cls;
+	(void)kind;
+	if (key_size != strlen(j->name) || strncasecmp(key, j->name, key_size) != 0 || !value)
+		return MHD_YES;
+	if (j->n++) {
+		if (j->len + 2 < j->cap)
+			memcpy(j->buf + j->len, ", ", 2);
+		j->len += 2;
+	}
+	if (j->len + value_size < j->cap)
+		memcpy(j->buf + j->len, value, value_size);
+	j->len += value_size;
+	return MHD_YES;
+}
+
+size_t cc_http_header_join(const struct cc_http_request *req, const char *name, char *buf, size_t cap)
+{
+	struct header_join j = { name, buf, cap, 0, 0 };
+	if (!name || !buf || cap == 0)
+		return 0;
+	MHD_get_connection_values_n(req->conn__, MHD_HEADER_KIND, join_named, &j);
+	buf[j.len < cap ? j.len : 0] = '\0';
+	return j.len;
+}
+
 /* ---- paths and routes ---------------------------------------------------- */
 
 static int hexval(char c)

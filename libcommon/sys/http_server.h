@@ -213,8 +213,16 @@ const char *cc_http_param(const struct cc_http_request *req, const char *name);
  */
 const char *cc_http_query(const struct cc_http_request *req, const char *name);
 
-/* Returns a request header by case-insensitive name, or NULL. */
+/* Returns a request header by case-insensitive name, or NULL (the first, when repeated). */
 const char *cc_http_header(const struct cc_http_request *req, const char *name);
+
+/*
+ * Every value of a list header (RFC 9110 5.3: repeated lines mean one
+ * comma-separated list, e.g. Sec-WebSocket-Protocol) joined with ", " into
+ * buf (cap bytes, NUL-terminated). Returns the length the join needs: when
+ * it is >= cap nothing fit and buf is "" (refuse the request). 0: absent.
+ */
+size_t cc_http_header_join(const struct cc_http_request *req, const char *name, char *buf, size_t cap);
 
 /* ---- responses ------------------------------------------------------------ */
 

@@ -45,6 +45,7 @@
 #define EV_BUCKETS 1024
 #define EV_REPLAY_PAGE 100	       /* envelopes one cc_outbox_since read returns */
 #define EV_REPLAY_MAX 200	       /* more missed than this: stream.resync too_far_behind */
+#define EV_REPLAY_MAX_BYTES (512 * 1024) /* or more bytes than this (half the backlog cap) */
 #define EV_BACKLOG_MESSAGES 256	       /* the contract's send backlog cap */
 #define EV_BACKLOG_BYTES (1024 * 1024)
 #define EV_CLIENT_MESSAGE_MAX 1024     /* a client frame or message (1009 beyond) */
@@ -53,6 +54,7 @@
 #define EV_POSITION_MAX 9007199254740991LL
 #define EV_SUBPROTOCOL "cc.v1"
 #define EV_BEARER_PREFIX "cc.v1.bearer."
+#define EV_PROTOCOLS_MAX 512 /* bytes of every Sec-WebSocket-Protocol value joined */
 
 /* One message waiting for its stream to open. */
 struct ev_msg {
@@ -178,8 +180,9 @@ static void offer(struct api_events *ev, struct ev_conn *c, int64_t position, co
 {
 	if (position <= c->last_sent)
 		return;
-	if (!c->open) {
-		if (c->live.n >= EV_BACKLOG_MESSAGES || c->live.bytes + len > EV_BACKLOG_BYTES ||
+	if (!c->open) { /* what on_open will queue at once must fit the hub's backlog cap */
+		if (c->first.n + c->live.n >= EV_BACKLOG_MESSAGES ||
+		    c->first.bytes + c->live.bytes + len > EV_BACKLOG_BYTES ||
 		    list_push(&c->live, position, since_ns, text, len) != 0)
 			c->lost = true;
 		return;
@@ -450,10 +453,14 @@ static int take_token(const struct cc_http_request *req, struct cc_http_response
 		      bool *offered)
 {
 	const char *auth = cc_http_header(req, "Authorization");
-	const char *protos = cc_http_header(req, "Sec-WebSocket-Protocol");
+	char protos[EV_PROTOCOLS_MAX];
 	bool from_proto = false;
 	*offered = false;
-	for (const char *p = protos; p && *p;) {
+	if (cc_http_header_join(req, "Sec-WebSocket-Protocol", protos, sizeof protos) >= sizeof protos) {
+		cc_http_error(resp, 400, "invalid_request", "Sec-WebSocket-Protocol is too long", false);
+		return CC_EINVAL;
+	}
+	for (const char *p = protos; *p;) {
 		while (*p == ' ' || *p == '\t' || *p == ',')
 			p++;
 		const char *e = p;
@@ -501,15 +508,15 @@ static void refused(struct api_events *ev, const char *reason)
 	cc_metric_add(ev->refused, lv, 1);
 }
 
-/* Adds a control message ("stream.ready" / "stream.resync") to c->first. */
-static int push_control(struct ev_conn *c, const char *event, int64_t position, const char *reason, long replayed)
+/* Adds a control message ("stream.ready" / "stream.resync") to l. */
+static int push_control(struct ev_list *l, const char *event, int64_t position, const char *reason, long replayed)
 {
 	char buf[160];
 	int n = reason ? snprintf(buf, sizeof buf, "{\"event\":\"%s\",\"position\":%lld,\"reason\":\"%s\"}", event,
 				  (long long)position, reason)
 		       : snprintf(buf, sizeof buf, "{\"event\":\"%s\",\"position\":%lld,\"replayed\":%ld}", event,
 				  (long long)position, replayed);
-	return list_push(&c->first, 0, 0, buf, (size_t)n);
+	return list_push(l, 0, 0, buf, (size_t)n);
 }
 
 /*
@@ -553,16 +560,16 @@ static int prepare(struct api_events *ev, struct cc_pg *pg, struct ev_conn *c, b
 			replayed++;
 		}
 		cJSON_Delete(arr);
-		if (replayed > EV_REPLAY_MAX) {
+		if (replayed > EV_REPLAY_MAX || replay.bytes > EV_REPLAY_MAX_BYTES) {
 			too_many = true;
 			break;
 		}
 		if (got < EV_REPLAY_PAGE)
 			break;
 	}
-	int64_t floor_pos = 0, newest = 0;
+	int64_t floor_pos = 0, newest = 0, committed = 0;
 	if (rc == 0)
-		rc = cc_outbox_resume_window(pg, &floor_pos, &newest);
+		rc = cc_outbox_resume_window(pg, &floor_pos, &newest, &committed);
 	if (rc != 0) {
 		list_free(&replay);
 		return rc;
@@ -575,20 +582,24 @@ static int prepare(struct api_events *ev, struct cc_pg *pg, struct ev_conn *c, b
 	else if (too_many)
 		*resync_reason = "too_far_behind";
 	if (*resync_reason || !has_after) {
+		/* not newest: a position drawn by a dispatcher that commits later is below it (outbox.h) */
 		list_free(&replay);
-		position = newest;
-		rc = *resync_reason ? push_control(c, "stream.resync", position, *resync_reason, 0)
-				    : push_control(c, "stream.ready", position, NULL, 0);
+		position = committed;
+		rc = *resync_reason ? push_control(&replay, "stream.resync", position, *resync_reason, 0)
+				    : push_control(&replay, "stream.ready", position, NULL, 0);
 	} else {
 		position = cursor;
-		c->first = replay;
-		rc = push_control(c, "stream.ready", position, NULL, (long)replayed);
+		rc = push_control(&replay, "stream.ready", position, NULL, (long)replayed);
 	}
-	if (rc == 0) {
-		pthread_mutex_lock(&ev->mu);
-		c->last_sent = position;
-		pthread_mutex_unlock(&ev->mu);
+	if (rc != 0) {
+		list_free(&replay);
+		return rc;
 	}
+	/* under the lock: the listener reads first's size (offer) and last_sent */
+	pthread_mutex_lock(&ev->mu);
+	c->first = replay;
+	c->last_sent = position;
+	pthread_mutex_unlock(&ev->mu);
 	return rc;
 }
 

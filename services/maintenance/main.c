@@ -379,7 +379,9 @@ static bool run_pass(struct maint_state *st, struct sweep *s)
  * writer's NOTIFY 'outbox' (then the outbox sweep is due at once, but not
  * sooner than --outbox-wake-gap-ms after its last pass began): an event
  * reaches its listeners in milliseconds, not after a poll interval. A lost
- * listener is reopened after a second; meanwhile the loop polls as before.
+ * listener is reopened after a second (meanwhile the loop polls as before),
+ * and then the outbox sweep runs at once: a wake-up sent while nobody
+ * listened is lost.
  */
 static void nap_or_wake(struct maint_state *st, struct sweep *outbox, int64_t next)
 {
@@ -397,6 +399,10 @@ static void nap_or_wake(struct maint_state *st, struct sweep *outbox, int64_t ne
 			cc_pg_free(st->listener);
 			st->listener = NULL;
 			st->listener_retry_ms = cc_clock_ms() + 1000;
+		} else {
+			/* a row written while nobody listened woke nobody: dispatch now */
+			outbox->next_ms = cc_clock_ms();
+			return;
 		}
 	}
 	char channel[16], payload[64];
