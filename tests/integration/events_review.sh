@@ -22,7 +22,7 @@ scratch_database events_review
 start_api A --regions=eu-west
 FLAGS=(--outbox-interval-ms=60000 --expiry-interval-ms=60000 --stalled-interval-ms=60000 --no-show-interval-ms=60000
 	--server-silent-interval-ms=60000 --result-missing-interval-ms=60000 --season-interval-ms=60000
-	--retention-interval-ms=600000 --log-level=info)
+	--retention-interval-ms=600000 --log-level=info --db-timeout-ms=20000)
 start_maint M
 wait_http "$M_ADMIN/readyz" "$M_PID" 20
 
@@ -59,7 +59,7 @@ drawn() { sql "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM outbox
 
 # 1. An in-flight dispatch batch versus a stream that starts live / resyncs.
 sql "CREATE FUNCTION review_slow() RETURNS trigger LANGUAGE plpgsql AS \$\$
-     BEGIN PERFORM pg_sleep(2.5); RETURN NULL; END \$\$;
+     BEGIN PERFORM pg_sleep(5); RETURN NULL; END \$\$;
      CREATE TRIGGER review_slow AFTER UPDATE OF position ON outbox FOR EACH ROW
        WHEN (NEW.event = 'test.slow' AND OLD.position IS NULL AND NEW.position IS NOT NULL)
        EXECUTE FUNCTION review_slow()" >/dev/null
@@ -74,7 +74,7 @@ await_ready rsy
 expect_eq "the row is still uncommitted when both streams are ready" 0 \
 	"$(sql "SELECT count(*) FROM outbox WHERE event = 'test.slow' AND published_at IS NOT NULL")"
 echo "$T_NAME: live's first message: $(head -1 "$T_DIR/live.ev" | cut -f2); rsy's: $(head -1 "$T_DIR/rsy.ev" | cut -f2)"
-wait_until "the row is delivered" 10 '(( $(sql "SELECT count(*) FROM outbox WHERE event = '"'test.slow'"' AND published_at IS NOT NULL") == 1 ))'
+wait_until "the row is delivered" 15 '(( $(sql "SELECT count(*) FROM outbox WHERE event = '"'test.slow'"' AND published_at IS NOT NULL") == 1 ))'
 pos=$(sql "SELECT position FROM outbox WHERE event = 'test.slow'")
 ok1=1
 soft_wait "test.slow (position $pos, committed after stream.ready) on the live-only stream" 3 'has_event live test.slow' || ok1=0
@@ -95,4 +95,30 @@ for k in 1 2; do
 	kill -TERM "$(eval echo "\$big${k}_PID")" 2>/dev/null || true
 done
 ready big1 && ready big2 && pass "a 150-event, 1.2 MB replay arrived whole"
+
+# 3. RFC 6455 11.3.4: Sec-WebSocket-Protocol "MAY appear multiple times in an
+# HTTP request (in which case the various values are combined)".
+http GET "$A_URL/v1/events" "" "" --max-time 3 -H 'Connection: Upgrade' -H 'Upgrade: websocket' \
+	-H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' \
+	-H 'Sec-WebSocket-Protocol: cc.v1' -H "Sec-WebSocket-Protocol: cc.v1.bearer.$TOK" || true
+if [[ "$STATUS" == 101 ]]; then
+	pass "the browser login split over two Sec-WebSocket-Protocol lines upgrades"
+else
+	FAILED+=("two protocol lines")
+	echo "$T_NAME: FAIL: cc.v1 and cc.v1.bearer.<token> on two Sec-WebSocket-Protocol lines: HTTP $STATUS $BODY (want 101)"
+fi
+
+# 4. cc-maintenance's wake-up listener lost: a row written while it is away
+# waits for the next poll (--outbox-interval-ms, 60 s here) although the
+# listener is back within a second.
+M_WAKE=$(sql "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'cc-maintenance-wake'")
+expect_eq "cc-maintenance's wake-up connection" 1 "$M_WAKE"
+sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'cc-maintenance-wake'" >/dev/null
+sql "INSERT INTO outbox (event, resource_type, resource_id, revision, player_ids, payload)
+     VALUES ('test.wake', 'test', gen_random_uuid(), 1, ARRAY['$P'::uuid], '{}'); SELECT pg_notify('outbox', '')" >/dev/null
+soft_wait "cc-maintenance listens on 'outbox' again" 5 \
+	'(( $(sql "SELECT count(*) FROM pg_stat_activity WHERE application_name = '"'cc-maintenance-wake'"'") == 1 ))' || true
+soft_wait "the row written while the wake-up listener was away is dispatched" 4 \
+	'(( $(sql "SELECT count(*) FROM outbox WHERE event = '"'test.wake'"' AND published_at IS NOT NULL") == 1 ))' &&
+	pass "a row written while cc-maintenance's wake-up listener was away was dispatched within 4 s"
 ((${#FAILED[@]} == 0)) || fail "${#FAILED[@]} check(s) failed: ${FAILED[*]}"
