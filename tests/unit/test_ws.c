@@ -779,6 +779,43 @@ START_TEST(test_hangup_before_101_frees_user)
 }
 END_TEST
 
+/* ws.h: 1007 for "a close reason that is not" well-formed UTF-8. */
+START_TEST(test_close_reason_invalid_utf8)
+{
+	int fd = open_ws();
+	send_frame(fd, true, 8, true, "\x03\xe8\xc3\x28", 4);
+	int code = read_close_code(fd, 3000);
+	ck_assert_msg(code == CC_WS_CLOSE_INVALID_PAYLOAD, "close reason not UTF-8: close code %d, want 1007", code);
+	close(fd);
+}
+END_TEST
+
+/*
+ * The rate limit counts frames ("at most 20 frames ... in any 2 s window",
+ * contracts/v1/events.json), but the hub counts completed messages: a
+ * message that never ends (FIN=0 then empty continuations) is never
+ * counted, so 10,000 frames in a burst are not closed 1008, all of them
+ * parsed on the hub thread every connection shares.
+ */
+START_TEST(test_fragment_flood_rate_limited)
+{
+	int fd = open_ws();
+	enum { N = 10000 };
+	static uint8_t burst[N * 6];
+	size_t n = 0;
+	for (int i = 0; i < N; i++) {
+		burst[n++] = i == 0 ? 0x01 : 0x00; /* FIN=0: text start, then continuations */
+		burst[n++] = 0x80;		   /* masked, empty */
+		burst[n++] = 0x11, burst[n++] = 0x22, burst[n++] = 0x33, burst[n++] = 0x44;
+	}
+	send_all(fd, burst, n);
+	int code = read_close_code(fd, 2000);
+	ck_assert_msg(code == CC_WS_CLOSE_POLICY, "%d frames in one burst (limit %d per window): close code %d, want 1008",
+		      N, RATE, code);
+	close(fd);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ws");
@@ -796,6 +833,8 @@ int main(void)
 	tcase_add_test(tc, test_rate_limit_reason);
 	tcase_add_test(tc, test_rate_limit_any_window);
 	tcase_add_test(tc, test_hangup_before_101_frees_user);
+	tcase_add_test(tc, test_close_reason_invalid_utf8);
+	tcase_add_test(tc, test_fragment_flood_rate_limited);
 	suite_add_tcase(s, tc);
 	TCase *tp = tcase_create("ping");
 	tcase_add_checked_fixture(tp, start_fast_ping, stop);
