@@ -121,4 +121,20 @@ soft_wait "cc-maintenance listens on 'outbox' again" 5 \
 soft_wait "the row written while the wake-up listener was away is dispatched" 4 \
 	'(( $(sql "SELECT count(*) FROM outbox WHERE event = '"'test.wake'"' AND published_at IS NOT NULL") == 1 ))' &&
 	pass "a row written while cc-maintenance's wake-up listener was away was dispatched within 4 s"
+# 5. The stream cap (--events-max-connections) is checked against open
+# streams only, before the replay is read: upgrades that race past it get a
+# 101 and are then dropped by the hub without a close frame (the client sees
+# 1006: "reconnect at once") instead of 503 over_capacity ("poll").
+CC_TESTKIT_EVENTS_REPLAY_DELAY_MS=300 start_api C --regions=eu-west --events-max-connections=2
+wait_until "C listens on cc_events" 20 "grep -q '\"event\":\"events_listening\"' '$T_DIR/C.log'"
+got=$("$PY" "$TOP/tests/integration/events_capacity.py" "$C_URL" "$TOK" 8)
+echo "$T_NAME: 8 concurrent upgrades against a cap of 2: $got"
+dropped=$(jq '."101-dropped" // 0' <<<"$got")
+if ((dropped == 0)); then
+	pass "8 upgrades at once against a cap of 2: none upgraded and dropped ($got)"
+else
+	FAILED+=("over capacity after the 101")
+	echo "$T_NAME: FAIL: $dropped of 8 concurrent upgrades got a 101 and were dropped without a close frame (want 503 over_capacity): $got"
+fi
+
 ((${#FAILED[@]} == 0)) || fail "${#FAILED[@]} check(s) failed: ${FAILED[*]}"
