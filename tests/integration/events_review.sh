@@ -137,4 +137,33 @@ else
 	echo "$T_NAME: FAIL: $dropped of 8 concurrent upgrades got a 101 and were dropped without a close frame (want 503 over_capacity): $got"
 fi
 
+# 6. Shutdown with a stream open (api_events_close before cc_http_server_stop):
+# the stream hears 1001 shutdown and cc-api exits promptly.
+start_api E --regions=eu-west
+wait_until "E listens on cc_events" 20 "grep -q '\"event\":\"events_listening\"' '$T_DIR/E.log'"
+listen sd "$E_URL" "$TOK"
+await_ready sd
+t0=$(date +%s%N)
+kill -TERM "$E_PID"
+wait_until "cc-api E exits" 10 '! running "$E_PID"'
+took=$((($(date +%s%N) - t0) / 1000000))
+wait_until "sd closed" 5 "closed sd"
+expect_eq "the stream's close at shutdown" "1001	shutdown" "$(cat "$T_DIR/sd.ev.close")"
+pass "SIGTERM with a stream open: 1001 shutdown, cc-api gone in $took ms"
+
+# 7. (Not covered by events_stream.sh: its mutation stayed green.) The
+# listener loses its connection: every open stream is closed 1011
+# events_lost, and a resume from the last position replays what was missed.
+listen ll "$A_URL" "$TOK"
+await_ready ll
+last_ll=$(head -1 "$T_DIR/ll.ev" | cut -f2 | jq .position)
+sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'cc-api-events'" >/dev/null
+wait_until "ll closed" 5 "closed ll"
+expect_eq "the stream's close when the listener is lost" "1011	events_lost" "$(cat "$T_DIR/ll.ev.close")"
+wait_until "A listens again" 10 "(( \$(grep -c '\"event\":\"events_listening\"' '$T_DIR/A.log') >= 2 ))"
+listen ll2 "$A_URL" "$TOK" --after "$last_ll"
+await_ready ll2
+expect_eq "replayed after the loss" "stream.ready" "$(tail -1 "$T_DIR/ll2.ev" | cut -f2 | jq -r .event)"
+pass "a lost listener closed the stream 1011 events_lost; the resume from $last_ll was served"
+
 ((${#FAILED[@]} == 0)) || fail "${#FAILED[@]} check(s) failed: ${FAILED[*]}"
