@@ -44,5 +44,8 @@ worst=$(tr ' ' '\n' <<<"$lags" | sort -n | tail -1)
 rm -f "$T_DIR/hold"
 wait "$idle_pid" || true
 echo "$T_NAME: D's delivery minus A's, per event (ms): $lags"
+# What D's own NOTIFY-to-send histogram saw of it (it starts when the listener reads the notification).
+echo "$T_NAME: D's cosmic_clash_api_events_notify_to_send_seconds: $(curl -s "$D_ADMIN/metrics" |
+	awk '$1 ~ /^cosmic_clash_api_events_notify_to_send_seconds_(bucket\{le="0.01"\}|bucket\{le="0.1"\}|count)/ { printf "%s=%s ", $1, $2 }')"
 ((worst <= 100)) || fail "a replica re-checking 1,000 sessions delivered up to $worst ms after one holding none (lags $lags)"
 pass "1,000 sessions re-checked every 100 ms cost D at most $worst ms of delivery"
