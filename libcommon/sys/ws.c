@@ -316,10 +316,32 @@ static void on_frame_start_cb(wslay_event_context_ptr ctx,
 			      const struct wslay_event_on_frame_recv_start_arg *a, void *ud)
 {
 	struct ws_conn *c = ud;
-	if ((a->opcode & 0x8) && !a->fin && !c->sent_code) {
+	struct cc_ws_hub *h = c->hub;
+	if (c->sent_code)
+		return;
+	if ((a->opcode & 0x8) && !a->fin) {
 		queue_close(c, CC_WS_CLOSE_PROTOCOL, "fragmented control frame");
 		wslay_event_shutdown_read(ctx);
+		return;
 	}
+	if (a->opcode == WSLAY_PONG || a->opcode == WSLAY_CONNECTION_CLOSE)
+		return;
+	/*
+	 * Every other frame counts as it starts (a message that never ends,
+	 * fragment after fragment, must count too), against a token bucket (a
+	 * fixed window admits twice its limit across a boundary).
+	 */
+	int64_t now = cc_clock_ms();
+	c->rate_tokens += (double)(now - c->rate_at) * h->o.rate_messages / h->o.rate_window_ms;
+	if (c->rate_tokens > h->o.rate_messages)
+		c->rate_tokens = h->o.rate_messages;
+	c->rate_at = now;
+	if (c->rate_tokens < 1.0) {
+		queue_close(c, CC_WS_CLOSE_POLICY, "rate_limited");
+		wslay_event_shutdown_read(ctx);
+		return;
+	}
+	c->rate_tokens -= 1.0;
 }
 
 static void on_msg_cb(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *a,
@@ -336,17 +358,6 @@ static void on_msg_cb(wslay_event_context_ptr ctx, const struct wslay_event_on_m
 	}
 	if (a->opcode == WSLAY_CONNECTION_CLOSE)
 		return; /* wslay answers it */
-	int64_t now = cc_clock_ms();
-	/* A token bucket, not a fixed window: a window admits twice its limit across a boundary. */
-	c->rate_tokens += (double)(now - c->rate_at) * h->o.rate_messages / h->o.rate_window_ms;
-	if (c->rate_tokens > h->o.rate_messages)
-		c->rate_tokens = h->o.rate_messages;
-	c->rate_at = now;
-	if (c->rate_tokens < 1.0) {
-		queue_close(c, CC_WS_CLOSE_POLICY, "rate_limited");
-		return;
-	}
-	c->rate_tokens -= 1.0;
 	if (a->opcode == WSLAY_PING)
 		return; /* wslay answers it */
 	if (a->opcode == WSLAY_BINARY_FRAME) {

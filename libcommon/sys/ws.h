@@ -36,8 +36,9 @@
  *   1003 unsupported data a binary message (the hub speaks text only);
  *   1007 invalid payload  a text message that is not well-formed UTF-8
  *                         (sys/utf8), or a close reason that is not;
- *   1008 policy violation (reason "rate_limited") messages (text, binary,
- *                         ping) faster than a token bucket allows: bursts
+ *   1008 policy violation (reason "rate_limited") frames (any but pong and
+ *                         close, continuations included, counted as each
+ *                         starts) faster than a token bucket allows: bursts
  *                         of rate_messages, refilled at rate_messages per
  *                         rate_window_ms;
  *   1009 message too big  a frame or message over max_message_bytes.

@@ -90,8 +90,9 @@ struct api_events {
 	struct ev_conn *buckets[EV_BUCKETS];
 	atomic_bool listening;		/* the listener's LISTEN is in place */
 	atomic_bool stop;
-	pthread_t listener;
-	bool listener_started;
+	pthread_t listener, checker;
+	bool listener_started, checker_started;
+	size_t n_conns;			/* registered streams, open or not (the --events-max-connections cap) */
 	struct cc_metric *sent;		/* by kind: live, replay, control */
 	struct cc_metric *resumes;
 	struct cc_metric *resyncs;	/* by reason */
@@ -158,6 +159,7 @@ static void registry_remove(struct api_events *ev, struct ev_conn *c)
 	for (struct ev_conn **pp = bucket_of(ev, c->player_id); *pp; pp = &(*pp)->next) {
 		if (*pp == c) {
 			*pp = c->next;
+			ev->n_conns--;
 			return;
 		}
 	}
@@ -321,7 +323,12 @@ struct ev_check {
 	char hash[2 + 64 + 1];
 };
 
-/* Closes open streams whose session ended (revoked by a ban, expired): 1008. */
+/*
+ * Closes open streams whose session ended (revoked by a ban, expired): 1008.
+ * On its own thread, one query per CC_SESSIONS_CHECK_MAX streams, so a
+ * replica with thousands of streams neither stalls its listener nor spends
+ * a round trip per stream.
+ */
 static void check_sessions(struct api_events *ev)
 {
 	size_t n = 0, cap = 0;
@@ -347,24 +354,43 @@ static void check_sessions(struct api_events *ev)
 	pthread_mutex_unlock(&ev->mu);
 	struct cc_pg *pg = NULL;
 	if (n && cc_pg_pool_acquire(ev->api->pool, 1000, &pg) == 0) {
-		for (size_t i = 0; i < n && !atomic_load(&ev->stop); i++) {
-			struct cc_session_check s;
-			int rc = cc_session_lookup(pg, list[i].hash, &s);
-			const char *why = rc == CC_ENOTFOUND ? "session_revoked"
-					  : rc != 0	     ? NULL
-					  : s.banned || s.revoked ? "session_revoked"
-					  : s.expired		  ? "session_expired"
-								  : NULL;
-			if (rc != 0 && rc != CC_ENOTFOUND)
+		const char *hashes[CC_SESSIONS_CHECK_MAX];
+		uint8_t verdict[CC_SESSIONS_CHECK_MAX];
+		for (size_t at = 0; at < n && !atomic_load(&ev->stop); at += CC_SESSIONS_CHECK_MAX) {
+			size_t k = n - at < CC_SESSIONS_CHECK_MAX ? n - at : CC_SESSIONS_CHECK_MAX;
+			for (size_t i = 0; i < k; i++)
+				hashes[i] = list[at + i].hash;
+			if (cc_sessions_ended(pg, hashes, k, verdict) != 0)
 				break; /* the database is away: try again next round */
-			if (why && cc_ws_close(ev->hub, list[i].id, CC_WS_CLOSE_POLICY, why) == 0) {
-				const char *lv[] = { why };
-				cc_metric_add(ev->session_closed, lv, 1);
+			for (size_t i = 0; i < k; i++) {
+				const char *why = verdict[i] == CC_SESSION_ENDED_REVOKED   ? "session_revoked"
+						  : verdict[i] == CC_SESSION_ENDED_EXPIRED ? "session_expired"
+											   : NULL;
+				if (why && cc_ws_close(ev->hub, list[at + i].id, CC_WS_CLOSE_POLICY, why) == 0) {
+					const char *lv[] = { why };
+					cc_metric_add(ev->session_closed, lv, 1);
+				}
 			}
 		}
 	}
 	cc_pg_pool_release(ev->api->pool, pg);
 	free(list);
+}
+
+static void *checker_main(void *arg)
+{
+	struct api_events *ev = arg;
+	int64_t next = cc_clock_ms() + ev->api->cfg->events_session_check_ms;
+	while (!atomic_load(&ev->stop)) {
+		int64_t left = next - cc_clock_ms();
+		if (left > 0) {
+			pause_ms(left < 100 ? left : 100);
+			continue;
+		}
+		check_sessions(ev);
+		next = cc_clock_ms() + ev->api->cfg->events_session_check_ms;
+	}
+	return NULL;
 }
 
 static void *listener_main(void *arg)
@@ -376,7 +402,6 @@ static void *listener_main(void *arg)
 	struct cc_pg *pg = NULL;
 	char channel[64];
 	char *payload = malloc(CC_PG_NOTIFY_PAYLOAD_MAX + 1);
-	int64_t next_check = cc_clock_ms() + cfg->events_session_check_ms;
 	bool warned = false;
 	while (payload && !atomic_load(&ev->stop)) {
 		if (!pg) {
@@ -412,10 +437,6 @@ static void *listener_main(void *arg)
 				pg = NULL;
 			}
 			pause_ms(100);
-		}
-		if (cc_clock_ms() >= next_check) {
-			check_sessions(ev);
-			next_check = cc_clock_ms() + cfg->events_session_check_ms;
 		}
 	}
 	atomic_store(&ev->listening, false);
@@ -632,11 +653,6 @@ int api_events_get(const struct cc_http_request *req, struct cc_http_response *r
 		cc_http_error_unavailable(resp, "unavailable", "the event stream is not available; poll or retry shortly");
 		return 0;
 	}
-	if (cc_ws_hub_open_count(ev->hub) >= (unsigned)api->cfg->events_max_connections) {
-		refused(ev, "over_capacity");
-		cc_http_error_unavailable(resp, "over_capacity", "this replica holds all the streams it can; poll or retry");
-		return 0;
-	}
 	struct cc_pg *pg = api_db(api, resp);
 	if (!pg) {
 		refused(ev, "database");
@@ -659,12 +675,28 @@ int api_events_get(const struct cc_http_request *req, struct cc_http_response *r
 	}
 	snprintf(c->player_id, sizeof c->player_id, "%s", player.id);
 
-	/* Registered before the replay is read: whatever commits after its snapshot arrives live. */
+	/*
+	 * Registered before the replay is read: whatever commits after its
+	 * snapshot arrives live. The cap counts registered streams, opened or
+	 * not, so concurrent upgrades cannot all pass it and then be refused
+	 * by the hub after their 101.
+	 */
 	pthread_mutex_lock(&ev->mu);
-	struct ev_conn **b = bucket_of(ev, c->player_id);
-	c->next = *b;
-	*b = c;
+	bool full = ev->n_conns >= (size_t)api->cfg->events_max_connections;
+	if (!full) {
+		struct ev_conn **b = bucket_of(ev, c->player_id);
+		c->next = *b;
+		*b = c;
+		ev->n_conns++;
+	}
 	pthread_mutex_unlock(&ev->mu);
+	if (full) {
+		refused(ev, "over_capacity");
+		api_db_release(api, pg);
+		free(c);
+		cc_http_error_unavailable(resp, "over_capacity", "this replica holds all the streams it can; poll or retry");
+		return 0;
+	}
 	const char *resync = NULL;
 	if (ev->testkit_replay_delay_ms) /* cc-testkit-api only: widen the race the registry closes */
 		pause_ms(ev->testkit_replay_delay_ms);
@@ -759,6 +791,11 @@ int api_events_open(struct api *api)
 		return CC_EUNAVAILABLE;
 	}
 	ev->listener_started = true;
+	if (pthread_create(&ev->checker, NULL, checker_main, ev) != 0) {
+		api_events_free(api);
+		return CC_EUNAVAILABLE;
+	}
+	ev->checker_started = true;
 	return 0;
 }
 
@@ -770,7 +807,9 @@ void api_events_close(struct api *api)
 	atomic_store(&ev->stop, true);
 	if (ev->listener_started)
 		pthread_join(ev->listener, NULL);
-	ev->listener_started = false;
+	if (ev->checker_started)
+		pthread_join(ev->checker, NULL);
+	ev->listener_started = ev->checker_started = false;
 	cc_ws_hub_drain(ev->hub); /* every stream: 1001, on_close frees it; later upgrades are refused */
 }
 

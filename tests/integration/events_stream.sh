@@ -156,6 +156,7 @@ done
 rm -f "$T_DIR/writing"
 wait "$writer"
 dups=$(cat "$T_DIR"/k*.ev | cut -f2 | jq -r 'select(.event == "test.tick") | .position' | sort | uniq -d | wc -l)
+expect_eq "positions two resumes both received (each took over where the last stopped)" 0 "$dups"
 pass "8 resumes on C raced by live writes: every position once, in order, none skipped"
 
 # (A fixture row is inserted as cc_outbox_append would, with its wake-up NOTIFY.)
