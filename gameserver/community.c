@@ -823,8 +823,9 @@ static void on_packet(struct gs_community *c, struct cpeer *p, int channel, cons
 	if (p->phase == CP_HELLO) {
 		if (rc != 0) {
 			/* A hello whose name breaks the rules (it decoded up to its credential): invalid_name. */
-			if (f.id == CC_MSG_HELLO && len >= 7 && data[6] == CC_WIRE_AUTH_NAME && strcmp(f.field, "credential") == 0) {
-				if (le16(data + 4) != CC_WIRE_TICK_RATE) {
+			uint16_t tick_rate = 0;
+			if (gs_play_hello_bad_name(data, len, &f, &tick_rate)) {
+				if (tick_rate != CC_WIRE_TICK_RATE) {
 					kick(c, p, CC_REASON_TICK_RATE_MISMATCH, "server ticks at 60 Hz");
 					return;
 				}
@@ -861,10 +862,9 @@ static void on_packet(struct gs_community *c, struct cpeer *p, int channel, cons
 	}
 	if (rc != 0) {
 		/* A lobby request that carries its request number but breaks a value rule: a typed refusal. */
-		if (is_lobby_request(f.id) && len >= 4 && f.kind != CC_WIRE_FAULT_TRUNCATED && f.field && f.field[0] &&
-		    strcmp(f.field, "request") != 0 && channel == GS_CH_CONTROL) {
-			if (p->phase == CP_MEMBER)
-				lobby_result(c, p, le16(data + 2), f.id, CC_LOBBY_R_INVALID);
+		uint16_t request = 0;
+		if (gs_play_lobby_refusable(data, len, (uint8_t)channel, &f, &request)) {
+			lobby_result(c, p, request, f.id, CC_LOBBY_R_INVALID);
 			return;
 		}
 		(void)count_bad(c, p, &f);
