@@ -74,6 +74,7 @@ struct cmatch {
 	struct cpeer *by_slot[MATCH_PLAYERS_MAX];
 	int goals[MATCH_PLAYERS_MAX];
 	bool ended;
+	bool abandoned; /* its lobby was deleted: unlinked by the next tick (never while a tick walks it) */
 	int score[2];
 	int winner;
 	const char *end_reason;
@@ -555,15 +556,18 @@ static void unlink_match(struct gs_community *c, struct cmatch *cm)
 	free(cm);
 }
 
-/* The lobby of a running match was deleted (its last member left): the match is abandoned. */
+/*
+ * The lobby of a running match was deleted (its last member left): the
+ * match is abandoned, and freed by the next tick (this may run inside
+ * tick_match, from a kick).
+ */
 static void abandon_match(struct gs_community *c, uint32_t lobby_id)
 {
 	for (struct cmatch *cm = c->matches; cm; cm = cm->next)
-		if (cm->lobby_id == lobby_id) {
+		if (cm->lobby_id == lobby_id && !cm->abandoned) {
 			if (!cm->ended)
 				write_result(c, cm, true);
-			unlink_match(c, cm);
-			gauges(c);
+			cm->abandoned = true;
 			return;
 		}
 }
@@ -597,6 +601,11 @@ static void on_match_event(void *ctx, const struct gs_event *ev)
 /* One tick of one match: inputs, step, snapshot; after the end linger its members go back to the lobby. */
 static void tick_match(struct gs_community *c, struct cmatch *cm, bool grace)
 {
+	if (cm->abandoned) {
+		unlink_match(c, cm);
+		gauges(c);
+		return;
+	}
 	if (cm->ended && cc_clock_ms() - cm->ended_ms >= c->opts.end_linger_ms) {
 		uint32_t lobby = cm->lobby_id;
 		unlink_match(c, cm);
@@ -628,6 +637,8 @@ static void tick_match(struct gs_community *c, struct cmatch *cm, bool grace)
 			kick(c, p, CC_REASON_INPUT_STALLED, detail); /* leaves the match and the lobby */
 		}
 	}
+	if (cm->abandoned)
+		return; /* the kick emptied its lobby: freed next tick */
 	struct match_ev_ctx mc = { .c = c, .cm = cm };
 	gs_match_step(cm->match, on_match_event, &mc);
 	uint32_t t = gs_match_tick(cm->match);

@@ -356,6 +356,13 @@ static int run_community(const struct gameserver_config *cfg, int argc, char **a
 		fprintf(stderr, "cc-gameserver: --arena: not an arena of libcommon/game/arenas.c\n");
 		ok = false;
 	}
+	/* A newcomer gets every lobby at once after its welcome: that must fit its backlog with room to spare. */
+	if (cfg->max_peer_backlog < cfg->max_lobbies + 64) {
+		fprintf(stderr, "cc-gameserver: --max-peer-backlog: %lld is under --max-lobbies + 64 (%lld): a newcomer's "
+				"lobby snapshot would overflow it\n",
+			(long long)cfg->max_peer_backlog, (long long)(cfg->max_lobbies + 64));
+		ok = false;
+	}
 	if (ok && cfg->replay_log && gs_replay_open(cfg->replay_log, cfg->replay_log_max_bytes, &replay, err, sizeof err) != 0) {
 		fprintf(stderr, "cc-gameserver: %s\n", err);
 		ok = false;

@@ -576,6 +576,38 @@ START_TEST(ready_match_and_back)
 }
 END_TEST
 
+/* Both players of a match stop sending input: both kicked input_stalled in one tick, the lobby emptied. */
+START_TEST(match_abandoned_by_stalls)
+{
+	struct gs_community_options o = base_opts();
+	o.input_stall_kick_ms = 300;
+	o.match_seconds = 30;
+	struct running *r = start(&o);
+	struct cli *a = member(r->port, "a"), *b = member(r->port, "b"), *watch = member(r->port, "w");
+	uint32_t l = create(a, "L", 2).lobby_id;
+	ck_assert_int_eq(join(b, l), CC_LOBBY_OK);
+	ck_assert_int_eq(ready(a, true), CC_LOBBY_OK);
+	ck_assert_int_eq(ready(b, true), CC_LOBBY_OK);
+	ck_assert_ptr_nonnull(cli_wait(a, CC_MSG_WELCOME, 3000));
+	/* One input each, then nothing: the pipeline runs dry and the stall kick comes. */
+	send_input(a, 1);
+	send_input(b, 1);
+	const struct cc_wire_msg *k = cli_wait(a, CC_MSG_KICKED, 5000);
+	ck_assert_ptr_nonnull(k);
+	ck_assert_int_eq(k->u.kicked.reason, CC_REASON_INPUT_STALLED);
+	ck_assert_ptr_nonnull(cli_wait(b, CC_MSG_KICKED, 3000));
+	const struct cc_wire_msg *d = cli_wait(watch, CC_MSG_LOBBY_DELETED, 3000);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_uint_eq(d->u.lobby_deleted.lobby_id, l);
+	/* The server goes on: another lobby can be made. */
+	ck_assert_int_eq(create(watch, "next", 2).result, CC_LOBBY_OK);
+	cli_free(a);
+	cli_free(b);
+	cli_free(watch);
+	stop(r);
+}
+END_TEST
+
 START_TEST(slow_reader_dropped)
 {
 	struct gs_community_options o = base_opts();
@@ -679,6 +711,7 @@ static Suite *community_suite(void)
 	tcase_add_test(tc, silent_peer_hears_nothing);
 	tcase_add_test(tc, refusals_and_list);
 	tcase_add_test(tc, ready_match_and_back);
+	tcase_add_test(tc, match_abandoned_by_stalls);
 	tcase_add_test(tc, slow_reader_dropped);
 	tcase_add_test(tc, keepalive);
 	tcase_add_test(tc, create_leave_flood);
