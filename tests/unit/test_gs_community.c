@@ -10,7 +10,11 @@
  * coming, the keep-alive, and a create/leave flood that is rate limited.
  */
 #include <enet/enet.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -702,6 +706,102 @@ START_TEST(create_leave_flood)
 }
 END_TEST
 
+/* ---- the binary: --mode and the flags each mode refuses ---------------------------------- */
+
+/* Runs build/bin/cc-gameserver with args (NULL-terminated) and env (NAME=VALUE or NULL); output to path. Returns the pid. */
+static pid_t spawn(const char *const *args, const char *env, const char *path)
+{
+	char bin[512];
+	cc_test_bin("cc-gameserver", bin, sizeof bin);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0)
+			_exit(99);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (env)
+			putenv((char *)env);
+		char *argv[32];
+		int n = 0;
+		argv[n++] = bin;
+		for (int i = 0; args[i] && n < 31; i++)
+			argv[n++] = (char *)args[i];
+		argv[n] = NULL;
+		execv(bin, argv);
+		_exit(98);
+	}
+	return pid;
+}
+
+static int wait_status(pid_t pid, int timeout_ms)
+{
+	int64_t end = cc_clock_ms() + timeout_ms;
+	int st = 0;
+	while (waitpid(pid, &st, WNOHANG) == 0) {
+		if (cc_clock_ms() > end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			ck_abort_msg("cc-gameserver did not exit within %d ms", timeout_ms);
+		}
+		usleep(10000);
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static char *slurp(const char *path)
+{
+	static char buf[65536];
+	FILE *f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+START_TEST(binary_modes)
+{
+	char path[] = "/tmp/cc-gs-community-XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	/* Community refuses what only a roster needs, each by name, flags and environment alike. */
+	const char *bad[] = { "--mode=community", "--game-port=0", "--roster-file=x", "--playlist=ranked",
+			      "--server-id", "s1", "--slot-reserve-seconds=5", NULL };
+	ck_assert_int_eq(wait_status(spawn(bad, "COSMIC_CLASH_JOIN_KEYS=abc", path), 10000), 2);
+	const char *out = slurp(path);
+	static const char *const named[] = { "--roster-file", "--playlist", "--server-id", "--slot-reserve-seconds", "--join-keys" };
+	for (size_t i = 0; i < CC_ARRAY_LEN(named); i++)
+		ck_assert_msg(strstr(out, named[i]) != NULL, "%s not named in: %s", named[i], out);
+	/* Allocated refuses the community flags, and still requires its own. */
+	const char *alloc[] = { "--game-port=0", "--max-lobbies=3", "--results-log=/tmp/x", NULL };
+	ck_assert_int_eq(wait_status(spawn(alloc, NULL, path), 10000), 2);
+	out = slurp(path);
+	ck_assert_ptr_nonnull(strstr(out, "--max-lobbies: not used by --mode=allocated"));
+	ck_assert_ptr_nonnull(strstr(out, "--results-log: not used by --mode=allocated"));
+	ck_assert_ptr_nonnull(strstr(out, "--roster-file: required in allocated mode"));
+	/* A backlog too small for the lobby snapshot. */
+	const char *small[] = { "--mode=community", "--game-port=0", "--max-lobbies=500", "--max-peer-backlog=256", NULL };
+	ck_assert_int_eq(wait_status(spawn(small, NULL, path), 10000), 2);
+	ck_assert_ptr_nonnull(strstr(slurp(path), "--max-peer-backlog"));
+	/* Community needs nothing else: it starts, is ready, and exits 0 on SIGTERM. */
+	const char *ok[] = { "--mode=community", "--game-port=0", "--probe-port=0", "--bind=127.0.0.1", NULL };
+	pid_t pid = spawn(ok, NULL, path);
+	int64_t end = cc_clock_ms() + 10000;
+	while (!strstr(slurp(path), "\"event\":\"ready\"") && cc_clock_ms() < end)
+		usleep(20000);
+	out = slurp(path);
+	ck_assert_msg(strstr(out, "\"event\":\"ready\"") != NULL, "not ready: %s", out);
+	ck_assert_ptr_nonnull(strstr(out, "\"mode\":\"community\""));
+	ck_assert_ptr_nonnull(strstr(out, "\"max_lobbies\":100"));
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(wait_status(pid, 10000), 0);
+	unlink(path);
+}
+END_TEST
+
 static Suite *community_suite(void)
 {
 	Suite *s = suite_create("gs_community");
@@ -715,6 +815,7 @@ static Suite *community_suite(void)
 	tcase_add_test(tc, slow_reader_dropped);
 	tcase_add_test(tc, keepalive);
 	tcase_add_test(tc, create_leave_flood);
+	tcase_add_test(tc, binary_modes);
 	suite_add_tcase(s, tc);
 	return s;
 }
