@@ -36,6 +36,7 @@
 #define ENET_TIMEOUT_MIN_MS 5000  /* a peer that acknowledges nothing is dropped by ENet within these */
 #define ENET_TIMEOUT_MAX_MS 10000
 #define MATCH_PLAYERS_MAX CC_SIM_MAX_SHIPS
+#define IDLE_EVICT_MIN_MS 500 /* a silent peer younger than this is never evicted (its hello may be in flight) */
 
 enum cpeer_phase {
 	CP_HELLO,  /* connected, no hello yet: receives nothing */
@@ -943,12 +944,35 @@ static void peer_addr(const ENetPeer *e, char *out, size_t cap)
 	snprintf(out, cap, "%s:%u", ip, (unsigned)e->address.port);
 }
 
+/*
+ * A new connection. Silent peers (no hello yet) cannot crowd out an honest
+ * one, as in allocated mode (protocol section 4): one address keeps at most
+ * --max-silent-per-address of them (its oldest gives way), and when all
+ * --max-peers are taken the oldest silent peer anywhere gives way; one
+ * younger than IDLE_EVICT_MIN_MS never does (its hello may be in flight).
+ * Evicted peers are refused handshake_timeout; with nobody to evict the
+ * newcomer is refused server_full.
+ */
 static void on_connect(struct gs_community *c, ENetPeer *e)
 {
-	int ours = 0;
-	for (size_t i = 0; i < c->host->peerCount; i++)
-		if (c->host->peers[i].data && &c->host->peers[i] != e)
-			ours++;
+	int64_t now = cc_clock_ms();
+	int ours = 0, silent_same = 0;
+	struct cpeer *old_same = NULL, *old_any = NULL;
+	for (size_t i = 0; i < c->host->peerCount; i++) {
+		struct cpeer *q = c->host->peers[i].data;
+		if (!q || &c->host->peers[i] == e)
+			continue;
+		ours++;
+		if (q->phase != CP_HELLO || now - q->connected_ms < IDLE_EVICT_MIN_MS)
+			continue;
+		if (!old_any || q->connected_ms < old_any->connected_ms)
+			old_any = q;
+		if (c->host->peers[i].address.host == e->address.host) {
+			silent_same++;
+			if (!old_same || q->connected_ms < old_same->connected_ms)
+				old_same = q;
+		}
+	}
 	struct cpeer *p = calloc(1, sizeof *p);
 	if (!p) {
 		enet_peer_disconnect_now(e, 0);
@@ -967,8 +991,19 @@ static void on_connect(struct gs_community *c, ENetPeer *e)
 	cc_leaky_init(&p->lobby_bucket, c->opts.lobby_rps, c->opts.lobby_rps, ns);
 	enet_peer_timeout(e, 0, ENET_TIMEOUT_MIN_MS, ENET_TIMEOUT_MAX_MS);
 	cc_metric_add(c->m.peers, NULL, 1);
-	if (ours >= c->opts.max_peers)
-		kick(c, p, CC_REASON_SERVER_FULL, "no free connection");
+	if (old_same && silent_same >= c->opts.max_silent_per_address) {
+		if (old_any == old_same)
+			old_any = NULL;
+		kick(c, old_same, CC_REASON_HANDSHAKE_TIMEOUT, "silent while another connection from its address needed room");
+		ours--;
+	}
+	if (ours < c->opts.max_peers)
+		return;
+	if (old_any) {
+		kick(c, old_any, CC_REASON_HANDSHAKE_TIMEOUT, "silent while the server needed room");
+		return;
+	}
+	kick(c, p, CC_REASON_SERVER_FULL, "no free connection");
 }
 
 static void handle(struct gs_community *c, ENetEvent *ev)

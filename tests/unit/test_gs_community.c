@@ -50,7 +50,7 @@ static void *loop(void *arg)
 static struct gs_community_options base_opts(void)
 {
 	struct gs_community_options o = {
-		.bind = "127.0.0.1", .port = 0, .max_peers = 64, .max_bad_messages = 8, .handshake_timeout_ms = 10000,
+		.bind = "127.0.0.1", .port = 0, .max_peers = 64, .max_silent_per_address = 4, .max_bad_messages = 8, .handshake_timeout_ms = 10000,
 		.keepalive_ms = 30000, .snapshot_interval = 3, .arena = "aurora_ring", .end_linger_ms = 200,
 		.peer_max_pps = 240, .peer_max_bps = 32768, .rate_log_window_ms = 10000, .lobby_rps = 20,
 		.input_stall_kick_ms = 0, .stall_grace_ms = 3000, .max_lobbies = 100, .max_backlog = 256,
@@ -400,6 +400,29 @@ START_TEST(silent_peer_hears_nothing)
 	ck_assert_int_eq(silent->n, 1);
 	cli_free(a);
 	cli_free(silent);
+	stop(r);
+}
+END_TEST
+
+/* Silent connections cannot keep a player out: the oldest gives way (handshake_timeout). */
+START_TEST(silent_peers_give_way)
+{
+	struct gs_community_options o = base_opts();
+	o.max_peers = 4;
+	struct running *r = start(&o);
+	struct cli *s1 = cli_new(r->port), *s2 = cli_new(r->port), *s3 = cli_new(r->port);
+	struct cli *a = member(r->port, "a");
+	cli_pump(s1, 600); /* older than the 500 ms a silent peer is always allowed */
+	struct cli *b = member(r->port, "b"); /* the 5th connection: s1, the oldest silent one, makes room */
+	const struct cc_wire_msg *m = cli_wait(s1, CC_MSG_REFUSED, 3000);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(m->u.refused.reason, CC_REASON_HANDSHAKE_TIMEOUT);
+	ck_assert_int_eq(create(b, "in", 2).result, CC_LOBBY_OK);
+	cli_free(s1);
+	cli_free(s2);
+	cli_free(s3);
+	cli_free(a);
+	cli_free(b);
 	stop(r);
 }
 END_TEST
@@ -809,6 +832,7 @@ static Suite *community_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, admission);
 	tcase_add_test(tc, silent_peer_hears_nothing);
+	tcase_add_test(tc, silent_peers_give_way);
 	tcase_add_test(tc, refusals_and_list);
 	tcase_add_test(tc, ready_match_and_back);
 	tcase_add_test(tc, match_abandoned_by_stalls);
