@@ -655,7 +655,7 @@ START_TEST(match_abandoned_by_stalls)
 }
 END_TEST
 
-/* Three lobbies of four play at once; each score agrees with its players' last snapshots and the results log. */
+/* Ten lobbies of six play at once; each score agrees with its players' last snapshots and the results log. */
 START_TEST(several_matches_at_once)
 {
 	char path[] = "/tmp/cc-gs-results-XXXXXX";
@@ -664,9 +664,10 @@ START_TEST(several_matches_at_once)
 	close(fd);
 	struct gs_community_options o = base_opts();
 	o.match_seconds = 3;
+	o.max_peers = 80;
 	o.results_log = path;
 	struct running *r = start(&o);
-	enum { LOBBIES = 3, PER = 4 };
+	enum { LOBBIES = 10, PER = 6 };
 	struct cli *cs[LOBBIES * PER];
 	uint32_t ids[LOBBIES];
 	for (int i = 0; i < LOBBIES * PER; i++) {
@@ -683,7 +684,7 @@ START_TEST(several_matches_at_once)
 		ck_assert_int_eq(ready(cs[i], true), CC_LOBBY_OK);
 	uint16_t seq = 1;
 	bool all_in_match = false;
-	int64_t deadline = cc_clock_ms() + 20000, ended_at[LOBBIES * PER] = { 0 };
+	int64_t deadline = cc_clock_ms() + 30000, ended_at[LOBBIES * PER] = { 0 };
 	for (;;) {
 		int ended = 0;
 		for (int i = 0; i < LOBBIES * PER; i++) {
