@@ -199,6 +199,10 @@ $(B)/asan/tests/unit/test_player_predict: $(B)/asan/tests/player/predict.o $(B)/
 	$(B)/asan/tests/player/latency.o
 $(B)/asan/tests/unit/test_player_game: PKG_LIBS += $(shell pkg-config --libs libenet)
 $(B)/asan/tests/unit/test_replay: $(B)/asan/gameserver/replay.o
+# test_gs_community drives community mode (gameserver/community.c) in-process over real ENet on loopback.
+$(B)/asan/tests/unit/test_gs_community: $(B)/asan/gameserver/community.o $(B)/asan/gameserver/play.o \
+	$(B)/asan/gameserver/match.o $(B)/asan/gameserver/input.o $(B)/asan/gameserver/wire_glue.o $(B)/asan/gameserver/replay.o
+$(B)/asan/tests/unit/test_gs_community: PKG_LIBS += $(shell pkg-config --libs libenet)
 # test_gs_reporter: the reporter's queue under a receipt flood (its API a closed port).
 $(B)/asan/tests/unit/test_gs_reporter: $(B)/asan/gameserver/reporter.o
 # test_netsim drives sys/netsim over real ENet on loopback.
@@ -262,6 +266,8 @@ $(B)/fuzz/fuzz_%: $(B)/fuzz/tests/fuzz/fuzz_%.o $(FUZZ_API_OBJS) $(FUZZ_LIBS)
 
 # fuzz_replay_file reads cc-gameserver's replay log with the reader cc-replay-dump uses.
 $(B)/fuzz/fuzz_replay_file: $(B)/fuzz/gameserver/replay.o
+# fuzz_wire_to_server also runs community mode's reading of refused packets (gameserver/play.h).
+$(B)/fuzz/fuzz_wire_to_server: $(B)/fuzz/gameserver/play.o $(B)/fuzz/gameserver/match.o $(B)/fuzz/gameserver/wire_glue.o
 
 fuzz-build: $(FUZZ_BINS)
 
