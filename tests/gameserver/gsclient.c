@@ -75,6 +75,9 @@
  *       after 5 s), then after S seconds (default 8) {"result":"idle",
  *       "connected":K,"refused":{"reason":count...},"disconnected":D}.
  *
+ *   gsclient community-e2e|community-property|community-slow|community-matches|community-hostile ...
+ *       Community mode (issue 23): see community.c.
+ *
  * Exit status: 0 when it printed its line, 2 on bad arguments, 1 otherwise.
  */
 #include <enet/enet.h>
@@ -94,22 +97,7 @@
 #include "sys/file.h"
 #include "sys/banned.h"
 #include "gsconn.h"
-
-static const char *arg(int argc, char **argv, const char *name)
-{
-	size_t n = strlen(name);
-	for (int i = 2; i < argc; i++)
-		if (strncmp(argv[i], "--", 2) == 0 && strncmp(argv[i] + 2, name, n) == 0 && argv[i][2 + n] == '=')
-			return argv[i] + 3 + n;
-	return NULL;
-}
-
-static long arg_long(int argc, char **argv, const char *name, long dflt)
-{
-	const char *v = arg(argc, argv, name);
-	return v ? strtol(v, NULL, 10) : dflt;
-}
-
+#include "lobbyc.h"
 
 /* ---- mint ------------------------------------------------------------------------ */
 
@@ -774,7 +762,7 @@ static int idle(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: gsclient mint|play|spectate|hostile|flood|idle --name=value...\n");
+		fprintf(stderr, "usage: gsclient mint|play|spectate|hostile|flood|idle|community-{e2e,property,slow,matches,hostile} --name=value...\n");
 		return 2;
 	}
 	if (cc_crypto_init() != 0 || enet_initialize() != 0)
@@ -786,6 +774,7 @@ int main(int argc, char **argv)
 		 : strcmp(argv[1], "spectate") == 0 ? spectate(argc, argv)
 		 : strcmp(argv[1], "flood") == 0 ? flood(argc, argv)
 		 : strcmp(argv[1], "idle") == 0	 ? idle(argc, argv)
+		 : strncmp(argv[1], "community-", 10) == 0 ? community_main(argc, argv)
 						 : 2;
 	enet_deinitialize();
 	return rc;

@@ -10,6 +10,21 @@
 #include "sys/clock.h"
 #include "sys/banned.h"
 
+const char *arg(int argc, char **argv, const char *name)
+{
+	size_t n = strlen(name);
+	for (int i = 2; i < argc; i++)
+		if (strncmp(argv[i], "--", 2) == 0 && strncmp(argv[i] + 2, name, n) == 0 && argv[i][2 + n] == '=')
+			return argv[i] + 3 + n;
+	return NULL;
+}
+
+long arg_long(int argc, char **argv, const char *name, long dflt)
+{
+	const char *v = arg(argc, argv, name);
+	return v ? strtol(v, NULL, 10) : dflt;
+}
+
 void put16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 
 /* ---- the connection -------------------------------------------------------------- */
@@ -231,6 +246,7 @@ void on_session_packet(struct conn *c, struct play_stats *st, int channel, const
 	} else if (m.id == CC_MSG_MATCH_END) {
 		st->ended[0] = m.u.match_end.score[0];
 		st->ended[1] = m.u.match_end.score[1];
+		st->end_tick = m.u.match_end.tick;
 		st->over = true;
 	} else if (m.id == CC_MSG_GOAL) {
 		st->goals++;

@@ -45,6 +45,7 @@ struct play_stats {
 	uint32_t last_ack, last_tick;
 	int score[2], ended[2];
 	bool over;
+	uint32_t end_tick; /* match_end's tick */
 	uint32_t bot_slots, pi_bot_slots;
 	uint32_t own_bot_last_tick, own_free_tick;
 	uint32_t kickoffs[8];
@@ -57,6 +58,9 @@ struct play_stats {
 	int64_t close_ms;                         /* from match_end to that disconnect */
 };
 
+/* Command-line values: --name=value among argv[2..]; arg_long dflt when absent. */
+const char *arg(int argc, char **argv, const char *name);
+long arg_long(int argc, char **argv, const char *name, long dflt);
 /* Little-endian u16 into p[0..1]. */
 void put16(uint8_t *p, uint32_t v);
 /* Zeroes c, creates its host and connects to 127.0.0.1:port; 0 once connected (within 5 s). */
