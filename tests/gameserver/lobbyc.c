@@ -404,8 +404,12 @@ static void on_list(struct lc_client *cl, const struct cc_wire_lobby_list *l, si
 		cl->list[cl->list_n++] = l->lobbies[i];
 	if (l->count > 0 && (int)l->first + l->count < l->total && cl->list_pages < 64)
 		cl->list_request = lc_list(cl, (uint16_t)(l->first + l->count));
-	else
+	else {
 		cl->list_done = true;
+		/* Compared at this very packet: later broadcasts in the same service round must not move the view first. */
+		cl->list_revision = cl->view.revision;
+		cl->list_agrees = lc_view_matches_list(cl, cl->list_why, sizeof cl->list_why);
+	}
 }
 
 static void match_done(struct lc_client *cl)

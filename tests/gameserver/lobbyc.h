@@ -102,6 +102,10 @@ struct lc_client {
 	bool list_done;
 	int list_n, list_pages, list_max_count;
 	size_t list_max_bytes; /* the largest lobby_list packet received */
+	/* When the list's last page arrived: the view's revision then, and whether the view said the same. */
+	uint32_t list_revision;
+	bool list_agrees;
+	char list_why[400];
 	struct cc_wire_lobby_summary list[LC_MAX_LOBBIES];
 	/* The view and what came to build it. */
 	struct lc_view view;
