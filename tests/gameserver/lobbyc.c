@@ -246,22 +246,43 @@ static void record_digest(struct lc_client *cl)
 	cl->digests[cl->n_digests++] = (struct lc_revdigest){ cl->view.revision, lc_view_digest(&cl->view) };
 }
 
-/* By revision: true when the broadcast is to be applied (and the view's revision is moved). */
-static bool take_revision(struct lc_client *cl, uint32_t rev, const char *what)
+static bool gone_at(const struct lc_view *v, uint32_t id, uint32_t *rev)
+{
+	for (int i = v->n_gone; i-- > 0;)
+		if (v->gone_id[i] == id) {
+			*rev = v->gone_rev[i];
+			return true;
+		}
+	return false;
+}
+
+/*
+ * By revision, per lobby: true when the broadcast about lobby id is newer
+ * than what the view holds of it (then the view's revision moves up).
+ */
+static bool take_revision(struct lc_client *cl, uint32_t rev, uint32_t id, const char *what)
 {
 	cl->broadcasts++;
 	cl->last_broadcast_ms = cc_clock_ms();
-	if (cl->view.revision != 0 && (int32_t)(rev - cl->view.revision) <= 0) {
+	const struct lc_lobby *l = lc_view_lobby(&cl->view, id);
+	uint32_t last = 0;
+	bool known = l != NULL;
+	if (l)
+		last = l->revision;
+	else
+		known = gone_at(&cl->view, id, &last);
+	if (known && (int32_t)(rev - last) <= 0) {
 		cl->stale++;
 		FILE *f = ev_begin(cl, "stale");
 		if (f)
-			fprintf(f, ",\"msg\":\"%s\",\"revision\":%u,\"view_revision\":%u", what, rev, cl->view.revision);
+			fprintf(f, ",\"msg\":\"%s\",\"lobby_id\":%u,\"revision\":%u,\"lobby_revision\":%u", what, id, rev, last);
 		ev_end(f);
 		return false;
 	}
-	if (cl->view.revision != 0 && rev != cl->view.revision + 1)
+	if (cl->view.revision != 0 && (int32_t)(rev - cl->view.revision) > 1)
 		cl->gaps++;
-	cl->view.revision = rev;
+	if ((int32_t)(rev - cl->view.revision) > 0)
+		cl->view.revision = rev;
 	return true;
 }
 
@@ -282,7 +303,7 @@ static void print_lobby(FILE *f, const struct lc_lobby *l)
 static void on_updated(struct lc_client *cl, const struct cc_wire_lobby_updated *u)
 {
 	cl->updated++;
-	if (!take_revision(cl, u->revision, "lobby_updated"))
+	if (!take_revision(cl, u->revision, u->lobby_id, "lobby_updated"))
 		return;
 	int i = lobby_index(&cl->view, u->lobby_id);
 	if (i < 0) {
@@ -293,6 +314,7 @@ static void on_updated(struct lc_client *cl, const struct cc_wire_lobby_updated 
 	struct lc_lobby *l = &cl->view.lobbies[i];
 	memset(l, 0, sizeof *l);
 	l->id = u->lobby_id;
+	l->revision = u->revision;
 	l->state = u->state;
 	l->max_players = u->max_players;
 	snprintf(l->name, sizeof l->name, "%s", u->name);
@@ -314,11 +336,20 @@ static void on_updated(struct lc_client *cl, const struct cc_wire_lobby_updated 
 static void on_deleted(struct lc_client *cl, const struct cc_wire_lobby_deleted *d)
 {
 	cl->deleted++;
-	if (!take_revision(cl, d->revision, "lobby_deleted"))
+	if (!take_revision(cl, d->revision, d->lobby_id, "lobby_deleted"))
 		return;
 	int i = lobby_index(&cl->view, d->lobby_id);
 	if (i >= 0)
 		cl->view.lobbies[i] = cl->view.lobbies[--cl->view.n];
+	struct lc_view *v = &cl->view;
+	if (v->n_gone == (int)CC_ARRAY_LEN(v->gone_id)) { /* forget the oldest half */
+		int h = v->n_gone / 2;
+		memmove(v->gone_id, v->gone_id + h, (size_t)(v->n_gone - h) * sizeof v->gone_id[0]);
+		memmove(v->gone_rev, v->gone_rev + h, (size_t)(v->n_gone - h) * sizeof v->gone_rev[0]);
+		v->n_gone -= h;
+	}
+	v->gone_id[v->n_gone] = d->lobby_id;
+	v->gone_rev[v->n_gone++] = d->revision;
 	record_digest(cl);
 	FILE *f = ev_begin(cl, "lobby_deleted");
 	if (f)
@@ -329,8 +360,16 @@ static void on_deleted(struct lc_client *cl, const struct cc_wire_lobby_deleted 
 static void on_starting(struct lc_client *cl, const struct cc_wire_match_starting *s)
 {
 	cl->starting++;
-	if (!take_revision(cl, s->revision, "match_starting"))
+	/* It announces, it changes no lobby: ordered against the global revision only. */
+	cl->broadcasts++;
+	cl->last_broadcast_ms = cc_clock_ms();
+	if (cl->view.revision != 0 && (int32_t)(s->revision - cl->view.revision) <= 0) {
+		cl->stale++;
 		return;
+	}
+	if (cl->view.revision != 0 && s->revision != cl->view.revision + 1)
+		cl->gaps++;
+	cl->view.revision = s->revision;
 	cl->starting_lobby = s->lobby_id;
 	cl->starting_delay_ms = s->delay_ms;
 	cl->starting_tick = s->start_tick;
@@ -478,6 +517,16 @@ static void on_packet(struct lc_client *cl, int channel, const uint8_t *d, size_
 		on_starting(cl, &m.u.match_starting);
 		return;
 	case CC_MSG_WELCOME: {
+		if (m.u.welcome.slot == CC_WIRE_SLOT_NONE && !cl->playing) { /* registered: the lobby, not a match */
+			cl->registered = true;
+			cl->registered_ms = cc_clock_ms();
+			cl->next_ping_ms = cl->registered_ms + LC_PING_MS;
+			FILE *f = ev_begin(cl, "registered");
+			if (f)
+				fprintf(f, ",\"mode\":%u,\"match_state\":%u", m.u.welcome.mode, m.u.welcome.match_state);
+			ev_end(f);
+			return;
+		}
 		cl->welcomes++;
 		memset(&cl->st, 0, sizeof cl->st);
 		cl->st.ended[0] = cl->st.ended[1] = -1;
@@ -566,6 +615,15 @@ static bool pump_once(struct lc_client **all, int n)
 			continue;
 		if (cl->ending && now - cl->ended_at_ms > END_SNAPSHOT_WAIT_MS)
 			match_done(cl); /* no snapshot showed the end: recorded as not agreeing */
+		if (cl->registered && !cl->playing && now >= cl->next_ping_ms) {
+			cl->next_ping_ms = now + LC_PING_MS; /* keep-alive between matches */
+			struct cc_wire_msg p = { .id = CC_MSG_PING };
+			p.u.ping.client_time = (uint32_t)now;
+			uint8_t buf[16];
+			size_t len = encode(&p, buf, sizeof buf);
+			if (len)
+				send_raw(&cl->c, 1, buf, len, false);
+		}
 		if (cl->playing && !cl->ending && now >= cl->next_input_ms) {
 			cl->next_input_ms += 1000 / 60;
 			if (now - cl->next_input_ms > 100)

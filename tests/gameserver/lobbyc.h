@@ -8,11 +8,20 @@
  * (each with its own request number; lc_wait_result waits for the
  * lobby_result or lobby_list that echoes it), and keeps its own view of
  * the server's lobbies built ONLY from the broadcasts (lobby_updated,
- * lobby_deleted, match_starting), applied by revision: a broadcast whose
- * revision is not newer than the view's is stale (counted, ignored); a
- * jump of more than one is a gap (counted: changes the client never
- * heard of). After every applied broadcast the view's digest is recorded
- * with its revision, so clients can be compared revision by revision.
+ * lobby_deleted, match_starting), applied by revision, per lobby: a
+ * broadcast about a lobby whose revision is not newer than the last one
+ * applied to that lobby (or its deletion) is stale (counted, ignored);
+ * the view's revision is the newest applied; a live broadcast more than
+ * one past it is a gap (counted: changes the client never heard of). The
+ * state of every lobby a server sends right after the registration
+ * welcome (community.h: slot 255) may carry older or equal revisions:
+ * per-lobby order is what makes the view right. After every applied
+ * broadcast the view's digest is recorded with the view's revision, so
+ * clients can be compared revision by revision.
+ *
+ * Welcome: the first (slot 255, match_state LOBBY) registers the client;
+ * a later one with a slot is its lobby's match starting. A registered
+ * client pings every LC_PING_MS while it is not playing (keep-alive).
  *
  * When `welcome` comes (community: at the start of its lobby's match) the
  * client plays the match with gsconn's play code (section 5 messages,
@@ -37,6 +46,7 @@
 
 #define LC_MAX_LOBBIES 256
 #define LC_MAX_MATCHES 16
+#define LC_PING_MS 2000
 
 struct lc_member {
 	uint32_t id;
@@ -46,6 +56,7 @@ struct lc_member {
 
 struct lc_lobby {
 	uint32_t id;
+	uint32_t revision; /* of the newest broadcast applied to it */
 	uint8_t state, max_players;
 	char name[CC_WIRE_LOBBY_NAME_MAX + 1];
 	int n_members;
@@ -54,9 +65,12 @@ struct lc_lobby {
 
 /* A client's picture of all lobbies, from broadcasts only. */
 struct lc_view {
-	uint32_t revision; /* of the newest broadcast applied (0: none) */
+	uint32_t revision; /* the newest revision applied (0: none) */
 	int n;
 	struct lc_lobby lobbies[LC_MAX_LOBBIES];
+	/* Deleted lobbies and the revision that deleted them: an older update must not bring one back. */
+	int n_gone;
+	uint32_t gone_id[LC_MAX_LOBBIES * 4], gone_rev[LC_MAX_LOBBIES * 4];
 };
 
 struct lc_result {
@@ -92,6 +106,8 @@ struct lc_client {
 	FILE *out;            /* JSON event lines (NULL: none) */
 	bool frozen;          /* never serviced: a slow reader */
 	bool hello_sent;
+	bool registered;      /* the registration welcome came */
+	int64_t registered_ms, next_ping_ms;
 	int64_t connected_ms, gone_ms;
 	int gone_data;        /* the ENet disconnect's data (-1: none yet) */
 	uint32_t member_id, lobby_id; /* from the newest lobby_result */
