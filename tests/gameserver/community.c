@@ -18,11 +18,12 @@
  *       and no solo match starts; a silent pre-handshake peer receives
  *       nothing and is dropped at the deadline.
  *
- *   gsclient community-property --port=P [--clients=8] [--steps=150] [--seed=1]
+ *   gsclient community-property --port=P [--clients=8] [--steps=150] [--seed=1] [--step-ms=0]
  *       Random requests from the clients; after every step each client's
  *       view (broadcasts only) is compared with the server's lobby_list,
  *       and every pair of clients must hold the same view at every
- *       revision both saw.
+ *       revision both saw. --step-ms=M pumps a random 0..2M ms before each
+ *       step, so countdowns run out and matches start and end meanwhile.
  *
  *   gsclient community-slow --port=P --server-log=FILE [--clients=4] [--seconds=40]
  *       One member stops servicing its ENet host; the others keep
@@ -483,6 +484,7 @@ static int property(int argc, char **argv)
 		return 2;
 	int nc = (int)arg_long(argc, argv, "clients", 8);
 	long steps = arg_long(argc, argv, "steps", 150);
+	long step_ms = arg_long(argc, argv, "step-ms", 0); /* pumped between steps: countdowns and matches happen */
 	rng_state = (uint64_t)arg_long(argc, argv, "seed", 1) * 0x9e3779b97f4a7c15ull + 1;
 	if (nc < 2 || nc > 32)
 		return 2;
@@ -498,10 +500,27 @@ static int property(int argc, char **argv)
 	int64_t t0 = cc_clock_ms();
 	for (long step = 0; step < steps && s.failed == 0; step++) {
 		struct lc_client *cl = c[rnd((uint32_t)nc)];
-		int kind = (int)rnd(8);
+		/* Weighted so that lobbies fill, ready up and hold still long enough for countdowns and matches. */
+		static const int weights[8] = { 2, 3, 1, 4, 1, 2, 1, 1 };
+		int kind = 0;
+		for (uint32_t w = rnd(15); w >= (uint32_t)weights[kind]; kind++)
+			w -= (uint32_t)weights[kind];
 		uint16_t req;
 		/* A lobby the client may know of, from its own view. */
 		uint32_t target = cl->view.n ? cl->view.lobbies[rnd((uint32_t)cl->view.n)].id : 1;
+		uint32_t was_in = cl->lobby_id;
+		if (step_ms > 0)
+			lc_pump(s.all, s.n, (int64_t)rnd((uint32_t)step_ms * 2));
+		/* In a counting-down lobby, mostly hold still (a rename, a list): some countdowns run out into matches. */
+		const struct lc_lobby *mine = was_in ? lc_view_lobby(&cl->view, was_in) : NULL;
+		if (mine && mine->state == CC_LOBBY_STARTING && (kind == 2 || kind == 3 || kind == 4) && rnd(50) != 0)
+			kind = rnd(2) ? 5 : 7;
+		/* Outside a lobby, a create is a join where there is room, mostly: lobbies fill and start. */
+		for (int i = 0; kind == 0 && !was_in && rnd(4) != 0 && i < cl->view.n; i++)
+			if (cl->view.lobbies[i].state == CC_LOBBY_OPEN && cl->view.lobbies[i].n_members < cl->view.lobbies[i].max_players) {
+				kind = 1;
+				target = cl->view.lobbies[i].id;
+			}
 		switch (kind) {
 		case 0:
 			snprintf(name, sizeof name, "lobby-%ld", step);
@@ -509,7 +528,7 @@ static int property(int argc, char **argv)
 			break;
 		case 1: req = lc_join(cl, target); break;
 		case 2: req = lc_leave(cl); break;
-		case 3: req = lc_ready(cl, rnd(3) == 0); break; /* mostly not ready: few matches */
+		case 3: req = lc_ready(cl, rnd(4) != 0); break;
 		case 4: req = lc_ready(cl, false); break;
 		case 5:
 			snprintf(name, sizeof name, "p%d-%ld", cl->index, step);
@@ -523,9 +542,11 @@ static int property(int argc, char **argv)
 		if (!check(&s, r != NULL, "answer", "step %ld: client %d %s: no answer", step, cl->index, kinds[kind]))
 			break;
 		ok_by_kind[kind] += r->result == CC_LOBBY_OK;
-		if (kind == 6 && r->result != CC_LOBBY_UNKNOWN)
-			check(&s, false, "unknown lobby", "step %ld: join of lobby %u answered %s", step, 900000u,
-			      cc_wire_lobby_result_name(r->result));
+		/* One lobby per player is checked first (game/lobby.h), then whether the lobby exists. */
+		int want6 = was_in ? CC_LOBBY_ALREADY_IN_LOBBY : CC_LOBBY_UNKNOWN;
+		if (kind == 6 && r->result != want6)
+			check(&s, false, "unknown lobby", "step %ld: join of an unknown lobby (client in lobby %u) answered %s, expected %s",
+			      step, was_in, cc_wire_lobby_result_name(r->result), cc_wire_lobby_result_name((uint8_t)want6));
 		/* The server's state as listed, against one client's view at that moment... */
 		struct lc_client *lister = c[rnd((uint32_t)nc)];
 		bool agreed = false;

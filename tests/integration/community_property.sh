@@ -13,7 +13,7 @@ source "$(dirname "$0")/gameserver_lib.sh"
 port=$(free_port)
 gs_start_community "$port" --match-seconds=5 --warmup-seconds=0
 for seed in 1 2; do
-	gs_community "seed $seed" "$T_DIR/prop.$seed.out" community-property --port="$port" --clients=8 --steps=150 \
+	gs_community "seed $seed" "$T_DIR/prop.$seed.out" community-property --port="$port" --clients=8 --steps=300 --step-ms=50 \
 		--seed="$seed" --events="$T_DIR/prop.$seed.events"
 	echo "$T_NAME: $(grep '"check":"property run"' "$T_DIR/prop.$seed.out" | jq -r .detail)"
 done
