@@ -1,0 +1,101 @@
+/*
+ * play.c - see play.h.
+ */
+#include "play.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "wire_glue.h"
+#include "game/match_lifecycle.h"
+#include "sys/log.h"
+#include "sys/metrics.h"
+#include "sys/banned.h"
+
+#define TICK_NS (1000000000LL / CC_WIRE_TICK_RATE)
+
+void gs_rate_init(struct gs_rate *r, const struct gs_rate_limits *l, int64_t now_ns)
+{
+	memset(r, 0, sizeof *r);
+	cc_leaky_init(&r->pkts, l->pps, l->pps, now_ns); /* burst: one second's worth */
+	cc_leaky_init(&r->bytes, l->bps, l->bps, now_ns);
+	/* Drops leak at half the packet limit, up to half a second of the limit: a sender over the limit by less
+	 * than half of it is only throttled; one far over it (a flood) is kicked within about a second. */
+	cc_leaky_init(&r->over, l->pps / 2.0, l->pps / 2.0, now_ns);
+}
+
+enum gs_rate_verdict gs_rate_charge(struct gs_rate *r, const struct gs_rate_limits *l, size_t len, int64_t now_ns,
+				    bool grace, uint64_t peer, const char *addr, int slot, const char **limit,
+				    char *detail, size_t detail_len)
+{
+	bool pkts_ok = cc_leaky_take(&r->pkts, 1, now_ns);
+	if (pkts_ok && cc_leaky_take(&r->bytes, (double)len, now_ns))
+		return GS_RATE_OK;
+	if (pkts_ok)
+		cc_leaky_untake(&r->pkts, 1); /* refused by the byte limit: it costs nothing in the packet one */
+	*limit = pkts_ok ? "bytes" : "packets";
+	const char *labels[] = { *limit, NULL };
+	cc_metric_add(l->m_packets, labels, 1);
+	cc_metric_add(l->m_bytes, NULL, (double)len);
+	r->dropped++;
+	r->dropped_bytes += len;
+	r->total++;
+	int64_t now_ms = now_ns / 1000000;
+	if (!r->logged_ms || now_ms - r->logged_ms >= l->log_window_ms) {
+		cc_log_warn("rate_limited", CC_LOG_INT("peer", peer), CC_LOG_STR("addr", addr), CC_LOG_INT("slot", slot),
+			    CC_LOG_STR("limit", *limit), CC_LOG_INT("dropped", (int64_t)r->dropped),
+			    CC_LOG_INT("dropped_bytes", (int64_t)r->dropped_bytes), CC_LOG_INT("dropped_total", (int64_t)r->total),
+			    CC_LOG_INT("window_ms", l->log_window_ms), CC_LOG_INT("packets_per_second", l->pps),
+			    CC_LOG_INT("bytes_per_second", l->bps), CC_LOG_BOOL("grace", grace));
+		r->logged_ms = now_ms;
+		r->dropped = r->dropped_bytes = 0;
+	}
+	if (!grace && !cc_leaky_take(&r->over, 1, now_ns)) {
+		snprintf(detail, detail_len, "persistently over the %s limit: %" PRIu64 " packets dropped", *limit, r->total);
+		return GS_RATE_KICK;
+	}
+	return GS_RATE_DROP;
+}
+
+void gs_play_event_msg(struct cc_wire_msg *m, const struct gs_match *match, const struct gs_event *ev)
+{
+	uint32_t tick = gs_match_tick(match);
+	memset(m, 0, sizeof *m);
+	switch (ev->kind) {
+	case GS_EVENT_STATE:
+		gs_wire_match_state(m, match);
+		break;
+	case GS_EVENT_GOAL:
+		m->id = CC_MSG_GOAL;
+		m->u.goal.tick = tick;
+		m->u.goal.team = (uint8_t)ev->team;
+		m->u.goal.scorer = ev->slot >= 0 ? (uint8_t)ev->slot : CC_WIRE_SLOT_NONE;
+		m->u.goal.score[0] = (uint8_t)ev->score[0];
+		m->u.goal.score[1] = (uint8_t)ev->score[1];
+		break;
+	case GS_EVENT_KICKOFF:
+		/* The resulting transforms, never a seed (SPEC 11). */
+		gs_wire_kickoff(m, match);
+		break;
+	case GS_EVENT_ENDED:
+		m->id = CC_MSG_MATCH_END;
+		m->u.match_end.tick = tick;
+		m->u.match_end.score[0] = (uint8_t)ev->score[0];
+		m->u.match_end.score[1] = (uint8_t)ev->score[1];
+		m->u.match_end.winner = ev->winner < 0 ? CC_WIRE_TEAM_NONE : (uint8_t)ev->winner;
+		m->u.match_end.reason = (uint8_t)gs_match_lifecycle(match)->end_reason;
+		break;
+	}
+}
+
+void gs_play_pong(struct cc_wire_msg *m, uint32_t client_time, uint32_t tick, int64_t now_ns, int64_t next_tick_ns)
+{
+	memset(m, 0, sizeof *m);
+	m->id = CC_MSG_PONG;
+	m->u.pong.client_time = client_time;
+	m->u.pong.server_tick = tick;
+	int64_t into = now_ns - (next_tick_ns - TICK_NS);
+	into = into < 0 ? 0 : into >= TICK_NS ? TICK_NS - 1 : into;
+	m->u.pong.tick_fraction = (uint16_t)(into * 65536 / TICK_NS);
+}
