@@ -4,7 +4,7 @@
 # control plane, no database), and cc-player --community with
 # DEMO_PLAYERS (8) simulated players: they connect with display names,
 # create and join lobbies of DEMO_LOBBY_SIZE (4), ready up, play a
-# DEMO_MATCH_SECONDS (8) match per lobby on the same server at once, come
+# DEMO_MATCH_SECONDS (10) match per lobby on the same server at once, come
 # back to their lobbies, and leave. The server writes one JSON line per
 # match (--results-log). It prints, as the LAST line, "demo-community:
 # P players, L lobbies, M matches played (scores ...), R results logged,
@@ -17,7 +17,7 @@ BIN="$top/build/bin"
 LOGS="$top/build/demo-community"
 PLAYERS=${DEMO_PLAYERS:-8}
 LOBBY_SIZE=${DEMO_LOBBY_SIZE:-4}
-MATCH_SECONDS=${DEMO_MATCH_SECONDS:-8}
+MATCH_SECONDS=${DEMO_MATCH_SECONDS:-10}
 SEED=${DEMO_SEED:-1}
 
 say() { echo "demo-community: $*" >&2; }
@@ -32,7 +32,7 @@ mkdir -p "$LOGS"
 start=$SECONDS
 port=$(free_port)
 start_service gameserver "$BIN/cc-gameserver" --mode=community --bind=127.0.0.1 --game-port="$port" \
-	--match-seconds="$MATCH_SECONDS" --warmup-seconds=1 --results-log="$LOGS/results.jsonl"
+	--match-seconds="$MATCH_SECONDS" --warmup-seconds=1 --overtime-max-seconds=2 --results-log="$LOGS/results.jsonl"
 wait_http gameserver "http://127.0.0.1:$port/readyz" 20
 say "community server on 127.0.0.1:$port (UDP game, TCP probe); $PLAYERS players, lobbies of $LOBBY_SIZE"
 status=0

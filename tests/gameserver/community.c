@@ -659,7 +659,7 @@ static int slow(int argc, char **argv)
 	int nc = (int)arg_long(argc, argv, "clients", 4);
 	long seconds = arg_long(argc, argv, "seconds", 40);
 	long bound_ms = arg_long(argc, argv, "latency-ms", 100);
-	long interval_ms = arg_long(argc, argv, "interval-ms", 5);
+	long interval_ms = arg_long(argc, argv, "interval-ms", 15); /* nc renamers, each under 20 requests/s */
 	if (!log || nc < 2 || nc > 15)
 		return 2;
 	struct lc_client *c[16];
@@ -861,6 +861,7 @@ static int hostile_community(int argc, char **argv)
 		expect_result(&s, n, lc_set_name(n, bad[i]), CC_LOBBY_INVALID_PARAMETERS, name);
 		snprintf(name, sizeof name, "lobby_create named with %s", bad_what[i]);
 		expect_result(&s, n, lc_create(n, 2, bad[i]), CC_LOBBY_INVALID_PARAMETERS, name);
+		lc_pump(s.all, s.n, 110); /* inside --lobby-requests-per-second (default 20) */
 	}
 	expect_result(&s, n, lc_create(n, 1, "too-small"), CC_LOBBY_INVALID_PARAMETERS, "lobby of 1");
 	expect_result(&s, n, lc_create(n, 17, "too-big"), CC_LOBBY_INVALID_PARAMETERS, "lobby of 17");
@@ -897,7 +898,7 @@ static int hostile_community(int argc, char **argv)
 		loops++;
 		if (loop->c.gone)
 			break;
-		lc_pump(s.all, s.n, 10);
+		lc_pump(s.all, s.n, 110); /* two requests per 1/8 s: inside --lobby-requests-per-second (default 20) */
 	}
 	check(&s, ok_loops == loops && !loop->c.gone, "create/leave loop", "%ld of %ld create+leave pairs ok in 3 s",
 	      ok_loops, loops);

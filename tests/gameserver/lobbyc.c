@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "game/chase.h"
+#include "game/sim.h"
 #include "sys/clock.h"
 #include "sys/banned.h"
 
@@ -532,6 +534,8 @@ static void on_packet(struct lc_client *cl, int channel, const uint8_t *d, size_
 		cl->st.ended[0] = cl->st.ended[1] = -1;
 		cl->st.close_data = -1;
 		cl->seq = 0;
+		cl->have_own = false;
+		cl->snap_tick = 0;
 		cl->playing = true;
 		cl->ending = false;
 		cl->next_input_ms = cc_clock_ms();
@@ -567,6 +571,16 @@ static void on_packet(struct lc_client *cl, int channel, const uint8_t *d, size_
 	default:
 		break;
 	}
+	if (cl->playing && m.id == CC_MSG_SNAPSHOT && m.u.snapshot.tick > cl->snap_tick) {
+		cl->snap_tick = m.u.snapshot.tick;
+		cl->snap_ball = m.u.snapshot.ball;
+		for (int i = 0; i < m.u.snapshot.player_count; i++)
+			if (m.u.snapshot.players[i].slot == cl->c.slot) {
+				cl->snap_own = m.u.snapshot.players[i].body;
+				cl->snap_boost = m.u.snapshot.players[i].boost;
+				cl->have_own = true;
+			}
+	}
 	if (cl->playing) {
 		bool was_over = cl->st.over;
 		on_session_packet(&cl->c, &cl->st, channel, d, len);
@@ -594,6 +608,31 @@ static void on_event(struct lc_client *cl, ENetEvent *ev)
 		on_packet(cl, ev->channelID, ev->packet->data, ev->packet->dataLength);
 		enet_packet_destroy(ev->packet);
 	}
+}
+
+/* One tick's input: the chase policy from the newest snapshot (neutral before one), with the three before it. */
+static void send_chase_input(struct lc_client *cl)
+{
+	struct cc_sim_input in;
+	memset(&in, 0, sizeof in);
+	if (cl->have_own && cl->c.team >= 0 && cl->c.team <= 1) {
+		struct cc_sim_body ship, ball;
+		cc_wire_body_to_sim(&cl->snap_own, &ship);
+		cc_wire_body_to_sim(&cl->snap_ball, &ball);
+		cc_chase_input(&ship, cc_wire_boost_unpack(cl->snap_boost), (unsigned)cl->c.team, &ball, &in);
+	}
+	cl->seq++;
+	cc_wire_input_from_sim(&in, &cl->ring[cl->seq % 4]);
+	struct cc_wire_msg m = { .id = CC_MSG_INPUT };
+	m.u.input.newest_seq = (uint16_t)cl->seq;
+	m.u.input.last_snapshot_tick = cl->snap_tick;
+	m.u.input.count = (uint16_t)(cl->seq < 4 ? cl->seq : 4);
+	for (unsigned i = 0; i < m.u.input.count; i++)
+		m.u.input.inputs[i] = cl->ring[(cl->seq - i) % 4];
+	uint8_t buf[CC_WIRE_MAX_PACKET];
+	size_t len = encode(&m, buf, sizeof buf);
+	if (len)
+		send_raw(&cl->c, 1, buf, len, false);
 }
 
 /* One round over every client: what arrived, then inputs that are due. True when anything arrived. */
@@ -628,8 +667,7 @@ static bool pump_once(struct lc_client **all, int n)
 			cl->next_input_ms += 1000 / 60;
 			if (now - cl->next_input_ms > 100)
 				cl->next_input_ms = now; /* fell behind: no burst */
-			cl->seq++;
-			send_input(&cl->c, (uint16_t)cl->seq, cl->seq < 4 ? (int)cl->seq : 4, 0, 1);
+			send_chase_input(cl);
 		}
 	}
 	return any;

@@ -25,7 +25,9 @@
  *
  * When `welcome` comes (community: at the start of its lobby's match) the
  * client plays the match with gsconn's play code (section 5 messages,
- * 60 Hz input, snapshots and events into struct play_stats) until
+ * snapshots and events into struct play_stats), steering at 60 Hz with
+ * the library's ball-chasing policy (game/chase.h) from its newest
+ * snapshot, each input message carrying the newest four, until
  * match_end and a snapshot at or past its tick, then records the match
  * (lc_match) and is back in the lobby.
  *
@@ -136,6 +138,12 @@ struct lc_client {
 	int welcomes;
 	struct play_stats st;
 	uint32_t seq, end_tick;
+	/* The newest snapshot's ball and own ship: the ball-chasing policy (game/chase.h) steers from them. */
+	bool have_own;
+	uint32_t snap_tick;
+	struct cc_wire_body snap_ball, snap_own;
+	uint8_t snap_boost;
+	struct cc_wire_input ring[4]; /* the newest inputs by seq % 4: each message repeats them */
 	int64_t next_input_ms, ended_at_ms;
 	int n_matches;
 	struct lc_match matches[LC_MAX_MATCHES];

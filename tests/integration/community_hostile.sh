@@ -15,7 +15,7 @@ source "$(dirname "$0")/gameserver_lib.sh"
 
 port=$(free_port)
 max=40
-gs_start_community "$port" --match-seconds=20 --warmup-seconds=0 --max-lobbies="$max" --max-peers=128
+gs_start_community "$port" --match-seconds=20 --warmup-seconds=0 --overtime-max-seconds=1 --max-lobbies="$max" --max-peers=128
 gs_community "hostile community inputs" "$T_DIR/hostile.out" community-hostile --port="$port" --max-lobbies="$max" \
 	--events="$T_DIR/hostile.events"
 grep -q '"event":"peer_kicked".*"reason":"rate_limited"' "$T_DIR/gs.log" || fail "the flood was not logged peer_kicked rate_limited"

@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gameserver_lib.sh"
 
 port=$(free_port)
-gs_start_community "$port" --match-seconds=8 --warmup-seconds=1 --max-peers=128 --results-log="$T_DIR/results.jsonl"
+gs_start_community "$port" --match-seconds=15 --warmup-seconds=1 --overtime-max-seconds=1 --max-peers=128 --results-log="$T_DIR/results.jsonl"
 gs_community "10 lobbies of 6" "$T_DIR/matches.out" community-matches --port="$port" --lobbies=10 --size=6 \
 	--events="$T_DIR/matches.events"
 n=$(wc -l <"$T_DIR/results.jsonl" 2>/dev/null || echo 0)

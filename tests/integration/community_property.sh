@@ -11,7 +11,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gameserver_lib.sh"
 
 port=$(free_port)
-gs_start_community "$port" --match-seconds=5 --warmup-seconds=0
+gs_start_community "$port" --match-seconds=5 --warmup-seconds=0 --overtime-max-seconds=1
 for seed in 1 2; do
 	gs_community "seed $seed" "$T_DIR/prop.$seed.out" community-property --port="$port" --clients=8 --steps=300 --step-ms=50 \
 		--seed="$seed" --events="$T_DIR/prop.$seed.events"
