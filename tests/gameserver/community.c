@@ -671,7 +671,7 @@ static int slow(int argc, char **argv)
 			return finish(&s);
 	}
 	struct lc_client *slowpoke = c[nc];
-	if (expect_result(&s, c[0], lc_create(c[0], 16, "the-slow-reader-lobby-0123456789"), CC_LOBBY_OK, "create") != CC_LOBBY_OK)
+	if (expect_result(&s, c[0], lc_create(c[0], 8, "the-slow-reader-lobby-0123456789"), CC_LOBBY_OK, "create") != CC_LOBBY_OK)
 		return finish(&s);
 	uint32_t lobby = c[0]->lobby_id;
 	for (int i = 1; i <= nc; i++)
@@ -938,7 +938,7 @@ static int hostile_community(int argc, char **argv)
 			return finish(&s);
 		char ln[40];
 		snprintf(ln, sizeof ln, "%s%04d", fat, i);
-		if (expect_result(&s, m, lc_create(m, 16, ln), CC_LOBBY_OK, "create up to the cap") != CC_LOBBY_OK)
+		if (expect_result(&s, m, lc_create(m, 8, ln), CC_LOBBY_OK, "create up to the cap") != CC_LOBBY_OK)
 			break;
 		made++;
 		last = m;
