@@ -38,7 +38,12 @@
  *       per lobby for the script to compare with --results-log.
  *
  *   gsclient community-hostile --port=P --max-lobbies=N
- *       Hostile community inputs while an honest lobby plays a match.
+ *       Hostile community inputs while an honest lobby plays a match:
+ *       names breaking the rules in hello (invalid_name), set_name and
+ *       lobby_create (invalid_parameters); a token (wrong_mode); lobby
+ *       requests before the hello; a paced create/leave loop and an
+ *       unpaced one (rate_limited); lobbies up to the cap and the list's
+ *       pages.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -853,6 +858,15 @@ static int hostile_community(int argc, char **argv)
 		      "refused %d reason '%s' (%s), expected %s; disconnected %d", x->c.refused, x->c.reason, x->c.detail, want,
 		      x->c.gone);
 	}
+	/* A join token (auth 1) to a community server: wrong_mode. */
+	struct lc_client *t = connect_client(&s, "connect");
+	if (!t)
+		return finish(&s);
+	send_hello(&t->c, PROTOCOL, "v1.eyJub3QiOiJhIHRva2VuIn0.c2ln");
+	lc_wait(s.all, s.n, gone, t, STEP_MS);
+	check(&s, t->c.refused && strcmp(t->c.reason, "wrong_mode") == 0 && t->c.gone, "a token is wrong_mode",
+	      "hello {auth 1, token}: refused %d reason '%s' (%s), disconnected %d", t->c.refused, t->c.reason, t->c.detail,
+	      t->c.gone);
 	struct lc_client *n = join_server(&s, "namer");
 	if (!n)
 		return finish(&s);

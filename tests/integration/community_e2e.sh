@@ -39,3 +39,15 @@ seen=$(grep '"ev":"match_end"' "$T_DIR/e2e.events" | head -n1 | jq -c .ended_sco
 logged=$(jq -c '.score // [.score_0, .score_1]' "$T_DIR/results.jsonl")
 expect_eq "the logged score is the one the players saw" "$seen" "$logged"
 pass "--results-log: one line, score $logged"
+
+# The metrics of issue 23 saw the run: requests by result, broadcasts, the one match.
+metrics=$(curl -sf "http://127.0.0.1:$port/metrics") || fail "GET /metrics failed"
+metric() { awk -v k="$1" 'index($0, k) == 1 { s += $NF } END { print s + 0 }' <<<"$metrics"; }
+expect_eq "matches started" 1 "$(metric 'cosmic_clash_gameserver_matches_started_total')"
+for r in not_registered already_in_lobby lobby_full unknown_lobby already_started; do
+	n=$(grep -E "^cosmic_clash_gameserver_lobby_requests_total\{.*result=\"$r\"" <<<"$metrics" | awk '{ s += $NF } END { print s + 0 }')
+	((n >= 1)) || fail "no lobby request counted with result $r: $(grep lobby_requests_total <<<"$metrics")"
+done
+n=$(metric 'cosmic_clash_gameserver_lobby_broadcasts_total{message="lobby_updated"}')
+((n > 0)) || fail "no lobby_updated broadcast counted"
+pass "metrics: 1 match started, every refusal counted by result, $n lobby_updated broadcasts"
