@@ -482,6 +482,49 @@ static bool reached(void *ctx)
 	return true;
 }
 
+/* The member of lobby l with id, or NULL. */
+static const struct lc_member *member_in(const struct lc_lobby *l, uint32_t id)
+{
+	for (int i = 0; l && i < l->n_members; i++)
+		if (l->members[i].id == id)
+			return &l->members[i];
+	return NULL;
+}
+
+/*
+ * What an accepted request did, as the requester's own view shows it when
+ * the answer arrives (the server answers after the broadcasts the request
+ * caused, gameserver/community.h): NULL when it shows it, else what is
+ * missing.
+ */
+static const char *effect_missing(const struct lc_client *cl, int kind, uint32_t was_in, const char *name, int ready)
+{
+	const struct lc_lobby *now = lc_view_lobby(&cl->view, cl->lobby_id);
+	const struct lc_member *me = member_in(now, cl->member_id);
+	switch (kind) {
+	case 0: /* create */
+		if (!now || now->n_members != 1 || !me || strcmp(now->name, name) != 0)
+			return "the created lobby, with the creator alone in it";
+		return NULL;
+	case 1: /* join */
+		return me ? NULL : "the requester among the members of the lobby it joined";
+	case 2: /* leave */
+		return member_in(lc_view_lobby(&cl->view, was_in), cl->member_id) ? "the requester gone from the lobby it left"
+										    : NULL;
+	case 3:
+	case 4: /* ready */
+		if (!now || now->state == CC_LOBBY_IN_MATCH)
+			return NULL; /* a match that just began or ended moves ready on its own */
+		return me && me->ready == ready ? NULL : "the requester's new ready flag";
+	case 5: /* rename */
+		if (!now)
+			return NULL; /* in no lobby: nothing to broadcast */
+		return me && strcmp(me->name, name) == 0 ? NULL : "the requester's new name in its lobby";
+	default:
+		return NULL;
+	}
+}
+
 static int property(int argc, char **argv)
 {
 	struct scen s;
@@ -526,6 +569,7 @@ static int property(int argc, char **argv)
 				kind = 1;
 				target = cl->view.lobbies[i].id;
 			}
+		int ready_sent = -1;
 		switch (kind) {
 		case 0:
 			snprintf(name, sizeof name, "lobby-%ld", step);
@@ -533,8 +577,14 @@ static int property(int argc, char **argv)
 			break;
 		case 1: req = lc_join(cl, target); break;
 		case 2: req = lc_leave(cl); break;
-		case 3: req = lc_ready(cl, rnd(4) != 0); break;
-		case 4: req = lc_ready(cl, false); break;
+		case 3:
+			ready_sent = rnd(4) != 0;
+			req = lc_ready(cl, ready_sent);
+			break;
+		case 4:
+			ready_sent = 0;
+			req = lc_ready(cl, false);
+			break;
 		case 5:
 			snprintf(name, sizeof name, "p%d-%ld", cl->index, step);
 			req = lc_set_name(cl, name);
@@ -547,6 +597,11 @@ static int property(int argc, char **argv)
 		if (!check(&s, r != NULL, "answer", "step %ld: client %d %s: no answer", step, cl->index, kinds[kind]))
 			break;
 		ok_by_kind[kind] += r->result == CC_LOBBY_OK;
+		const char *missing = r->result == CC_LOBBY_OK ? effect_missing(cl, kind, was_in, name, ready_sent) : NULL;
+		if (!check(&s, missing == NULL, "the requester's view shows its request",
+			   "step %ld: client %d %s answered ok, but its view lacks %s", step, cl->index, kinds[kind],
+			   missing ? missing : ""))
+			break;
 		/* One lobby per player is checked first (game/lobby.h), then whether the lobby exists. */
 		int want6 = was_in ? CC_LOBBY_ALREADY_IN_LOBBY : CC_LOBBY_UNKNOWN;
 		if (kind == 6 && r->result != want6)
