@@ -269,6 +269,8 @@ $(B)/fuzz/fuzz_%: $(B)/fuzz/tests/fuzz/fuzz_%.o $(FUZZ_API_OBJS) $(FUZZ_LIBS)
 
 # fuzz_replay_file reads cc-gameserver's replay log with the reader cc-replay-dump uses.
 $(B)/fuzz/fuzz_replay_file: $(B)/fuzz/gameserver/replay.o
+# fuzz_wire_to_server also runs community mode's reading of refused packets (gameserver/play.h).
+$(B)/fuzz/fuzz_wire_to_server: $(B)/fuzz/gameserver/play.o $(B)/fuzz/gameserver/match.o $(B)/fuzz/gameserver/wire_glue.o
 
 fuzz-build: $(FUZZ_BINS)
 

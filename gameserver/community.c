@@ -36,6 +36,7 @@
 #define ENET_TIMEOUT_MIN_MS 5000  /* a peer that acknowledges nothing is dropped by ENet within these */
 #define ENET_TIMEOUT_MAX_MS 10000
 #define MATCH_PLAYERS_MAX CC_SIM_MAX_SHIPS
+#define IDLE_EVICT_MIN_MS 500 /* a silent peer younger than this is never evicted (its hello may be in flight) */
 
 enum cpeer_phase {
 	CP_HELLO,  /* connected, no hello yet: receives nothing */
@@ -74,6 +75,7 @@ struct cmatch {
 	struct cpeer *by_slot[MATCH_PLAYERS_MAX];
 	int goals[MATCH_PLAYERS_MAX];
 	bool ended;
+	bool abandoned; /* its lobby was deleted: unlinked by the next tick (never while a tick walks it) */
 	int score[2];
 	int winner;
 	const char *end_reason;
@@ -555,15 +557,18 @@ static void unlink_match(struct gs_community *c, struct cmatch *cm)
 	free(cm);
 }
 
-/* The lobby of a running match was deleted (its last member left): the match is abandoned. */
+/*
+ * The lobby of a running match was deleted (its last member left): the
+ * match is abandoned, and freed by the next tick (this may run inside
+ * tick_match, from a kick).
+ */
 static void abandon_match(struct gs_community *c, uint32_t lobby_id)
 {
 	for (struct cmatch *cm = c->matches; cm; cm = cm->next)
-		if (cm->lobby_id == lobby_id) {
+		if (cm->lobby_id == lobby_id && !cm->abandoned) {
 			if (!cm->ended)
 				write_result(c, cm, true);
-			unlink_match(c, cm);
-			gauges(c);
+			cm->abandoned = true;
 			return;
 		}
 }
@@ -597,6 +602,11 @@ static void on_match_event(void *ctx, const struct gs_event *ev)
 /* One tick of one match: inputs, step, snapshot; after the end linger its members go back to the lobby. */
 static void tick_match(struct gs_community *c, struct cmatch *cm, bool grace)
 {
+	if (cm->abandoned) {
+		unlink_match(c, cm);
+		gauges(c);
+		return;
+	}
 	if (cm->ended && cc_clock_ms() - cm->ended_ms >= c->opts.end_linger_ms) {
 		uint32_t lobby = cm->lobby_id;
 		unlink_match(c, cm);
@@ -628,6 +638,8 @@ static void tick_match(struct gs_community *c, struct cmatch *cm, bool grace)
 			kick(c, p, CC_REASON_INPUT_STALLED, detail); /* leaves the match and the lobby */
 		}
 	}
+	if (cm->abandoned)
+		return; /* the kick emptied its lobby: freed next tick */
 	struct match_ev_ctx mc = { .c = c, .cm = cm };
 	gs_match_step(cm->match, on_match_event, &mc);
 	uint32_t t = gs_match_tick(cm->match);
@@ -823,8 +835,9 @@ static void on_packet(struct gs_community *c, struct cpeer *p, int channel, cons
 	if (p->phase == CP_HELLO) {
 		if (rc != 0) {
 			/* A hello whose name breaks the rules (it decoded up to its credential): invalid_name. */
-			if (f.id == CC_MSG_HELLO && len >= 7 && data[6] == CC_WIRE_AUTH_NAME && strcmp(f.field, "credential") == 0) {
-				if (le16(data + 4) != CC_WIRE_TICK_RATE) {
+			uint16_t tick_rate = 0;
+			if (gs_play_hello_bad_name(data, len, &f, &tick_rate)) {
+				if (tick_rate != CC_WIRE_TICK_RATE) {
 					kick(c, p, CC_REASON_TICK_RATE_MISMATCH, "server ticks at 60 Hz");
 					return;
 				}
@@ -861,10 +874,9 @@ static void on_packet(struct gs_community *c, struct cpeer *p, int channel, cons
 	}
 	if (rc != 0) {
 		/* A lobby request that carries its request number but breaks a value rule: a typed refusal. */
-		if (is_lobby_request(f.id) && len >= 4 && f.kind != CC_WIRE_FAULT_TRUNCATED && f.field && f.field[0] &&
-		    strcmp(f.field, "request") != 0 && channel == GS_CH_CONTROL) {
-			if (p->phase == CP_MEMBER)
-				lobby_result(c, p, le16(data + 2), f.id, CC_LOBBY_R_INVALID);
+		uint16_t request = 0;
+		if (gs_play_lobby_refusable(data, len, (uint8_t)channel, &f, &request)) {
+			lobby_result(c, p, request, f.id, CC_LOBBY_R_INVALID);
 			return;
 		}
 		(void)count_bad(c, p, &f);
@@ -932,12 +944,35 @@ static void peer_addr(const ENetPeer *e, char *out, size_t cap)
 	snprintf(out, cap, "%s:%u", ip, (unsigned)e->address.port);
 }
 
+/*
+ * A new connection. Silent peers (no hello yet) cannot crowd out an honest
+ * one, as in allocated mode (protocol section 4): one address keeps at most
+ * --max-silent-per-address of them (its oldest gives way), and when all
+ * --max-peers are taken the oldest silent peer anywhere gives way; one
+ * younger than IDLE_EVICT_MIN_MS never does (its hello may be in flight).
+ * Evicted peers are refused handshake_timeout; with nobody to evict the
+ * newcomer is refused server_full.
+ */
 static void on_connect(struct gs_community *c, ENetPeer *e)
 {
-	int ours = 0;
-	for (size_t i = 0; i < c->host->peerCount; i++)
-		if (c->host->peers[i].data && &c->host->peers[i] != e)
-			ours++;
+	int64_t now = cc_clock_ms();
+	int ours = 0, silent_same = 0;
+	struct cpeer *old_same = NULL, *old_any = NULL;
+	for (size_t i = 0; i < c->host->peerCount; i++) {
+		struct cpeer *q = c->host->peers[i].data;
+		if (!q || &c->host->peers[i] == e)
+			continue;
+		ours++;
+		if (q->phase != CP_HELLO || now - q->connected_ms < IDLE_EVICT_MIN_MS)
+			continue;
+		if (!old_any || q->connected_ms < old_any->connected_ms)
+			old_any = q;
+		if (c->host->peers[i].address.host == e->address.host) {
+			silent_same++;
+			if (!old_same || q->connected_ms < old_same->connected_ms)
+				old_same = q;
+		}
+	}
 	struct cpeer *p = calloc(1, sizeof *p);
 	if (!p) {
 		enet_peer_disconnect_now(e, 0);
@@ -956,8 +991,19 @@ static void on_connect(struct gs_community *c, ENetPeer *e)
 	cc_leaky_init(&p->lobby_bucket, c->opts.lobby_rps, c->opts.lobby_rps, ns);
 	enet_peer_timeout(e, 0, ENET_TIMEOUT_MIN_MS, ENET_TIMEOUT_MAX_MS);
 	cc_metric_add(c->m.peers, NULL, 1);
-	if (ours >= c->opts.max_peers)
-		kick(c, p, CC_REASON_SERVER_FULL, "no free connection");
+	if (old_same && silent_same >= c->opts.max_silent_per_address) {
+		if (old_any == old_same)
+			old_any = NULL;
+		kick(c, old_same, CC_REASON_HANDSHAKE_TIMEOUT, "silent while another connection from its address needed room");
+		ours--;
+	}
+	if (ours < c->opts.max_peers)
+		return;
+	if (old_any) {
+		kick(c, old_any, CC_REASON_HANDSHAKE_TIMEOUT, "silent while the server needed room");
+		return;
+	}
+	kick(c, p, CC_REASON_SERVER_FULL, "no free connection");
 }
 
 static void handle(struct gs_community *c, ENetEvent *ev)

@@ -12,7 +12,9 @@
  * hello a peer receives no broadcast; a lobby request before the hello is
  * answered lobby_result {not_registered} and the peer is refused
  * malformed; a peer without a hello at --handshake-timeout-ms (community:
- * 10 s) is refused handshake_timeout. A registered peer that sends nothing
+ * 10 s) is refused handshake_timeout; silent peers give way to newcomers
+ * as in allocated mode (--max-silent-per-address per address, the oldest
+ * anywhere when --max-peers are taken). A registered peer that sends nothing
  * for --keepalive-ms (30 s) is kicked idle_timeout (a client pings).
  *
  * Requests (set_name, lobby_list_request, lobby_create, lobby_join,
@@ -69,6 +71,7 @@ struct gs_community_options {
 	const char *bind;
 	int port;                   /* 0: ephemeral */
 	int max_peers;              /* connections at once (registered and in their handshake) */
+	int max_silent_per_address; /* connected peers without a hello one address may hold (the oldest gives way) */
 	int max_bad_messages;
 	int handshake_timeout_ms;   /* no hello by then: refused handshake_timeout */
 	int64_t keepalive_ms;       /* a registered peer silent this long is kicked idle_timeout */

@@ -291,8 +291,7 @@ static bool drain(struct cc_reporter *r, int64_t timeout_ms)
 /* Options one mode serves and the other refuses, by name (given as a flag or in the environment). */
 static const char *const allocated_only[] = { "server-id", "roster-file", "join-keys", "api-url", "workload-token",
 					      "playlist", "connect-window-seconds", "api-timeout-ms", "result-timeout-ms",
-					      "heartbeat-interval-ms", "slot-reserve-seconds", "max-spectators",
-					      "max-silent-per-address" };
+					      "heartbeat-interval-ms", "slot-reserve-seconds", "max-spectators" };
 static const char *const community_only[] = { "max-lobbies", "results-log", "keepalive-ms", "max-peer-backlog",
 					      "lobby-requests-per-second", "lobby-countdown-ms" };
 
@@ -356,6 +355,13 @@ static int run_community(const struct gameserver_config *cfg, int argc, char **a
 		fprintf(stderr, "cc-gameserver: --arena: not an arena of libcommon/game/arenas.c\n");
 		ok = false;
 	}
+	/* A newcomer gets every lobby at once after its welcome: that must fit its backlog with room to spare. */
+	if (cfg->max_peer_backlog < cfg->max_lobbies + 64) {
+		fprintf(stderr, "cc-gameserver: --max-peer-backlog: %lld is under --max-lobbies + 64 (%lld): a newcomer's "
+				"lobby snapshot would overflow it\n",
+			(long long)cfg->max_peer_backlog, (long long)(cfg->max_lobbies + 64));
+		ok = false;
+	}
 	if (ok && cfg->replay_log && gs_replay_open(cfg->replay_log, cfg->replay_log_max_bytes, &replay, err, sizeof err) != 0) {
 		fprintf(stderr, "cc-gameserver: %s\n", err);
 		ok = false;
@@ -373,7 +379,7 @@ static int run_community(const struct gameserver_config *cfg, int argc, char **a
 	int interval = (int)((60 + cfg->snapshot_rate / 2) / cfg->snapshot_rate);
 	struct gs_community_options co = {
 		.bind = cfg->bind, .port = (int)cfg->game_port, .max_peers = (int)cfg->max_peers,
-		.max_bad_messages = (int)cfg->max_bad_messages,
+		.max_silent_per_address = (int)cfg->max_silent_per_address, .max_bad_messages = (int)cfg->max_bad_messages,
 		.handshake_timeout_ms = cfg->handshake_timeout_ms ? (int)cfg->handshake_timeout_ms : 10000,
 		.keepalive_ms = cfg->keepalive_ms, .snapshot_interval = interval < 1 ? 1 : interval, .arena = cfg->arena,
 		.started_ns = started_ns, .end_linger_ms = cfg->end_linger_ms, .peer_max_pps = (int)cfg->peer_max_pps,

@@ -99,3 +99,28 @@ void gs_play_pong(struct cc_wire_msg *m, uint32_t client_time, uint32_t tick, in
 	into = into < 0 ? 0 : into >= TICK_NS ? TICK_NS - 1 : into;
 	m->u.pong.tick_fraction = (uint16_t)(into * 65536 / TICK_NS);
 }
+
+static uint16_t le16(const uint8_t *b)
+{
+	return (uint16_t)(b[0] | b[1] << 8);
+}
+
+bool gs_play_lobby_refusable(const uint8_t *data, size_t len, uint8_t channel, const struct cc_wire_fault *f,
+			     uint16_t *request)
+{
+	if (!data || len < 4 || f->id < 0x0300 || f->id > 0x037F || channel != CC_WIRE_CH_CONTROL ||
+	    f->kind == CC_WIRE_FAULT_TRUNCATED || f->kind == CC_WIRE_FAULT_UNKNOWN || !f->field || !f->field[0] ||
+	    strcmp(f->field, "request") == 0 || f->offset < 4 || le16(data) != f->id)
+		return false;
+	*request = le16(data + 2);
+	return true;
+}
+
+bool gs_play_hello_bad_name(const uint8_t *data, size_t len, const struct cc_wire_fault *f, uint16_t *tick_rate)
+{
+	if (!data || len < 9 || f->id != CC_MSG_HELLO || le16(data) != CC_MSG_HELLO || data[6] != CC_WIRE_AUTH_NAME ||
+	    f->kind == CC_WIRE_FAULT_TRUNCATED || !f->field || strcmp(f->field, "credential") != 0)
+		return false;
+	*tick_rate = le16(data + 4);
+	return true;
+}

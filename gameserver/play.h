@@ -71,4 +71,23 @@ void gs_play_event_msg(struct cc_wire_msg *m, const struct gs_match *match, cons
 /* The pong answering a ping: the match's tick and how far into it now_ns is (next_tick_ns: when the next is due). */
 void gs_play_pong(struct cc_wire_msg *m, uint32_t client_time, uint32_t tick, int64_t now_ns, int64_t next_tick_ns);
 
+/*
+ * Community mode's reading of a refused packet (gameserver/community.c),
+ * pure so the wire fuzz target (tests/fuzz/fuzz_wire_to_server.c) runs it:
+ *
+ * gs_play_lobby_refusable: the packet is a lobby request (0x0300-0x037F)
+ * on channel 0 that decoded as far as its `request` number but broke a
+ * value rule (a name with control bytes, over 32 bytes or not UTF-8;
+ * max_players out of range; ready not 0/1): answered lobby_result
+ * invalid_parameters with *request, not counted as a bad message. A
+ * truncated one, or one faulty in the request number, is not.
+ *
+ * gs_play_hello_bad_name: the packet is a hello with auth 2 whose
+ * credential broke the name rules (refused invalid_name rather than
+ * malformed); *tick_rate is its tick rate (refused tick_rate_mismatch first).
+ */
+bool gs_play_lobby_refusable(const uint8_t *data, size_t len, uint8_t channel, const struct cc_wire_fault *f,
+			     uint16_t *request);
+bool gs_play_hello_bad_name(const uint8_t *data, size_t len, const struct cc_wire_fault *f, uint16_t *tick_rate);
+
 #endif

@@ -10,7 +10,11 @@
  * coming, the keep-alive, and a create/leave flood that is rate limited.
  */
 #include <enet/enet.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +50,7 @@ static void *loop(void *arg)
 static struct gs_community_options base_opts(void)
 {
 	struct gs_community_options o = {
-		.bind = "127.0.0.1", .port = 0, .max_peers = 64, .max_bad_messages = 8, .handshake_timeout_ms = 10000,
+		.bind = "127.0.0.1", .port = 0, .max_peers = 64, .max_silent_per_address = 4, .max_bad_messages = 8, .handshake_timeout_ms = 10000,
 		.keepalive_ms = 30000, .snapshot_interval = 3, .arena = "aurora_ring", .end_linger_ms = 200,
 		.peer_max_pps = 240, .peer_max_bps = 32768, .rate_log_window_ms = 10000, .lobby_rps = 20,
 		.input_stall_kick_ms = 0, .stall_grace_ms = 3000, .max_lobbies = 100, .max_backlog = 256,
@@ -400,6 +404,29 @@ START_TEST(silent_peer_hears_nothing)
 }
 END_TEST
 
+/* Silent connections cannot keep a player out: the oldest gives way (handshake_timeout). */
+START_TEST(silent_peers_give_way)
+{
+	struct gs_community_options o = base_opts();
+	o.max_peers = 4;
+	struct running *r = start(&o);
+	struct cli *s1 = cli_new(r->port), *s2 = cli_new(r->port), *s3 = cli_new(r->port);
+	struct cli *a = member(r->port, "a");
+	cli_pump(s1, 600); /* older than the 500 ms a silent peer is always allowed */
+	struct cli *b = member(r->port, "b"); /* the 5th connection: s1, the oldest silent one, makes room */
+	const struct cc_wire_msg *m = cli_wait(s1, CC_MSG_REFUSED, 3000);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(m->u.refused.reason, CC_REASON_HANDSHAKE_TIMEOUT);
+	ck_assert_int_eq(create(b, "in", 2).result, CC_LOBBY_OK);
+	cli_free(s1);
+	cli_free(s2);
+	cli_free(s3);
+	cli_free(a);
+	cli_free(b);
+	stop(r);
+}
+END_TEST
+
 START_TEST(refusals_and_list)
 {
 	struct gs_community_options o = base_opts();
@@ -576,6 +603,38 @@ START_TEST(ready_match_and_back)
 }
 END_TEST
 
+/* Both players of a match stop sending input: both kicked input_stalled in one tick, the lobby emptied. */
+START_TEST(match_abandoned_by_stalls)
+{
+	struct gs_community_options o = base_opts();
+	o.input_stall_kick_ms = 300;
+	o.match_seconds = 30;
+	struct running *r = start(&o);
+	struct cli *a = member(r->port, "a"), *b = member(r->port, "b"), *watch = member(r->port, "w");
+	uint32_t l = create(a, "L", 2).lobby_id;
+	ck_assert_int_eq(join(b, l), CC_LOBBY_OK);
+	ck_assert_int_eq(ready(a, true), CC_LOBBY_OK);
+	ck_assert_int_eq(ready(b, true), CC_LOBBY_OK);
+	ck_assert_ptr_nonnull(cli_wait(a, CC_MSG_WELCOME, 3000));
+	/* One input each, then nothing: the pipeline runs dry and the stall kick comes. */
+	send_input(a, 1);
+	send_input(b, 1);
+	const struct cc_wire_msg *k = cli_wait(a, CC_MSG_KICKED, 5000);
+	ck_assert_ptr_nonnull(k);
+	ck_assert_int_eq(k->u.kicked.reason, CC_REASON_INPUT_STALLED);
+	ck_assert_ptr_nonnull(cli_wait(b, CC_MSG_KICKED, 3000));
+	const struct cc_wire_msg *d = cli_wait(watch, CC_MSG_LOBBY_DELETED, 3000);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_uint_eq(d->u.lobby_deleted.lobby_id, l);
+	/* The server goes on: another lobby can be made. */
+	ck_assert_int_eq(create(watch, "next", 2).result, CC_LOBBY_OK);
+	cli_free(a);
+	cli_free(b);
+	cli_free(watch);
+	stop(r);
+}
+END_TEST
+
 START_TEST(slow_reader_dropped)
 {
 	struct gs_community_options o = base_opts();
@@ -670,6 +729,102 @@ START_TEST(create_leave_flood)
 }
 END_TEST
 
+/* ---- the binary: --mode and the flags each mode refuses ---------------------------------- */
+
+/* Runs build/bin/cc-gameserver with args (NULL-terminated) and env (NAME=VALUE or NULL); output to path. Returns the pid. */
+static pid_t spawn(const char *const *args, const char *env, const char *path)
+{
+	char bin[512];
+	cc_test_bin("cc-gameserver", bin, sizeof bin);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0)
+			_exit(99);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (env)
+			putenv((char *)env);
+		char *argv[32];
+		int n = 0;
+		argv[n++] = bin;
+		for (int i = 0; args[i] && n < 31; i++)
+			argv[n++] = (char *)args[i];
+		argv[n] = NULL;
+		execv(bin, argv);
+		_exit(98);
+	}
+	return pid;
+}
+
+static int wait_status(pid_t pid, int timeout_ms)
+{
+	int64_t end = cc_clock_ms() + timeout_ms;
+	int st = 0;
+	while (waitpid(pid, &st, WNOHANG) == 0) {
+		if (cc_clock_ms() > end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			ck_abort_msg("cc-gameserver did not exit within %d ms", timeout_ms);
+		}
+		usleep(10000);
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static char *slurp(const char *path)
+{
+	static char buf[65536];
+	FILE *f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+START_TEST(binary_modes)
+{
+	char path[] = "/tmp/cc-gs-community-XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	/* Community refuses what only a roster needs, each by name, flags and environment alike. */
+	const char *bad[] = { "--mode=community", "--game-port=0", "--roster-file=x", "--playlist=ranked",
+			      "--server-id", "s1", "--slot-reserve-seconds=5", NULL };
+	ck_assert_int_eq(wait_status(spawn(bad, "COSMIC_CLASH_JOIN_KEYS=abc", path), 10000), 2);
+	const char *out = slurp(path);
+	static const char *const named[] = { "--roster-file", "--playlist", "--server-id", "--slot-reserve-seconds", "--join-keys" };
+	for (size_t i = 0; i < CC_ARRAY_LEN(named); i++)
+		ck_assert_msg(strstr(out, named[i]) != NULL, "%s not named in: %s", named[i], out);
+	/* Allocated refuses the community flags, and still requires its own. */
+	const char *alloc[] = { "--game-port=0", "--max-lobbies=3", "--results-log=/tmp/x", NULL };
+	ck_assert_int_eq(wait_status(spawn(alloc, NULL, path), 10000), 2);
+	out = slurp(path);
+	ck_assert_ptr_nonnull(strstr(out, "--max-lobbies: not used by --mode=allocated"));
+	ck_assert_ptr_nonnull(strstr(out, "--results-log: not used by --mode=allocated"));
+	ck_assert_ptr_nonnull(strstr(out, "--roster-file: required in allocated mode"));
+	/* A backlog too small for the lobby snapshot. */
+	const char *small[] = { "--mode=community", "--game-port=0", "--max-lobbies=500", "--max-peer-backlog=256", NULL };
+	ck_assert_int_eq(wait_status(spawn(small, NULL, path), 10000), 2);
+	ck_assert_ptr_nonnull(strstr(slurp(path), "--max-peer-backlog"));
+	/* Community needs nothing else: it starts, is ready, and exits 0 on SIGTERM. */
+	const char *ok[] = { "--mode=community", "--game-port=0", "--probe-port=0", "--bind=127.0.0.1", NULL };
+	pid_t pid = spawn(ok, NULL, path);
+	int64_t end = cc_clock_ms() + 10000;
+	while (!strstr(slurp(path), "\"event\":\"ready\"") && cc_clock_ms() < end)
+		usleep(20000);
+	out = slurp(path);
+	ck_assert_msg(strstr(out, "\"event\":\"ready\"") != NULL, "not ready: %s", out);
+	ck_assert_ptr_nonnull(strstr(out, "\"mode\":\"community\""));
+	ck_assert_ptr_nonnull(strstr(out, "\"max_lobbies\":100"));
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(wait_status(pid, 10000), 0);
+	unlink(path);
+}
+END_TEST
+
 static Suite *community_suite(void)
 {
 	Suite *s = suite_create("gs_community");
@@ -677,11 +832,14 @@ static Suite *community_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, admission);
 	tcase_add_test(tc, silent_peer_hears_nothing);
+	tcase_add_test(tc, silent_peers_give_way);
 	tcase_add_test(tc, refusals_and_list);
 	tcase_add_test(tc, ready_match_and_back);
+	tcase_add_test(tc, match_abandoned_by_stalls);
 	tcase_add_test(tc, slow_reader_dropped);
 	tcase_add_test(tc, keepalive);
 	tcase_add_test(tc, create_leave_flood);
+	tcase_add_test(tc, binary_modes);
 	suite_add_tcase(s, tc);
 	return s;
 }
