@@ -25,8 +25,11 @@
  *       revision both saw. --step-ms=M pumps a random 0..2M ms before each
  *       step, so countdowns run out and matches start and end meanwhile.
  *
- *   gsclient community-slow --port=P --server-log=FILE [--clients=4] [--seconds=40]
- *       One member stops servicing its ENet host; the others keep
+ *   gsclient community-slow --port=P --server-log=FILE [--clients=4] [--seconds=40] [--quiet-bound-ms=10000]
+ *       First a registered client stops servicing its ENet host while
+ *       nothing is broadcast: FILE must show it dropped (peer_left or
+ *       peer_kicked with its member id) within the bound. Then one
+ *       member of a lobby stops servicing its ENet host; the others keep
  *       renaming (each rename is a lobby_updated to everyone) and measure
  *       how long each broadcast takes to reach them, until FILE has a
  *       peer_kicked backlog_overflow line (or the seconds run out).
@@ -720,6 +723,7 @@ static int slow(int argc, char **argv)
 	long seconds = arg_long(argc, argv, "seconds", 40);
 	long bound_ms = arg_long(argc, argv, "latency-ms", 100);
 	long interval_ms = arg_long(argc, argv, "interval-ms", 15); /* nc renamers, each under 20 requests/s */
+	long quiet_ms = arg_long(argc, argv, "quiet-bound-ms", 10000);
 	if (!log || nc < 2 || nc > 15)
 		return 2;
 	struct lc_client *c[16];
@@ -731,6 +735,31 @@ static int slow(int argc, char **argv)
 			return finish(&s);
 	}
 	struct lc_client *slowpoke = c[nc];
+	/*
+	 * First a reader that stops reading while nothing is broadcast: only ENet's own timeout can notice it
+	 * (protocol section 11: gone within 10 s). Its member id, from a rename's answer, names it in the log.
+	 */
+	struct lc_client *quiet = join_server(&s, "quiet-reader");
+	if (!quiet || expect_result(&s, quiet, lc_set_name(quiet, "quiet-reader-2"), CC_LOBBY_OK, "rename") != CC_LOBBY_OK)
+		return finish(&s);
+	char needle[64];
+	snprintf(needle, sizeof needle, "\"member_id\":%u,", quiet->member_id);
+	quiet->frozen = true;
+	int64_t quiet_at = cc_clock_ms(), quiet_gone = 0;
+	while (!quiet_gone && cc_clock_ms() - quiet_at < quiet_ms + 5000) {
+		lc_pump(s.all, s.n, 100); /* the others only ping: nothing is broadcast meanwhile */
+		FILE *f = fopen(log, "r");
+		char line[4096];
+		while (f && !quiet_gone && fgets(line, sizeof line, f))
+			if (strstr(line, needle) && (strstr(line, "\"event\":\"peer_left\"") || strstr(line, "\"event\":\"peer_kicked\"")))
+				quiet_gone = cc_clock_ms();
+		if (f)
+			fclose(f);
+	}
+	check(&s, quiet_gone && quiet_gone - quiet_at <= quiet_ms + 1000, "a reader that stops reading is dropped in time",
+	      "member %u %s %lld ms after it stopped (bound %ld ms)", quiet->member_id, quiet_gone ? "dropped" : "still there",
+	      (long long)((quiet_gone ? quiet_gone : cc_clock_ms()) - quiet_at), quiet_ms);
+	printf("{\"quiet\":{\"dropped_after_ms\":%lld}}\n", (long long)(quiet_gone ? quiet_gone - quiet_at : -1));
 	if (expect_result(&s, c[0], lc_create(c[0], 8, "the-slow-reader-lobby-0123456789"), CC_LOBBY_OK, "create") != CC_LOBBY_OK)
 		return finish(&s);
 	uint32_t lobby = c[0]->lobby_id;
