@@ -179,9 +179,20 @@ int pc_community_run(const struct player_config *cfg)
 				goto report;
 		struct round_cond w = { &r, round };
 		if (!lc_wait(r.all, r.n, round_done, &w, cfg->game_deadline_seconds * 1000)) {
-			for (int i = 0; i < n; i++)
-				if (r.all[i]->n_matches < round)
-					problem(&r, "did not play the round to its end and back to the lobby", r.all[i]);
+			for (int i = 0; i < n; i++) {
+				struct lc_client *cl = r.all[i];
+				const struct lc_lobby *l = lc_view_lobby(&cl->view, cl->lobby_id);
+				char m[160];
+				if (cl->n_matches < round)
+					snprintf(m, sizeof m, "round %d: %s within --game-deadline-seconds", round,
+						 cl->welcomes < round ? "no welcome into the match" : "no match_end");
+				else if (!l || l->state != CC_LOBBY_OPEN)
+					snprintf(m, sizeof m, "round %d: after the match its lobby %u is %s, not open", round,
+						 cl->lobby_id, l ? cc_wire_lobby_state_name(l->state) : "gone");
+				else
+					continue;
+				problem(&r, m, cl);
+			}
 			goto report;
 		}
 		cc_log_info("community_round", CC_LOG_INT("round", round), CC_LOG_INT("lobbies", groups));
@@ -197,7 +208,9 @@ int pc_community_run(const struct player_config *cfg)
 	status = 0;
 report:;
 	/* The summary: what the players saw. */
-	int plays = 0, agreeing = 0, goals_max = 0;
+	int plays = 0, agreeing = 0, goals_max = 0, matches = 0;
+	for (int g = 0; g < groups && g < r.n; g++)
+		matches += r.all[g]->n_matches; /* every lobby's first player played each of its matches */
 	uint64_t broadcasts = 0, stale = 0, gaps = 0, snapshots = 0;
 	for (int i = 0; i < r.n; i++) {
 		struct lc_client *cl = r.all[i];
@@ -216,8 +229,7 @@ report:;
 		problem(&r, "stale broadcasts (revision not newer)", NULL);
 	printf("{\"mode\":\"community\",\"server\":\"%s:%ld\",\"players\":%d,\"lobbies\":%d,\"rounds\":%lld,"
 	       "\"matches\":%d,\"plays\":%d,\"agreeing\":%d,\"scores\":[",
-	       host, port, n, groups, (long long)cfg->community_rounds, r.n ? groups * (int)cfg->community_rounds : 0,
-	       plays, agreeing);
+	       host, port, n, groups, (long long)cfg->community_rounds, matches, plays, agreeing);
 	/* One score per lobby and round, from the lobby's first player. */
 	bool first = true;
 	for (int g = 0; g < groups && g < r.n; g++)
