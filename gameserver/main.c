@@ -1,5 +1,9 @@
 /*
- * cc-gameserver: one 60 Hz match over ENet, allocated mode (SPEC 11).
+ * cc-gameserver: one 60 Hz match over ENet, allocated mode (SPEC 11); or,
+ * with --mode=community, a long-running lobby server with no control plane
+ * (gameserver/community.h: no roster, join keys, workload token or cc-api;
+ * the options only allocated mode uses are refused by name, and the other
+ * way round; it runs until SIGTERM/SIGINT and exits 0).
  *
  * main() reads the options (one table; strict: sys/config.h), the roster
  * manifest cc-supervisor wrote (verified: its digest must match, and it

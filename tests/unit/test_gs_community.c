@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -635,6 +636,119 @@ START_TEST(match_abandoned_by_stalls)
 }
 END_TEST
 
+/* Three lobbies of four play at once; each score agrees with its players' last snapshots and the results log. */
+START_TEST(several_matches_at_once)
+{
+	char path[] = "/tmp/cc-gs-results-XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	struct gs_community_options o = base_opts();
+	o.match_seconds = 3;
+	o.results_log = path;
+	struct running *r = start(&o);
+	enum { LOBBIES = 3, PER = 4 };
+	struct cli *cs[LOBBIES * PER];
+	uint32_t ids[LOBBIES];
+	for (int i = 0; i < LOBBIES * PER; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "p%d", i);
+		cs[i] = member(r->port, name);
+	}
+	for (int l = 0; l < LOBBIES; l++) {
+		ids[l] = create(cs[l * PER], "L", PER).lobby_id;
+		for (int j = 1; j < PER; j++)
+			ck_assert_int_eq(join(cs[l * PER + j], ids[l]), CC_LOBBY_OK);
+	}
+	for (int i = 0; i < LOBBIES * PER; i++)
+		ck_assert_int_eq(ready(cs[i], true), CC_LOBBY_OK);
+	uint16_t seq = 1;
+	bool all_in_match = false;
+	int64_t deadline = cc_clock_ms() + 20000, ended_at[LOBBIES * PER] = { 0 };
+	for (;;) {
+		int ended = 0;
+		for (int i = 0; i < LOBBIES * PER; i++) {
+			send_input(cs[i], seq);
+			if (!ended_at[i] && cli_count(cs[i], CC_MSG_MATCH_END) > 0)
+				ended_at[i] = cc_clock_ms();
+			ended += ended_at[i] != 0;
+		}
+		seq++;
+		pump_all(cs, LOBBIES * PER, 16);
+		int in = 0;
+		for (int l = 0; l < LOBBIES; l++) {
+			const struct cc_wire_lobby_updated *u = last_update(cs[0], ids[l]);
+			in += u && u->state == CC_LOBBY_IN_MATCH;
+		}
+		all_in_match |= in == LOBBIES;
+		if (ended == LOBBIES * PER || cc_clock_ms() > deadline)
+			break;
+	}
+	ck_assert_msg(all_in_match, "the three matches never were in_match at the same time");
+	/* Played side by side, not one after another: all ended within a second of each other. */
+	int64_t first = INT64_MAX, lastend = 0;
+	for (int i = 0; i < LOBBIES * PER; i++) {
+		ck_assert_msg(ended_at[i] != 0, "player %d saw no match_end", i);
+		first = ended_at[i] < first ? ended_at[i] : first;
+		lastend = ended_at[i] > lastend ? ended_at[i] : lastend;
+	}
+	ck_assert_msg(lastend - first < 1000, "the matches ended %lld ms apart", (long long)(lastend - first));
+	for (int i = 0; i < LOBBIES * PER; i++) {
+		const struct cc_wire_match_end *e = NULL;
+		const struct cc_wire_snapshot *last = NULL;
+		for (int k = 0; k < cs[i]->n; k++) {
+			if (cs[i]->log[k].id == CC_MSG_MATCH_END)
+				e = &cs[i]->log[k].u.match_end;
+			if (cs[i]->log[k].id == CC_MSG_SNAPSHOT)
+				last = &cs[i]->log[k].u.snapshot;
+		}
+		ck_assert_msg(e != NULL, "player %d saw no match_end", i);
+		pump_all(&cs[i], 1, 100); /* a snapshot after the end */
+		for (int k = 0; k < cs[i]->n; k++)
+			if (cs[i]->log[k].id == CC_MSG_SNAPSHOT)
+				last = &cs[i]->log[k].u.snapshot;
+		ck_assert_ptr_nonnull(last);
+		ck_assert_int_eq(last->score[0], e->score[0]);
+		ck_assert_int_eq(last->score[1], e->score[1]);
+	}
+	/* One results line per match, with its lobby and score. */
+	for (int l = 0; l < LOBBIES; l++)
+		ck_assert_ptr_nonnull(await_state(cs[l * PER], ids[l], CC_LOBBY_OPEN, 3000));
+	FILE *f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	char line[4096];
+	int lines = 0;
+	while (fgets(line, sizeof line, f)) {
+		lines++;
+		unsigned lobby = 0;
+		int s0 = -1, s1 = -1;
+		ck_assert_msg(sscanf(line, "{\"lobby_id\":%u,", &lobby) == 1, "line: %s", line);
+		const char *sc = strstr(line, "\"score\":[");
+		ck_assert_ptr_nonnull(sc);
+		ck_assert_int_eq(sscanf(sc, "\"score\":[%d,%d]", &s0, &s1), 2);
+		ck_assert_ptr_nonnull(strstr(line, "\"abandoned\":false"));
+		ck_assert_ptr_nonnull(strstr(line, "\"name\":\"p"));
+		int l = -1;
+		for (int k = 0; k < LOBBIES; k++)
+			if (ids[k] == lobby)
+				l = k;
+		ck_assert_int_ge(l, 0);
+		const struct cc_wire_match_end *e = NULL;
+		for (int k = 0; k < cs[l * PER]->n; k++)
+			if (cs[l * PER]->log[k].id == CC_MSG_MATCH_END)
+				e = &cs[l * PER]->log[k].u.match_end;
+		ck_assert_int_eq(s0, e->score[0]);
+		ck_assert_int_eq(s1, e->score[1]);
+	}
+	fclose(f);
+	ck_assert_int_eq(lines, LOBBIES);
+	for (int i = 0; i < LOBBIES * PER; i++)
+		cli_free(cs[i]);
+	stop(r);
+	unlink(path);
+}
+END_TEST
+
 START_TEST(slow_reader_dropped)
 {
 	struct gs_community_options o = base_opts();
@@ -836,6 +950,7 @@ static Suite *community_suite(void)
 	tcase_add_test(tc, refusals_and_list);
 	tcase_add_test(tc, ready_match_and_back);
 	tcase_add_test(tc, match_abandoned_by_stalls);
+	tcase_add_test(tc, several_matches_at_once);
 	tcase_add_test(tc, slow_reader_dropped);
 	tcase_add_test(tc, keepalive);
 	tcase_add_test(tc, create_leave_flood);
