@@ -4,7 +4,7 @@
 # control plane, no database), and cc-player --community with
 # DEMO_PLAYERS (8) simulated players: they connect with display names,
 # create and join lobbies of DEMO_LOBBY_SIZE (4), ready up, play a
-# DEMO_MATCH_SECONDS (10) match per lobby on the same server at once, come
+# DEMO_MATCH_SECONDS (8) match per lobby on the same server at once, come
 # back to their lobbies, and leave. The server writes one JSON line per
 # match (--results-log). It prints, as the LAST line, "demo-community:
 # P players, L lobbies, M matches played (scores ...), R results logged,
@@ -17,7 +17,7 @@ BIN="$top/build/bin"
 LOGS="$top/build/demo-community"
 PLAYERS=${DEMO_PLAYERS:-8}
 LOBBY_SIZE=${DEMO_LOBBY_SIZE:-4}
-MATCH_SECONDS=${DEMO_MATCH_SECONDS:-10}
+MATCH_SECONDS=${DEMO_MATCH_SECONDS:-8}
 SEED=${DEMO_SEED:-1}
 
 say() { echo "demo-community: $*" >&2; }
