@@ -34,11 +34,14 @@
  *       how long each broadcast takes to reach them, until FILE has a
  *       peer_kicked backlog_overflow line (or the seconds run out).
  *
- *   gsclient community-matches --port=P [--lobbies=10] [--size=6]
+ *   gsclient community-matches --port=P [--lobbies=10] [--size=6] [--quitter=1]
  *       lobbies x size clients fill their lobbies, ready up and play at
  *       once; every member's match_end must agree with its final snapshot
  *       and with the other members'. Prints one {"lobby_match":...} line
  *       per lobby for the script to compare with --results-log.
+ *       --quitter=1 adds a lobby of 3 whose third player disconnects 2 s
+ *       into the match: the two others must play it out, agree, and be
+ *       back in their lobby (open, two members).
  *
  *   gsclient community-hostile --port=P --max-lobbies=N
  *       Hostile community inputs while an honest lobby plays a match:
@@ -824,7 +827,8 @@ static int matches(int argc, char **argv)
 		return 2;
 	int nl = (int)arg_long(argc, argv, "lobbies", 10), size = (int)arg_long(argc, argv, "size", 6);
 	long match_ms = arg_long(argc, argv, "match-ms", 60000);
-	if (nl < 1 || size < 2 || size > 16 || nl * size > MAXC)
+	bool quitter = arg_long(argc, argv, "quitter", 0) != 0;
+	if (nl < 1 || size < 2 || size > 16 || nl * size + 3 > MAXC)
 		return 2;
 	struct lc_client *c[MAXC];
 	uint32_t lobby[64];
@@ -847,8 +851,29 @@ static int matches(int argc, char **argv)
 	for (int i = 0; i < nl * size; i++)
 		if (expect_result(&s, c[i], lc_ready(c[i], true), CC_LOBBY_OK, "ready") != CC_LOBBY_OK)
 			return finish(&s);
+	/* One more lobby of 3 whose third player quits the match 2 s in: the other two play it out. */
+	struct lc_client *q[3];
+	uint32_t qlobby = 0;
+	for (int k = 0; k < 3 && quitter; k++) {
+		snprintf(name, sizeof name, "quit-p%d", k);
+		if (!(q[k] = join_server(&s, name)))
+			return finish(&s);
+		if (k == 0 && expect_result(&s, q[0], lc_create(q[0], 3, "match-quit"), CC_LOBBY_OK, "create") == CC_LOBBY_OK)
+			qlobby = q[0]->lobby_id;
+		else if (k > 0)
+			expect_result(&s, q[k], lc_join(q[k], qlobby), CC_LOBBY_OK, "join");
+	}
+	for (int k = 0; k < 3 && quitter; k++)
+		expect_result(&s, q[k], lc_ready(q[k], true), CC_LOBBY_OK, "ready");
 	struct welcome_cond wc = { c, nl * size, 1, 0 };
 	check(&s, lc_wait(s.all, s.n, welcomed, &wc, 5000 + STEP_MS * 2), "every player welcomed", "%d players", nl * size);
+	if (quitter) {
+		struct welcome_cond wq = { q, 3, 1, 0 };
+		check(&s, lc_wait(s.all, s.n, welcomed, &wq, STEP_MS), "the quitter's lobby welcomed", "welcomes %d %d %d",
+		      q[0]->welcomes, q[1]->welcomes, q[2]->welcomes);
+		lc_pump(s.all, s.n, 2000);
+		lc_disconnect(q[2], false); /* quits mid-match */
+	}
 	wc.matches = 1;
 	bool done = lc_wait(s.all, s.n, welcomed, &wc, match_ms);
 	int unfinished = 0;
@@ -887,6 +912,21 @@ static int matches(int argc, char **argv)
 		       "\"seconds\":%.2f}}\n",
 		       lobby[l], m0->ended[0], m0->ended[1], size, agree ? "true" : "false", (unsigned long long)m0->goals,
 		       (double)(m0->end_ms - m0->welcome_ms) / 1000.0);
+	}
+	if (quitter) {
+		struct welcome_cond wq = { q, 2, 1, 1 };
+		bool qd = lc_wait(s.all, s.n, welcomed, &wq, match_ms);
+		const struct lc_match *a = &q[0]->matches[0], *b = &q[1]->matches[0];
+		check(&s, qd && a->agrees && b->agrees && a->ended[0] == b->ended[0] && a->ended[1] == b->ended[1],
+		      "a match goes on when a player quits", "the two left: matches %d %d, %d-%d and %d-%d, agree %d %d",
+		      q[0]->n_matches, q[1]->n_matches, a->ended[0], a->ended[1], b->ended[0], b->ended[1], a->agrees,
+		      b->agrees);
+		struct lobby_cond wl = { .who = q, .n_who = 2, .lobby_id = qlobby, .state = CC_LOBBY_OPEN, .members = 2, .ready = 0 };
+		expect_view(&s, &wl, STEP_MS, "the quitter's lobby: back to open with the two who stayed");
+		printf("{\"lobby_match\":{\"lobby_id\":%u,\"score\":[%d,%d],\"members\":2,\"agree\":%s,\"goals_seen\":%llu,"
+		       "\"seconds\":%.2f}}\n",
+		       qlobby, a->ended[0], a->ended[1], a->agrees ? "true" : "false", (unsigned long long)a->goals,
+		       (double)(a->end_ms - a->welcome_ms) / 1000.0);
 	}
 	check(&s, last_welcome < first_end, "all matches at once",
 	      "the last welcome came %lld ms before the first match_end", (long long)(first_end - last_welcome));

@@ -79,10 +79,12 @@ gs_start_community() {
 
 # gs_community NAME OUT ARGS...: runs `gsclient ARGS` (a community-* scenario, tests/gameserver/
 # community.c) into OUT; unless it exits 0 with a last line {"result":"ok"}, fails with the
-# command, every failed check it printed and its last line.
+# command, every failed check it printed and its last line (and the tails of OUT, of its --events
+# file and of the other logs, as every failure does).
 gs_community() {
-	local name=$1 out=$2 rc=0; shift 2
+	local name=$1 out=$2 rc=0 a; shift 2
 	T_LOGS+=("$out")
+	for a in "$@"; do [[ $a == --events=* ]] && T_LOGS+=("${a#--events=}"); done
 	"$GSCLIENT" "$@" >"$out" 2>&1 || rc=$?
 	if ((rc != 0)) || [[ $(tail -n1 "$out" | jq -r .result 2>/dev/null) != ok ]]; then
 		echo "$T_NAME: failed checks of gsclient $*:"
