@@ -132,13 +132,7 @@ static void send_bytes(struct cpeer *p, int channel, const uint8_t *buf, size_t 
 
 static size_t encode(const struct cc_wire_msg *m, uint8_t *buf, size_t cap)
 {
-	size_t len = 0;
-	int rc = cc_wire_encode(m, buf, cap, &len);
-	if (rc != 0) {
-		cc_log_error("encode_failed", CC_LOG_STR("message", cc_wire_msg_name(m->id)), CC_LOG_STR("error", cc_errname(rc)));
-		return 0;
-	}
-	return len;
+	return gs_play_encode(m, buf, cap);
 }
 
 static void send_msg(struct cpeer *p, const struct cc_wire_msg *m)
@@ -239,24 +233,7 @@ static void kick_how(struct gs_community *c, struct cpeer *p, uint16_t reason, c
 	ENetPeer *e = p->enet;
 	if (!now) {
 		struct cc_wire_msg m;
-		memset(&m, 0, sizeof m);
-		char text[CC_WIRE_DETAIL_MAX + 1];
-		size_t n = 0;
-		for (const char *ch = detail ? detail : ""; *ch && n < CC_WIRE_DETAIL_MAX; ch++)
-			text[n++] = *ch >= 0x20 && *ch <= 0x7e ? *ch : '?';
-		text[n] = '\0';
-		if (p->phase == CP_MEMBER) {
-			m.id = CC_MSG_KICKED;
-			m.u.kicked.reason = reason;
-			m.u.kicked.detail_len = (uint16_t)n;
-			memcpy(m.u.kicked.detail, text, n + 1);
-		} else {
-			m.id = CC_MSG_REFUSED;
-			m.u.refused.reason = reason;
-			m.u.refused.protocol_version = GS_PROTOCOL_VERSION;
-			m.u.refused.detail_len = (uint16_t)n;
-			memcpy(m.u.refused.detail, text, n + 1);
-		}
+		gs_play_farewell(&m, p->phase == CP_MEMBER, reason, detail);
 		p->overflow = false;
 		send_msg(p, &m);
 	}
@@ -622,16 +599,7 @@ static void tick_match(struct gs_community *c, struct cmatch *cm, bool grace)
 		const struct gs_input *in = gs_input_next(&p->input);
 		if (in)
 			gs_match_input(cm->match, i, in);
-		static const char *const names[] = { "held", "lost", "skipped", "out_of_range", "resync" };
-		uint64_t now_v[] = { p->input.held, p->input.lost, p->input.skipped, p->input.out_of_range, p->input.resyncs };
-		uint64_t *was[] = { &p->reported.held, &p->reported.lost, &p->reported.skipped, &p->reported.out_of_range,
-				    &p->reported.resyncs };
-		for (size_t k = 0; k < CC_ARRAY_LEN(names); k++)
-			if (now_v[k] != *was[k]) {
-				const char *labels[] = { names[k], NULL };
-				cc_metric_add(c->m.input, labels, (double)(now_v[k] - *was[k]));
-				*was[k] = now_v[k];
-			}
+		gs_play_input_metrics(c->m.input, &p->input, &p->reported);
 		if (stall_ticks > 0 && p->input.dry_ticks > stall_ticks && !grace && !cm->ended) {
 			char detail[64];
 			snprintf(detail, sizeof detail, "no input for %" PRId64 " ms", (int64_t)p->input.dry_ticks * 1000 / TICK_HZ);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "input.h"
 #include "wire_glue.h"
 #include "game/match_lifecycle.h"
 #include "sys/log.h"
@@ -123,4 +124,51 @@ bool gs_play_hello_bad_name(const uint8_t *data, size_t len, const struct cc_wir
 		return false;
 	*tick_rate = le16(data + 4);
 	return true;
+}
+
+size_t gs_play_encode(const struct cc_wire_msg *m, uint8_t *buf, size_t cap)
+{
+	size_t len = 0;
+	int rc = cc_wire_encode(m, buf, cap, &len);
+	if (rc != 0) {
+		cc_log_error("encode_failed", CC_LOG_STR("message", cc_wire_msg_name(m->id)), CC_LOG_STR("error", cc_errname(rc)));
+		return 0;
+	}
+	return len;
+}
+
+void gs_play_farewell(struct cc_wire_msg *m, bool session, uint16_t reason, const char *detail)
+{
+	memset(m, 0, sizeof *m);
+	char text[CC_WIRE_DETAIL_MAX + 1];
+	/* The detail travels as printable ASCII: ours always is, but cut and check anyway. */
+	size_t n = 0;
+	for (const char *c = detail ? detail : ""; *c && n < CC_WIRE_DETAIL_MAX; c++)
+		text[n++] = *c >= 0x20 && *c <= 0x7e ? *c : '?';
+	text[n] = '\0';
+	if (session) {
+		m->id = CC_MSG_KICKED;
+		m->u.kicked.reason = reason;
+		m->u.kicked.detail_len = (uint16_t)n;
+		memcpy(m->u.kicked.detail, text, n + 1);
+	} else {
+		m->id = CC_MSG_REFUSED;
+		m->u.refused.reason = reason;
+		m->u.refused.protocol_version = CC_WIRE_PROTOCOL_VERSION;
+		m->u.refused.detail_len = (uint16_t)n;
+		memcpy(m->u.refused.detail, text, n + 1);
+	}
+}
+
+void gs_play_input_metrics(struct cc_metric *metric, const struct gs_input_state *a, struct gs_input_state *r)
+{
+	static const char *const names[] = { "held", "lost", "skipped", "out_of_range", "resync" };
+	uint64_t now[] = { a->held, a->lost, a->skipped, a->out_of_range, a->resyncs };
+	uint64_t *was[] = { &r->held, &r->lost, &r->skipped, &r->out_of_range, &r->resyncs };
+	for (size_t i = 0; i < CC_ARRAY_LEN(names); i++)
+		if (now[i] != *was[i]) {
+			const char *labels[] = { names[i], NULL };
+			cc_metric_add(metric, labels, (double)(now[i] - *was[i]));
+			*was[i] = now[i];
+		}
 }

@@ -71,6 +71,20 @@ void gs_play_event_msg(struct cc_wire_msg *m, const struct gs_match *match, cons
 /* The pong answering a ping: the match's tick and how far into it now_ns is (next_tick_ns: when the next is due). */
 void gs_play_pong(struct cc_wire_msg *m, uint32_t client_time, uint32_t tick, int64_t now_ns, int64_t next_tick_ns);
 
+/* Encodes m into buf; 0 (logged encode_failed: a message we built is ours to get right) when it does not encode. */
+size_t gs_play_encode(const struct cc_wire_msg *m, uint8_t *buf, size_t cap);
+
+/*
+ * The message that ends a peer's connection: refused (before its
+ * handshake completed: session false) or kicked (after), with reason and
+ * the detail cut to the wire's 128 printable ASCII bytes.
+ */
+void gs_play_farewell(struct cc_wire_msg *m, bool session, uint16_t reason, const char *detail);
+
+/* Adds what an input pipeline counted since the last call to metric{outcome}; reported keeps the last counts. */
+struct gs_input_state;
+void gs_play_input_metrics(struct cc_metric *metric, const struct gs_input_state *now, struct gs_input_state *reported);
+
 /*
  * Community mode's reading of a refused packet (gameserver/community.c),
  * pure so the wire fuzz target (tests/fuzz/fuzz_wire_to_server.c) runs it:

@@ -141,13 +141,7 @@ static void replay_verdict(struct gs_server *s, uint64_t peer, const char *fmt, 
 /* Encodes m into buf; 0 (logged: a message we built is ours to get right) when it does not encode. */
 static size_t encode(const struct cc_wire_msg *m, uint8_t *buf, size_t cap)
 {
-	size_t len = 0;
-	int rc = cc_wire_encode(m, buf, cap, &len);
-	if (rc != 0) {
-		cc_log_error("encode_failed", CC_LOG_STR("message", cc_wire_msg_name(m->id)), CC_LOG_STR("error", cc_errname(rc)));
-		return 0;
-	}
-	return len;
+	return gs_play_encode(m, buf, cap);
 }
 
 /* Sends m to one peer on the message's own channel. */
@@ -282,25 +276,7 @@ static void kick(struct gs_server *s, struct peer *p, uint16_t reason, const cha
 	const char *labels[] = { name, NULL };
 	cc_metric_add(s->m.kicks, labels, 1);
 	struct cc_wire_msg m;
-	memset(&m, 0, sizeof m);
-	char text[CC_WIRE_DETAIL_MAX + 1];
-	/* The detail travels as printable ASCII: ours always is, but cut and check anyway. */
-	size_t n = 0;
-	for (const char *c = detail ? detail : ""; *c && n < CC_WIRE_DETAIL_MAX; c++)
-		text[n++] = *c >= 0x20 && *c <= 0x7e ? *c : '?';
-	text[n] = '\0';
-	if (p->phase != PEER_HELLO) { /* a player or a spectator: the session had begun */
-		m.id = CC_MSG_KICKED;
-		m.u.kicked.reason = reason;
-		m.u.kicked.detail_len = (uint16_t)n;
-		memcpy(m.u.kicked.detail, text, n + 1);
-	} else {
-		m.id = CC_MSG_REFUSED;
-		m.u.refused.reason = reason;
-		m.u.refused.protocol_version = GS_PROTOCOL_VERSION;
-		m.u.refused.detail_len = (uint16_t)n;
-		memcpy(m.u.refused.detail, text, n + 1);
-	}
+	gs_play_farewell(&m, p->phase != PEER_HELLO, reason, detail); /* a player or a spectator: kicked */
 	send_msg(p, &m);
 	report_disconnect(s, p, name);
 	ENetPeer *e = p->enet;
@@ -388,17 +364,7 @@ static bool rate_ok(struct gs_server *s, struct peer *p, size_t len, bool *kicke
 /* Adds what p's input pipeline counted since the last call to the metrics. */
 static void input_metrics(struct gs_server *s, struct peer *p)
 {
-	const struct gs_input_state *a = &p->input;
-	struct gs_input_state *r = &p->reported;
-	static const char *const names[] = { "held", "lost", "skipped", "out_of_range", "resync" };
-	uint64_t now[] = { a->held, a->lost, a->skipped, a->out_of_range, a->resyncs };
-	uint64_t *was[] = { &r->held, &r->lost, &r->skipped, &r->out_of_range, &r->resyncs };
-	for (size_t i = 0; i < CC_ARRAY_LEN(names); i++)
-		if (now[i] != *was[i]) {
-			const char *labels[] = { names[i], NULL };
-			cc_metric_add(s->m.input, labels, (double)(now[i] - *was[i]));
-			*was[i] = now[i];
-		}
+	gs_play_input_metrics(s->m.input, &p->input, &p->reported);
 }
 
 /* ---- the handshake ---------------------------------------------------------------- */

@@ -489,6 +489,25 @@ START_TEST(refusals_and_list)
 	ck_assert_ptr_nonnull(m);
 	ck_assert_int_eq(m->u.lobby_list.count, 6);
 	ck_assert_int_eq(m->u.lobby_list.first, 24);
+	lr.u.lobby_list_request.first = 500; /* past the end: an empty page */
+	cli_send(c, &lr);
+	m = cli_wait(c, CC_MSG_LOBBY_LIST, 3000);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(m->u.lobby_list.count, 0);
+	ck_assert_int_eq(m->u.lobby_list.total, 30);
+	/* ready must be 0 or 1: 2 is invalid_parameters, and a truncated request is a bad message, unanswered. */
+	uint8_t ready2[] = { 0x05, 0x03, 0x36, 0x12, 2 };
+	cli_send_raw(c, CC_WIRE_CH_CONTROL, ready2, sizeof ready2);
+	for (;;) {
+		m = cli_wait(c, CC_MSG_LOBBY_RESULT, 3000);
+		ck_assert_ptr_nonnull(m);
+		if (m->u.lobby_result.request == 0x1236)
+			break;
+	}
+	ck_assert_int_eq(m->u.lobby_result.result, CC_LOBBY_INVALID_PARAMETERS);
+	uint8_t cut[] = { 0x05, 0x03, 0x37 };
+	cli_send_raw(c, CC_WIRE_CH_CONTROL, cut, sizeof cut);
+	ck_assert_ptr_null(cli_wait(c, CC_MSG_LOBBY_RESULT, 300));
 	for (int i = 0; i < 29; i++)
 		cli_free(many[i]);
 	cli_free(a);
