@@ -34,6 +34,11 @@
  *       how long each broadcast takes to reach them, until FILE has a
  *       peer_kicked backlog_overflow line (or the seconds run out).
  *
+ *   gsclient community-idle --port=P --keepalive-ms=MS
+ *       A registered player that sends nothing (its host still services
+ *       ENet) is kicked idle_timeout at the keep-alive; one that pings
+ *       (lobbyc: every 2 s) stays.
+ *
  *   gsclient community-matches --port=P [--lobbies=10] [--size=6] [--quitter=1]
  *       lobbies x size clients fill their lobbies, ready up and play at
  *       once; every member's match_end must agree with its final snapshot
@@ -818,6 +823,33 @@ static int slow(int argc, char **argv)
 	return finish(&s);
 }
 
+/* ---- community-idle ------------------------------------------------------------------ */
+
+/* A registered player that sends nothing (its ENet host still acknowledges) is kicked idle_timeout at the
+ * keep-alive; one that pings stays. */
+static int idle_community(int argc, char **argv)
+{
+	struct scen s;
+	if (!scen_init(&s, argc, argv))
+		return 2;
+	long keepalive = arg_long(argc, argv, "keepalive-ms", 30000);
+	struct lc_client *idle = join_server(&s, "idle-player"), *live = join_server(&s, "pinging-player");
+	if (!idle || !live)
+		return finish(&s);
+	idle->no_ping = true;
+	int64_t t0 = cc_clock_ms();
+	lc_wait(s.all, s.n, gone, idle, keepalive + STEP_MS);
+	int64_t after = (idle->c.gone ? idle->gone_ms : cc_clock_ms()) - t0;
+	check(&s, idle->c.gone && strcmp(idle->c.reason, "idle_timeout") == 0 && after >= keepalive - 500 &&
+			  after <= keepalive + 1500,
+	      "an idle player is kicked at the keep-alive", "gone %d, kicked '%s', %lld ms after its last packet (keep-alive %ld ms)",
+	      idle->c.gone, idle->c.reason, (long long)after, keepalive);
+	lc_pump(s.all, s.n, keepalive + 1000);
+	check(&s, !live->c.gone, "a pinging player stays", "gone %d '%s' after %lld ms", live->c.gone, live->c.reason,
+	      (long long)(cc_clock_ms() - t0));
+	return finish(&s);
+}
+
 /* ---- community-matches --------------------------------------------------------------- */
 
 static int matches(int argc, char **argv)
@@ -1124,5 +1156,6 @@ int community_main(int argc, char **argv)
 	       : strcmp(cmd, "community-slow") == 0	   ? slow(argc, argv)
 	       : strcmp(cmd, "community-matches") == 0  ? matches(argc, argv)
 	       : strcmp(cmd, "community-hostile") == 0  ? hostile_community(argc, argv)
+	       : strcmp(cmd, "community-idle") == 0	   ? idle_community(argc, argv)
 						       : 2;
 }

@@ -654,7 +654,7 @@ static bool pump_once(struct lc_client **all, int n)
 			continue;
 		if (cl->ending && now - cl->ended_at_ms > END_SNAPSHOT_WAIT_MS)
 			match_done(cl); /* no snapshot showed the end: recorded as not agreeing */
-		if (cl->registered && !cl->playing && now >= cl->next_ping_ms) {
+		if (cl->registered && !cl->playing && !cl->no_ping && now >= cl->next_ping_ms) {
 			cl->next_ping_ms = now + LC_PING_MS; /* keep-alive between matches */
 			struct cc_wire_msg p = { .id = CC_MSG_PING };
 			p.u.ping.client_time = (uint32_t)now;

@@ -107,6 +107,7 @@ struct lc_client {
 	struct conn c;
 	FILE *out;            /* JSON event lines (NULL: none) */
 	bool frozen;          /* never serviced: a slow reader */
+	bool no_ping;         /* serviced (ENet acknowledges) but sends nothing of its own: an idle player */
 	bool hello_sent;
 	bool registered;      /* the registration welcome came */
 	int64_t registered_ms, next_ping_ms;
