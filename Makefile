@@ -77,7 +77,7 @@ UNIT_BINS    := $(patsubst %.c,$(B)/asan/%,$(UNIT_SRCS))
 INTEG_BINS   := $(patsubst %.c,$(B)/asan/%,$(INTEG_SRCS))
 BENCH_BINS   := $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRCS))
 
-.PHONY: all tools test test-unit test-integration demo bench install clean deps tests-build
+.PHONY: all tools test test-unit test-integration demo demo-community bench install clean deps tests-build
 
 all: $(addprefix $(B)/bin/,$(BINS) $(TESTKIT_BINS))
 
@@ -168,7 +168,10 @@ TOOL_BINS   := $(if $(PLAYER_SRCS),$(B)/bin/cc-player)
 
 tools: $(TOOL_BINS)
 
-$(B)/bin/cc-player: $(patsubst %.c,$(B)/rel/%.o,$(PLAYER_SRCS)) $(REL_LIBS)
+# Its community mode (tests/player/community.c) drives the game-server test client's
+# community client and play code (tests/gameserver/lobbyc.c, gsconn.c) rather than a copy.
+PLAYER_GS_OBJS := $(B)/rel/tests/gameserver/lobbyc.o $(B)/rel/tests/gameserver/gsconn.o
+$(B)/bin/cc-player: $(patsubst %.c,$(B)/rel/%.o,$(PLAYER_SRCS)) $(PLAYER_GS_OBJS) $(REL_LIBS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(PKG_LIBS) $(shell pkg-config --libs libenet)
@@ -298,6 +301,12 @@ demo:
 	$(Q)scripts/ensure-deps.sh
 	$(Q)$(MAKE) --no-print-directory all tools
 	$(Q)scripts/demo.sh
+
+# make demo-community: community mode on loopback (issue 23), about 20 s, one summary line.
+demo-community:
+	$(Q)scripts/ensure-deps.sh
+	$(Q)$(MAKE) --no-print-directory all tools
+	$(Q)scripts/demo-community.sh
 
 bench:
 	$(Q)scripts/ensure-deps.sh

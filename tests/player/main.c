@@ -127,6 +127,18 @@ static const struct cc_config_option player_options[] = {
 	  .offset = OPT(summary_timeout_seconds) },
 	/* demo --play: each game thread's link draws from its own stream (seed, thread), so a run reproduces. */
 	CC_NETSIM_CONFIG_OPTIONS(struct player_config),
+	{ .name = "community", .type = CC_CFG_STRING, .default_value = "",
+	  .help = "community mode: HOST:PORT of a community server (cc-gameserver --mode=community); --players "
+		  "connect with display names, create and join lobbies of --lobby-size, ready up, play "
+		  "--community-rounds matches (back to the lobby after each), leave, and print one summary line; "
+		  "no cc-api is used (\"\": off)",
+	  .offset = OPT(community) },
+	{ .name = "lobby-size", .type = CC_CFG_INT, .default_value = "4", .min = 2, .max = 16,
+	  .help = "community: players per lobby (players / lobby-size lobbies; a remainder is spread over them, one "
+		  "each)",
+	  .offset = OPT(lobby_size) },
+	{ .name = "community-rounds", .type = CC_CFG_INT, .default_value = "1", .min = 1, .max = 16,
+	  .help = "community: matches each lobby plays before its players leave", .offset = OPT(community_rounds) },
 	{ .name = "log-level", .type = CC_CFG_ENUM, .default_value = "warn", .choices = "debug|info|warn|error",
 	  .help = "lowest level logged to stderr", .offset = OPT(log_level) },
 };
@@ -192,7 +204,9 @@ int main(int argc, char **argv)
 	}
 	pc_client_free(probe);
 	cc_config_log(&player_spec, &cfg);
-	status = strcmp(cfg.mode, "demo") == 0 ? pc_demo_run(&cfg) : pc_bench_run(&cfg);
+	status = cfg.community[0]		 ? pc_community_run(&cfg)
+		 : strcmp(cfg.mode, "demo") == 0 ? pc_demo_run(&cfg)
+						 : pc_bench_run(&cfg);
 	curl_global_cleanup();
 out:
 	cc_config_release(&player_spec, &cfg);

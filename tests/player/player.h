@@ -56,6 +56,9 @@ struct player_config {
 	double net_sim_loss;       /* percent */
 	double net_sim_dup;        /* percent */
 	int64_t net_sim_seed;
+	char *community;           /* community mode: HOST:PORT of a cc-gameserver --mode=community ("" = off) */
+	int64_t lobby_size;        /* community: players per lobby (a remainder is spread over the lobbies) */
+	int64_t community_rounds;  /* community: matches each lobby plays before everyone leaves */
 
 	/* Derived from the options by main.c. */
 	int n_regions;
@@ -82,5 +85,15 @@ int pc_demo_run(const struct player_config *cfg);
  * 0, or 1 when set-up failed or any request failed.
  */
 int pc_bench_run(const struct player_config *cfg);
+
+/*
+ * Community mode (community.c, issue 23): cfg->players players on the
+ * community server cfg->community, no cc-api: connect with a display name,
+ * create and join lobbies of cfg->lobby_size, ready up, play
+ * cfg->community_rounds matches, return to the lobby after each, leave;
+ * one JSON summary line on stdout. Returns 0 when all went as expected,
+ * 1 otherwise, 2 on a bad --community.
+ */
+int pc_community_run(const struct player_config *cfg);
 
 #endif
