@@ -705,14 +705,19 @@ START_TEST(several_matches_at_once)
 			break;
 	}
 	ck_assert_msg(all_in_match, "the three matches never were in_match at the same time");
-	/* Played side by side, not one after another: all ended within a second of each other. */
+	/*
+	 * Played side by side, not one after another: one match at a time ends
+	 * them a match length apart (10.5 s measured); side by side they end
+	 * together, seen by this test's own pump loop, which a loaded 2-core
+	 * machine under ASan delays by over a second (1215 ms seen in CI).
+	 */
 	int64_t first = INT64_MAX, lastend = 0;
 	for (int i = 0; i < LOBBIES * PER; i++) {
 		ck_assert_msg(ended_at[i] != 0, "player %d saw no match_end", i);
 		first = ended_at[i] < first ? ended_at[i] : first;
 		lastend = ended_at[i] > lastend ? ended_at[i] : lastend;
 	}
-	ck_assert_msg(lastend - first < 1000, "the matches ended %lld ms apart", (long long)(lastend - first));
+	ck_assert_msg(lastend - first < 4000, "the matches ended %lld ms apart", (long long)(lastend - first));
 	for (int i = 0; i < LOBBIES * PER; i++) {
 		const struct cc_wire_match_end *e = NULL;
 		const struct cc_wire_snapshot *last = NULL;
