@@ -38,7 +38,9 @@ struct player_config {
 	int64_t ranked_match_size; /* demo: players per ranked match */
 	int64_t decline_percent;   /* demo: chance of declining a proposal */
 	int64_t decision_seed;     /* demo: seeds declines and jitter; -1 = seed */
-	int64_t ticket_poll_ms;    /* demo: ticket re-read period while waiting */
+	int64_t ticket_poll_ms;    /* demo: ticket re-read period while waiting (polling) */
+	char *events;              /* demo: auto | stream | poll: where a player learns of its ticket's changes */
+	int64_t events_reread_ms;  /* demo, with the stream: the slow safety re-read of the ticket */
 	int64_t heartbeat_interval_ms; /* demo: heartbeat period (plus up to as much jitter) */
 	int64_t match_deadline_seconds; /* demo: queued this long after matching began: cancel */
 	int64_t timeout_ms;        /* whole deadline of one request */
