@@ -1053,6 +1053,9 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (!st)
 		return;
 	*con_cls = NULL;
+	/* a 101 that never went out: the hub never saw user; let it free it */
+	if (st->resp.ws_hub__ && !st->upgraded)
+		cc_ws_hub_abandon(st->resp.ws_hub__, st->resp.ws_user__);
 	route = st->route_label ? st->route_label : "unrouted";
 	if (st->status && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
 		cc_log_info("http_response_not_delivered", CC_LOG_STR("server", s->name),

@@ -238,9 +238,8 @@ struct cc_ws_hub;
  * refuses it (full), the socket is closed and the hub's on_close sees id 0.
  * Stop the hub (cc_ws_hub_stop, which releases every socket) before the
  * server: libmicrohttpd waits for upgraded sockets to be given back.
- * Known gap: if the client hangs up between the handler and the 101, the
- * hub never sees user (nothing frees it); pass a user the caller can
- * reclaim, or NULL.
+ * When the 101 never goes out (the client hung up first), the server calls
+ * cc_ws_hub_abandon(hub, user): on_close sees id 0 and can free user.
  */
 int cc_http_respond_websocket(const struct cc_http_request *req, struct cc_http_response *resp,
 			      struct cc_ws_hub *hub, const char *protocol, void *user);

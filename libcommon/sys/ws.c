@@ -30,6 +30,7 @@
 
 struct ws_out {
 	struct ws_out *next;
+	int64_t since_ns; /* cc_clock_ns() the sender started from; 0 = not timed */
 	size_t len;
 	char data[];
 };
@@ -88,6 +89,7 @@ struct cc_ws_hub {
 	unsigned open;		  /* (mu) adopted and not released */
 	uint64_t next_id;	  /* (mu) */
 	bool stopping;		  /* (mu) */
+	bool drained;		  /* the thread has ended (cc_ws_hub_drain) */
 	struct ws_conn *all;	  /* hub thread */
 	struct ws_conn *grave;	  /* hub thread */
 	unsigned sweep_ms;
@@ -397,8 +399,12 @@ static void take_outbox(struct cc_ws_hub *h, struct ws_conn *c)
 			struct wslay_event_msg m = { .opcode = WSLAY_TEXT_FRAME,
 						     .msg = (const uint8_t *)o->data,
 						     .msg_length = o->len };
-			if (wslay_event_queue_msg(c->ctx, &m) == 0)
+			if (wslay_event_queue_msg(c->ctx, &m) == 0) {
 				n++;
+				if (o->since_ns && h->o.send_latency)
+					cc_metric_observe(h->o.send_latency, NULL,
+							  (double)(cc_clock_ns() - o->since_ns) / 1e9);
+			}
 		}
 		free(o);
 	}
@@ -407,7 +413,7 @@ static void take_outbox(struct cc_ws_hub *h, struct ws_conn *c)
 		metric_add(h->o.dropped_slow, 1);
 		cc_log_warn("ws_slow_reader_closed", CC_LOG_STR("hub", h->name),
 			    CC_LOG_INT("id", (long long)c->id), CC_LOG_STR("remote", c->remote));
-		queue_close(c, CC_WS_CLOSE_TRY_LATER, "send backlog over its cap");
+		queue_close(c, CC_WS_CLOSE_TRY_LATER, "slow_reader");
 	}
 	if (code)
 		queue_close(c, code, reason);
@@ -574,6 +580,8 @@ static void register_fresh(struct cc_ws_hub *h, struct ws_conn *c)
 	metric_add(h->o.open_gauge, 1);
 	cc_log_info("ws_opened", CC_LOG_STR("hub", h->name), CC_LOG_INT("id", (long long)c->id),
 		    CC_LOG_STR("remote", c->remote));
+	if (!c->failed && h->o.on_open)
+		h->o.on_open(h->o.ctx, c->id, c->user);
 }
 
 static void *hub_main(void *arg)
@@ -635,7 +643,7 @@ static void *hub_main(void *arg)
 			stop_sent = true;
 			stop_deadline = now + h->o.close_timeout_ms + 100;
 			for (struct ws_conn *c = h->all; c; c = c->all_next) {
-				queue_close(c, CC_WS_CLOSE_GOING_AWAY, "server stopping");
+				queue_close(c, CC_WS_CLOSE_GOING_AWAY, "shutdown");
 			}
 		}
 		for (struct ws_conn *c = h->all, *next; c; c = next) {
@@ -722,15 +730,23 @@ struct cc_ws_hub *cc_ws_hub_start(const struct cc_ws_hub_options *opts)
 	return h;
 }
 
-void cc_ws_hub_stop(struct cc_ws_hub *h)
+void cc_ws_hub_drain(struct cc_ws_hub *h)
 {
-	if (!h)
+	if (!h || h->drained)
 		return;
 	pthread_mutex_lock(&h->mu);
 	h->stopping = true;
 	pthread_mutex_unlock(&h->mu);
 	wake(h);
 	pthread_join(h->thread, NULL);
+	h->drained = true;
+}
+
+void cc_ws_hub_stop(struct cc_ws_hub *h)
+{
+	if (!h)
+		return;
+	cc_ws_hub_drain(h);
 	close(h->epfd);
 	close(h->evfd);
 	pthread_mutex_destroy(&h->mu);
@@ -813,12 +829,24 @@ int cc_ws_hub_adopt(struct cc_ws_hub *h, int fd, const char *extra, size_t extra
 	return rc;
 }
 
+void cc_ws_hub_abandon(struct cc_ws_hub *h, void *user)
+{
+	if (h && h->o.on_close)
+		h->o.on_close(h->o.ctx, 0, user, CC_WS_CLOSE_ABNORMAL);
+}
+
 int cc_ws_send_text(struct cc_ws_hub *h, uint64_t id, const char *msg, size_t len)
+{
+	return cc_ws_send_text_since(h, id, msg, len, 0);
+}
+
+int cc_ws_send_text_since(struct cc_ws_hub *h, uint64_t id, const char *msg, size_t len, int64_t since_ns)
 {
 	struct ws_out *o = malloc(sizeof *o + (len ? len : 1));
 	if (!o)
 		return CC_ENOMEM;
 	o->next = NULL;
+	o->since_ns = since_ns;
 	o->len = len;
 	if (len)
 		memcpy(o->data, msg, len);

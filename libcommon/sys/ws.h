@@ -94,6 +94,13 @@
 struct cc_metric;
 struct cc_ws_hub;
 
+/*
+ * Connection id is registered with the hub: the first callback of every
+ * adopted connection, on the hub thread. Sends to id are accepted from now
+ * on (and already since cc_ws_hub_adopt returned).
+ */
+typedef void (*cc_ws_on_open)(void *ctx, uint64_t id, void *user);
+
 /* A text message arrived on connection id (msg is not NUL-terminated). */
 typedef void (*cc_ws_on_message)(void *ctx, uint64_t id, void *user, const char *msg,
 				 size_t len);
@@ -120,6 +127,7 @@ struct cc_ws_hub_options {
 	unsigned close_timeout_ms;	 /* 0 = default */
 	unsigned rate_messages;		 /* inbound messages per window (1008 beyond); 0 = default */
 	unsigned rate_window_ms;	 /* 0 = default */
+	cc_ws_on_open on_open;		 /* may be NULL */
 	cc_ws_on_message on_message;	 /* may be NULL */
 	cc_ws_on_close on_close;	 /* may be NULL */
 	void *ctx;			 /* passed to both */
@@ -128,15 +136,26 @@ struct cc_ws_hub_options {
 	struct cc_metric *sent_counter;	 /* text messages handed to the framer for sending */
 	struct cc_metric *dropped_slow;	 /* connections closed 1013 for their backlog */
 	struct cc_metric *closed_counter; /* connections ended, any reason */
+	struct cc_metric *send_latency;	 /* histogram, seconds: cc_ws_send_text_since's since_ns
+					    to the message's hand-over to the framer */
 };
 
 /* Starts the hub's thread. NULL (logged) on a bad option or no memory/thread. */
 struct cc_ws_hub *cc_ws_hub_start(const struct cc_ws_hub_options *opts);
 
 /*
- * Closes every connection (1001, waiting up to close_timeout_ms for the
- * clients' answers), calls on_close and release for each, stops the thread
- * and frees the hub. NULL: no-op. No send may race with or follow it.
+ * Closes every connection (1001 "shutdown", waiting up to close_timeout_ms
+ * for the clients' answers), calls on_close and release for each and stops
+ * the thread, but keeps the hub: from now on an adopt is refused
+ * (CC_EUNAVAILABLE, on_close with id 0) and a send answers CC_ENOTFOUND.
+ * For a server whose HTTP threads may still hand over sockets while it
+ * stops. NULL or already drained: no-op.
+ */
+void cc_ws_hub_drain(struct cc_ws_hub *h);
+
+/*
+ * cc_ws_hub_drain, then frees the hub. NULL: no-op. Nothing may use the
+ * hub during or after it.
  */
 void cc_ws_hub_stop(struct cc_ws_hub *h);
 
@@ -161,6 +180,21 @@ int cc_ws_hub_adopt(struct cc_ws_hub *h, int fd, const char *extra, size_t extra
  * CC_ENOMEM.
  */
 int cc_ws_send_text(struct cc_ws_hub *h, uint64_t id, const char *msg, size_t len);
+
+/*
+ * cc_ws_send_text, timed: since_ns (cc_clock_ns(), e.g. when the event
+ * reached this process) to the moment the hub hands the message to the
+ * framer is observed in the send_latency histogram. 0 = not timed.
+ */
+int cc_ws_send_text_since(struct cc_ws_hub *h, uint64_t id, const char *msg, size_t len, int64_t since_ns);
+
+/*
+ * The upgrade that would have handed user to the hub never happened (the
+ * client hung up before the 101 went out): calls on_close(ctx, 0, user,
+ * 1006) on the calling thread so user can be freed, like a refused adopt.
+ * NULL hub: no-op.
+ */
+void cc_ws_hub_abandon(struct cc_ws_hub *h, void *user);
 
 /*
  * Starts closing id with code (1000..4999, not 1005/1006/1015) and reason

@@ -64,6 +64,11 @@ struct api_config {
 	bool steam_reject_publisher_banned; /* 403 for publisher-banned accounts */
 	char *workload_secret_file;     /* key set verifying workload tokens (servers.c); unset = server routes 503 */
 	double rating_tau;              /* Glicko-2 system constant of the result route */
+	bool events;                    /* serve GET /v1/events */
+	int64_t events_max_connections; /* streams one replica holds */
+	int64_t events_ping_interval_ms; /* a ping to every stream this often */
+	int64_t events_pong_timeout_ms;  /* no pong within this after a ping: dropped */
+	int64_t events_session_check_ms; /* streams' sessions re-checked this often */
 	struct cc_service_options svc;  /* database (+pool), Redis (candidate index), admin port, log level */
 };
 
@@ -93,6 +98,7 @@ struct api {
 	struct cc_keyset *workload_keys;          /* from --workload-secret-file; NULL = not configured */
 	struct cc_metric *server_conflicts;       /* 409s of the server routes, by kind (route) */
 	struct cc_metric *workload_refusals;      /* refused workload tokens, by reason */
+	struct api_events *events;                /* the event stream (events.c); NULL = off */
 };
 
 extern const struct cc_service_spec api_service_spec;
@@ -287,6 +293,14 @@ struct api_player {
 int api_authenticate(struct api *api, struct cc_pg *pg, const struct cc_http_request *req,
 		     struct cc_http_response *resp, struct api_player *out) CC_MUST_CHECK;
 
+/*
+ * api_authenticate for a token already taken from the request (the event
+ * stream's subprotocol), by its api_secret_hash_param hash: the same
+ * answers.
+ */
+int api_authenticate_hash(struct api *api, struct cc_pg *pg, const char *hash, struct cc_http_response *resp,
+			  struct api_player *out) CC_MUST_CHECK;
+
 #define API_BEARER_TOKEN_MAX 128  /* bytes of any bearer token we accept */
 #define API_OPERATOR_TOKEN_MIN 16 /* bytes of --operator-token, checked at start-up */
 
@@ -360,6 +374,27 @@ int api_match_assignment(const struct cc_http_request *req, struct cc_http_respo
 
 /* The player's match summary (matches.c). */
 int api_match_get(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+
+/* ---- live events (events.c) ---------------------------------------------- */
+
+/*
+ * GET /v1/events (contracts/v1/events.json): the player's outbox events
+ * over a WebSocket. api_events_open starts the hub (sys/ws.h) and the
+ * listener thread (its own connection LISTENing on cc_events) and sets
+ * api->events; a connection is authenticated, registered and its replay
+ * read in the route's handler (a pool connection, like any route), then
+ * handed to the hub. api_events_close stops the listener and drains the
+ * hub (every stream gets 1001 shutdown; later upgrades are refused): call
+ * it before stopping the HTTP server, which waits for upgraded sockets.
+ * api_events_free, after the server has stopped, frees it all. With
+ * --events=false api->events stays NULL and the route answers 503
+ * events_disabled (clients poll).
+ */
+struct api_events;
+int api_events_open(struct api *api) CC_MUST_CHECK;
+void api_events_close(struct api *api);
+void api_events_free(struct api *api);
+int api_events_get(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 
 /*
  * Loads --workload-secret-file into api->workload_keys (unset: stays NULL

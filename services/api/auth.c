@@ -65,15 +65,20 @@ int api_authenticate(struct api *api, struct cc_pg *pg, const struct cc_http_req
 		     struct cc_http_response *resp, struct api_player *out)
 {
 	char token[TOKEN_MAX + 1];
-	char hash[2 + 64 + 1];
-	struct cc_session_check s;
-	(void)api;
-
 	if (!bearer_token(req, token, sizeof token)) {
 		cc_http_error(resp, 401, "unauthorized", "a valid session bearer token is required", false);
 		return CC_EUNAUTHORIZED;
 	}
+	char hash[2 + 64 + 1];
 	api_secret_hash_param(token, hash);
+	return api_authenticate_hash(api, pg, hash, resp, out);
+}
+
+int api_authenticate_hash(struct api *api, struct cc_pg *pg, const char *hash, struct cc_http_response *resp,
+			  struct api_player *out)
+{
+	struct cc_session_check s;
+	(void)api;
 	int rc = cc_session_lookup(pg, hash, &s);
 	if (rc == CC_ENOTFOUND) {
 		cc_http_error(resp, 401, "unauthorized", "the session is unknown", false);

@@ -118,6 +118,19 @@ static const struct cc_config_option api_options[] = {
 	{ .name = "rating-tau", .type = CC_CFG_DOUBLE, .default_value = CC_STRINGIFY(CC_GLICKO2_DEFAULT_TAU),
 	  .min = CC_GLICKO2_TAU_MIN, .max = CC_GLICKO2_TAU_MAX,
 	  .help = "Glicko-2 system constant tau of the rating update (SPEC 9)", .offset = OPT(rating_tau) },
+	{ .name = "events", .type = CC_CFG_BOOL, .default_value = "true",
+	  .help = "serve the WebSocket event stream GET /v1/events (false: 503 events_disabled, clients poll)",
+	  .offset = OPT(events) },
+	{ .name = "events-max-connections", .type = CC_CFG_INT, .default_value = "4096", .min = 1, .max = 100000,
+	  .help = "event streams this replica holds (each also holds one of --max-connections)",
+	  .offset = OPT(events_max_connections) },
+	{ .name = "events-ping-interval-ms", .type = CC_CFG_INT, .default_value = "20000", .min = 100, .max = 600000,
+	  .help = "a ping to every event stream this often", .offset = OPT(events_ping_interval_ms) },
+	{ .name = "events-pong-timeout-ms", .type = CC_CFG_INT, .default_value = "20000", .min = 100, .max = 600000,
+	  .help = "a stream that answers no ping within this is dropped", .offset = OPT(events_pong_timeout_ms) },
+	{ .name = "events-session-check-ms", .type = CC_CFG_INT, .default_value = "30000", .min = 100, .max = 3600000,
+	  .help = "re-check every stream's session this often (revoked, expired, banned: closed 1008)",
+	  .offset = OPT(events_session_check_ms) },
 };
 
 /* cc-api's own rows plus the shared ones it names (sys/service.h). */
@@ -405,6 +418,10 @@ int main(int argc, char **argv)
 		.n_routes = api_n_routes,
 		.ctx = &api,
 	};
+	if (cfg.events && api_events_open(&api) != 0) {
+		cc_log_error("start_failed", CC_LOG_STR("reason", "event stream"));
+		goto out;
+	}
 	server = cc_http_server_start(&http_opt);
 	if (!server)
 		goto out;
@@ -414,7 +431,9 @@ int main(int argc, char **argv)
 	/* No loop of its own: the HTTP servers' threads serve until a stop. */
 	status = cc_service_run(&service, NULL, NULL);
 out:
+	api_events_close(&api); /* before the server: it waits for upgraded sockets */
 	cc_http_server_stop(server);
+	api_events_free(&api);
 	cc_admin_stop(admin);
 	cc_candidate_index_free(api.index);
 	cc_ratelimiter_free(api.limiter);

@@ -33,5 +33,6 @@ const struct cc_http_route api_routes[] = {
 	{ "POST", "/v1/servers/{server_id}/no_show", api_server_no_show },
 	{ "GET", "/v1/matches/{match_id}/assignment", api_match_assignment },
 	{ "GET", "/v1/matches/{match_id}", api_match_get },
+	{ "GET", "/v1/events", api_events_get },
 };
 const size_t api_n_routes = CC_ARRAY_LEN(api_routes);
