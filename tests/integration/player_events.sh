@@ -5,7 +5,8 @@
 # cc-gameserver).
 #  1. --events=stream --play: 8 players (one 3v3, one 1v1) match, fetch
 #     their assignments, play and leave on their events alone. The safety
-#     re-read is set to a minute, so every ticket read left is one an event
+#     re-read is set to a minute and --ticket-poll-ms to 50 ms (which a
+#     player polling would use), so every ticket read left is one an event
 #     or a heartbeat's 409 asked for: the summary says events=stream:8
 #     poll:0, no fallback, no safety read, at most one ticket read per
 #     player on average, and exactly one assignment read per player (asked
@@ -66,7 +67,7 @@ rc=0
 "$BIN/cc-player" --mode=demo --api-url="$A_URL" --players=8 --threads=4 --regions=eu-west --ranked-percent=25 \
 	--decline-percent=0 --seed="$run" --build="itest-$run" --match-deadline-seconds=30 --play \
 	--assignment-timeout-seconds=60 --game-deadline-seconds=60 --summary-timeout-seconds=30 --log-level=info \
-	--events=stream --events-reread-ms=60000 >"$T_DIR/stream.out" 2>"$T_DIR/stream.err" || rc=$?
+	--events=stream --events-reread-ms=60000 --ticket-poll-ms=50 >"$T_DIR/stream.out" 2>"$T_DIR/stream.err" || rc=$?
 summary=$(cat "$T_DIR/stream.out")
 expect_eq "cc-player --events=stream exit status ($summary)" 0 "$rc"
 [[ $summary =~ \ 8\ players\ matched, ]] || fail "not every player matched: $summary"
@@ -79,7 +80,7 @@ messages=$(field messages "$summary")
 # at least, per player: stream.ready, ticket.proposed, ticket.matched, ticket.assigned
 ((messages >= 32)) || fail "only $messages messages on 8 streams: $summary"
 ticket_reads=$(field ticket_reads "$summary")
-((ticket_reads <= 8)) || fail "$ticket_reads ticket reads by 8 players on the stream (polling every 250 ms makes dozens): $summary"
+((ticket_reads <= 8)) || fail "$ticket_reads ticket reads by 8 players on the stream (polling every 50 ms makes dozens): $summary"
 # The player counted all it sent; the summaries (GET /v1/matches/{id}) come after and read no ticket.
 expect_eq "GET /v1/queue/{ticket_id} as cc-api counted them vs the player's ticket_reads" "$ticket_reads" \
 	"$(($(requests "$A_ADMIN" "/v1/queue/{ticket_id}" GET) - reads_before))"

@@ -975,7 +975,7 @@ static void match_phase(struct demo_worker *w)
 	int64_t hard_stop = start + cfg->match_deadline_seconds * 1000 + HARD_STOP_EXTRA_MS;
 	for (int64_t i = w->index; i < cfg->players; i += w->threads) {
 		struct demo_player *d = &w->players[i];
-		d->next_poll_ms = start + cfg->ticket_poll_ms;
+		d->next_poll_ms = start + poll_period(w, d); /* on the stream: only the safety re-read */
 		d->next_beat_ms = start + beat_jitter(cfg, d); /* the first one comes sooner: a client's timer phase */
 	}
 	for (;;) {
