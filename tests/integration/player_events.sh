@@ -15,7 +15,11 @@
 #  2. --events=auto against a cc-api whose stream is off (--events=false:
 #     503 events_disabled) falls back to polling, says so, and still
 #     matches; --events=stream against it is an error (exit 1);
-#  3. --events=poll opens no stream (cc-api counts no upgrade).
+#  3. --events=poll opens no stream (cc-api counts no upgrade);
+#  4. resume: 2 ranked players stream from replica A (replica A2 beside it)
+#     with no matcher running; A stops (its streams close 1001); the players
+#     move to A2 and resume there with ?after=, and only then does a
+#     matcher propose: they match on A2's events with no fallback.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_loop.sh"
 scratch_database player_events
@@ -48,6 +52,7 @@ for playlist in casual ranked; do
 	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/matcher-$playlist.log" "$BIN/cc-matcher" \
 		--playlist=$playlist --admin-port="$madmin" --poll-interval-ms=100
 	wait_http "http://127.0.0.1:$madmin/readyz" "$LAST_PID" 20
+	printf -v "MATCHER_$playlist" '%s' "$LAST_PID"
 done
 
 # requests ADMIN ROUTE METHOD [STATUS]: cc-api's count of ROUTE (pattern) requests, all statuses or one.
@@ -131,3 +136,38 @@ expect_eq "cc-player --events=poll exit status ($summary)" 0 "$rc"
 [[ $summary =~ \;\ events=stream:0\ poll:2\ \(--events=poll\)\ messages=0\  ]] || fail "poll: $summary"
 expect_eq "upgrades asked of cc-api by --events=poll" "$before" "$(requests "$A_ADMIN" "/v1/events" GET)"
 pass "poll: no stream opened; ${summary##*; events=}"
+
+# ---- 4. a replica goes away: the streams resume on the other one -------------------
+kill "$MATCHER_ranked"
+wait "$MATCHER_ranked" 2>/dev/null || true
+start_api A2 --regions=eu-west
+wait_http "$A2_ADMIN/readyz" "$A2_PID" 20
+run4=$((run + 4))
+T_LOGS+=("$T_DIR/resume.err")
+start_bg "$T_DIR/resume.err" "$BIN/cc-player" --mode=demo --api-url="$A_URL,$A2_URL" --players=2 --threads=1 \
+	--regions=eu-west --ranked-percent=100 --decline-percent=0 --seed="$run4" --build="itest-$run4" \
+	--match-deadline-seconds=40 --events=stream --events-reread-ms=60000 --log-level=info
+player=$LAST_PID
+wait_until "both tickets QUEUED" 20 '(( $(sql "SELECT count(*) FROM tickets WHERE build = '"'itest-$run4'"' AND state = '"'QUEUED'"'") == 2 ))'
+# (a player on the stream queues only once its stream is open and ready)
+kill "$A_PID"
+wait "$A_PID" 2>/dev/null || true
+wait_until "both players resumed on A2" 20 '(( $(grep -c "\"event\":\"events_resumed\"" "$T_DIR/resume.err") >= 2 ))'
+grep '"event":"events_closed"' "$T_DIR/resume.err" | grep -q '"code":1001' ||
+	fail "resume: no stream was seen closed 1001 by the stopping replica: $(grep -m4 '"events_' "$T_DIR/resume.err")"
+madmin=$(free_port)
+COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/matcher-ranked-2.log" "$BIN/cc-matcher" \
+	--playlist=ranked --admin-port="$madmin" --poll-interval-ms=100
+rc=0
+wait "$player" || rc=$?
+summary=$(grep '^demo: ' "$T_DIR/resume.err" | tail -n 1)
+expect_eq "cc-player across the replica's stop: exit status ($summary)" 0 "$rc"
+[[ $summary =~ \ 2\ players\ matched, ]] || fail "resume: the players did not match: $summary"
+[[ $summary =~ \;\ events=stream:2\ poll:0\ \(--events=stream\)\  ]] || fail "resume: not both on the stream: $summary"
+(($(field reconnects "$summary") >= 2)) || fail "resume: fewer than 2 reconnects: $summary"
+expect_eq "resume: safety re-reads" 0 "$(field safety_reads "$summary")"
+(($(requests "$A2_ADMIN" "/v1/events" GET 101) >= 2)) || fail "resume: A2 answered fewer than 2 upgrades"
+resumes=$(curl -s "$A2_ADMIN/metrics" | awk '$1 == "cosmic_clash_api_events_resumes_total" { print $2 }')
+((${resumes:-0} >= 2)) || fail "resume: A2 counted ${resumes:-no} resumes (streams opened with ?after=), expected 2"
+
+pass "resume: A stopped, both streams closed 1001 and resumed on A2, then matched on its events: ${summary##*; events=}"

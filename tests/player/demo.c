@@ -823,14 +823,35 @@ static int open_stream(struct demo_worker *w, struct demo_player *d, struct cc_w
 /*
  * The first open, before the player queues. auto: a refusal other than
  * 401 (a server without the route answers 404; 429, 503, no connection)
- * means polling; stream: any refusal is an error; 401 always is (the
- * session just made is refused). Waits (briefly) for stream.ready, after
+ * means polling; stream: 429, 503 and no connection are tried again for
+ * --retry-horizon-ms, then, like any other refusal, an error; 401 always
+ * is (the session just made is refused). Waits (briefly) for stream.ready, after
  * which every event of the ticket about to be made is delivered.
  */
+/* Whether a refusal is worth trying again: 429, 503 (not events_disabled: that server has none), no connection. */
+static bool refusal_transient(int rc, const struct cc_ws_client_refusal *ref)
+{
+	if (rc == CC_EIO || rc == CC_ETIMEOUT)
+		return ref->status == 0;
+	return rc == CC_EUNAVAILABLE && !strstr(ref->body, "\"events_disabled\"");
+}
+
 static int start_stream(struct demo_worker *w, struct demo_player *d)
 {
 	struct cc_ws_client_refusal ref;
 	int rc = open_stream(w, d, &ref);
+	/* --events=stream: a replica starting up (503), over its cap (429) or not reachable is tried
+	 * again, with backoff, for the retry horizon, as a REST call would be */
+	int64_t give_up_ms = cc_clock_ms() + w->cfg->retry_horizon_ms, pause_ms = 50;
+	while (rc != 0 && strcmp(w->cfg->events, "stream") == 0 && refusal_transient(rc, &ref) &&
+	       cc_clock_ms() + pause_ms < give_up_ms) {
+		cc_log_info("events_retry", CC_LOG_INT("player", d->p.index), CC_LOG_INT("status", ref.status),
+			    CC_LOG_STR("reason", ref.reason), CC_LOG_INT("in_ms", pause_ms));
+		struct timespec ts = { .tv_sec = pause_ms / 1000, .tv_nsec = (pause_ms % 1000) * 1000000 };
+		nanosleep(&ts, NULL);
+		pause_ms = pause_ms * 2 > 1000 ? 1000 : pause_ms * 2;
+		rc = open_stream(w, d, &ref);
+	}
 	if (rc != 0) {
 		cc_log_info("events_refused", CC_LOG_INT("player", d->p.index), CC_LOG_INT("status", ref.status),
 			    CC_LOG_STR("reason", ref.reason), CC_LOG_STR("body", ref.body));
@@ -863,6 +884,12 @@ static void reconnect_stream(struct demo_worker *w, struct demo_player *d)
 	if (rc == 0) {
 		w->counts.reconnects++;
 		d->backoff_ms = 0;
+		/* the replay after ?after= brings what was missed: back to the slow safety re-read */
+		int64_t slow = cc_clock_ms() + w->cfg->events_reread_ms;
+		if (!d->read_urgent)
+			d->next_poll_ms = slow;
+		if (d->assigning && !d->assignment_ready)
+			d->next_assign_ms = slow;
 		cc_log_info("events_resumed", CC_LOG_INT("player", d->p.index), CC_LOG_INT("after", d->position));
 		return;
 	}
