@@ -10,7 +10,12 @@
  *   - heartbeat every --heartbeat-interval-ms (+ seeded jitter) while
  *     QUEUED or PROPOSED, at the revision held; a 409 (revision_conflict,
  *     or ticket_closed once matched) means "re-read the ticket";
- *   - re-read the ticket every --ticket-poll-ms; a proposal_id on it is
+ *   - learn of the ticket's changes: with --events=stream (or auto, when
+ *     cc-api offers it) from the player's own GET /v1/events stream, opened
+ *     before it queues (see "the event stream" below), with a slow safety
+ *     re-read every --events-reread-ms; else (poll, or auto refused)
+ *     re-read the ticket every --ticket-poll-ms. Either source feeds the
+ *     same steps: a proposal_id on the ticket is
  *     read (GET /v1/proposals/{id}) and answered with the proposal's
  *     revision: accept, or decline with --decline-percent chance (seeded by
  *     player and proposal ordinal). A declined or expired proposal puts the
@@ -1577,7 +1582,7 @@ int pc_demo_run(const struct player_config *cfg)
 	       matches[CASUAL] + matches[RANKED], matches[CASUAL], matches[RANKED], total.matched, total.declined,
 	       total.requeued, total.gave_up, total.heartbeats, total.errors, retries,
 	       pc_latency_percentile_ms(&waits, 50) / 1000, pc_latency_percentile_ms(&waits, 95) / 1000,
-	       pc_latency_percentile_ms(&api, 50), pc_latency_percentile_ms(&api, 99), play_line, events_line);
+	       pc_latency_percentile_ms(&api, 50), pc_latency_percentile_ms(&api, 99), events_line, play_line);
 	fflush(stdout);
 	status = total.errors == 0 && total.logged_in == cfg->players ? 0 : 1;
 out:
