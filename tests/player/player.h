@@ -5,8 +5,8 @@
  *
  * cc-player is the simulated-player client and load generator (SPEC 1:
  * tests/). It talks to cc-api (or cc-testkit-api, whose fake login accepts
- * the made-up tickets "player-<seed>-<index>") over REST only, exactly as a
- * game client would. It is test tooling: `make install` never installs it.
+ * the made-up tickets "player-<seed>-<index>") over REST and each player's
+ * GET /v1/events stream, exactly as a game client would. It is test tooling: `make install` never installs it.
  */
 #ifndef PC_PLAYER_H
 #define PC_PLAYER_H
@@ -66,7 +66,8 @@ struct player_config {
 
 /*
  * Runs the demo (see demo.c): every player logs in, probes every region,
- * queues for casual or ranked, then heartbeats and polls its ticket,
+ * opens its event stream (--events; events.h), queues for casual or
+ * ranked, then heartbeats and follows its ticket (its events, or polling),
  * answers the proposals cc-matcher makes (accepting most, declining a
  * seeded few) until its ticket is MATCHED, or gives up when no match can
  * form any more; with --play a matched player then fetches its
