@@ -6,7 +6,8 @@
  * cc-player is the simulated-player client and load generator (SPEC 1:
  * tests/). It talks to cc-api (or cc-testkit-api, whose fake login accepts
  * the made-up tickets "player-<seed>-<index>") over REST and each player's
- * GET /v1/events stream, exactly as a game client would. It is test tooling: `make install` never installs it.
+ * GET /v1/events stream, exactly as a game client would. It is test
+ * tooling: `make install` never installs it.
  */
 #ifndef PC_PLAYER_H
 #define PC_PLAYER_H
