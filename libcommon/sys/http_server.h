@@ -226,7 +226,8 @@ struct cc_ws_hub;
  * in the SPEC error shape when one fails:
  *   400 invalid_upgrade   not GET, no "Upgrade: websocket", no "upgrade"
  *                         token in Connection, or a Sec-WebSocket-Key that
- *                         is not the base64 of 16 bytes;
+ *                         is not the base64 of 16 bytes, or a second
+ *                         Sec-WebSocket-Key or Sec-WebSocket-Version;
  *   426 upgrade_required  Sec-WebSocket-Version other than 13 (the answer
  *                         carries Sec-WebSocket-Version: 13).
  * Otherwise answers 101 with Upgrade, Connection: Upgrade,

@@ -621,6 +621,11 @@ int api_events_get(const struct cc_http_request *req, struct cc_http_response *r
 		cc_http_error_unavailable(resp, "unavailable", "the event stream is not available; poll or retry shortly");
 		return 0;
 	}
+	if (cc_ws_hub_open_count(ev->hub) >= (unsigned)api->cfg->events_max_connections) {
+		refused(ev, "over_capacity");
+		cc_http_error_unavailable(resp, "over_capacity", "this replica holds all the streams it can; poll or retry");
+		return 0;
+	}
 	struct cc_pg *pg = api_db(api, resp);
 	if (!pg) {
 		refused(ev, "database");
