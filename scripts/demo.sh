@@ -27,7 +27,7 @@
 # DEMO_SERVERS (20: the warm pool, room for every match at once), DEMO_MATCH_SECONDS (10),
 # DEMO_EVENTS (auto: the players hear their events on GET /v1/events and poll
 # only when the upgrade is refused; stream; poll: cc-player --events),
-# DEMO_LOGS (build/demo), DEMO_OUTBOX_MS (100: cc-maintenance's outbox dispatch period).
+# DEMO_LOGS (build/demo).
 # cc-maintenance runs beside them (every sweep at its defaults); its outbox
 # dispatcher is what delivers the events.
 #
@@ -45,7 +45,6 @@ fi
 BIN="$top/build/bin"
 LOGS=${DEMO_LOGS:-$top/build/demo}
 EVENTS=${DEMO_EVENTS:-auto}
-OUTBOX_MS=${DEMO_OUTBOX_MS:-100}
 PLAYERS=${DEMO_PLAYERS:-60}
 THREADS=${DEMO_THREADS:-8}
 REGIONS=${DEMO_REGIONS:-eu-west,us-east}
@@ -122,16 +121,15 @@ start_allocator() {
 }
 
 # cc-maintenance: every sweep (expiry, stalled and abandoned matches,
-# seasons, retention) at its defaults but the outbox dispatch, every
-# DEMO_OUTBOX_MS (100): it delivers the players' events (GET /v1/events),
-# and its sweep period is what an event waits at most (it has no wake-up), so a match a fault strands is
-# reclaimed; the season sweep starts season 1, whose end the ranked profile
-# shows. Ready once a pass has reached PostgreSQL.
+# seasons, retention, the outbox dispatch that delivers the players'
+# events, woken by the writers' NOTIFY) at its defaults, so a match a
+# fault strands is reclaimed; the season sweep starts season 1, whose end
+# the ranked profile shows. Ready once a pass has reached PostgreSQL.
 start_maintenance() {
 	local admin
 	admin=$(free_port)
 	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_service maintenance \
-		"$BIN/cc-maintenance" --admin-port="$admin" "${REDIS_FLAGS[@]}" --outbox-interval-ms="$OUTBOX_MS"
+		"$BIN/cc-maintenance" --admin-port="$admin" "${REDIS_FLAGS[@]}"
 	wait_http maintenance "http://127.0.0.1:$admin/readyz" 30
 	MAINT_ADMIN="http://127.0.0.1:$admin"
 }
