@@ -755,11 +755,12 @@ bool cc_ws_client_open(const struct cc_ws_client *c)
 	return c && !c->ended;
 }
 
-int cc_ws_client_send_text(struct cc_ws_client *c, const char *msg, size_t len)
+/* Queues one message of opcode (copied) and sends what it can now. */
+static int queue_msg(struct cc_ws_client *c, uint8_t opcode, const void *msg, size_t len)
 {
 	if (!c || c->ended || c->sent_code || wslay_event_get_close_sent(c->ctx))
 		return CC_ESTATE;
-	struct wslay_event_msg m = { .opcode = WSLAY_TEXT_FRAME, .msg = (const uint8_t *)msg, .msg_length = len };
+	struct wslay_event_msg m = { .opcode = opcode, .msg = msg, .msg_length = len };
 	int rc = wslay_event_queue_msg(c->ctx, &m);
 	if (rc == WSLAY_ERR_NOMEM)
 		return CC_ENOMEM;
@@ -769,20 +770,14 @@ int cc_ws_client_send_text(struct cc_ws_client *c, const char *msg, size_t len)
 	return 0;
 }
 
+int cc_ws_client_send_text(struct cc_ws_client *c, const char *msg, size_t len)
+{
+	return queue_msg(c, WSLAY_TEXT_FRAME, msg, len);
+}
+
 int cc_ws_client_ping(struct cc_ws_client *c, const void *payload, size_t len)
 {
-	if (len > 125)
-		return CC_EINVAL;
-	if (!c || c->ended || c->sent_code || wslay_event_get_close_sent(c->ctx))
-		return CC_ESTATE;
-	struct wslay_event_msg m = { .opcode = WSLAY_PING, .msg = payload, .msg_length = len };
-	int rc = wslay_event_queue_msg(c->ctx, &m);
-	if (rc == WSLAY_ERR_NOMEM)
-		return CC_ENOMEM;
-	if (rc != 0)
-		return CC_ESTATE;
-	pump(c, false);
-	return 0;
+	return len > 125 ? CC_EINVAL : queue_msg(c, WSLAY_PING, payload, len);
 }
 
 int cc_ws_client_close(struct cc_ws_client *c, int code, const char *reason)
