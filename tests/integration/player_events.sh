@@ -34,6 +34,7 @@ connect-window-seconds = 20
 CONF
 start_api A --regions=eu-west --workload-secret-file="$T_DIR/workload.secret"
 start_api OFF --regions=eu-west --events=false
+# shellcheck disable=SC2034 # start_maint (lib_loop.sh) reads FLAGS
 FLAGS=(--outbox-interval-ms=100 --expiry-interval-ms=60000 --stalled-interval-ms=60000 --no-show-interval-ms=60000
 	--server-silent-interval-ms=60000 --result-missing-interval-ms=60000 --season-interval-ms=60000
 	--retention-interval-ms=600000)
@@ -138,6 +139,7 @@ expect_eq "upgrades asked of cc-api by --events=poll" "$before" "$(requests "$A_
 pass "poll: no stream opened; ${summary##*; events=}"
 
 # ---- 4. a replica goes away: the streams resume on the other one -------------------
+# shellcheck disable=SC2154 # set by printf -v above
 kill "$MATCHER_ranked"
 wait "$MATCHER_ranked" 2>/dev/null || true
 start_api A2 --regions=eu-west
