@@ -192,6 +192,8 @@ $(B)/asan/tests/integration/test_steam: $(B)/asan/services/api/steam.o
 # test_outbox_dispatch drives cc-maintenance's dispatcher (services/maintenance/dispatch.c) directly.
 $(B)/asan/tests/integration/test_outbox_dispatch: $(B)/asan/services/maintenance/dispatch.o
 $(B)/asan/tests/unit/test_player_latency: $(B)/asan/tests/player/latency.o
+# test_player_events: cc-player's decoding of the event stream's messages.
+$(B)/asan/tests/unit/test_player_events: $(B)/asan/tests/player/events.o
 $(B)/asan/tests/unit/test_gs_input: $(B)/asan/gameserver/input.o $(B)/asan/gameserver/wire_glue.o $(B)/asan/gameserver/match.o
 $(B)/asan/tests/unit/test_gs_admission: $(B)/asan/gameserver/admission.o $(B)/asan/gameserver/wire_glue.o $(B)/asan/gameserver/match.o
 # test_player_game plays cc-player's game stage against a game server in the test, over real ENet.

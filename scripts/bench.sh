@@ -21,6 +21,9 @@
 #     every time, what cc-api did before) for context.
 # Then one open-loop run at BENCH_RATE (1000) heartbeats/s on 16
 # connections, latency counted from each request's planned send time.
+# Then the matcher and allocator benches, and scripts/bench-events.sh: the
+# demo's queue-to-connected median and cc-api's CPU per matched player with
+# the event stream beside the same run polling.
 #
 # Prints the results and whether the targets are met: cc-api/pgbench
 # throughput >= 0.7 at each C, p99 < 20 ms at BENCH_RATE. Raw outputs and
@@ -170,6 +173,8 @@ main() {
 	"$top/scripts/bench-matcher.sh" || return 1
 	# cc-allocator's allocations per second (issue 10), same harness.
 	"$top/scripts/bench-allocator.sh" || return 1
+	# The event stream against polling (issue 22): the demo twice, each in its own harness.
+	"$top/scripts/bench-events.sh" || return 1
 	if [[ $missed -ne 0 && "${BENCH_STRICT:-0}" == 1 ]]; then
 		say "a target was missed (BENCH_STRICT=1)"
 		return 1

@@ -68,7 +68,19 @@ static const struct cc_config_option player_options[] = {
 		  "keep fresh players and fixed decliners",
 	  .offset = OPT(decision_seed) },
 	{ .name = "ticket-poll-ms", .type = CC_CFG_INT, .default_value = "250", .min = 10, .max = 60000,
-	  .help = "demo: how often a waiting player re-reads its ticket", .offset = OPT(ticket_poll_ms) },
+	  .help = "demo: how often a waiting player re-reads its ticket (and its pending assignment) when it polls",
+	  .offset = OPT(ticket_poll_ms) },
+	{ .name = "events", .type = CC_CFG_ENUM, .default_value = "auto", .choices = "auto|stream|poll",
+	  .help = "demo: stream: each player opens GET /v1/events with its session token and acts on its events "
+		  "(resuming with ?after= when the stream drops), re-reading its ticket only every "
+		  "--events-reread-ms; poll: re-read the ticket every --ticket-poll-ms; auto: the stream, and "
+		  "polling when the upgrade is refused with anything but 401 (404 of a server without the route, "
+		  "429, 503, no connection)",
+	  .offset = OPT(events) },
+	{ .name = "events-reread-ms", .type = CC_CFG_INT, .default_value = "5000", .min = 100, .max = 600000,
+	  .help = "demo, with the stream: the slow safety re-read of the ticket (and of a pending assignment), "
+		  "so a lost event cannot strand a player",
+	  .offset = OPT(events_reread_ms) },
 	{ .name = "heartbeat-interval-ms", .type = CC_CFG_INT, .default_value = "1000", .min = 100, .max = 20000,
 	  .help = "demo: a waiting player heartbeats every this much plus a seeded jitter of up to as much again",
 	  .offset = OPT(heartbeat_interval_ms) },

@@ -5,8 +5,9 @@
  *
  * cc-player is the simulated-player client and load generator (SPEC 1:
  * tests/). It talks to cc-api (or cc-testkit-api, whose fake login accepts
- * the made-up tickets "player-<seed>-<index>") over REST only, exactly as a
- * game client would. It is test tooling: `make install` never installs it.
+ * the made-up tickets "player-<seed>-<index>") over REST and each player's
+ * GET /v1/events stream, exactly as a game client would. It is test
+ * tooling: `make install` never installs it.
  */
 #ifndef PC_PLAYER_H
 #define PC_PLAYER_H
@@ -38,7 +39,9 @@ struct player_config {
 	int64_t ranked_match_size; /* demo: players per ranked match */
 	int64_t decline_percent;   /* demo: chance of declining a proposal */
 	int64_t decision_seed;     /* demo: seeds declines and jitter; -1 = seed */
-	int64_t ticket_poll_ms;    /* demo: ticket re-read period while waiting */
+	int64_t ticket_poll_ms;    /* demo: ticket re-read period while waiting (polling) */
+	char *events;              /* demo: auto | stream | poll: where a player learns of its ticket's changes */
+	int64_t events_reread_ms;  /* demo, with the stream: the slow safety re-read of the ticket */
 	int64_t heartbeat_interval_ms; /* demo: heartbeat period (plus up to as much jitter) */
 	int64_t match_deadline_seconds; /* demo: queued this long after matching began: cancel */
 	int64_t timeout_ms;        /* whole deadline of one request */
@@ -67,7 +70,8 @@ struct player_config {
 
 /*
  * Runs the demo (see demo.c): every player logs in, probes every region,
- * queues for casual or ranked, then heartbeats and polls its ticket,
+ * opens its event stream (--events; events.h), queues for casual or
+ * ranked, then heartbeats and follows its ticket (its events, or polling),
  * answers the proposals cc-matcher makes (accepting most, declining a
  * seeded few) until its ticket is MATCHED, or gives up when no match can
  * form any more; with --play a matched player then fetches its
