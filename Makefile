@@ -77,7 +77,7 @@ UNIT_BINS    := $(patsubst %.c,$(B)/asan/%,$(UNIT_SRCS))
 INTEG_BINS   := $(patsubst %.c,$(B)/asan/%,$(INTEG_SRCS))
 BENCH_BINS   := $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRCS))
 
-.PHONY: all tools test test-unit test-integration demo bench install clean deps tests-build
+.PHONY: all tools test test-unit test-integration demo demo-community bench install clean deps tests-build
 
 all: $(addprefix $(B)/bin/,$(BINS) $(TESTKIT_BINS))
 
@@ -168,7 +168,10 @@ TOOL_BINS   := $(if $(PLAYER_SRCS),$(B)/bin/cc-player)
 
 tools: $(TOOL_BINS)
 
-$(B)/bin/cc-player: $(patsubst %.c,$(B)/rel/%.o,$(PLAYER_SRCS)) $(REL_LIBS)
+# Its community mode (tests/player/community.c) drives the game-server test client's
+# community client and play code (tests/gameserver/lobbyc.c, gsconn.c) rather than a copy.
+PLAYER_GS_OBJS := $(B)/rel/tests/gameserver/lobbyc.o $(B)/rel/tests/gameserver/gsconn.o
+$(B)/bin/cc-player: $(patsubst %.c,$(B)/rel/%.o,$(PLAYER_SRCS)) $(PLAYER_GS_OBJS) $(REL_LIBS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(PKG_LIBS) $(shell pkg-config --libs libenet)
@@ -189,6 +192,8 @@ $(B)/asan/tests/integration/test_steam: $(B)/asan/services/api/steam.o
 # test_outbox_dispatch drives cc-maintenance's dispatcher (services/maintenance/dispatch.c) directly.
 $(B)/asan/tests/integration/test_outbox_dispatch: $(B)/asan/services/maintenance/dispatch.o
 $(B)/asan/tests/unit/test_player_latency: $(B)/asan/tests/player/latency.o
+# test_player_events: cc-player's decoding of the event stream's messages.
+$(B)/asan/tests/unit/test_player_events: $(B)/asan/tests/player/events.o
 $(B)/asan/tests/unit/test_gs_input: $(B)/asan/gameserver/input.o $(B)/asan/gameserver/wire_glue.o $(B)/asan/gameserver/match.o
 $(B)/asan/tests/unit/test_gs_admission: $(B)/asan/gameserver/admission.o $(B)/asan/gameserver/wire_glue.o $(B)/asan/gameserver/match.o
 # test_player_game plays cc-player's game stage against a game server in the test, over real ENet.
@@ -199,6 +204,10 @@ $(B)/asan/tests/unit/test_player_predict: $(B)/asan/tests/player/predict.o $(B)/
 	$(B)/asan/tests/player/latency.o
 $(B)/asan/tests/unit/test_player_game: PKG_LIBS += $(shell pkg-config --libs libenet)
 $(B)/asan/tests/unit/test_replay: $(B)/asan/gameserver/replay.o
+# test_gs_community drives community mode (gameserver/community.c) in-process over real ENet on loopback.
+$(B)/asan/tests/unit/test_gs_community: $(B)/asan/gameserver/community.o $(B)/asan/gameserver/play.o \
+	$(B)/asan/gameserver/match.o $(B)/asan/gameserver/input.o $(B)/asan/gameserver/wire_glue.o $(B)/asan/gameserver/replay.o
+$(B)/asan/tests/unit/test_gs_community: PKG_LIBS += $(shell pkg-config --libs libenet)
 # test_gs_reporter: the reporter's queue under a receipt flood (its API a closed port).
 $(B)/asan/tests/unit/test_gs_reporter: $(B)/asan/gameserver/reporter.o
 # test_netsim drives sys/netsim over real ENet on loopback.
@@ -262,6 +271,8 @@ $(B)/fuzz/fuzz_%: $(B)/fuzz/tests/fuzz/fuzz_%.o $(FUZZ_API_OBJS) $(FUZZ_LIBS)
 
 # fuzz_replay_file reads cc-gameserver's replay log with the reader cc-replay-dump uses.
 $(B)/fuzz/fuzz_replay_file: $(B)/fuzz/gameserver/replay.o
+# fuzz_wire_to_server also runs community mode's reading of refused packets (gameserver/play.h).
+$(B)/fuzz/fuzz_wire_to_server: $(B)/fuzz/gameserver/play.o $(B)/fuzz/gameserver/match.o $(B)/fuzz/gameserver/wire_glue.o
 
 fuzz-build: $(FUZZ_BINS)
 
@@ -292,6 +303,12 @@ demo:
 	$(Q)scripts/ensure-deps.sh
 	$(Q)$(MAKE) --no-print-directory all tools
 	$(Q)scripts/demo.sh
+
+# make demo-community: community mode on loopback (issue 23), about 20 s, one summary line.
+demo-community:
+	$(Q)scripts/ensure-deps.sh
+	$(Q)$(MAKE) --no-print-directory all tools
+	$(Q)scripts/demo-community.sh
 
 bench:
 	$(Q)scripts/ensure-deps.sh

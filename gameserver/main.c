@@ -1,5 +1,9 @@
 /*
- * cc-gameserver: one 60 Hz match over ENet, allocated mode (SPEC 11).
+ * cc-gameserver: one 60 Hz match over ENet, allocated mode (SPEC 11); or,
+ * with --mode=community, a long-running lobby server with no control plane
+ * (gameserver/community.h: no roster, join keys, workload token or cc-api;
+ * the options only allocated mode uses are refused by name, and the other
+ * way round; it runs until SIGTERM/SIGINT and exits 0).
  *
  * main() reads the options (one table; strict: sys/config.h), the roster
  * manifest cc-supervisor wrote (verified: its digest must match, and it
@@ -37,6 +41,7 @@
 #include "replay.h"
 #include "reporter.h"
 #include "server.h"
+#include "community.h"
 #include "wire_glue.h"
 #include "game/arenas.h"
 #include "game/playlist.h"
@@ -89,6 +94,13 @@ struct gameserver_config {
 	int64_t replay_log_max_bytes;
 	int64_t slot_reserve_seconds;
 	int64_t max_spectators;
+	char *mode;               /* "allocated" (default) or "community" (gameserver/community.h) */
+	int64_t max_lobbies;      /* community */
+	char *results_log;
+	int64_t keepalive_ms;
+	int64_t max_peer_backlog;
+	int64_t lobby_rps;
+	int64_t lobby_countdown_ms;
 	struct cc_service_options svc;
 };
 
@@ -102,16 +114,24 @@ static const struct cc_config_option gameserver_options[] = {
 	{ .name = "probe-port", .type = CC_CFG_INT, .default_value = "-1", .min = -1, .max = 65535,
 	  .help = "TCP port on 127.0.0.1 answering GET /readyz, /healthz, /metrics (-1 = the game port's number, 0 = ephemeral)",
 	  .offset = OPT(probe_port) },
-	{ .name = "server-id", .type = CC_CFG_STRING, .required = true,
-	  .help = "game_servers.id of this server; the roster and every join token must name it", .offset = OPT(server_id) },
-	{ .name = "roster-file", .type = CC_CFG_STRING, .required = true,
-	  .help = "roster manifest written by cc-supervisor (game/roster format, digest verified)", .offset = OPT(roster_file) },
-	{ .name = "join-keys", .type = CC_CFG_STRING, .secret = true, .required = true,
-	  .help = "join key set (verify only): JSON {id: base64 key} or one raw key", .offset = OPT(join_keys) },
-	{ .name = "api-url", .type = CC_CFG_STRING, .required = true,
-	  .help = "cc-api base URL for the server routes (receipts, result)", .offset = OPT(api_url) },
-	{ .name = "workload-token", .type = CC_CFG_STRING, .secret = true, .required = true,
-	  .help = "this allocation's workload token (Authorization for the server routes)", .offset = OPT(workload_token) },
+	{ .name = "mode", .type = CC_CFG_ENUM, .default_value = "allocated", .choices = "allocated|community",
+	  .help = "allocated: one match of a roster, reported to cc-api; community: a long-running lobby server with no "
+		  "control plane (README, Community servers)",
+	  .offset = OPT(mode) },
+	{ .name = "server-id", .type = CC_CFG_STRING,
+	  .help = "allocated, required: game_servers.id of this server; the roster and every join token must name it",
+	  .offset = OPT(server_id) },
+	{ .name = "roster-file", .type = CC_CFG_STRING,
+	  .help = "allocated, required: roster manifest written by cc-supervisor (game/roster format, digest verified)",
+	  .offset = OPT(roster_file) },
+	{ .name = "join-keys", .type = CC_CFG_STRING, .secret = true,
+	  .help = "allocated, required: join key set (verify only): JSON {id: base64 key} or one raw key",
+	  .offset = OPT(join_keys) },
+	{ .name = "api-url", .type = CC_CFG_STRING,
+	  .help = "allocated, required: cc-api base URL for the server routes (receipts, result)", .offset = OPT(api_url) },
+	{ .name = "workload-token", .type = CC_CFG_STRING, .secret = true,
+	  .help = "allocated, required: this allocation's workload token (Authorization for the server routes)",
+	  .offset = OPT(workload_token) },
 	{ .name = "playlist", .type = CC_CFG_STRING, .default_value = "casual",
 	  .help = "playlist of the match, as in libcommon/game/playlist.c (the roster gives slots and teams)",
 	  .offset = OPT(playlist) },
@@ -157,8 +177,9 @@ static const struct cc_config_option gameserver_options[] = {
 	{ .name = "max-bad-messages", .type = CC_CFG_INT, .default_value = "8", .min = 0, .max = 100000,
 	  .help = "truncated, oversized or misrouted messages a peer may send before it is kicked",
 	  .offset = OPT(max_bad_messages) },
-	{ .name = "handshake-timeout-ms", .type = CC_CFG_INT, .default_value = "5000", .min = 100, .max = 60000,
-	  .help = "a peer without an admitted hello by then is kicked", .offset = OPT(handshake_timeout_ms) },
+	{ .name = "handshake-timeout-ms", .type = CC_CFG_INT, .min = 100, .max = 60000,
+	  .help = "a peer without an admitted hello by then is kicked (default 5000 allocated, 10000 community)",
+	  .offset = OPT(handshake_timeout_ms) },
 	{ .name = "snapshot-rate", .type = CC_CFG_INT, .default_value = "20", .min = 1, .max = 60,
 	  .help = "snapshots per second to each client (a divisor of 60 is exact; others round)",
 	  .offset = OPT(snapshot_rate) },
@@ -180,7 +201,29 @@ static const struct cc_config_option gameserver_options[] = {
 	  .help = "spectators admitted at once (a display name or a join token of this match); 0 = none",
 	  .offset = OPT(max_spectators) },
 	{ .name = "end-linger-ms", .type = CC_CFG_INT, .default_value = "1000", .min = 0, .max = 60000,
-	  .help = "keep serving after the end so clients receive the final messages", .offset = OPT(end_linger_ms) },
+	  .help = "keep serving after the end so clients receive the final messages (community: then the players return "
+		  "to their lobby)",
+	  .offset = OPT(end_linger_ms) },
+	/* Community mode only (gameserver/community.h). */
+	{ .name = "max-lobbies", .type = CC_CFG_INT, .default_value = "100", .min = 1, .max = 10000,
+	  .help = "community: lobbies at once; a create past it is too_many_lobbies", .offset = OPT(max_lobbies) },
+	{ .name = "results-log", .type = CC_CFG_STRING,
+	  .help = "community: append one JSON line per finished match to this file (default: results go nowhere)",
+	  .offset = OPT(results_log) },
+	{ .name = "keepalive-ms", .type = CC_CFG_INT, .default_value = "30000", .min = 1000, .max = 600000,
+	  .help = "community: a registered player that sends nothing (not even a ping) this long is kicked idle_timeout",
+	  .offset = OPT(keepalive_ms) },
+	{ .name = "max-peer-backlog", .type = CC_CFG_INT, .default_value = "256", .min = 16, .max = 65536,
+	  .help = "community: reliable messages queued or unacknowledged per peer; a send past it kicks the peer "
+		  "backlog_overflow at once (a slow reader)",
+	  .offset = OPT(max_peer_backlog) },
+	{ .name = "lobby-requests-per-second", .type = CC_CFG_INT, .default_value = "20", .min = 1, .max = 1000,
+	  .help = "community: lobby requests per peer per second (burst one second's worth), on top of the packet limits; "
+		  "over it a request is dropped and counts toward the rate_limited kick",
+	  .offset = OPT(lobby_rps) },
+	{ .name = "lobby-countdown-ms", .type = CC_CFG_INT, .default_value = "5000", .min = 0, .max = 60000,
+	  .help = "community: all ready -> the match begins this long after match_starting (SPEC 11: 5 s)",
+	  .offset = OPT(lobby_countdown_ms) },
 	/* Test aids (SPEC 11, issue 12), off by default. */
 	CC_NETSIM_CONFIG_OPTIONS(struct gameserver_config),
 	{ .name = "replay-log", .type = CC_CFG_STRING,
@@ -194,8 +237,9 @@ static const struct cc_config_option gameserver_options[] = {
 
 static const struct cc_service_spec gameserver_spec = {
 	.program = "cc-gameserver",
-	.summary = "Cosmic Clash game server: one 60 Hz match over ENet (allocated mode). "
-		   "Exit 0 result acknowledged, 3 not acknowledged, 4 stopped before the end, 5 match called off.",
+	.summary = "Cosmic Clash game server over ENet: one 60 Hz match (--mode=allocated, the default) or a lobby server "
+		   "(--mode=community). Allocated exit 0 result acknowledged, 3 not acknowledged, 4 stopped before the end, "
+		   "5 match called off; community exits 0 on SIGTERM.",
 	.options = gameserver_options,
 	.n_options = CC_ARRAY_LEN(gameserver_options),
 	.shared = CC_SERVICE_LOG,
@@ -246,6 +290,142 @@ static bool drain(struct cc_reporter *r, int64_t timeout_ms)
 			return false;
 		}
 	}
+}
+
+/* Options one mode serves and the other refuses, by name (given as a flag or in the environment). */
+static const char *const allocated_only[] = { "server-id", "roster-file", "join-keys", "api-url", "workload-token",
+					      "playlist", "connect-window-seconds", "api-timeout-ms", "result-timeout-ms",
+					      "heartbeat-interval-ms", "slot-reserve-seconds", "max-spectators" };
+static const char *const community_only[] = { "max-lobbies", "results-log", "keepalive-ms", "max-peer-backlog",
+					      "lobby-requests-per-second", "lobby-countdown-ms" };
+
+/* True when option name was given: --name, --name=..., --name-file..., COSMIC_CLASH_NAME or COSMIC_CLASH_NAME_FILE. */
+static bool given(int argc, char **argv, const char *name)
+{
+	size_t n = strlen(name);
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			break;
+		if (strncmp(argv[i], "--", 2) == 0 && strncmp(argv[i] + 2, name, n) == 0 &&
+		    (argv[i][2 + n] == '\0' || argv[i][2 + n] == '=' || strncmp(argv[i] + 2 + n, "-file", 5) == 0))
+			return true;
+	}
+	char env[96] = "COSMIC_CLASH_";
+	size_t off = strlen(env);
+	for (size_t i = 0; i < n && off < sizeof env - 6; i++)
+		env[off++] = name[i] == '-' ? '_' : (char)(name[i] >= 'a' && name[i] <= 'z' ? name[i] - 32 : name[i]);
+	env[off] = '\0';
+	const char *v = getenv(env);
+	if (v && *v)
+		return true;
+	snprintf(env + off, sizeof env - off, "_FILE");
+	v = getenv(env);
+	return v && *v;
+}
+
+/* Prints every option of list that was given; returns how many. */
+static int refuse_given(int argc, char **argv, const char *const *list, size_t n, const char *mode)
+{
+	int bad = 0;
+	for (size_t i = 0; i < n; i++)
+		if (given(argc, argv, list[i])) {
+			fprintf(stderr, "cc-gameserver: --%s: not used by --mode=%s\n", list[i], mode);
+			bad++;
+		}
+	return bad;
+}
+
+static struct gs_community *community_server;
+
+static void *community_loop(void *arg)
+{
+	(void)arg;
+	(void)gs_community_run(community_server, stopping, NULL);
+	return NULL;
+}
+
+/*
+ * --mode=community: no roster, join keys, workload token or cc-api; runs
+ * until SIGTERM/SIGINT (exit 0).
+ */
+static int run_community(const struct gameserver_config *cfg, int argc, char **argv, int64_t started_ns)
+{
+	int status = 1;
+	struct gs_replay *replay = NULL;
+	struct cc_probe *probe = NULL;
+	char err[256] = "";
+	bool ok = refuse_given(argc, argv, allocated_only, CC_ARRAY_LEN(allocated_only), "community") == 0;
+	if (!cc_arena_find(cfg->arena)) {
+		fprintf(stderr, "cc-gameserver: --arena: not an arena of libcommon/game/arenas.c\n");
+		ok = false;
+	}
+	/* A newcomer gets every lobby at once after its welcome: that must fit its backlog with room to spare. */
+	if (cfg->max_peer_backlog < cfg->max_lobbies + 64) {
+		fprintf(stderr, "cc-gameserver: --max-peer-backlog: %lld is under --max-lobbies + 64 (%lld): a newcomer's "
+				"lobby snapshot would overflow it\n",
+			(long long)cfg->max_peer_backlog, (long long)(cfg->max_lobbies + 64));
+		ok = false;
+	}
+	if (ok && cfg->replay_log && gs_replay_open(cfg->replay_log, cfg->replay_log_max_bytes, &replay, err, sizeof err) != 0) {
+		fprintf(stderr, "cc-gameserver: %s\n", err);
+		ok = false;
+	}
+	if (!ok) {
+		fprintf(stderr, "cc-gameserver: see --help\n");
+		return 2;
+	}
+	cc_service_start(&service);
+	if (enet_initialize() != 0) {
+		cc_log_error("start_failed", CC_LOG_STR("reason", "enet_initialize"));
+		(void)gs_replay_close(replay);
+		return 1;
+	}
+	int interval = (int)((60 + cfg->snapshot_rate / 2) / cfg->snapshot_rate);
+	struct gs_community_options co = {
+		.bind = cfg->bind, .port = (int)cfg->game_port, .max_peers = (int)cfg->max_peers,
+		.max_silent_per_address = (int)cfg->max_silent_per_address, .max_bad_messages = (int)cfg->max_bad_messages,
+		.handshake_timeout_ms = cfg->handshake_timeout_ms ? (int)cfg->handshake_timeout_ms : 10000,
+		.keepalive_ms = cfg->keepalive_ms, .snapshot_interval = interval < 1 ? 1 : interval, .arena = cfg->arena,
+		.started_ns = started_ns, .end_linger_ms = cfg->end_linger_ms, .peer_max_pps = (int)cfg->peer_max_pps,
+		.peer_max_bps = (int)cfg->peer_max_bps, .rate_log_window_ms = cfg->rate_limit_log_window_ms,
+		.lobby_rps = (int)cfg->lobby_rps, .input_stall_kick_ms = cfg->input_stall_kick_ms,
+		.stall_grace_ms = cfg->stall_grace_ms, .replay = replay, .max_lobbies = (int)cfg->max_lobbies,
+		.max_backlog = (int)cfg->max_peer_backlog, .countdown_ms = cfg->lobby_countdown_ms,
+		.match_seconds = cfg->match_seconds, .warmup_seconds = cfg->warmup_seconds,
+		.goal_pause_seconds = cfg->goal_pause_seconds, .overtime_max_seconds = cfg->overtime_max_seconds,
+		.results_log = cfg->results_log,
+		.netsim = { .latency_ms = (int)cfg->net_sim_latency, .jitter_ms = (int)cfg->net_sim_jitter,
+			    .loss_pct = cfg->net_sim_loss, .dup_pct = cfg->net_sim_dup, .seed = (uint64_t)cfg->net_sim_seed },
+	};
+	co.input = GS_INPUT_OPTIONS_DEFAULT;
+	co.input.target_depth = (int)cfg->input_buffer_ticks;
+	if (cc_netsim_active(&co.netsim))
+		cc_log_warn("net_sim_on", CC_LOG_STR("why", "test aid: every packet is delayed, lost or duplicated on purpose"),
+			    CC_LOG_INT("latency_ms", co.netsim.latency_ms), CC_LOG_INT("jitter_ms", co.netsim.jitter_ms),
+			    CC_LOG_DBL("loss_pct", co.netsim.loss_pct), CC_LOG_DBL("dup_pct", co.netsim.dup_pct),
+			    CC_LOG_INT("seed", (int64_t)co.netsim.seed));
+	community_server = gs_community_create(&co);
+	if (!community_server)
+		goto out;
+	int port = gs_community_port(community_server);
+	probe = cc_probe_start(cfg->probe_port < 0 ? port : (int)cfg->probe_port, gs_community_ready, community_server);
+	if (!probe)
+		goto out;
+	cc_log_info("started", CC_LOG_STR("mode", "community"), CC_LOG_STR("bind", cfg->bind), CC_LOG_INT("game_port", port),
+		    CC_LOG_INT("probe_port", cc_probe_port(probe)), CC_LOG_INT("protocol_version", GS_PROTOCOL_VERSION),
+		    CC_LOG_INT("max_lobbies", cfg->max_lobbies), CC_LOG_INT("max_peers", cfg->max_peers),
+		    CC_LOG_INT("max_peer_backlog", cfg->max_peer_backlog), CC_LOG_INT("keepalive_ms", cfg->keepalive_ms),
+		    CC_LOG_INT("handshake_timeout_ms", co.handshake_timeout_ms), CC_LOG_INT("countdown_ms", co.countdown_ms),
+		    CC_LOG_INT("match_seconds", cfg->match_seconds), CC_LOG_STR("results_log", cfg->results_log ? cfg->results_log : ""),
+		    CC_LOG_INT("snapshot_interval_ticks", co.snapshot_interval));
+	status = cc_service_run(&service, community_loop, NULL);
+out:
+	cc_probe_stop(probe);
+	gs_community_free(community_server);
+	community_server = NULL;
+	(void)gs_replay_close(replay);
+	enet_deinitialize();
+	return status;
 }
 
 /*
@@ -304,8 +484,29 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cc-gameserver: libsodium did not initialise\n");
 		goto out;
 	}
+	if (strcmp(cfg.mode, "community") == 0) {
+		status = run_community(&cfg, argc, argv, started_ns);
+		goto out;
+	}
 	/* Everything the options imply is checked before anything starts; each problem is printed. */
-	bool ok = true;
+	bool ok = refuse_given(argc, argv, community_only, CC_ARRAY_LEN(community_only), "allocated") == 0;
+	static const struct {
+		const char *name;
+		size_t offset;
+	} required[] = { { "server-id", OPT(server_id) }, { "roster-file", OPT(roster_file) }, { "join-keys", OPT(join_keys) },
+			 { "api-url", OPT(api_url) }, { "workload-token", OPT(workload_token) } };
+	for (size_t i = 0; i < CC_ARRAY_LEN(required); i++)
+		if (!*(char **)((char *)&cfg + required[i].offset)) {
+			fprintf(stderr, "cc-gameserver: --%s: required in allocated mode\n", required[i].name);
+			ok = false;
+		}
+	if (!cfg.handshake_timeout_ms)
+		cfg.handshake_timeout_ms = 5000;
+	if (!ok) {
+		fprintf(stderr, "cc-gameserver: see --help\n");
+		status = 2;
+		goto out;
+	}
 	const struct cc_playlist *pl = cc_playlist_find(cfg.playlist);
 	if (!pl) {
 		char names[128];

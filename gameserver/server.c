@@ -17,6 +17,7 @@
 
 #include "admission.h"
 #include "match.h"
+#include "play.h"
 #include "replay.h"
 #include "reporter.h"
 #include "wire_glue.h"
@@ -53,11 +54,7 @@ struct peer {
 	struct gs_admit who;       /* PLAYING: slot, team, identity */
 	struct gs_input_state input; /* the input pipeline (input.h) */
 	struct gs_input_state reported; /* input's counters as last added to the metrics */
-	struct cc_leaky pkts, bytes; /* rate limits on everything it sends */
-	struct cc_leaky over;      /* drops, leaking: overflowing = persistently over the limit */
-	uint64_t rl_dropped, rl_dropped_bytes; /* drops since the last rate_limited line */
-	uint64_t rl_total;         /* drops in all */
-	int64_t rl_logged_ms;      /* when the last rate_limited line was written (0: never) */
+	struct gs_rate rate;       /* rate limits on everything it sends (play.h) */
 	char addr[48];             /* "ip:port" for logs */
 	bool displaced;            /* PLAYING: a resume took its slot over (duplicate_session) */
 	uint64_t ignored;          /* SPECTATING: messages besides ping; HELLO: messages besides the handshake and ping */
@@ -94,6 +91,7 @@ struct gs_server {
 	int64_t grace_until_ms;        /* server-stall grace: nobody is kicked for what the stall caused until then */
 	int64_t stall_seen_next;       /* the tick deadline whose lateness was already logged */
 	int64_t service_ns;            /* monotonic time the last network service returned (rate limits charge at it) */
+	struct gs_rate_limits limits;  /* the per-peer rate limits (play.h), shared with community mode */
 	struct {
 		struct cc_metric *ticks, *missed, *kicks, *bad, *unknown, *tick_seconds, *peers;
 		struct cc_metric *snapshot_bytes, *sessions, *rl_packets, *rl_bytes, *input, *stalls, *lateness;
@@ -143,13 +141,7 @@ static void replay_verdict(struct gs_server *s, uint64_t peer, const char *fmt, 
 /* Encodes m into buf; 0 (logged: a message we built is ours to get right) when it does not encode. */
 static size_t encode(const struct cc_wire_msg *m, uint8_t *buf, size_t cap)
 {
-	size_t len = 0;
-	int rc = cc_wire_encode(m, buf, cap, &len);
-	if (rc != 0) {
-		cc_log_error("encode_failed", CC_LOG_STR("message", cc_wire_msg_name(m->id)), CC_LOG_STR("error", cc_errname(rc)));
-		return 0;
-	}
-	return len;
+	return gs_play_encode(m, buf, cap);
 }
 
 /* Sends m to one peer on the message's own channel. */
@@ -284,25 +276,7 @@ static void kick(struct gs_server *s, struct peer *p, uint16_t reason, const cha
 	const char *labels[] = { name, NULL };
 	cc_metric_add(s->m.kicks, labels, 1);
 	struct cc_wire_msg m;
-	memset(&m, 0, sizeof m);
-	char text[CC_WIRE_DETAIL_MAX + 1];
-	/* The detail travels as printable ASCII: ours always is, but cut and check anyway. */
-	size_t n = 0;
-	for (const char *c = detail ? detail : ""; *c && n < CC_WIRE_DETAIL_MAX; c++)
-		text[n++] = *c >= 0x20 && *c <= 0x7e ? *c : '?';
-	text[n] = '\0';
-	if (p->phase != PEER_HELLO) { /* a player or a spectator: the session had begun */
-		m.id = CC_MSG_KICKED;
-		m.u.kicked.reason = reason;
-		m.u.kicked.detail_len = (uint16_t)n;
-		memcpy(m.u.kicked.detail, text, n + 1);
-	} else {
-		m.id = CC_MSG_REFUSED;
-		m.u.refused.reason = reason;
-		m.u.refused.protocol_version = GS_PROTOCOL_VERSION;
-		m.u.refused.detail_len = (uint16_t)n;
-		memcpy(m.u.refused.detail, text, n + 1);
-	}
+	gs_play_farewell(&m, p->phase != PEER_HELLO, reason, detail); /* a player or a spectator: kicked */
 	send_msg(p, &m);
 	report_disconnect(s, p, name);
 	ENetPeer *e = p->enet;
@@ -361,44 +335,26 @@ static void note_stall(struct gs_server *s, int64_t next)
  * decodable or not, before or after its hello). Within both limits: true.
  * Over either: the packet is dropped (false), counted, written as one
  * rate_limited line per peer per window (its counts: drops since the
- * previous line), and the drop fills p->over, which leaks at half the
+ * previous line), and the drop fills p->rate.over, which leaks at half the
  * packet limit and holds half a second of it: a peer that overflows it (persistently over the limit) is
  * kicked rate_limited (*kicked; p is freed), except during the server-stall
- * grace, when the backlog of honest packets arrives at once.
+ * grace, when the backlog of honest packets arrives at once. The buckets
+ * and the rate_limited line are gameserver/play.h's (community mode's too).
  */
 static bool rate_ok(struct gs_server *s, struct peer *p, size_t len, bool *kicked)
 {
 	int64_t now = s->service_ns; /* no clock read per packet: the service that returned it just read it */
 	*kicked = false;
-	bool pkts_ok = cc_leaky_take(&p->pkts, 1, now);
-	if (pkts_ok && cc_leaky_take(&p->bytes, (double)len, now))
+	bool grace = in_grace(s, now / 1000000);
+	const char *limit = "";
+	char detail[96];
+	enum gs_rate_verdict v = gs_rate_charge(&p->rate, &s->limits, len, now, grace, p->id, p->addr,
+						p->phase == PEER_PLAYING ? p->who.slot : -1, &limit, detail, sizeof detail);
+	if (v == GS_RATE_OK)
 		return true;
-	if (pkts_ok)
-		cc_leaky_untake(&p->pkts, 1); /* refused by the byte limit: it costs nothing in the packet one */
-	const char *limit = pkts_ok ? "bytes" : "packets";
-	const char *labels[] = { limit, NULL };
-	cc_metric_add(s->m.rl_packets, labels, 1);
-	cc_metric_add(s->m.rl_bytes, NULL, (double)len);
-	p->rl_dropped++;
-	p->rl_dropped_bytes += len;
-	p->rl_total++;
-	int64_t now_ms = now / 1000000;
-	bool grace = in_grace(s, now_ms);
 	replay_verdict(s, p->id, "dropped rate_limited: over the %s limit (%zu bytes; %" PRIu64 " dropped so far%s)", limit,
-		       len, p->rl_total, grace ? ", server-stall grace" : "");
-	if (!p->rl_logged_ms || now_ms - p->rl_logged_ms >= s->opts.rate_log_window_ms) {
-		cc_log_warn("rate_limited", CC_LOG_INT("peer", p->id), CC_LOG_STR("addr", p->addr),
-			    CC_LOG_INT("slot", p->phase == PEER_PLAYING ? p->who.slot : -1), CC_LOG_STR("limit", limit),
-			    CC_LOG_INT("dropped", (int64_t)p->rl_dropped), CC_LOG_INT("dropped_bytes", (int64_t)p->rl_dropped_bytes),
-			    CC_LOG_INT("dropped_total", (int64_t)p->rl_total), CC_LOG_INT("window_ms", s->opts.rate_log_window_ms),
-			    CC_LOG_INT("packets_per_second", s->opts.peer_max_pps),
-			    CC_LOG_INT("bytes_per_second", s->opts.peer_max_bps), CC_LOG_BOOL("grace", grace));
-		p->rl_logged_ms = now_ms;
-		p->rl_dropped = p->rl_dropped_bytes = 0;
-	}
-	if (!grace && !cc_leaky_take(&p->over, 1, now)) {
-		char detail[96];
-		snprintf(detail, sizeof detail, "persistently over the %s limit: %" PRIu64 " packets dropped", limit, p->rl_total);
+		       len, p->rate.total, grace ? ", server-stall grace" : "");
+	if (v == GS_RATE_KICK) {
 		kick(s, p, CC_REASON_RATE_LIMITED, detail);
 		*kicked = true;
 	}
@@ -408,17 +364,7 @@ static bool rate_ok(struct gs_server *s, struct peer *p, size_t len, bool *kicke
 /* Adds what p's input pipeline counted since the last call to the metrics. */
 static void input_metrics(struct gs_server *s, struct peer *p)
 {
-	const struct gs_input_state *a = &p->input;
-	struct gs_input_state *r = &p->reported;
-	static const char *const names[] = { "held", "lost", "skipped", "out_of_range", "resync" };
-	uint64_t now[] = { a->held, a->lost, a->skipped, a->out_of_range, a->resyncs };
-	uint64_t *was[] = { &r->held, &r->lost, &r->skipped, &r->out_of_range, &r->resyncs };
-	for (size_t i = 0; i < CC_ARRAY_LEN(names); i++)
-		if (now[i] != *was[i]) {
-			const char *labels[] = { names[i], NULL };
-			cc_metric_add(s->m.input, labels, (double)(now[i] - *was[i]));
-			*was[i] = now[i];
-		}
+	gs_play_input_metrics(s->m.input, &p->input, &p->reported);
 }
 
 /* ---- the handshake ---------------------------------------------------------------- */
@@ -700,12 +646,8 @@ static void on_packet(struct gs_server *s, struct peer *p, int channel, const ui
 			gs_input_receive(&p->input, &m.u.input);
 		break;
 	case CC_MSG_PING: {
-		struct cc_wire_msg pong = { .id = CC_MSG_PONG };
-		pong.u.pong.client_time = m.u.ping.client_time;
-		pong.u.pong.server_tick = gs_match_tick(s->match);
-		int64_t into = cc_clock_ns() - (s->next_tick_ns - TICK_NS);
-		into = into < 0 ? 0 : into >= TICK_NS ? TICK_NS - 1 : into;
-		pong.u.pong.tick_fraction = (uint16_t)(into * 65536 / TICK_NS);
+		struct cc_wire_msg pong;
+		gs_play_pong(&pong, m.u.ping.client_time, gs_match_tick(s->match), cc_clock_ns(), s->next_tick_ns);
 		send_msg(p, &pong);
 		break;
 	}
@@ -794,7 +736,7 @@ static void on_event(void *ctx, const struct gs_event *ev)
 	struct gs_server *s = ((struct event_ctx *)ctx)->s;
 	uint32_t tick = gs_match_tick(s->match);
 	struct cc_wire_msg m;
-	memset(&m, 0, sizeof m);
+	gs_play_event_msg(&m, s->match, ev); /* the wire message; the side effects below are allocated mode's */
 	switch (ev->kind) {
 	case GS_EVENT_STATE:
 		if (!s->loading_over && ev->state != CC_MATCH_LOADING) {
@@ -818,36 +760,21 @@ static void on_event(void *ctx, const struct gs_event *ev)
 			if (n > 0)
 				report_no_show(s, ids, n);
 		}
-		gs_wire_match_state(&m, s->match);
 		cc_log_info("match_state", CC_LOG_INT("tick", tick), CC_LOG_STR("state", gs_wire_state_name(ev->state)));
 		break;
 	case GS_EVENT_GOAL:
 		/* The last toucher scores unless it was an own goal (then nobody does). */
 		if (ev->slot >= 0 && ev->slot < GS_MATCH_MAX_SLOTS && slot_team(s, ev->slot) == ev->team)
 			s->goals[ev->slot]++;
-		m.id = CC_MSG_GOAL;
-		m.u.goal.tick = tick;
-		m.u.goal.team = (uint8_t)ev->team;
-		m.u.goal.scorer = ev->slot >= 0 ? (uint8_t)ev->slot : CC_WIRE_SLOT_NONE;
-		m.u.goal.score[0] = (uint8_t)ev->score[0];
-		m.u.goal.score[1] = (uint8_t)ev->score[1];
 		cc_log_info("goal", CC_LOG_INT("tick", tick), CC_LOG_INT("team", ev->team), CC_LOG_INT("slot", ev->slot),
 			    CC_LOG_INT("score_0", ev->score[0]), CC_LOG_INT("score_1", ev->score[1]));
 		break;
 	case GS_EVENT_KICKOFF:
 		s->kicked_off = true;
-		/* The resulting transforms, never a seed (SPEC 11). */
-		gs_wire_kickoff(&m, s->match);
 		cc_log_info("kickoff", CC_LOG_INT("tick", tick), CC_LOG_INT("score_0", gs_match_lifecycle(s->match)->score[0]),
 			    CC_LOG_INT("score_1", gs_match_lifecycle(s->match)->score[1]));
 		break;
 	case GS_EVENT_ENDED:
-		m.id = CC_MSG_MATCH_END;
-		m.u.match_end.tick = tick;
-		m.u.match_end.score[0] = (uint8_t)ev->score[0];
-		m.u.match_end.score[1] = (uint8_t)ev->score[1];
-		m.u.match_end.winner = ev->winner < 0 ? CC_WIRE_TEAM_NONE : (uint8_t)ev->winner;
-		m.u.match_end.reason = (uint8_t)gs_match_lifecycle(s->match)->end_reason;
 		cc_log_info("match_ended", CC_LOG_INT("tick", tick), CC_LOG_INT("score_0", ev->score[0]),
 			    CC_LOG_INT("score_1", ev->score[1]), CC_LOG_BOOL("overtime", ev->overtime),
 			    CC_LOG_INT("winner", ev->winner), CC_LOG_STR("reason", ev->end_reason ? ev->end_reason : ""));
@@ -1014,11 +941,7 @@ static void on_connect(struct gs_server *s, ENetPeer *e)
 	peer_addr(e, p->addr, sizeof p->addr);
 	e->data = p;
 	int64_t ns = cc_clock_ns();
-	cc_leaky_init(&p->pkts, s->opts.peer_max_pps, s->opts.peer_max_pps, ns);   /* burst: one second's worth */
-	cc_leaky_init(&p->bytes, s->opts.peer_max_bps, s->opts.peer_max_bps, ns);
-	/* Drops leak at half the packet limit, up to half a second of the limit: a sender over the limit by less
-	 * than half of it is only throttled; one far over it (a flood) is kicked within about a second. */
-	cc_leaky_init(&p->over, s->opts.peer_max_pps / 2.0, s->opts.peer_max_pps / 2.0, ns);
+	gs_rate_init(&p->rate, &s->limits, ns); /* burst: one second's worth; the drops' bucket leaks at half the limit */
 	cc_metric_add(s->m.peers, NULL, 1);
 	cc_log_debug("peer_connected", CC_LOG_INT("peer", p->id), CC_LOG_STR("addr", p->addr));
 	if (old_same && silent_same >= s->opts.max_silent_per_address) {
@@ -1255,6 +1178,9 @@ struct gs_server *gs_server_create(const struct gs_server_options *opts, struct 
 				   event_l, 16);
 	s->m.snapshot_bytes = cc_counter("cosmic_clash_gameserver_snapshot_bytes_total",
 					 "Snapshot payload bytes encoded (each sent to every player).", NULL, 1);
+	s->limits = (struct gs_rate_limits){ .pps = opts->peer_max_pps, .bps = opts->peer_max_bps,
+					     .log_window_ms = opts->rate_log_window_ms, .m_packets = s->m.rl_packets,
+					     .m_bytes = s->m.rl_bytes };
 	return s;
 out_fail:
 	if (s && s->host)

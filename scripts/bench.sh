@@ -28,10 +28,13 @@
 #   - one pgbench -M extended run of the four round trips (unnamed
 #     statements, parsed and planned every time) for context
 #     (BENCH_EXTENDED=0 skips it).
-# BENCH_HEARTBEAT_ONLY=1 stops after the heartbeat part (no matcher or
-# allocator benches).
+# BENCH_HEARTBEAT_ONLY=1 stops after the heartbeat part (no matcher,
+# allocator or events benches).
 # Then one open-loop run at BENCH_RATE (1000) heartbeats/s on 16
 # connections, latency counted from each request's planned send time.
+# Then the matcher and allocator benches, and scripts/bench-events.sh: the
+# demo's queue-to-connected median and cc-api's CPU per matched player with
+# the event stream beside the same run polling.
 #
 # Prints the results and whether the targets are met: cc-api >= 0.9 of the
 # one-statement reference and >= 1.0 of the four-round-trip one at each C,
@@ -201,6 +204,8 @@ main() {
 	"$top/scripts/bench-matcher.sh" || return 1
 	# cc-allocator's allocations per second (issue 10), same harness.
 	"$top/scripts/bench-allocator.sh" || return 1
+	# The event stream against polling (issue 22): the demo twice, each in its own harness.
+	"$top/scripts/bench-events.sh" || return 1
 	if [[ $missed -ne 0 && "${BENCH_STRICT:-0}" == 1 ]]; then
 		say "a target was missed (BENCH_STRICT=1)"
 		return 1

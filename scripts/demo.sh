@@ -24,8 +24,17 @@
 # Environment: DEMO_PLAYERS (60: 36 casual = 6 matches of 6, 24 ranked =
 # 12 matches of 2), DEMO_THREADS (8), DEMO_REGIONS (eu-west,us-east),
 # DEMO_SEED (1), DEMO_DECLINE_PERCENT (5), DEMO_DEADLINE_SECONDS (30),
-# DEMO_SERVERS (20: the warm pool, room for every match at once), DEMO_MATCH_SECONDS (10).
-# cc-maintenance runs beside them (every sweep at its defaults).
+# DEMO_SERVERS (20: the warm pool, room for every match at once), DEMO_MATCH_SECONDS (10),
+# DEMO_EVENTS (auto: the players hear their events on GET /v1/events and poll
+# only when the upgrade is refused; stream; poll: cc-player --events),
+# DEMO_LOGS (build/demo).
+# cc-maintenance runs beside them (every sweep at its defaults); its outbox
+# dispatcher is what delivers the events.
+#
+# Besides the table it measures cc-api's CPU (utime + stime from
+# /proc/PID/stat) over the players' run and writes it, with the players'
+# event source and medians, as key=value lines to $LOGS/result.env
+# (scripts/bench-events.sh reads them).
 set -Eeuo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -34,7 +43,8 @@ if [[ "${1:-}" != --inside ]]; then
 fi
 
 BIN="$top/build/bin"
-LOGS="$top/build/demo"
+LOGS=${DEMO_LOGS:-$top/build/demo}
+EVENTS=${DEMO_EVENTS:-auto}
 PLAYERS=${DEMO_PLAYERS:-60}
 THREADS=${DEMO_THREADS:-8}
 REGIONS=${DEMO_REGIONS:-eu-west,us-east}
@@ -62,7 +72,9 @@ start_api() {
 	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_service api \
 		"$BIN/cc-testkit-api" --port="$API_PORT" --admin-port="$API_ADMIN_PORT" \
 		--regions="$REGIONS" --db-pool-size="$THREADS" "${REDIS_FLAGS[@]}" \
-		--workload-secret-file="$LOGS/workload.secret"
+		--workload-secret-file="$LOGS/workload.secret" \
+		--max-connections-per-address=1000 # every player's event stream comes from 127.0.0.1, as do the REST ones
+	API_PID=$LAST_PID
 	wait_http api "http://127.0.0.1:$API_ADMIN_PORT/readyz" 30
 	API_URL="http://127.0.0.1:$API_PORT"
 }
@@ -109,9 +121,10 @@ start_allocator() {
 }
 
 # cc-maintenance: every sweep (expiry, stalled and abandoned matches,
-# seasons, retention) at its defaults, so a match a fault strands is
-# reclaimed; the season sweep starts season 1, whose end the ranked profile
-# shows. Ready once a pass has reached PostgreSQL.
+# seasons, retention, the outbox dispatch that delivers the players'
+# events, woken by the writers' NOTIFY) at its defaults, so a match a
+# fault strands is reclaimed; the season sweep starts season 1, whose end
+# the ranked profile shows. Ready once a pass has reached PostgreSQL.
 start_maintenance() {
 	local admin
 	admin=$(free_port)
@@ -121,15 +134,27 @@ start_maintenance() {
 	MAINT_ADMIN="http://127.0.0.1:$admin"
 }
 
+# cpu_ticks PID: utime + stime of PID in clock ticks (/proc/PID/stat fields 14 and 15,
+# counted after the ")" that ends the command name).
+cpu_ticks() {
+	local stat
+	stat=$(cat "/proc/$1/stat") || return 1
+	stat=${stat##*) }
+	awk '{ print $12 + $13 }' <<<"$stat"
+}
+
 # The simulated players; their summary line is the demo's result.
 run_players() {
-	local rc=0
-	say "running $PLAYERS players on $THREADS connections (log $LOGS/players.log)"
+	local rc=0 cpu0 cpu1
+	say "running $PLAYERS players on $THREADS connections, --events=$EVENTS (log $LOGS/players.log)"
+	cpu0=$(cpu_ticks "$API_PID")
 	"$BIN/cc-player" --mode=demo --api-url="$API_URL" --players="$PLAYERS" --threads="$THREADS" \
 		--regions="$REGIONS" --seed="$SEED" --decline-percent="$DECLINE_PERCENT" \
-		--match-deadline-seconds="$DEADLINE_SECONDS" --log-level=info \
+		--match-deadline-seconds="$DEADLINE_SECONDS" --log-level=info --events="$EVENTS" \
 		--play --game-threads=2 --assignment-timeout-seconds=120 --game-deadline-seconds=180 \
 		>"$LOGS/players.out" 2>"$LOGS/players.log" || rc=$?
+	cpu1=$(cpu_ticks "$API_PID")
+	API_CPU_MS=$(awk -v a="$cpu0" -v b="$cpu1" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.0f", (b - a) * 1000 / hz }')
 	SUMMARY=$(tail -n 1 "$LOGS/players.out")
 	if [[ $rc -ne 0 ]]; then
 		say "cc-player exited $rc: ${SUMMARY:-no summary}"
@@ -174,7 +199,21 @@ report() {
 	completed=$(q "SELECT count(*) FROM matches WHERE state = 'COMPLETED'")
 	rated=$(q "SELECT count(DISTINCT player_id) FROM rating_changes")
 	median=$(sed -nE 's/.*queue_to_connected_ms=([0-9.]+)\/.*/\1/p' <<<"$SUMMARY")
-	FINAL="demo: $completed matches completed, $rated players rated, median queue-to-connected ${median:-?} ms"
+	local source matched per
+	source=$(sed -nE 's/.*; events=(stream:[0-9]+ poll:[0-9]+).*/\1/p' <<<"$SUMMARY")
+	matched=$(sed -nE 's/.* ([0-9]+) players matched,.*/\1/p' <<<"$SUMMARY")
+	per=$(awk -v c="$API_CPU_MS" -v m="${matched:-0}" 'BEGIN { if (m > 0) printf "%.1f", c / m; else print "nan" }')
+	say "cc-api CPU over the players' run: $API_CPU_MS ms for ${matched:-?} matched players = $per ms per matched player"
+	{
+		echo "events=$EVENTS"
+		echo "source=${source:-?}"
+		echo "median_queue_to_connected_ms=${median:-nan}"
+		echo "matched=${matched:-0}"
+		echo "api_cpu_ms=$API_CPU_MS"
+		echo "api_cpu_ms_per_matched_player=$per"
+		echo "summary=$SUMMARY"
+	} >"$LOGS/result.env"
+	FINAL="demo: $completed matches completed, $rated players rated, median queue-to-connected ${median:-?} ms (events ${source:-?})"
 }
 
 # What cc-maintenance did during the demo (rows per sweep that did anything), before the last line.

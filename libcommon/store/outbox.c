@@ -445,12 +445,13 @@ int cc_outbox_since(struct cc_pg *pg, const char *player_id, int64_t after, int 
 
 static const char sql_resume_window[] =
 	"SELECT (SELECT position FROM outbox_purged), "
-	"  (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM outbox_position)";
+	"  (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM outbox_position), "
+	"  (SELECT coalesce(max(position), 0) FROM outbox WHERE position IS NOT NULL)"; /* outbox_by_position */
 
-int cc_outbox_resume_window(struct cc_pg *pg, int64_t *floor_pos, int64_t *newest)
+int cc_outbox_resume_window(struct cc_pg *pg, int64_t *floor_pos, int64_t *newest, int64_t *committed)
 {
 	PGresult *res = NULL;
-	int64_t purged = 0, top = 0;
+	int64_t purged = 0, top = 0, seen = 0;
 	int rc;
 
 	if (!pg || !floor_pos || !newest)
@@ -461,9 +462,13 @@ int cc_outbox_resume_window(struct cc_pg *pg, int64_t *floor_pos, int64_t *newes
 		CC_BUG("outbox resume window: the sequence's last value is not an integer");
 	if (cc_pg_get_int64(res, 0, 0, &purged) != 0)
 		CC_BUG("outbox resume window: outbox_purged has no row (migration 0017)");
+	if (cc_pg_get_int64(res, 0, 2, &seen) != 0)
+		CC_BUG("outbox resume window: max(position) is not an integer");
 	PQclear(res);
 	*floor_pos = purged;
 	*newest = top;
+	if (committed) /* a purged row was delivered too */
+		*committed = seen > purged ? seen : purged;
 	return 0;
 }
 

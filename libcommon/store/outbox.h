@@ -191,10 +191,17 @@ int cc_outbox_since(struct cc_pg *pg, const char *player_id, int64_t after, int 
  * or P > *newest: tell the client to resync over REST; otherwise replay
  * cc_outbox_since(P). Call it after cc_outbox_since, or both in one
  * REPEATABLE READ transaction: a purge that commits in between then only
- * raises the floor (a needless resync), never hides a row. Returns 0,
- * CC_EINVAL or cc_pg_exec's error.
+ * raises the floor (a needless resync), never hides a row. *committed (if
+ * not NULL): the highest position delivered and visible to this statement
+ * (or the floor, when every row was purged). Where a live stream starts:
+ * *newest may be a position drawn by a dispatcher that has not committed
+ * yet, whose row then commits later with a position below *newest;
+ * positions are drawn in commit order (the position lock), so every row
+ * committed after this statement has a position above *committed.
+ * Returns 0, CC_EINVAL or cc_pg_exec's error.
  */
-int cc_outbox_resume_window(struct cc_pg *pg, int64_t *floor_pos, int64_t *newest) CC_MUST_CHECK;
+int cc_outbox_resume_window(struct cc_pg *pg, int64_t *floor_pos, int64_t *newest,
+			    int64_t *committed) CC_MUST_CHECK;
 
 /* ---- dead letters (the operator routes) ---------------------------------- */
 

@@ -86,3 +86,53 @@ int cc_sessions_purge_dead(struct cc_pg *pg, int64_t older_than_s, int limit, in
 {
 	return cc_store_purge(pg, sql_purge_count, sql_purge, older_than_s, limit, n, lag);
 }
+
+/* Which of the given token hashes (hex, no "\x") no longer admit their bearer, and why. */
+static const char sql_sessions_ended[] =
+	"SELECT h.i - 1, CASE WHEN s.token_hash IS NULL OR s.revoked_at IS NOT NULL "
+	"                      OR coalesce(p.banned_until > now(), false) THEN 1 ELSE 2 END "
+	"FROM unnest($1::text[]) WITH ORDINALITY AS h(hex, i) "
+	"LEFT JOIN sessions s ON s.token_hash = decode(h.hex, 'hex') "
+	"LEFT JOIN players p ON p.id = s.player_id "
+	"WHERE s.token_hash IS NULL OR s.revoked_at IS NOT NULL OR coalesce(p.banned_until > now(), false) "
+	"   OR s.expires_at <= now()";
+
+int cc_sessions_ended(struct cc_pg *pg, const char *const *token_hashes, size_t n, uint8_t *verdict)
+{
+	if (!pg || (n && (!token_hashes || !verdict)) || n > CC_SESSIONS_CHECK_MAX)
+		return CC_EINVAL;
+	memset(verdict, 0, n);
+	if (n == 0)
+		return 0;
+	size_t cap = 3 + n * 66;
+	char *arr = malloc(cap), *w = arr;
+	if (!arr)
+		return CC_ENOMEM;
+	*w++ = '{';
+	for (size_t i = 0; i < n; i++) {
+		const char *h = token_hashes[i];
+		if (strncmp(h, "\\x", 2) != 0 || strlen(h) != 66 || strspn(h + 2, "0123456789abcdef") != 64) {
+			free(arr);
+			return CC_EINVAL;
+		}
+		if (i)
+			*w++ = ',';
+		memcpy(w, h + 2, 64);
+		w += 64;
+	}
+	*w++ = '}';
+	*w = '\0';
+	PGresult *res = NULL;
+	const char *params[] = { arr };
+	int rc = cc_pg_exec(pg, sql_sessions_ended, 1, params, &res);
+	free(arr);
+	if (rc != 0)
+		return rc;
+	for (int r = 0; r < PQntuples(res); r++) {
+		long i = strtol(PQgetvalue(res, r, 0), NULL, 10);
+		if (i >= 0 && (size_t)i < n)
+			verdict[i] = (uint8_t)strtol(PQgetvalue(res, r, 1), NULL, 10);
+	}
+	PQclear(res);
+	return 0;
+}

@@ -76,4 +76,18 @@ CC_MUST_CHECK int cc_sessions_revoke_all(struct cc_pg *pg, const char *player_id
  */
 int cc_sessions_purge_dead(struct cc_pg *pg, int64_t older_than_s, int limit, int64_t *n, int64_t *lag) CC_MUST_CHECK;
 
+/*
+ * The event stream's periodic re-check, in one round trip for many: for
+ * each of the n token hashes (the "\\x<64 hex>" form of the API's
+ * api_secret_hash_param), verdict[i] = 0 when its session still admits its
+ * bearer, CC_SESSION_ENDED_REVOKED when it is unknown, revoked or its
+ * player banned, CC_SESSION_ENDED_EXPIRED when it expired. n at most
+ * CC_SESSIONS_CHECK_MAX. Returns 0, CC_EINVAL (a malformed hash: nothing
+ * queried), CC_ENOMEM or cc_pg_exec's error.
+ */
+#define CC_SESSIONS_CHECK_MAX 1000
+#define CC_SESSION_ENDED_REVOKED 1
+#define CC_SESSION_ENDED_EXPIRED 2
+CC_MUST_CHECK int cc_sessions_ended(struct cc_pg *pg, const char *const *token_hashes, size_t n, uint8_t *verdict);
+
 #endif

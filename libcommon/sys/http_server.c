@@ -294,6 +294,41 @@ const char *cc_http_header(const struct cc_http_request *req, const char *name)
 	return name ? MHD_lookup_connection_value(req->conn__, MHD_HEADER_KIND, name) : NULL;
 }
 
+struct header_join {
+	const char *name;
+	char *buf;
+	size_t cap, len; /* len: bytes the whole join needs (may pass cap) */
+	unsigned n;
+};
+
+static enum MHD_Result join_named(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				  const char *value, size_t value_size)
+{
+	struct header_join *j = cls;
+	(void)kind;
+	if (key_size != strlen(j->name) || strncasecmp(key, j->name, key_size) != 0 || !value)
+		return MHD_YES;
+	if (j->n++) {
+		if (j->len + 2 < j->cap)
+			memcpy(j->buf + j->len, ", ", 2);
+		j->len += 2;
+	}
+	if (j->len + value_size < j->cap)
+		memcpy(j->buf + j->len, value, value_size);
+	j->len += value_size;
+	return MHD_YES;
+}
+
+size_t cc_http_header_join(const struct cc_http_request *req, const char *name, char *buf, size_t cap)
+{
+	struct header_join j = { name, buf, cap, 0, 0 };
+	if (!name || !buf || cap == 0)
+		return 0;
+	MHD_get_connection_values_n(req->conn__, MHD_HEADER_KIND, join_named, &j);
+	buf[j.len < cap ? j.len : 0] = '\0';
+	return j.len;
+}
+
 /* ---- paths and routes ---------------------------------------------------- */
 
 static int hexval(char c)
@@ -582,6 +617,31 @@ static bool list_has_token(const char *list, const char *token)
 	return false;
 }
 
+struct named_count {
+	const char *name;
+	unsigned n;
+};
+
+static enum MHD_Result count_named(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				   const char *value, size_t value_size)
+{
+	struct named_count *t = cls;
+	(void)kind;
+	(void)value;
+	(void)value_size;
+	if (key_size == strlen(t->name) && strncasecmp(key, t->name, key_size) == 0)
+		t->n++;
+	return MHD_YES;
+}
+
+/* How many times the request carries header name. */
+static unsigned header_times(struct MHD_Connection *conn, const char *name)
+{
+	struct named_count t = { name, 0 };
+	MHD_get_connection_values_n(conn, MHD_HEADER_KIND, count_named, &t);
+	return t.n;
+}
+
 int cc_http_respond_websocket(const struct cc_http_request *req, struct cc_http_response *resp,
 			      struct cc_ws_hub *hub, const char *protocol, void *user)
 {
@@ -595,6 +655,12 @@ int cc_http_respond_websocket(const struct cc_http_request *req, struct cc_http_
 		cc_http_error(resp, 400, "invalid_upgrade",
 			      "a WebSocket upgrade needs GET, Upgrade: websocket and Connection: Upgrade",
 			      false);
+		return CC_EINVAL;
+	}
+	/* RFC 6455 4.1: each of these appears once; with two, which would we believe? */
+	if (header_times(req->conn__, "Sec-WebSocket-Key") > 1 || header_times(req->conn__, "Sec-WebSocket-Version") > 1) {
+		cc_http_error(resp, 400, "invalid_upgrade",
+			      "Sec-WebSocket-Key and Sec-WebSocket-Version must each appear once", false);
 		return CC_EINVAL;
 	}
 	if (!ver || strcmp(ver, "13") != 0) {
@@ -654,8 +720,7 @@ static enum MHD_Result answer(struct request_state *st, struct MHD_Connection *c
 		r = MHD_create_response_for_upgrade(upgraded, st);
 		if (!r)
 			return MHD_NO;
-		MHD_add_response_header(r, MHD_HTTP_HEADER_UPGRADE, "websocket");
-		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "Upgrade");
+		MHD_add_response_header(r, MHD_HTTP_HEADER_UPGRADE, "websocket"); /* MHD adds Connection: Upgrade */
 		MHD_add_response_header(r, "X-Request-Id", st->request_id);
 		for (size_t i = 0; i < resp->n_headers; i++)
 			MHD_add_response_header(r, resp->headers[i].name, resp->headers[i].value);
@@ -846,18 +911,6 @@ static bool headers_within_caps(const struct request_state *st, struct MHD_Conne
 	return t.count <= s->max_headers && line + t.bytes + 2 <= s->max_header_bytes;
 }
 
-static enum MHD_Result count_authorization(void *cls, enum MHD_ValueKind kind, const char *key,
-					   size_t key_size, const char *value, size_t value_size)
-{
-	unsigned *n = cls;
-	(void)kind;
-	(void)value;
-	(void)value_size;
-	if (key_size == 13 && strncasecmp(key, "Authorization", 13) == 0)
-		(*n)++;
-	return MHD_YES;
-}
-
 /*
  * True when ctype names application/json: the media type compared without
  * case, optional whitespace, and no parameter but charset=utf-8.
@@ -922,12 +975,8 @@ static enum MHD_Result on_headers(struct request_state *st, struct MHD_Connectio
 	status = resolve_route(st, method);
 	if (status != 0)
 		return refuse(st, conn, status);
-	{
-		unsigned n_auth = 0;
-		MHD_get_connection_values_n(conn, MHD_HEADER_KIND, count_authorization, &n_auth);
-		if (n_auth > 1)
-			return refuse(st, conn, 4001); /* which one would we believe? */
-	}
+	if (header_times(conn, "Authorization") > 1)
+		return refuse(st, conn, 4001); /* which one would we believe? */
 	cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (((cl && strcmp(cl, "0") != 0) ||
 	     MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING)) &&

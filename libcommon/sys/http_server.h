@@ -217,8 +217,16 @@ const char *cc_http_param(const struct cc_http_request *req, const char *name);
  */
 const char *cc_http_query(const struct cc_http_request *req, const char *name);
 
-/* Returns a request header by case-insensitive name, or NULL. */
+/* Returns a request header by case-insensitive name, or NULL (the first, when repeated). */
 const char *cc_http_header(const struct cc_http_request *req, const char *name);
+
+/*
+ * Every value of a list header (RFC 9110 5.3: repeated lines mean one
+ * comma-separated list, e.g. Sec-WebSocket-Protocol) joined with ", " into
+ * buf (cap bytes, NUL-terminated). Returns the length the join needs: when
+ * it is >= cap nothing fit and buf is "" (refuse the request). 0: absent.
+ */
+size_t cc_http_header_join(const struct cc_http_request *req, const char *name, char *buf, size_t cap);
 
 /* ---- responses ------------------------------------------------------------ */
 
@@ -230,7 +238,8 @@ struct cc_ws_hub;
  * in the SPEC error shape when one fails:
  *   400 invalid_upgrade   not GET, no "Upgrade: websocket", no "upgrade"
  *                         token in Connection, or a Sec-WebSocket-Key that
- *                         is not the base64 of 16 bytes;
+ *                         is not the base64 of 16 bytes, or a second
+ *                         Sec-WebSocket-Key or Sec-WebSocket-Version;
  *   426 upgrade_required  Sec-WebSocket-Version other than 13 (the answer
  *                         carries Sec-WebSocket-Version: 13).
  * Otherwise answers 101 with Upgrade, Connection: Upgrade,

@@ -68,8 +68,8 @@ struct ws_conn {
 	int64_t close_deadline;	/* close queued: give up after it */
 	int64_t next_ping;
 	int64_t pong_deadline;	/* 0 = no ping outstanding */
-	int64_t rate_start;
-	unsigned rate_count;
+	int64_t rate_at;	/* token bucket: refilled up to now */
+	double rate_tokens;	/* frames it may still take at once (<= rate_messages) */
 	int sent_code;		/* close code we queued, 0 = none */
 	bool epollout;		/* EPOLLOUT registered */
 	bool say_1002;		/* wslay queued a code-less close for a bad frame: send 1002 instead */
@@ -316,10 +316,32 @@ static void on_frame_start_cb(wslay_event_context_ptr ctx,
 			      const struct wslay_event_on_frame_recv_start_arg *a, void *ud)
 {
 	struct ws_conn *c = ud;
-	if ((a->opcode & 0x8) && !a->fin && !c->sent_code) {
+	struct cc_ws_hub *h = c->hub;
+	if (c->sent_code)
+		return;
+	if ((a->opcode & 0x8) && !a->fin) {
 		queue_close(c, CC_WS_CLOSE_PROTOCOL, "fragmented control frame");
 		wslay_event_shutdown_read(ctx);
+		return;
 	}
+	if (a->opcode == WSLAY_PONG || a->opcode == WSLAY_CONNECTION_CLOSE)
+		return;
+	/*
+	 * Every other frame counts as it starts (a message that never ends,
+	 * fragment after fragment, must count too), against a token bucket (a
+	 * fixed window admits twice its limit across a boundary).
+	 */
+	int64_t now = cc_clock_ms();
+	c->rate_tokens += (double)(now - c->rate_at) * h->o.rate_messages / h->o.rate_window_ms;
+	if (c->rate_tokens > h->o.rate_messages)
+		c->rate_tokens = h->o.rate_messages;
+	c->rate_at = now;
+	if (c->rate_tokens < 1.0) {
+		queue_close(c, CC_WS_CLOSE_POLICY, "rate_limited");
+		wslay_event_shutdown_read(ctx);
+		return;
+	}
+	c->rate_tokens -= 1.0;
 }
 
 static void on_msg_cb(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *a,
@@ -336,15 +358,6 @@ static void on_msg_cb(wslay_event_context_ptr ctx, const struct wslay_event_on_m
 	}
 	if (a->opcode == WSLAY_CONNECTION_CLOSE)
 		return; /* wslay answers it */
-	int64_t now = cc_clock_ms();
-	if (now - c->rate_start >= (int64_t)h->o.rate_window_ms) {
-		c->rate_start = now;
-		c->rate_count = 0;
-	}
-	if (++c->rate_count > h->o.rate_messages) {
-		queue_close(c, CC_WS_CLOSE_POLICY, "rate limit");
-		return;
-	}
 	if (a->opcode == WSLAY_PING)
 		return; /* wslay answers it */
 	if (a->opcode == WSLAY_BINARY_FRAME) {
@@ -796,7 +809,8 @@ static int adopt(struct cc_ws_hub *h, int fd, const char *extra, size_t extra_le
 	c->release_cls = release_cls;
 	snprintf(c->remote, sizeof c->remote, "%s", remote ? remote : "");
 	int64_t now = cc_clock_ms();
-	c->rate_start = now;
+	c->rate_at = now;
+	c->rate_tokens = h->o.rate_messages;
 	c->next_ping = now + h->o.ping_interval_ms;
 	pthread_mutex_lock(&h->mu);
 	if (h->stopping || h->open >= h->o.max_connections) {

@@ -36,8 +36,11 @@
  *   1003 unsupported data a binary message (the hub speaks text only);
  *   1007 invalid payload  a text message that is not well-formed UTF-8
  *                         (sys/utf8), or a close reason that is not;
- *   1008 policy violation more than rate_messages messages (text, binary,
- *                         ping) within rate_window_ms;
+ *   1008 policy violation (reason "rate_limited") frames (any but pong and
+ *                         close, continuations included, counted as each
+ *                         starts) faster than a token bucket allows: bursts
+ *                         of rate_messages, refilled at rate_messages per
+ *                         rate_window_ms;
  *   1009 message too big  a frame or message over max_message_bytes.
  * and, on its own account:
  *   1000 normal           the client closed (its code is echoed back);
@@ -125,7 +128,7 @@ struct cc_ws_hub_options {
 	unsigned ping_interval_ms;	 /* 0 = default */
 	unsigned pong_timeout_ms;	 /* 0 = default */
 	unsigned close_timeout_ms;	 /* 0 = default */
-	unsigned rate_messages;		 /* inbound messages per window (1008 beyond); 0 = default */
+	unsigned rate_messages;		 /* inbound burst, refilled per window (1008 beyond); 0 = default */
 	unsigned rate_window_ms;	 /* 0 = default */
 	cc_ws_on_open on_open;		 /* may be NULL */
 	cc_ws_on_message on_message;	 /* may be NULL */

@@ -45,6 +45,7 @@
 #define EV_BUCKETS 1024
 #define EV_REPLAY_PAGE 100	       /* envelopes one cc_outbox_since read returns */
 #define EV_REPLAY_MAX 200	       /* more missed than this: stream.resync too_far_behind */
+#define EV_REPLAY_MAX_BYTES (512 * 1024) /* or more bytes than this (half the backlog cap) */
 #define EV_BACKLOG_MESSAGES 256	       /* the contract's send backlog cap */
 #define EV_BACKLOG_BYTES (1024 * 1024)
 #define EV_CLIENT_MESSAGE_MAX 1024     /* a client frame or message (1009 beyond) */
@@ -53,6 +54,7 @@
 #define EV_POSITION_MAX 9007199254740991LL
 #define EV_SUBPROTOCOL "cc.v1"
 #define EV_BEARER_PREFIX "cc.v1.bearer."
+#define EV_PROTOCOLS_MAX 512 /* bytes of every Sec-WebSocket-Protocol value joined */
 
 /* One message waiting for its stream to open. */
 struct ev_msg {
@@ -88,8 +90,9 @@ struct api_events {
 	struct ev_conn *buckets[EV_BUCKETS];
 	atomic_bool listening;		/* the listener's LISTEN is in place */
 	atomic_bool stop;
-	pthread_t listener;
-	bool listener_started;
+	pthread_t listener, checker;
+	bool listener_started, checker_started;
+	size_t n_conns;			/* registered streams, open or not (the --events-max-connections cap) */
 	struct cc_metric *sent;		/* by kind: live, replay, control */
 	struct cc_metric *resumes;
 	struct cc_metric *resyncs;	/* by reason */
@@ -156,6 +159,7 @@ static void registry_remove(struct api_events *ev, struct ev_conn *c)
 	for (struct ev_conn **pp = bucket_of(ev, c->player_id); *pp; pp = &(*pp)->next) {
 		if (*pp == c) {
 			*pp = c->next;
+			ev->n_conns--;
 			return;
 		}
 	}
@@ -178,8 +182,9 @@ static void offer(struct api_events *ev, struct ev_conn *c, int64_t position, co
 {
 	if (position <= c->last_sent)
 		return;
-	if (!c->open) {
-		if (c->live.n >= EV_BACKLOG_MESSAGES || c->live.bytes + len > EV_BACKLOG_BYTES ||
+	if (!c->open) { /* what on_open will queue at once must fit the hub's backlog cap */
+		if (c->first.n + c->live.n >= EV_BACKLOG_MESSAGES ||
+		    c->first.bytes + c->live.bytes + len > EV_BACKLOG_BYTES ||
 		    list_push(&c->live, position, since_ns, text, len) != 0)
 			c->lost = true;
 		return;
@@ -318,7 +323,12 @@ struct ev_check {
 	char hash[2 + 64 + 1];
 };
 
-/* Closes open streams whose session ended (revoked by a ban, expired): 1008. */
+/*
+ * Closes open streams whose session ended (revoked by a ban, expired): 1008.
+ * On its own thread, one query per CC_SESSIONS_CHECK_MAX streams, so a
+ * replica with thousands of streams neither stalls its listener nor spends
+ * a round trip per stream.
+ */
 static void check_sessions(struct api_events *ev)
 {
 	size_t n = 0, cap = 0;
@@ -344,24 +354,43 @@ static void check_sessions(struct api_events *ev)
 	pthread_mutex_unlock(&ev->mu);
 	struct cc_pg *pg = NULL;
 	if (n && cc_pg_pool_acquire(ev->api->pool, 1000, &pg) == 0) {
-		for (size_t i = 0; i < n && !atomic_load(&ev->stop); i++) {
-			struct cc_session_check s;
-			int rc = cc_session_lookup(pg, list[i].hash, &s);
-			const char *why = rc == CC_ENOTFOUND ? "session_revoked"
-					  : rc != 0	     ? NULL
-					  : s.banned || s.revoked ? "session_revoked"
-					  : s.expired		  ? "session_expired"
-								  : NULL;
-			if (rc != 0 && rc != CC_ENOTFOUND)
+		const char *hashes[CC_SESSIONS_CHECK_MAX];
+		uint8_t verdict[CC_SESSIONS_CHECK_MAX];
+		for (size_t at = 0; at < n && !atomic_load(&ev->stop); at += CC_SESSIONS_CHECK_MAX) {
+			size_t k = n - at < CC_SESSIONS_CHECK_MAX ? n - at : CC_SESSIONS_CHECK_MAX;
+			for (size_t i = 0; i < k; i++)
+				hashes[i] = list[at + i].hash;
+			if (cc_sessions_ended(pg, hashes, k, verdict) != 0)
 				break; /* the database is away: try again next round */
-			if (why && cc_ws_close(ev->hub, list[i].id, CC_WS_CLOSE_POLICY, why) == 0) {
-				const char *lv[] = { why };
-				cc_metric_add(ev->session_closed, lv, 1);
+			for (size_t i = 0; i < k; i++) {
+				const char *why = verdict[i] == CC_SESSION_ENDED_REVOKED   ? "session_revoked"
+						  : verdict[i] == CC_SESSION_ENDED_EXPIRED ? "session_expired"
+											   : NULL;
+				if (why && cc_ws_close(ev->hub, list[at + i].id, CC_WS_CLOSE_POLICY, why) == 0) {
+					const char *lv[] = { why };
+					cc_metric_add(ev->session_closed, lv, 1);
+				}
 			}
 		}
 	}
 	cc_pg_pool_release(ev->api->pool, pg);
 	free(list);
+}
+
+static void *checker_main(void *arg)
+{
+	struct api_events *ev = arg;
+	int64_t next = cc_clock_ms() + ev->api->cfg->events_session_check_ms;
+	while (!atomic_load(&ev->stop)) {
+		int64_t left = next - cc_clock_ms();
+		if (left > 0) {
+			pause_ms(left < 100 ? left : 100);
+			continue;
+		}
+		check_sessions(ev);
+		next = cc_clock_ms() + ev->api->cfg->events_session_check_ms;
+	}
+	return NULL;
 }
 
 static void *listener_main(void *arg)
@@ -373,7 +402,6 @@ static void *listener_main(void *arg)
 	struct cc_pg *pg = NULL;
 	char channel[64];
 	char *payload = malloc(CC_PG_NOTIFY_PAYLOAD_MAX + 1);
-	int64_t next_check = cc_clock_ms() + cfg->events_session_check_ms;
 	bool warned = false;
 	while (payload && !atomic_load(&ev->stop)) {
 		if (!pg) {
@@ -409,10 +437,6 @@ static void *listener_main(void *arg)
 				pg = NULL;
 			}
 			pause_ms(100);
-		}
-		if (cc_clock_ms() >= next_check) {
-			check_sessions(ev);
-			next_check = cc_clock_ms() + cfg->events_session_check_ms;
 		}
 	}
 	atomic_store(&ev->listening, false);
@@ -450,10 +474,14 @@ static int take_token(const struct cc_http_request *req, struct cc_http_response
 		      bool *offered)
 {
 	const char *auth = cc_http_header(req, "Authorization");
-	const char *protos = cc_http_header(req, "Sec-WebSocket-Protocol");
+	char protos[EV_PROTOCOLS_MAX];
 	bool from_proto = false;
 	*offered = false;
-	for (const char *p = protos; p && *p;) {
+	if (cc_http_header_join(req, "Sec-WebSocket-Protocol", protos, sizeof protos) >= sizeof protos) {
+		cc_http_error(resp, 400, "invalid_request", "Sec-WebSocket-Protocol is too long", false);
+		return CC_EINVAL;
+	}
+	for (const char *p = protos; *p;) {
 		while (*p == ' ' || *p == '\t' || *p == ',')
 			p++;
 		const char *e = p;
@@ -501,15 +529,15 @@ static void refused(struct api_events *ev, const char *reason)
 	cc_metric_add(ev->refused, lv, 1);
 }
 
-/* Adds a control message ("stream.ready" / "stream.resync") to c->first. */
-static int push_control(struct ev_conn *c, const char *event, int64_t position, const char *reason, long replayed)
+/* Adds a control message ("stream.ready" / "stream.resync") to l. */
+static int push_control(struct ev_list *l, const char *event, int64_t position, const char *reason, long replayed)
 {
 	char buf[160];
 	int n = reason ? snprintf(buf, sizeof buf, "{\"event\":\"%s\",\"position\":%lld,\"reason\":\"%s\"}", event,
 				  (long long)position, reason)
 		       : snprintf(buf, sizeof buf, "{\"event\":\"%s\",\"position\":%lld,\"replayed\":%ld}", event,
 				  (long long)position, replayed);
-	return list_push(&c->first, 0, 0, buf, (size_t)n);
+	return list_push(l, 0, 0, buf, (size_t)n);
 }
 
 /*
@@ -553,16 +581,16 @@ static int prepare(struct api_events *ev, struct cc_pg *pg, struct ev_conn *c, b
 			replayed++;
 		}
 		cJSON_Delete(arr);
-		if (replayed > EV_REPLAY_MAX) {
+		if (replayed > EV_REPLAY_MAX || replay.bytes > EV_REPLAY_MAX_BYTES) {
 			too_many = true;
 			break;
 		}
 		if (got < EV_REPLAY_PAGE)
 			break;
 	}
-	int64_t floor_pos = 0, newest = 0;
+	int64_t floor_pos = 0, newest = 0, committed = 0;
 	if (rc == 0)
-		rc = cc_outbox_resume_window(pg, &floor_pos, &newest);
+		rc = cc_outbox_resume_window(pg, &floor_pos, &newest, &committed);
 	if (rc != 0) {
 		list_free(&replay);
 		return rc;
@@ -575,20 +603,24 @@ static int prepare(struct api_events *ev, struct cc_pg *pg, struct ev_conn *c, b
 	else if (too_many)
 		*resync_reason = "too_far_behind";
 	if (*resync_reason || !has_after) {
+		/* not newest: a position drawn by a dispatcher that commits later is below it (outbox.h) */
 		list_free(&replay);
-		position = newest;
-		rc = *resync_reason ? push_control(c, "stream.resync", position, *resync_reason, 0)
-				    : push_control(c, "stream.ready", position, NULL, 0);
+		position = committed;
+		rc = *resync_reason ? push_control(&replay, "stream.resync", position, *resync_reason, 0)
+				    : push_control(&replay, "stream.ready", position, NULL, 0);
 	} else {
 		position = cursor;
-		c->first = replay;
-		rc = push_control(c, "stream.ready", position, NULL, (long)replayed);
+		rc = push_control(&replay, "stream.ready", position, NULL, (long)replayed);
 	}
-	if (rc == 0) {
-		pthread_mutex_lock(&ev->mu);
-		c->last_sent = position;
-		pthread_mutex_unlock(&ev->mu);
+	if (rc != 0) {
+		list_free(&replay);
+		return rc;
 	}
+	/* under the lock: the listener reads first's size (offer) and last_sent */
+	pthread_mutex_lock(&ev->mu);
+	c->first = replay;
+	c->last_sent = position;
+	pthread_mutex_unlock(&ev->mu);
 	return rc;
 }
 
@@ -621,11 +653,6 @@ int api_events_get(const struct cc_http_request *req, struct cc_http_response *r
 		cc_http_error_unavailable(resp, "unavailable", "the event stream is not available; poll or retry shortly");
 		return 0;
 	}
-	if (cc_ws_hub_open_count(ev->hub) >= (unsigned)api->cfg->events_max_connections) {
-		refused(ev, "over_capacity");
-		cc_http_error_unavailable(resp, "over_capacity", "this replica holds all the streams it can; poll or retry");
-		return 0;
-	}
 	struct cc_pg *pg = api_db(api, resp);
 	if (!pg) {
 		refused(ev, "database");
@@ -648,12 +675,28 @@ int api_events_get(const struct cc_http_request *req, struct cc_http_response *r
 	}
 	snprintf(c->player_id, sizeof c->player_id, "%s", player.id);
 
-	/* Registered before the replay is read: whatever commits after its snapshot arrives live. */
+	/*
+	 * Registered before the replay is read: whatever commits after its
+	 * snapshot arrives live. The cap counts registered streams, opened or
+	 * not, so concurrent upgrades cannot all pass it and then be refused
+	 * by the hub after their 101.
+	 */
 	pthread_mutex_lock(&ev->mu);
-	struct ev_conn **b = bucket_of(ev, c->player_id);
-	c->next = *b;
-	*b = c;
+	bool full = ev->n_conns >= (size_t)api->cfg->events_max_connections;
+	if (!full) {
+		struct ev_conn **b = bucket_of(ev, c->player_id);
+		c->next = *b;
+		*b = c;
+		ev->n_conns++;
+	}
 	pthread_mutex_unlock(&ev->mu);
+	if (full) {
+		refused(ev, "over_capacity");
+		api_db_release(api, pg);
+		free(c);
+		cc_http_error_unavailable(resp, "over_capacity", "this replica holds all the streams it can; poll or retry");
+		return 0;
+	}
 	const char *resync = NULL;
 	if (ev->testkit_replay_delay_ms) /* cc-testkit-api only: widen the race the registry closes */
 		pause_ms(ev->testkit_replay_delay_ms);
@@ -748,6 +791,11 @@ int api_events_open(struct api *api)
 		return CC_EUNAVAILABLE;
 	}
 	ev->listener_started = true;
+	if (pthread_create(&ev->checker, NULL, checker_main, ev) != 0) {
+		api_events_free(api);
+		return CC_EUNAVAILABLE;
+	}
+	ev->checker_started = true;
 	return 0;
 }
 
@@ -759,7 +807,9 @@ void api_events_close(struct api *api)
 	atomic_store(&ev->stop, true);
 	if (ev->listener_started)
 		pthread_join(ev->listener, NULL);
-	ev->listener_started = false;
+	if (ev->checker_started)
+		pthread_join(ev->checker, NULL);
+	ev->listener_started = ev->checker_started = false;
 	cc_ws_hub_drain(ev->hub); /* every stream: 1001, on_close frees it; later upgrades are refused */
 }
 

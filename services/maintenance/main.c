@@ -124,6 +124,9 @@ static const struct cc_config_option maint_options[] = {
 	  .offset = OPT(outbox_max_attempts) },
 	{ .name = "outbox-retry-ms", .type = CC_CFG_INT, .default_value = "5000", .min = 10, .max = 3600000,
 	  .help = "a failed outbox row is tried again after this", .offset = OPT(outbox_retry_ms) },
+	{ .name = "outbox-wake-gap-ms", .type = CC_CFG_INT, .default_value = "5", .min = 0, .max = 60000,
+	  .help = "dispatch as soon as a writer NOTIFYs 'outbox', at most this often (0: no LISTEN, poll at --outbox-interval-ms only)",
+	  .offset = OPT(outbox_wake_gap_ms) },
 };
 
 static const struct cc_service_spec maint_spec = {
@@ -144,6 +147,7 @@ struct sweep {
 	maint_batch_fn batch;
 	bool read_committed;  /* a SKIP LOCKED work queue whose every decision is guarded by row locks (cc_pg_run_locked) */
 	int64_t next_ms;      /* monotonic time its next pass is due */
+	int64_t began_ms;     /* monotonic time its last pass began */
 	int64_t lag_base;     /* the lag the pass counted (-1: none yet) */
 	int64_t since_base;   /* rows done since it was counted */
 };
@@ -201,6 +205,8 @@ struct maint_state {
 	bool db_ready;
 	char db_why[160];
 	int64_t failed_batches; /* since start (--once: the exit status) */
+	struct cc_pg *listener; /* LISTENs on 'outbox' (cc_outbox_append's wake-up); NULL: not now */
+	int64_t listener_retry_ms; /* when to try opening it again */
 };
 
 static struct cc_service service;
@@ -368,6 +374,64 @@ static bool run_pass(struct maint_state *st, struct sweep *s)
 	return ok;
 }
 
+/*
+ * Sleeps until the monotonic time next, cut short by a stop or by a
+ * writer's NOTIFY 'outbox' (then the outbox sweep is due at once, but not
+ * sooner than --outbox-wake-gap-ms after its last pass began): an event
+ * reaches its listeners in milliseconds, not after a poll interval. A lost
+ * listener is reopened after a second (meanwhile the loop polls as before),
+ * and then the outbox sweep runs at once: a wake-up sent while nobody
+ * listened is lost.
+ */
+static void nap_or_wake(struct maint_state *st, struct sweep *outbox, int64_t next)
+{
+	const struct maint_config *cfg = st->m.cfg;
+	if (cfg->outbox_wake_gap_ms == 0 || cfg->once) {
+		(void)cc_service_nap(&service, next - cc_clock_ms());
+		return;
+	}
+	if (!st->listener && cc_clock_ms() >= st->listener_retry_ms) {
+		char err[256] = "";
+		struct cc_pg_options opt = st->pg_opt;
+		opt.application_name = "cc-maintenance-wake";
+		if (cc_pg_connect(cfg->svc.database_url, &opt, &st->listener, err, sizeof err) != 0 ||
+		    cc_pg_listen(st->listener, "outbox") != 0) {
+			cc_pg_free(st->listener);
+			st->listener = NULL;
+			st->listener_retry_ms = cc_clock_ms() + 1000;
+		} else {
+			/* a row written while nobody listened woke nobody: dispatch now */
+			outbox->next_ms = cc_clock_ms();
+			return;
+		}
+	}
+	char channel[16], payload[64];
+	while (!cc_service_stopping(&service)) {
+		int64_t left = next - cc_clock_ms();
+		if (left <= 0)
+			return;
+		if (!st->listener) {
+			(void)cc_service_nap(&service, left < 1000 ? left : 1000);
+			return;
+		}
+		int rc = cc_pg_wait_notify(st->listener, (int)(left < 100 ? left : 100), channel, sizeof channel, payload,
+					   sizeof payload);
+		if (rc == 0) {
+			while (cc_pg_wait_notify(st->listener, 0, channel, sizeof channel, payload, sizeof payload) == 0)
+				; /* one pass answers the whole burst */
+			int64_t soonest = outbox->began_ms + cfg->outbox_wake_gap_ms;
+			if (outbox->next_ms > soonest)
+				outbox->next_ms = soonest;
+			if (outbox->next_ms < next)
+				next = outbox->next_ms;
+		} else if (rc != CC_ETIMEOUT) {
+			cc_pg_free(st->listener);
+			st->listener = NULL;
+			st->listener_retry_ms = cc_clock_ms() + 1000;
+		}
+	}
+}
+
 static void *maint_loop(void *arg)
 {
 	struct maint_state *st = arg;
@@ -380,6 +444,7 @@ static void *maint_loop(void *arg)
 			struct sweep *s = &sweeps[i];
 			if (cfg->once || s->next_ms <= now) {
 				int64_t began = cc_clock_ms();
+				s->began_ms = began;
 				(void)run_pass(st, s);
 				s->next_ms = began + cfg_interval(cfg, s);
 			}
@@ -388,8 +453,10 @@ static void *maint_loop(void *arg)
 		}
 		if (cfg->once)
 			break;
-		(void)cc_service_nap(&service, next - cc_clock_ms());
+		nap_or_wake(st, &sweeps[0], next); /* sweeps[0] is the outbox (the table says why) */
 	}
+	cc_pg_free(st->listener);
+	st->listener = NULL;
 	if (cfg->once && st->failed_batches)
 		cc_service_fail(&service, "a batch failed during --once");
 	return NULL;

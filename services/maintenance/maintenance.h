@@ -82,6 +82,7 @@ struct maint_config {
 	int64_t outbox_interval_ms;
 	int64_t outbox_max_attempts;         /* a row failing this many times is dead-lettered */
 	int64_t outbox_retry_ms;             /* a failed row is tried again after this */
+	int64_t outbox_wake_gap_ms; /* after a NOTIFY 'outbox', dispatch at most this often (0: no LISTEN, poll only) */
 	/* the process */
 	bool once;                           /* run every sweep one pass (until drained or the budget) and exit */
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GET /v1/events end to end (issue 22): two cc-testkit-api replicas, a real
-# cc-maintenance dispatching the outbox (NOTIFY on cc_events), a real
+# cc-maintenance dispatching the outbox (woken by the writers' NOTIFY, its
+# poll interval 60 s so that only the wake-up can deliver in time), a real
 # cc-matcher, and Debian's python3-websockets as the client
 # (tests/integration/events_client.py; raw frames only for the hostile ones).
 #  1. fan-out: a player streaming from replica B receives, within 1 s, the
@@ -30,7 +31,7 @@ OPTOKEN=optok-events-stream-fixture
 scratch_database events_stream
 start_api A --regions=eu-west --operator-token-file=<(echo "$OPTOKEN") --events-session-check-ms=300
 start_api B --regions=eu-west
-FLAGS=(--outbox-interval-ms=100 --expiry-interval-ms=60000 --stalled-interval-ms=60000 --no-show-interval-ms=60000
+FLAGS=(--outbox-interval-ms=60000 --expiry-interval-ms=60000 --stalled-interval-ms=60000 --no-show-interval-ms=60000
 	--server-silent-interval-ms=60000 --result-missing-interval-ms=60000 --season-interval-ms=60000
 	--retention-interval-ms=600000 --log-level=info)
 start_maint M
@@ -46,6 +47,13 @@ listen() {
 	printf -v "${name}_PID" '%s' "$LAST_PID"
 }
 ready() { grep -q '"event":"stream\.\(ready\|resync\)"' "$T_DIR/$1.ev" 2>/dev/null; }
+# await_ready NAME: its stream.ready or stream.resync came; fails at once if it ended first.
+await_ready() {
+	wait_until "$1 stream.ready" 20 "ready $1 || closed $1"
+	ready "$1" || fail "$1 ended before stream.ready: close $(cat "$T_DIR/$1.ev.close"); $(tail -3 "$T_DIR/$1.log")"
+}
+# listening NAME: that replica's cc_events listener is in place (it refuses streams until then).
+listening() { wait_until "$1 listens on cc_events" 20 "grep -q '\"event\":\"events_listening\"' '$T_DIR/$1.log'"; }
 closed() { [[ -s "$T_DIR/$1.ev.close" ]]; }
 # event_line NAME EVENT RESOURCE_ID: the first "<ms>\t<json>" line of that event.
 event_line() {
@@ -56,13 +64,15 @@ event_line() {
 stop_client() { kill -TERM "$2" 2>/dev/null || true; wait_until "$1 ends" 10 "closed $1"; }
 metric() { curl -s "$1/metrics" | awk -v m="$2" '$1 == m { print $2 }'; }
 
+listening A
+listening B
 P0_TOK=$(login "$A_URL" "ev-p0-$RANDOM$RANDOM")
 P1_TOK=$(login "$A_URL" "ev-p1-$RANDOM$RANDOM")
 P0=$(sql "SELECT player_id FROM sessions ORDER BY created_at LIMIT 1")
 
 # 1. Fan-out across replicas.
 listen c0 "$B_URL" "$P0_TOK"
-wait_until "c0 stream.ready" 10 "ready c0"
+await_ready c0
 probe "$A_URL" "$P0_TOK" eu-west
 t_enq=$(now_ms)
 http POST "$A_URL/v1/queue" "$P0_TOK" '{"playlist":"ranked","protocol_version":1,"build":"ev"}' -H "Idempotency-Key: ev-0"
@@ -98,7 +108,7 @@ missed=$(sql "SELECT string_agg(event, ' ' ORDER BY position) FROM outbox
               WHERE '$P0' = ANY(player_ids) AND position > $last AND published_at IS NOT NULL")
 ((nwant >= 2)) || fail "only $nwant rows were delivered while away ($missed): the test needs the decline and the requeue"
 listen c1 "$A_URL" "$P0_TOK" --after "$last"
-wait_until "c1 stream.ready after the replay" 10 "ready c1"
+await_ready c1
 got=$(cut -f2 "$T_DIR/c1.ev" | jq -r 'select(.event | startswith("stream.") | not) | .position' | xargs)
 expect_eq "replayed positions after $last" "$want" "$got"
 ready_msg=$(grep '"event":"stream.ready"' "$T_DIR/c1.ev" | cut -f2)
@@ -120,18 +130,19 @@ P1=$(sql "SELECT player_id FROM sessions ORDER BY created_at OFFSET 1 LIMIT 1")
 # C pauses 300 ms between registering a stream and reading its replay
 # (cc-testkit-api only), so rows land in that window on every resume.
 CC_TESTKIT_EVENTS_REPLAY_DELAY_MS=300 start_api C --regions=eu-west
+listening C
 touch "$T_DIR/writing"
 (i=0; while [[ -e "$T_DIR/writing" ]]; do
 	i=$((i + 1))
 	sql "INSERT INTO outbox (event, resource_type, resource_id, revision, player_ids, payload)
-	     VALUES ('test.tick', 'test', '00000000-0000-4000-8000-000000000001', $i, ARRAY['$P1'::uuid], '{}')" >/dev/null
+	     VALUES ('test.tick', 'test', '00000000-0000-4000-8000-000000000001', $i, ARRAY['$P1'::uuid], '{}'); SELECT pg_notify('outbox', '')" >/dev/null
 	sleep 0.02
 done) &
 writer=$!
 from=0
 for k in $(seq 1 8); do
 	listen k$k "$C_URL" "$P1_TOK" --after "$from"
-	wait_until "k$k ready" 20 "ready k$k"
+	await_ready k$k
 	sleep 0.2 # let live rows arrive behind the replay
 	stop_client k$k "$(eval echo "\$k${k}_PID")"
 	seen=$(cut -f2 "$T_DIR/k$k.ev" | jq -r 'select(.event == "test.tick") | .position' | xargs)
@@ -145,13 +156,15 @@ done
 rm -f "$T_DIR/writing"
 wait "$writer"
 dups=$(cat "$T_DIR"/k*.ev | cut -f2 | jq -r 'select(.event == "test.tick") | .position' | sort | uniq -d | wc -l)
+expect_eq "positions two resumes both received (each took over where the last stopped)" 0 "$dups"
 pass "8 resumes on C raced by live writes: every position once, in order, none skipped"
 
+# (A fixture row is inserted as cc_outbox_append would, with its wake-up NOTIFY.)
 # 3. A payload over the NOTIFY limit: a reference on the channel, the whole envelope on the stream.
 big=$(head -c 9000 /dev/zero | tr '\0' x)
 RID=$(sql "SELECT gen_random_uuid()")
 sql "INSERT INTO outbox (event, resource_type, resource_id, revision, player_ids, payload)
-     VALUES ('test.big', 'test', '$RID', 1, ARRAY['$P0'::uuid], jsonb_build_object('blob', '$big'))" >/dev/null
+     VALUES ('test.big', 'test', '$RID', 1, ARRAY['$P0'::uuid], jsonb_build_object('blob', '$big')); SELECT pg_notify('outbox', '')" >/dev/null
 wait_until "the big envelope on c1" 10 '[[ -n $(event_line c1 test.big "$RID") ]]'
 expect_eq "blob bytes received" 9000 "$(event_line c1 test.big "$RID" | cut -f2 | jq -r '.payload.blob | length')"
 expect_eq "ref flag on the stream" null "$(event_line c1 test.big "$RID" | cut -f2 | jq .ref)"
@@ -161,12 +174,12 @@ pass "a 9,000-byte payload went as a reference and arrived whole"
 # 4. Resync, and the browser login.
 newest=$(sql "SELECT max(position) FROM outbox")
 listen r1 "$B_URL" "$P1_TOK" --after $((newest + 1000))
-wait_until "r1 answered" 10 "ready r1"
+await_ready r1
 expect_eq "after above every position" "stream.resync unknown_position" \
 	"$(head -1 "$T_DIR/r1.ev" | cut -f2 | jq -r '"\(.event) \(.reason)"')"
 sql "UPDATE outbox_purged SET position = $newest" >/dev/null
 listen r2 "$B_URL" "$P1_TOK" --after 1 --subprotocol
-wait_until "r2 answered" 10 "ready r2"
+await_ready r2
 expect_eq "after below the purge floor, over the subprotocol login" "stream.resync too_old" \
 	"$(head -1 "$T_DIR/r2.ev" | cut -f2 | jq -r '"\(.event) \(.reason)"')"
 stop_client r1 "$r1_PID"
@@ -180,8 +193,31 @@ for pair in oversized:1009 unmasked:1002 bad_utf8:1007 fragmented_ping:1002 bina
 done
 expect_eq "no session" http401 "$("$PY" "$CLIENT" hostile "$B_URL" "" binary)"
 expect_eq "a forged session" http401 "$("$PY" "$CLIENT" hostile "$B_URL" "s1.forgedforgedforgedforgedforged" binary)"
+# upgrade URL [HEADER...]: an upgrade request that must be refused; sets STATUS and BODY.
+upgrade() {
+	local url=$1; shift
+	http GET "$url" "" "" --max-time 5 -H 'Connection: Upgrade' -H 'Upgrade: websocket' \
+		-H "Sec-WebSocket-Version: ${WS_VERSION:-13}" -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' "$@"
+}
+for a in 01 -1 abc 9007199254740992 12345678901234567 1e3 %20; do
+	upgrade "$B_URL/v1/events?after=$a" -H "Authorization: Bearer $P1_TOK"
+	expect_http "after=$a" 400 invalid_request
+done
+upgrade "$B_URL/v1/events" -H "Sec-WebSocket-Protocol: cc.v1.bearer.$P1_TOK"
+expect_http "a bearer subprotocol without cc.v1" 400 invalid_request
+upgrade "$B_URL/v1/events" -H "Sec-WebSocket-Protocol: cc.v1"
+expect_http "cc.v1 without any token" 401 unauthorized
+upgrade "$B_URL/v1/events" -H "Authorization: Bearer $P1_TOK" -H 'Sec-WebSocket-Version: 8'
+expect_http "two Sec-WebSocket-Version headers (13 and 8)" 400 invalid_upgrade
+WS_VERSION=8 upgrade "$B_URL/v1/events" -H "Authorization: Bearer $P1_TOK"
+expect_http "WebSocket version 8" 426 upgrade_required
+http GET "$B_URL/v1/events" "$P1_TOK" ""
+expect_http "a plain GET" 400 invalid_upgrade
+start_api D --regions=eu-west --events=false
+upgrade "$D_URL/v1/events" -H "Authorization: Bearer $P1_TOK"
+expect_http "--events=false" 503 events_disabled
 closed c1 && fail "the bystander stream was closed: $(cat "$T_DIR/c1.ev.close")"
-pass "hostile frames closed only their own connections with their codes; missing and forged sessions 401"
+pass "hostile frames closed only their own connections with their codes; bad after, subprotocol, version and sessions refused before the upgrade"
 
 # 6. 1,000 upgrades from one address against B; another address still gets in.
 touch "$T_DIR/hold"
@@ -193,7 +229,7 @@ ok=$(jq '."101" // 0' <<<"$counts") refused=$(jq '."429" // 0' <<<"$counts")
 ((ok >= 1 && ok <= 32)) || fail "upgrades admitted from one address: $ok (want 1..32): $counts"
 expect_eq "refused with 429 past the cap" $((1000 - ok)) "$refused"
 listen o1 "$B_URL" "$P1_TOK" --local 127.0.0.2
-wait_until "another address connects while one holds its cap" 10 "ready o1"
+await_ready o1
 rm -f "$T_DIR/hold"
 wait "$idle_pid"
 stop_client o1 "$o1_PID"

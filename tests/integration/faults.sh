@@ -122,7 +122,8 @@ ready() { [[ $(curl -s -o /dev/null -w '%{http_code}' "$1/readyz" 2>/dev/null) =
 api() {
 	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/api-$1.log" "$BIN/cc-testkit-api" \
 		--port="$2" --admin-port="$3" --regions=r-one,eu-west --ticket-ttl-seconds=$TTL "${redis[@]}" \
-		--workload-secret-file="$T_DIR/workload.secret"
+		--workload-secret-file="$T_DIR/workload.secret" \
+		--max-connections-per-address=1000 # every player's event stream comes from 127.0.0.1, as do the REST ones
 	wait_http "http://127.0.0.1:$3/readyz" "$LAST_PID" 30
 	printf -v "API_$1_PID" '%s' "$LAST_PID"
 }

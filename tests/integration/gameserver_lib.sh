@@ -67,3 +67,29 @@ wait_exit() {
 	EXIT_STATUS=0
 	wait "$pid" || EXIT_STATUS=$?
 }
+
+# gs_start_community PORT [FLAGS...]: cc-gameserver --mode=community on PORT (UDP, probe on TCP), no
+# roster, keys or control plane (issue 23); log $T_DIR/gs.log, pid GS_PID.
+gs_start_community() {
+	local port=$1; shift
+	start_bg "$T_DIR/gs.log" "$BIN/cc-gameserver" --mode=community --bind=127.0.0.1 --game-port="$port" "$@"
+	GS_PID=$LAST_PID
+	wait_http "http://127.0.0.1:$port/readyz" "$GS_PID" 20
+}
+
+# gs_community NAME OUT ARGS...: runs `gsclient ARGS` (a community-* scenario, tests/gameserver/
+# community.c) into OUT; unless it exits 0 with a last line {"result":"ok"}, fails with the
+# command, every failed check it printed and its last line (and the tails of OUT, of its --events
+# file and of the other logs, as every failure does).
+gs_community() {
+	local name=$1 out=$2 rc=0 a; shift 2
+	T_LOGS+=("$out")
+	for a in "$@"; do [[ $a == --events=* ]] && T_LOGS+=("${a#--events=}"); done
+	"$GSCLIENT" "$@" >"$out" 2>&1 || rc=$?
+	if ((rc != 0)) || [[ $(tail -n1 "$out" | jq -r .result 2>/dev/null) != ok ]]; then
+		echo "$T_NAME: failed checks of gsclient $*:"
+		grep '"ok":false' "$out" | head -n 20
+		fail "$name: gsclient $* exited $rc; last line: $(tail -n1 "$out")"
+	fi
+	pass "$name: $(jq -r 'select(.check != null) | .check' "$out" | wc -l) checks passed"
+}

@@ -39,7 +39,7 @@ done
 expect_eq "demo stdout lines" 1 "$(wc -l <"$T_DIR/demo.out")"
 summary=$(cat "$T_DIR/demo.out")
 n='([0-9]+)'
-[[ "$summary" =~ ^demo:\ 24\ players,\ 24\ logged\ in,\ $n\ probes,\ 24\ queued,\ $n\ proposals\ seen,\ $n\ accepted\ matches\ \($n\ casual,\ $n\ ranked\),\ $n\ players\ matched,\ $n\ declined,\ $n\ requeued,\ $n\ gave\ up,\ $n\ heartbeats,\ 0\ errors,\ $n\ retries,\ match\ wait\ p50\ [0-9.]+\ s\ p95\ [0-9.]+\ s,\ api\ p50\ [0-9.]+\ ms\ p99\ [0-9.]+\ ms$ ]] ||
+[[ "$summary" =~ ^demo:\ 24\ players,\ 24\ logged\ in,\ $n\ probes,\ 24\ queued,\ $n\ proposals\ seen,\ $n\ accepted\ matches\ \($n\ casual,\ $n\ ranked\),\ $n\ players\ matched,\ $n\ declined,\ $n\ requeued,\ $n\ gave\ up,\ $n\ heartbeats,\ 0\ errors,\ $n\ retries,\ match\ wait\ p50\ [0-9.]+\ s\ p95\ [0-9.]+\ s,\ api\ p50\ [0-9.]+\ ms\ p99\ [0-9.]+\ ms(;\ events=stream:[0-9]+\ poll:[0-9]+\ .*)?$ ]] ||
 	fail "demo summary: $summary"
 probes=${BASH_REMATCH[1]} proposals=${BASH_REMATCH[2]} matches=${BASH_REMATCH[3]} casual=${BASH_REMATCH[4]}
 ranked=${BASH_REMATCH[5]} matched=${BASH_REMATCH[6]} declined=${BASH_REMATCH[7]} requeued=${BASH_REMATCH[8]}

@@ -49,10 +49,30 @@ nonce=$(curl -s -X POST -H "Authorization: Bearer $tok" "$U/v1/probes/eu-west/ch
 curl -s -o /dev/null -H "Authorization: Bearer $tok" "$U/v1/probes/eu-west/answer" -H 'Content-Type: application/json' -d "{\"nonce\":\"$nonce\"}"
 curl -s -o /dev/null -H "Authorization: Bearer $tok" -H "Idempotency-Key: ${canary}idem" "$U/v1/queue" \
 	-H 'Content-Type: application/json' -d '{"playlist":"casual","protocol_version":1,"build":"b1"}'
+# The event stream: the minted token as a browser's subprotocol, forged ones in both places.
+deadline=$((SECONDS + 20))
+until grep -q '"event":"events_listening"' "$T_DIR/testkit.err"; do
+	((SECONDS < deadline)) || fail "cc-testkit-api's event listener never started: $(tail -3 "$T_DIR/testkit.err")"
+	sleep 0.05
+done
+/usr/bin/python3 "$TOP/tests/integration/events_client.py" listen "$U" "$tok" "$T_DIR/stream.msgs" --subprotocol &
+evpid=$!
+deadline=$((SECONDS + 20))
+until grep -q '"event":"stream.ready"' "$T_DIR/stream.msgs" 2>/dev/null; do
+	((SECONDS < deadline)) || fail "no stream.ready over the subprotocol login"
+	sleep 0.05
+done
+kill -TERM "$evpid"; wait "$evpid" || true
+for auth in "Authorization: Bearer ${canary}wsauth" "Sec-WebSocket-Protocol: cc.v1, cc.v1.bearer.${canary}wsproto"; do
+	expect_eq "a forged stream login ($auth)" 401 "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 -H "$auth" \
+		-H 'Connection: Upgrade' -H 'Upgrade: websocket' -H 'Sec-WebSocket-Version: 13' \
+		-H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' "$U/v1/events")"
+done
 curl -s -o /dev/null -H "Authorization: Bearer ${canary}-operator-token" "$U/v1/admin/queue/stats"
 curl -s -o /dev/null -H "Authorization: Bearer ${canary}wrongop" "$U/v1/admin/queue/stats"
 kill "$pid"; wait "$pid" 2>/dev/null || true
 grep -q '"route":"/v1/queue"' "$T_DIR/testkit.err" || fail "cc-testkit-api logged no queue request: $(cat "$T_DIR/testkit.err")"
+grep -q '"event":"ws_closed"' "$T_DIR/testkit.err" || fail "cc-testkit-api logged no event stream: $(cat "$T_DIR/testkit.err")"
 for minted in "$tok" "$nonce"; do
 	[[ ${#minted} -ge 20 ]] || fail "a minted secret is implausibly short: '$minted'"
 	if grep -q -- "$minted" "$T_DIR"/*.err; then fail "a minted session token or nonce reached the log"; fi

@@ -206,7 +206,7 @@ START_TEST(test_resume_window_follows_the_retention_purge)
 	int64_t p1 = position_of(r1), p2 = position_of(r2), p3 = position_of(r3);
 
 	int64_t floor_pos = -1, newest = -1;
-	ck_assert_int_eq(cc_outbox_resume_window(pg, &floor_pos, &newest), 0);
+	ck_assert_int_eq(cc_outbox_resume_window(pg, &floor_pos, &newest, NULL), 0);
 	ck_assert_msg(floor_pos >= 0 && floor_pos < p1, "floor %lld, p1 %lld: nothing of ours is purged yet",
 		      (long long)floor_pos, (long long)p1);
 	ck_assert_msg(newest >= p3, "newest %lld < p3 %lld", (long long)newest, (long long)p3);
@@ -226,7 +226,7 @@ START_TEST(test_resume_window_follows_the_retention_purge)
 	int64_t purged = 0;
 	ck_assert_int_eq(cc_outbox_purge_published(pg, 86400, 1000, &purged, NULL), 0);
 	ck_assert_int_eq(purged, 1);
-	ck_assert_int_eq(cc_outbox_resume_window(pg, &floor_pos, &newest), 0);
+	ck_assert_int_eq(cc_outbox_resume_window(pg, &floor_pos, &newest, NULL), 0);
 	ck_assert_msg(floor_pos == p2, "after purging r2 alone: floor %lld, want p2 = %lld (p1 %lld)",
 		      (long long)floor_pos, (long long)p2, (long long)p1);
 	cJSON *rest = since(a, floor_pos, 100);
@@ -241,7 +241,7 @@ START_TEST(test_resume_window_follows_the_retention_purge)
 	do
 		ck_assert_int_eq(cc_outbox_purge_published(pg, 86400, 1000, &purged, NULL), 0);
 	while (purged > 0);
-	ck_assert_int_eq(cc_outbox_resume_window(pg, &floor_pos, &newest), 0);
+	ck_assert_int_eq(cc_outbox_resume_window(pg, &floor_pos, &newest, NULL), 0);
 	ck_assert_msg(floor_pos == p2, "after purging r1 too: floor %lld, want p2 = %lld", (long long)floor_pos,
 		      (long long)p2);
 
@@ -253,7 +253,7 @@ START_TEST(test_resume_window_follows_the_retention_purge)
 	do
 		ck_assert_int_eq(cc_outbox_purge_published(pg, 86400, 1000, &purged, NULL), 0);
 	while (purged > 0);
-	ck_assert_int_eq(cc_outbox_resume_window(pg, &floor_pos, &newest), 0);
+	ck_assert_int_eq(cc_outbox_resume_window(pg, &floor_pos, &newest, NULL), 0);
 	ck_assert_msg(floor_pos == p3 && newest >= p3, "all purged: floor %lld newest %lld p3 %lld",
 		      (long long)floor_pos, (long long)newest, (long long)p3);
 }
@@ -304,9 +304,9 @@ START_TEST(test_refusals)
 	ck_assert_int_eq(cc_outbox_since(pg, ok, 0, CC_OUTBOX_SINCE_MAX + 1, &text), CC_EINVAL);
 	ck_assert_int_eq(cc_outbox_since(pg, ok, 0, 10, NULL), CC_EINVAL);
 	ck_assert_ptr_null(text);
-	ck_assert_int_eq(cc_outbox_resume_window(pg, NULL, &n), CC_EINVAL);
-	ck_assert_int_eq(cc_outbox_resume_window(pg, &f, NULL), CC_EINVAL);
-	ck_assert_int_eq(cc_outbox_resume_window(NULL, &f, &n), CC_EINVAL);
+	ck_assert_int_eq(cc_outbox_resume_window(pg, NULL, &n, NULL), CC_EINVAL);
+	ck_assert_int_eq(cc_outbox_resume_window(pg, &f, NULL, NULL), CC_EINVAL);
+	ck_assert_int_eq(cc_outbox_resume_window(NULL, &f, &n, NULL), CC_EINVAL);
 }
 END_TEST
 

@@ -10,7 +10,12 @@
  *   - heartbeat every --heartbeat-interval-ms (+ seeded jitter) while
  *     QUEUED or PROPOSED, at the revision held; a 409 (revision_conflict,
  *     or ticket_closed once matched) means "re-read the ticket";
- *   - re-read the ticket every --ticket-poll-ms; a proposal_id on it is
+ *   - learn of the ticket's changes: with --events=stream (or auto, when
+ *     cc-api offers it) from the player's own GET /v1/events stream, opened
+ *     before it queues (see "the event stream" below), with a slow safety
+ *     re-read every --events-reread-ms; else (poll, or auto refused)
+ *     re-read the ticket every --ticket-poll-ms. Either source feeds the
+ *     same steps: a proposal_id on the ticket is
  *     read (GET /v1/proposals/{id}) and answered with the proposal's
  *     revision: accept, or decline with --decline-percent chance (seeded by
  *     player and proposal ordinal). A declined or expired proposal puts the
@@ -42,6 +47,7 @@
  * (best effort) before it leaves, so it never holds others up. The last and
  * only line on stdout is the summary.
  */
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -52,9 +58,11 @@
 #include <enet/enet.h>
 
 #include "client.h"
+#include "events.h"
 #include "game.h"
 #include "latency.h"
 #include "sys/clock.h"
+#include "sys/crypto.h"
 #include "sys/log.h"
 #include "player.h"
 #include "sys/banned.h"
@@ -82,6 +90,13 @@ struct demo_counts {
 	long errors;     /* unexpected answers or transport failures */
 	long assigned;   /* --play: assignments handed to the game stage */
 	long assignment_polls; /* --play: 409 assignment_pending answers */
+	long assignment_reads; /* --play: GET /v1/matches/{id}/assignment sent */
+	long ticket_reads;     /* GET /v1/queue/{id} sent (all causes) */
+	long safety_reads;     /* ... of which the slow periodic re-read of a player on the stream */
+	long stream_messages;  /* messages received on the event streams */
+	long reconnects;       /* streams reopened (with ?after=) after a drop */
+	long resyncs;          /* stream.resync received */
+	long fallbacks;        /* players whose upgrade was refused (auto): they poll */
 };
 
 /* A matched player's match, for counting distinct matches per playlist. */
@@ -108,6 +123,24 @@ struct demo_player {
 	int64_t assign_deadline_ms; /* no assignment by then: an error */
 	bool played;             /* handed to the game stage; game holds the outcome */
 	struct pc_game_result game; /* written by the game thread (game.h) */
+	/* --events: the player's stream (events.h); NULL when polling or between connections */
+	struct pc_stream *stream;
+	struct demo_worker *owner; /* the worker whose thread services the stream */
+	bool streaming;          /* learns from the stream (else it polls): opened once and not given up */
+	bool ready;              /* stream.ready or stream.resync seen on the current connection */
+	bool have_position;      /* position is set (stream.ready gave one at least) */
+	int64_t position;        /* the highest stream position seen: the ?after= of a reconnect */
+	int64_t next_connect_ms; /* streaming without a stream: reconnect then */
+	int64_t backoff_ms;      /* the reconnect backoff (1 s doubling to 30 s) */
+	int reconnects;          /* ordinal for the reconnect jitter */
+	int event_rc;            /* a step that failed inside the stream's callback, failed after it */
+	bool read_urgent;        /* the next ticket read was asked for (not the periodic one) */
+	bool assignment_ready;   /* an assignment event came: fetch it now */
+	char event_match_id[CC_UUID_BUF]; /* match.created's match (ticket.matched carries none) */
+	char seen_proposal[CC_UUID_BUF];  /* the proposal last seen on the ticket */
+	uint64_t seen_proposal_ns;        /* when it was first seen */
+	uint64_t proposed_ns;    /* when the proposal it accepted last was first seen */
+	uint64_t matched_ns;     /* when it saw its ticket MATCHED */
 };
 
 /* Holds the workers until the main thread knows how many started. */
@@ -142,6 +175,8 @@ struct demo_worker {
 	char (*seen)[CC_UUID_BUF];            /* distinct proposal ids this thread read */
 	size_t n_seen;
 	size_t cap_seen;
+	struct pollfd *pfds;         /* one per own player: the streams to wait on */
+	size_t cap_pfds;
 };
 
 /* splitmix64 of the decision seed, the player and an ordinal: the demo's only randomness. */
@@ -185,6 +220,27 @@ static void leave(struct demo_worker *w, struct demo_player *d)
 	}
 }
 
+/* Whether the player hears its events on an open stream now (else it polls). */
+static bool stream_up(const struct demo_player *d)
+{
+	return d->stream != NULL;
+}
+
+/* The ticket's (and a pending assignment's) re-read period: slow on the stream, --ticket-poll-ms without. */
+static int64_t poll_period(const struct demo_worker *w, const struct demo_player *d)
+{
+	return stream_up(d) ? w->cfg->events_reread_ms : w->cfg->ticket_poll_ms;
+}
+
+/* Asks for a ticket read at the next look (something happened that the ticket will explain). */
+static void read_soon(struct demo_player *d)
+{
+	d->next_poll_ms = cc_clock_ms();
+	d->read_urgent = true;
+}
+
+static int start_stream(struct demo_worker *w, struct demo_player *d);
+
 /* ---- login, probe, queue: phases ------------------------------------------ */
 
 static int step_login(struct demo_worker *w, struct demo_player *d)
@@ -224,6 +280,12 @@ static int step_queue(struct demo_worker *w, struct demo_player *d)
 {
 	char key[64];
 	snprintf(key, sizeof key, "demo-%lld-%d", (long long)w->cfg->seed, d->p.index);
+	/* The stream first: opened (and live) before the ticket exists, it misses none of its events. */
+	if (strcmp(w->cfg->events, "poll") != 0) {
+		int src = start_stream(w, d);
+		if (src != 0)
+			return src;
+	}
 	int rc = pc_enqueue(w->client, &d->p, playlist_name[d->playlist], w->cfg->protocol_version, w->cfg->build, key);
 	if (rc != 0)
 		return rc;
@@ -296,6 +358,7 @@ static int note_seen(struct demo_worker *w, const char *proposal_id)
 
 static void matched(struct demo_worker *w, struct demo_player *d)
 {
+	d->matched_ns = (uint64_t)cc_clock_ns();
 	(void)pc_latency_add(&w->waits, (uint64_t)cc_clock_ns() - d->queued_ns);
 	if (w->n_matches < w->cap_matches) {
 		memcpy(w->matches[w->n_matches].id, d->p.match_id, sizeof d->p.match_id);
@@ -307,6 +370,9 @@ static void matched(struct demo_worker *w, struct demo_player *d)
 		d->assigning = true;
 		d->next_assign_ms = cc_clock_ms();
 		d->assign_deadline_ms = d->next_assign_ms + w->cfg->assignment_timeout_seconds * 1000;
+		/* On the stream the assignment's event says when to ask; until then only the safety re-read. */
+		if (stream_up(d) && !d->assignment_ready && strcmp(d->p.state, "MATCHED") == 0)
+			d->next_assign_ms += w->cfg->events_reread_ms;
 	}
 	cc_log_debug("demo_matched", CC_LOG_INT("player", d->p.index), CC_LOG_STR("match_id", d->p.match_id),
 		     CC_LOG_DBL("wait_s", (double)((uint64_t)cc_clock_ns() - d->queued_ns) / 1e9));
@@ -333,6 +399,10 @@ static int on_ticket(struct demo_worker *w, struct demo_player *d)
 	if (strcmp(d->p.state, "PROPOSED") == 0) {
 		if (!d->p.proposal_id[0])
 			return unexpected(d, "ticket", "PROPOSED without a proposal_id");
+		if (strcmp(d->p.proposal_id, d->seen_proposal) != 0) {
+			memcpy(d->seen_proposal, d->p.proposal_id, sizeof d->seen_proposal);
+			d->seen_proposal_ns = (uint64_t)cc_clock_ns();
+		}
 		if (strcmp(d->p.proposal_id, d->answered) != 0)
 			return answer_proposal(w, d);
 		return 0;
@@ -350,7 +420,7 @@ static int on_ticket(struct demo_worker *w, struct demo_player *d)
  */
 static int account(struct demo_worker *w, struct demo_player *d, const char *held_state, int64_t held_revision)
 {
-	d->next_poll_ms = cc_clock_ms() + w->cfg->ticket_poll_ms;
+	d->next_poll_ms = cc_clock_ms() + poll_period(w, d);
 	int64_t cycles = requeues_between(held_state, held_revision, d->p.state, d->p.revision);
 	if (cycles < 0 && d->beat_unsure)
 		cycles = requeues_between(held_state, held_revision + 1, d->p.state, d->p.revision);
@@ -374,6 +444,8 @@ static int read_ticket(struct demo_worker *w, struct demo_player *d)
 	char held_state[sizeof d->p.state];
 	int64_t held_revision = d->p.revision;
 	memcpy(held_state, d->p.state, sizeof held_state);
+	d->read_urgent = false;
+	w->counts.ticket_reads++;
 	int rc = pc_get_ticket(w->client, &d->p);
 	if (rc != 0)
 		return rc;
@@ -410,7 +482,7 @@ static int answer_proposal(struct demo_worker *w, struct demo_player *d)
 		    strcmp(pr.my_response, accept ? "accept" : "decline") == 0)
 			goto answered; /* our answer landed; its reply was lost */
 		if (strcmp(pr.state, "OPEN") != 0) {
-			d->next_poll_ms = cc_clock_ms(); /* decided without us: the ticket says how */
+			read_soon(d); /* decided without us: the ticket says how */
 			return 0;
 		}
 		if (pr.my_response[0])
@@ -438,14 +510,16 @@ answered:
 		d->accepted_ns = (uint64_t)cc_clock_ns();
 		w->counts.accepts++;
 		/* The last accept decides: read the ticket now, else at the next poll. */
+		d->proposed_ns = d->seen_proposal_ns;
 		if (strcmp(pr.state, "OPEN") != 0)
-			d->next_poll_ms = cc_clock_ms();
+			read_soon(d);
 		return 0;
 	}
 	if (strcmp(pr.state, "DECLINED") != 0)
 		return unexpected(d, "decline", "a decline left the proposal not DECLINED");
 	w->counts.declined++;
 	/* The decliner's ticket is CANCELLED in the same transaction (SPEC 7). */
+	w->counts.ticket_reads++;
 	int rc = pc_get_ticket(w->client, &d->p);
 	if (rc != 0)
 		return rc;
@@ -492,6 +566,7 @@ static int give_up(struct demo_worker *w, struct demo_player *d, const char *why
 	const char *code = pc_client_error_code(w->client);
 	if (rc == CC_ECONFLICT && (strcmp(code, "revision_conflict") == 0 || strcmp(code, "ticket_closed") == 0)) {
 		bool unsure = pc_client_unsure(w->client);
+		w->counts.ticket_reads++;
 		if ((rc = pc_get_ticket(w->client, &d->p)) != 0)
 			return rc;
 		/* Our first attempt may have cancelled it unseen; else it was claimed or matched meanwhile. */
@@ -515,10 +590,14 @@ static int give_up(struct demo_worker *w, struct demo_player *d, const char *why
  * up to --assignment-timeout-seconds), then hands the player to the game
  * stage.
  */
+static void reconnect_stream(struct demo_worker *w, struct demo_player *d);
+
 static int fetch_assignment(struct demo_worker *w, struct demo_player *d, int64_t now)
 {
 	struct pc_assignment a;
 	struct pc_game_assignment ga;
+	w->counts.assignment_reads++;
+	d->assignment_ready = false;
 	int rc = pc_get_assignment(w->client, &d->p, d->p.match_id, &a);
 	if (rc == CC_ECONFLICT && strcmp(pc_client_error_code(w->client), "assignment_pending") == 0) {
 		if (now >= d->assign_deadline_ms) {
@@ -526,7 +605,7 @@ static int fetch_assignment(struct demo_worker *w, struct demo_player *d, int64_
 			return unexpected(d, "assignment", "the match's server was not ready within --assignment-timeout-seconds");
 		}
 		w->counts.assignment_polls++;
-		d->next_assign_ms = now + w->cfg->ticket_poll_ms;
+		d->next_assign_ms = now + poll_period(w, d);
 		return 0;
 	}
 	if (rc != 0) {
@@ -555,6 +634,8 @@ static int fetch_assignment(struct demo_worker *w, struct demo_player *d, int64_
 static int tend(struct demo_worker *w, struct demo_player *d, int64_t now)
 {
 	const struct player_config *cfg = w->cfg;
+	if (d->streaming && !d->stream && d->next_connect_ms && now >= d->next_connect_ms)
+		reconnect_stream(w, d);
 	if (d->assigning)
 		return now >= d->next_assign_ms ? fetch_assignment(w, d, now) : 0;
 	bool queued = strcmp(d->p.state, "QUEUED") == 0;
@@ -564,8 +645,11 @@ static int tend(struct demo_worker *w, struct demo_player *d, int64_t now)
 		return give_up(w, d, "deadline");
 	if (now >= d->next_beat_ms)
 		return heartbeat(w, d);
-	if (now >= d->next_poll_ms)
+	if (now >= d->next_poll_ms) {
+		if (stream_up(d) && !d->read_urgent)
+			w->counts.safety_reads++;
 		return read_ticket(w, d);
+	}
 	return 0;
 }
 
@@ -605,6 +689,313 @@ static void fail_player(struct demo_worker *w, struct demo_player *d, const char
 	/* Otherwise still counted as waiting: its ticket may yet be proposed, so the others must not give up early. */
 }
 
+/* ---- the event stream (--events=auto|stream) -------------------------------- */
+
+/*
+ * The stream feeds the same state machine as the ticket reads: a ticket
+ * event becomes the view a read would have given (state and revision, the
+ * proposal_id of ticket.proposed, the match of match.created) and goes
+ * through account(), so requeues are counted and proposals answered by the
+ * same code. An event at or below the revision held is stale (a read or a
+ * heartbeat of ours got there first) and ignored; a ticket event whose view
+ * lacks a field (ticket.matched carries no match_id when match.created has
+ * not come) asks for a read instead. Assignment events (ticket.assigned,
+ * match.assignment_ready, allocation.published) make a matched player ask
+ * for its assignment now. stream.resync re-reads over REST.
+ */
+static atomic_bool fallback_said; /* the first fallback of the run is a warning, the rest info */
+
+static bool is(const char *a, const char *b)
+{
+	return strcmp(a, b) == 0;
+}
+
+static int apply_event(struct demo_worker *w, struct demo_player *d, const struct pc_event *ev)
+{
+	bool my_ticket = is(ev->resource_type, "ticket") && d->p.ticket_id[0] && is(ev->resource_id, d->p.ticket_id);
+	if (is(ev->event, "match.created") && cc_uuid_valid(ev->resource_id))
+		memcpy(d->event_match_id, ev->resource_id, sizeof d->event_match_id);
+	const char *assigned_match = NULL; /* the match whose assignment is ready ("" = the ticket's) */
+	if (my_ticket && is(ev->event, "ticket.assigned"))
+		assigned_match = "";
+	else if (is(ev->event, "match.assignment_ready"))
+		assigned_match = ev->resource_id;
+	else if (is(ev->event, "allocation.published"))
+		assigned_match = ev->match_id;
+	if (assigned_match && (!assigned_match[0] || !d->p.match_id[0] || is(assigned_match, d->p.match_id))) {
+		d->assignment_ready = true;
+		if (d->assigning)
+			d->next_assign_ms = cc_clock_ms();
+	}
+	if (!my_ticket || !d->waiting || ev->revision <= d->p.revision)
+		return 0;
+	static const struct {
+		const char *event, *state;
+	} states[] = {
+		{ "ticket.queued", "QUEUED" },	     { "ticket.requeued", "QUEUED" },   { "ticket.proposed", "PROPOSED" },
+		{ "ticket.matched", "MATCHED" },     { "ticket.assigned", "ASSIGNED" }, { "ticket.completed", "COMPLETED" },
+		{ "ticket.failed", "FAILED" },	     { "ticket.cancelled", "CANCELLED" }, { "ticket.expired", "EXPIRED" },
+	};
+	const char *state = NULL;
+	for (size_t i = 0; i < CC_ARRAY_LEN(states) && !state; i++)
+		if (is(ev->event, states[i].event))
+			state = states[i].state;
+	if (!state)
+		return 0; /* a ticket event the demo does not act on (later versions may add some) */
+	if ((matched_or_later(state) && !d->event_match_id[0]) || (is(state, "PROPOSED") && !ev->proposal_id[0])) {
+		read_soon(d);
+		return 0;
+	}
+	char held_state[sizeof d->p.state];
+	int64_t held_revision = d->p.revision;
+	memcpy(held_state, d->p.state, sizeof held_state);
+	snprintf(d->p.state, sizeof d->p.state, "%s", state);
+	d->p.revision = ev->revision;
+	if (is(state, "PROPOSED"))
+		memcpy(d->p.proposal_id, ev->proposal_id, sizeof d->p.proposal_id);
+	else if (is(state, "QUEUED"))
+		d->p.proposal_id[0] = '\0';
+	if (matched_or_later(state))
+		memcpy(d->p.match_id, d->event_match_id, sizeof d->p.match_id);
+	return account(w, d, held_state, held_revision);
+}
+
+/* The stream's callback (on the worker's thread, inside pc_stream_service). */
+static void on_event(void *ctx, const struct pc_event *ev)
+{
+	struct demo_player *d = ctx;
+	struct demo_worker *w = d->owner;
+	w->counts.stream_messages++;
+	if (is(ev->event, "stream.ready") || is(ev->event, "stream.resync")) {
+		d->ready = true;
+		if (ev->position > d->position || !d->have_position || is(ev->event, "stream.resync"))
+			d->position = ev->position;
+		d->have_position = true;
+		if (is(ev->event, "stream.resync")) {
+			/* events after our position may be gone: re-read what we are waiting on */
+			w->counts.resyncs++;
+			if (d->waiting)
+				read_soon(d);
+			if (d->assigning)
+				d->next_assign_ms = cc_clock_ms();
+		}
+		return;
+	}
+	if (ev->position > 0) {
+		if (d->have_position && ev->position <= d->position)
+			return; /* seen already (a replay overlapping what we had) */
+		d->position = ev->position;
+		d->have_position = true;
+	}
+	if (d->event_rc || d->p.broken)
+		return;
+	int rc = apply_event(w, d, ev);
+	if (rc != 0)
+		d->event_rc = rc;
+}
+
+/* Gives the stream up for good: the player polls from now on. */
+static void stop_streaming(struct demo_worker *w, struct demo_player *d, const char *why, int status)
+{
+	bool first = !atomic_exchange(&fallback_said, true);
+	if (first)
+		cc_log_warn("events_fallback", CC_LOG_INT("player", d->p.index), CC_LOG_STR("why", why),
+			    CC_LOG_INT("status", status), CC_LOG_STR("api_url", pc_client_url(w->client)),
+			    CC_LOG_STR("then", "polling GET /v1/queue/{id} every --ticket-poll-ms"));
+	else
+		cc_log_info("events_fallback", CC_LOG_INT("player", d->p.index), CC_LOG_STR("why", why),
+			    CC_LOG_INT("status", status));
+	d->streaming = false;
+	pc_stream_free(d->stream);
+	d->stream = NULL;
+	int64_t soon = cc_clock_ms() + w->cfg->ticket_poll_ms;
+	if (d->next_poll_ms > soon)
+		d->next_poll_ms = soon;
+	if (d->assigning && d->next_assign_ms > soon)
+		d->next_assign_ms = soon;
+}
+
+/* Opens the player's stream, resuming after the last position seen when there is one. */
+static int open_stream(struct demo_worker *w, struct demo_player *d, struct cc_ws_client_refusal *ref)
+{
+	d->owner = w;
+	d->ready = false;
+	int timeout = (int)(w->cfg->timeout_ms < 5000 ? w->cfg->timeout_ms : 5000);
+	return pc_stream_open(pc_client_url(w->client), d->p.token, d->have_position ? d->position : -1, timeout,
+			      on_event, d, &d->stream, ref);
+}
+
+/*
+ * The first open, before the player queues. auto: a refusal other than
+ * 401 (a server without the route answers 404; 429, 503, no connection)
+ * means polling; stream: 429, 503 and no connection are tried again for
+ * --retry-horizon-ms, then, like any other refusal, an error; 401 always
+ * is (the session just made is refused). Waits (briefly) for stream.ready, after
+ * which every event of the ticket about to be made is delivered.
+ */
+/* Whether a refusal is worth trying again: 429, 503 (not events_disabled: that server has none), no connection. */
+static bool refusal_transient(int rc, const struct cc_ws_client_refusal *ref)
+{
+	if (rc == CC_EIO || rc == CC_ETIMEOUT)
+		return ref->status == 0;
+	return rc == CC_EUNAVAILABLE && !strstr(ref->body, "\"events_disabled\"");
+}
+
+static int start_stream(struct demo_worker *w, struct demo_player *d)
+{
+	struct cc_ws_client_refusal ref;
+	int rc = open_stream(w, d, &ref);
+	/* --events=stream: a replica starting up (503), over its cap (429) or not reachable is tried
+	 * again, with backoff, for the retry horizon, as a REST call would be */
+	int64_t give_up_ms = cc_clock_ms() + w->cfg->retry_horizon_ms, pause_ms = 50;
+	while (rc != 0 && strcmp(w->cfg->events, "stream") == 0 && refusal_transient(rc, &ref) &&
+	       cc_clock_ms() + pause_ms < give_up_ms) {
+		cc_log_info("events_retry", CC_LOG_INT("player", d->p.index), CC_LOG_INT("status", ref.status),
+			    CC_LOG_STR("reason", ref.reason), CC_LOG_INT("in_ms", pause_ms));
+		struct timespec ts = { .tv_sec = pause_ms / 1000, .tv_nsec = (pause_ms % 1000) * 1000000 };
+		nanosleep(&ts, NULL);
+		pause_ms = pause_ms * 2 > 1000 ? 1000 : pause_ms * 2;
+		rc = open_stream(w, d, &ref);
+	}
+	if (rc != 0) {
+		cc_log_info("events_refused", CC_LOG_INT("player", d->p.index), CC_LOG_INT("status", ref.status),
+			    CC_LOG_STR("reason", ref.reason), CC_LOG_STR("body", ref.body));
+		if (rc == CC_EUNAUTHORIZED)
+			return unexpected(d, "events", "GET /v1/events refused the session (401)");
+		if (strcmp(w->cfg->events, "stream") == 0)
+			return unexpected(d, "events", "GET /v1/events was refused and --events=stream");
+		w->counts.fallbacks++;
+		stop_streaming(w, d, ref.reason, ref.status);
+		return 0;
+	}
+	d->streaming = true;
+	int64_t deadline = cc_clock_ms() + 3000;
+	while (!d->ready && cc_clock_ms() < deadline)
+		if (pc_stream_service(d->stream, 50) == 0)
+			break;
+	if (!d->ready)
+		cc_log_warn("events_not_ready", CC_LOG_INT("player", d->p.index),
+			    CC_LOG_STR("what", "no stream.ready within 3 s; going on (the safety re-read covers it)"));
+	return 0;
+}
+
+/* A later open, after a drop: failures are retried with backoff while the player polls. */
+static void reconnect_stream(struct demo_worker *w, struct demo_player *d)
+{
+	struct cc_ws_client_refusal ref;
+	d->next_connect_ms = 0;
+	d->reconnects++;
+	int rc = open_stream(w, d, &ref);
+	if (rc == 0) {
+		w->counts.reconnects++;
+		d->backoff_ms = 0;
+		/* the replay after ?after= brings what was missed: back to the slow safety re-read */
+		int64_t slow = cc_clock_ms() + w->cfg->events_reread_ms;
+		if (!d->read_urgent)
+			d->next_poll_ms = slow;
+		if (d->assigning && !d->assignment_ready)
+			d->next_assign_ms = slow;
+		cc_log_info("events_resumed", CC_LOG_INT("player", d->p.index), CC_LOG_INT("after", d->position));
+		return;
+	}
+	if (ref.status != 0 && ref.status != 429 && ref.status != 503) {
+		stop_streaming(w, d, ref.reason, ref.status); /* 401 (session gone), 404, 400: this server will not */
+		return;
+	}
+	d->backoff_ms = d->backoff_ms ? (d->backoff_ms * 2 > 30000 ? 30000 : d->backoff_ms * 2) : 1000;
+	int64_t wait = ref.retry_after_s > 0 ? ref.retry_after_s * 1000 : d->backoff_ms;
+	d->next_connect_ms = cc_clock_ms() + wait / 2 +
+			     (int64_t)(seeded(w->cfg, d->p.index, d->reconnects, 0xc0de) % (uint64_t)(wait / 2 + 1));
+	cc_log_info("events_reconnect_failed", CC_LOG_INT("player", d->p.index), CC_LOG_INT("status", ref.status),
+		    CC_LOG_STR("reason", ref.reason), CC_LOG_INT("retry_in_ms", d->next_connect_ms - cc_clock_ms()));
+}
+
+/* The stream ended: what the close code says to do (contracts/v1/events.json x-close-codes). */
+static void stream_ended(struct demo_worker *w, struct demo_player *d)
+{
+	int code = pc_stream_close_code(d->stream);
+	const char *reason = pc_stream_close_reason(d->stream);
+	int64_t delay;
+	cc_log_info("events_closed", CC_LOG_INT("player", d->p.index), CC_LOG_INT("code", code),
+		    CC_LOG_STR("reason", reason), CC_LOG_INT("position", d->position));
+	switch (code) {
+	case 1002:
+	case 1003:
+	case 1007:
+	case 1009:
+		stop_streaming(w, d, "the server closed for a client bug", code);
+		return;
+	case 1008:
+		if (strcmp(reason, "rate_limited") != 0) {
+			stop_streaming(w, d, "the session ended", code);
+			return;
+		}
+		delay = 5000;
+		break;
+	case 1011:
+		d->backoff_ms = d->backoff_ms ? (d->backoff_ms * 2 > 30000 ? 30000 : d->backoff_ms * 2) : 1000;
+		delay = d->backoff_ms;
+		break;
+	case 1013:
+		delay = 1000 + (int64_t)(seeded(w->cfg, d->p.index, d->reconnects, 0x1013) % 4000);
+		break;
+	default: /* 1000, 1001 (shutdown, ping timeout), 1006 (dropped): at once, 0-1 s jitter */
+		delay = (int64_t)(seeded(w->cfg, d->p.index, d->reconnects, 0x1001) % 1000);
+		break;
+	}
+	pc_stream_free(d->stream);
+	d->stream = NULL;
+	int64_t now = cc_clock_ms();
+	d->next_connect_ms = now + (delay > 0 ? delay : 1);
+	/* Until it is back: poll. */
+	if (d->next_poll_ms > now + w->cfg->ticket_poll_ms)
+		d->next_poll_ms = now + w->cfg->ticket_poll_ms;
+	if (d->assigning && d->next_assign_ms > now + w->cfg->ticket_poll_ms)
+		d->next_assign_ms = now + w->cfg->ticket_poll_ms;
+}
+
+/*
+ * The worker's wait: poll(2) over its players' streams for up to nap_ms
+ * (a plain sleep when none is open), then service each one, so an event
+ * wakes the loop at once. A step that failed in an event's handling fails
+ * the player here, outside the callback.
+ */
+static void wait_streams(struct demo_worker *w, int64_t nap_ms)
+{
+	const struct player_config *cfg = w->cfg;
+	size_t n = 0;
+	for (int64_t i = w->index; i < cfg->players; i += w->threads) {
+		struct demo_player *d = &w->players[i];
+		if (d->stream && pc_stream_fd(d->stream) >= 0 && n < w->cap_pfds) {
+			w->pfds[n].fd = pc_stream_fd(d->stream);
+			w->pfds[n].events = pc_stream_events(d->stream);
+			w->pfds[n].revents = 0;
+			n++;
+		}
+	}
+	if (n == 0) {
+		if (nap_ms > 0) {
+			struct timespec ts = { .tv_sec = nap_ms / 1000, .tv_nsec = (nap_ms % 1000) * 1000000 };
+			nanosleep(&ts, NULL);
+		}
+		return;
+	}
+	(void)poll(w->pfds, n, (int)(nap_ms > 0 ? nap_ms : 0));
+	for (int64_t i = w->index; i < cfg->players; i += w->threads) {
+		struct demo_player *d = &w->players[i];
+		if (!d->stream)
+			continue;
+		if (pc_stream_service(d->stream, 0) == 0)
+			stream_ended(w, d);
+		if (d->event_rc) {
+			int rc = d->event_rc;
+			d->event_rc = 0;
+			if (!d->p.broken)
+				fail_player(w, d, "events", rc);
+		}
+	}
+}
+
 /* Runs this thread's players until each is matched, gone or broken, or the hard stop. */
 static void match_phase(struct demo_worker *w)
 {
@@ -616,7 +1007,7 @@ static void match_phase(struct demo_worker *w)
 	int64_t hard_stop = start + cfg->match_deadline_seconds * 1000 + HARD_STOP_EXTRA_MS;
 	for (int64_t i = w->index; i < cfg->players; i += w->threads) {
 		struct demo_player *d = &w->players[i];
-		d->next_poll_ms = start + cfg->ticket_poll_ms;
+		d->next_poll_ms = start + poll_period(w, d); /* on the stream: only the safety re-read */
 		d->next_beat_ms = start + beat_jitter(cfg, d); /* the first one comes sooner: a client's timer phase */
 	}
 	for (;;) {
@@ -624,8 +1015,13 @@ static void match_phase(struct demo_worker *w)
 		bool busy = false;
 		for (int64_t i = w->index; i < cfg->players; i += w->threads) {
 			struct demo_player *d = &w->players[i];
-			if (d->p.broken || (!d->waiting && !d->assigning))
+			if (d->p.broken || (!d->waiting && !d->assigning)) {
+				if (d->stream) { /* done with matchmaking: the stream has told it all */
+					pc_stream_free(d->stream);
+					d->stream = NULL;
+				}
 				continue;
+			}
 			/* An assigning player has its own deadline (fetch_assignment). */
 			if (now >= hard_stop && !d->assigning) {
 				(void)unexpected(d, "match", "still waiting at the hard stop");
@@ -645,15 +1041,17 @@ static void match_phase(struct demo_worker *w)
 			}
 			next = d->next_poll_ms < next ? d->next_poll_ms : next;
 			next = d->next_beat_ms < next ? d->next_beat_ms : next;
+			if (d->streaming && !d->stream && d->next_connect_ms)
+				next = d->next_connect_ms < next ? d->next_connect_ms : next;
 			now = cc_clock_ms();
 		}
 		if (!busy)
-			return;
-		int64_t nap = next - cc_clock_ms();
-		if (nap > 0) {
-			struct timespec ts = { .tv_sec = nap / 1000, .tv_nsec = (nap % 1000) * 1000000 };
-			nanosleep(&ts, NULL);
-		}
+			break;
+		wait_streams(w, next - cc_clock_ms());
+	}
+	for (int64_t i = w->index; i < cfg->players; i += w->threads) {
+		pc_stream_free(w->players[i].stream);
+		w->players[i].stream = NULL;
 	}
 }
 
@@ -915,6 +1313,54 @@ static void play_stats_release(struct play_stats *st)
 	pc_latency_release(&st->clock_bound);
 }
 
+/*
+ * The event source's part of the summary: how many players learnt from
+ * the stream and how many polled, what that cost in reads, and the
+ * per-stage medians as the players saw them (proposed = the player first
+ * saw the proposal it accepted; assigned = its assignment arrived;
+ * connected = its game server welcomed it).
+ */
+static void events_summary(const struct player_config *cfg, const struct demo_player *players,
+			   const struct demo_counts *t, char *buf, size_t cap)
+{
+	long stream = 0, poll_n = 0;
+	struct pc_latency st[5];
+	static const char *const names[5] = { "queue_to_proposed", "proposed_to_matched", "proposed_to_assigned",
+					      "assigned_to_connected", "queue_to_connected" };
+	for (int i = 0; i < 5; i++)
+		pc_latency_init(&st[i], 0);
+	for (int i = 0; i < cfg->players; i++) {
+		const struct demo_player *d = &players[i];
+		if (!d->queued_ns)
+			continue;
+		if (d->streaming)
+			stream++;
+		else
+			poll_n++;
+		if (!d->matched_ns)
+			continue;
+		stage_add(&st[0], d->queued_ns, d->proposed_ns);
+		stage_add(&st[1], d->proposed_ns, d->matched_ns);
+		if (d->played && d->game.outcome == PC_GAME_OK) {
+			stage_add(&st[2], d->proposed_ns, d->game.assigned_ns);
+			stage_add(&st[3], d->game.assigned_ns, d->game.connected_ns);
+			stage_add(&st[4], d->queued_ns, d->game.connected_ns);
+		}
+	}
+	size_t used = (size_t)snprintf(buf, cap,
+				       "; events=stream:%ld poll:%ld (--events=%s) messages=%ld reconnects=%ld resyncs=%ld "
+				       "fallbacks=%ld ticket_reads=%ld safety_reads=%ld assignment_reads=%ld stage_p50_ms",
+				       stream, poll_n, cfg->events, t->stream_messages, t->reconnects, t->resyncs,
+				       t->fallbacks, t->ticket_reads, t->safety_reads, t->assignment_reads);
+	for (int i = 0; i < 5 && used < cap; i++) {
+		if (i >= 2 && !cfg->play)
+			break;
+		used += (size_t)snprintf(buf + used, cap - used, " %s=%.1f", names[i], pc_latency_percentile_ms(&st[i], 50));
+	}
+	for (int i = 0; i < 5; i++)
+		pc_latency_release(&st[i]);
+}
+
 static int cmp_match(const void *a, const void *b)
 {
 	return strcmp(((const struct demo_match *)a)->id, ((const struct demo_match *)b)->id);
@@ -990,6 +1436,8 @@ static void worker_init(struct demo_worker *w, const struct player_config *cfg, 
 	w->cap_matches = w->matches ? own : 0;
 	w->seen = calloc(own * PROPOSALS_PER_PLAYER + 1, sizeof *w->seen);
 	w->cap_seen = w->seen ? own * PROPOSALS_PER_PLAYER + 1 : 0;
+	w->pfds = calloc(own ? own : 1, sizeof *w->pfds);
+	w->cap_pfds = w->pfds ? own : 0;
 	/* A worker without a client still walks the phases, so the barrier is always met. */
 	w->client = w->matches && w->seen ? pc_client_new(cfg->api_url, (long)cfg->timeout_ms, t) : NULL;
 	if (w->client) {
@@ -1007,6 +1455,7 @@ static void worker_release(struct demo_worker *w)
 	pc_latency_release(&w->waits);
 	free(w->matches);
 	free(w->seen);
+	free(w->pfds);
 }
 
 int pc_demo_run(const struct player_config *cfg)
@@ -1022,6 +1471,7 @@ int pc_demo_run(const struct player_config *cfg)
 	struct pc_latency api, waits;
 	struct play_stats play = { 0 };
 	char play_line[1024] = "";
+	char events_line[512] = "";
 	bool enet_up = false;
 	int started = 0, status = 1;
 
@@ -1090,6 +1540,13 @@ int pc_demo_run(const struct player_config *cfg)
 		total.matched += c->matched;
 		total.gave_up += c->gave_up;
 		total.errors += c->errors;
+		total.assignment_reads += c->assignment_reads;
+		total.ticket_reads += c->ticket_reads;
+		total.safety_reads += c->safety_reads;
+		total.stream_messages += c->stream_messages;
+		total.reconnects += c->reconnects;
+		total.resyncs += c->resyncs;
+		total.fallbacks += c->fallbacks;
 		(void)pc_latency_merge(&api, &workers[t].latency);
 		(void)pc_latency_merge(&waits, &workers[t].waits);
 		retries += workers[t].client ? pc_client_retries(workers[t].client) : 0;
@@ -1114,17 +1571,18 @@ int pc_demo_run(const struct player_config *cfg)
 		}
 	}
 	proposals = count_proposals(workers, threads, &total.errors);
+	events_summary(cfg, players, &total, events_line, sizeof events_line);
 	cc_log_info("demo_finished", CC_LOG_INT("requests", api.n), CC_LOG_INT("accepts", total.accepts),
 		    CC_LOG_INT("errors", total.errors));
 	printf("demo: %lld players, %ld logged in, %ld probes, %ld queued, %ld proposals seen, "
 	       "%ld accepted matches (%ld casual, %ld ranked), %ld players matched, %ld declined, %ld requeued, "
 	       "%ld gave up, %ld heartbeats, %ld errors, %llu retries, match wait p50 %.1f s p95 %.1f s, "
-	       "api p50 %.1f ms p99 %.1f ms%s\n",
+	       "api p50 %.1f ms p99 %.1f ms%s%s\n",
 	       (long long)cfg->players, total.logged_in, total.probes, total.queued, proposals,
 	       matches[CASUAL] + matches[RANKED], matches[CASUAL], matches[RANKED], total.matched, total.declined,
 	       total.requeued, total.gave_up, total.heartbeats, total.errors, retries,
 	       pc_latency_percentile_ms(&waits, 50) / 1000, pc_latency_percentile_ms(&waits, 95) / 1000,
-	       pc_latency_percentile_ms(&api, 50), pc_latency_percentile_ms(&api, 99), play_line);
+	       pc_latency_percentile_ms(&api, 50), pc_latency_percentile_ms(&api, 99), events_line, play_line);
 	fflush(stdout);
 	status = total.errors == 0 && total.logged_in == cfg->players ? 0 : 1;
 out:

@@ -68,7 +68,19 @@ static const struct cc_config_option player_options[] = {
 		  "keep fresh players and fixed decliners",
 	  .offset = OPT(decision_seed) },
 	{ .name = "ticket-poll-ms", .type = CC_CFG_INT, .default_value = "250", .min = 10, .max = 60000,
-	  .help = "demo: how often a waiting player re-reads its ticket", .offset = OPT(ticket_poll_ms) },
+	  .help = "demo: how often a waiting player re-reads its ticket (and its pending assignment) when it polls",
+	  .offset = OPT(ticket_poll_ms) },
+	{ .name = "events", .type = CC_CFG_ENUM, .default_value = "auto", .choices = "auto|stream|poll",
+	  .help = "demo: stream: each player opens GET /v1/events with its session token and acts on its events "
+		  "(resuming with ?after= when the stream drops), re-reading its ticket only every "
+		  "--events-reread-ms; poll: re-read the ticket every --ticket-poll-ms; auto: the stream, and "
+		  "polling when the upgrade is refused with anything but 401 (404 of a server without the route, "
+		  "429, 503, no connection)",
+	  .offset = OPT(events) },
+	{ .name = "events-reread-ms", .type = CC_CFG_INT, .default_value = "5000", .min = 100, .max = 600000,
+	  .help = "demo, with the stream: the slow safety re-read of the ticket (and of a pending assignment), "
+		  "so a lost event cannot strand a player",
+	  .offset = OPT(events_reread_ms) },
 	{ .name = "heartbeat-interval-ms", .type = CC_CFG_INT, .default_value = "1000", .min = 100, .max = 20000,
 	  .help = "demo: a waiting player heartbeats every this much plus a seeded jitter of up to as much again",
 	  .offset = OPT(heartbeat_interval_ms) },
@@ -127,6 +139,18 @@ static const struct cc_config_option player_options[] = {
 	  .offset = OPT(summary_timeout_seconds) },
 	/* demo --play: each game thread's link draws from its own stream (seed, thread), so a run reproduces. */
 	CC_NETSIM_CONFIG_OPTIONS(struct player_config),
+	{ .name = "community", .type = CC_CFG_STRING, .default_value = "",
+	  .help = "community mode: HOST:PORT of a community server (cc-gameserver --mode=community); --players "
+		  "connect with display names, create and join lobbies of --lobby-size, ready up, play "
+		  "--community-rounds matches (back to the lobby after each), leave, and print one summary line; "
+		  "no cc-api is used (\"\": off)",
+	  .offset = OPT(community) },
+	{ .name = "lobby-size", .type = CC_CFG_INT, .default_value = "4", .min = 2, .max = 16,
+	  .help = "community: players per lobby (players / lobby-size lobbies; a remainder is spread over them, one "
+		  "each)",
+	  .offset = OPT(lobby_size) },
+	{ .name = "community-rounds", .type = CC_CFG_INT, .default_value = "1", .min = 1, .max = 16,
+	  .help = "community: matches each lobby plays before its players leave", .offset = OPT(community_rounds) },
 	{ .name = "log-level", .type = CC_CFG_ENUM, .default_value = "warn", .choices = "debug|info|warn|error",
 	  .help = "lowest level logged to stderr", .offset = OPT(log_level) },
 };
@@ -192,7 +216,9 @@ int main(int argc, char **argv)
 	}
 	pc_client_free(probe);
 	cc_config_log(&player_spec, &cfg);
-	status = strcmp(cfg.mode, "demo") == 0 ? pc_demo_run(&cfg) : pc_bench_run(&cfg);
+	status = cfg.community[0]		 ? pc_community_run(&cfg)
+		 : strcmp(cfg.mode, "demo") == 0 ? pc_demo_run(&cfg)
+						 : pc_bench_run(&cfg);
 	curl_global_cleanup();
 out:
 	cc_config_release(&player_spec, &cfg);

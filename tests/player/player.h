@@ -5,8 +5,9 @@
  *
  * cc-player is the simulated-player client and load generator (SPEC 1:
  * tests/). It talks to cc-api (or cc-testkit-api, whose fake login accepts
- * the made-up tickets "player-<seed>-<index>") over REST only, exactly as a
- * game client would. It is test tooling: `make install` never installs it.
+ * the made-up tickets "player-<seed>-<index>") over REST and each player's
+ * GET /v1/events stream, exactly as a game client would. It is test
+ * tooling: `make install` never installs it.
  */
 #ifndef PC_PLAYER_H
 #define PC_PLAYER_H
@@ -38,7 +39,9 @@ struct player_config {
 	int64_t ranked_match_size; /* demo: players per ranked match */
 	int64_t decline_percent;   /* demo: chance of declining a proposal */
 	int64_t decision_seed;     /* demo: seeds declines and jitter; -1 = seed */
-	int64_t ticket_poll_ms;    /* demo: ticket re-read period while waiting */
+	int64_t ticket_poll_ms;    /* demo: ticket re-read period while waiting (polling) */
+	char *events;              /* demo: auto | stream | poll: where a player learns of its ticket's changes */
+	int64_t events_reread_ms;  /* demo, with the stream: the slow safety re-read of the ticket */
 	int64_t heartbeat_interval_ms; /* demo: heartbeat period (plus up to as much jitter) */
 	int64_t match_deadline_seconds; /* demo: queued this long after matching began: cancel */
 	int64_t timeout_ms;        /* whole deadline of one request */
@@ -56,6 +59,9 @@ struct player_config {
 	double net_sim_loss;       /* percent */
 	double net_sim_dup;        /* percent */
 	int64_t net_sim_seed;
+	char *community;           /* community mode: HOST:PORT of a cc-gameserver --mode=community ("" = off) */
+	int64_t lobby_size;        /* community: players per lobby (a remainder is spread over the lobbies) */
+	int64_t community_rounds;  /* community: matches each lobby plays before everyone leaves */
 
 	/* Derived from the options by main.c. */
 	int n_regions;
@@ -64,7 +70,8 @@ struct player_config {
 
 /*
  * Runs the demo (see demo.c): every player logs in, probes every region,
- * queues for casual or ranked, then heartbeats and polls its ticket,
+ * opens its event stream (--events; events.h), queues for casual or
+ * ranked, then heartbeats and follows its ticket (its events, or polling),
  * answers the proposals cc-matcher makes (accepting most, declining a
  * seeded few) until its ticket is MATCHED, or gives up when no match can
  * form any more; with --play a matched player then fetches its
@@ -82,5 +89,15 @@ int pc_demo_run(const struct player_config *cfg);
  * 0, or 1 when set-up failed or any request failed.
  */
 int pc_bench_run(const struct player_config *cfg);
+
+/*
+ * Community mode (community.c, issue 23): cfg->players players on the
+ * community server cfg->community, no cc-api: connect with a display name,
+ * create and join lobbies of cfg->lobby_size, ready up, play
+ * cfg->community_rounds matches, return to the lobby after each, leave;
+ * one JSON summary line on stdout. Returns 0 when all went as expected,
+ * 1 otherwise, 2 on a bad --community.
+ */
+int pc_community_run(const struct player_config *cfg);
 
 #endif

@@ -57,14 +57,19 @@ static void on_message(void *ctx, uint64_t id, void *user, const char *msg, size
 	ck_assert_int_eq(cc_ws_send_text(hub, id, msg, len), 0);
 }
 
+static unsigned users_freed; /* review22: on_close calls that freed a h_ws_slow user */
+
 static void on_close(void *ctx, uint64_t id, void *user, int code)
 {
 	(void)ctx;
 	(void)id;
-	(void)user;
 	pthread_mutex_lock(&mu);
 	last_close_code = code;
 	n_closed++;
+	if (user) {
+		free(user);
+		users_freed++;
+	}
 	pthread_cond_broadcast(&cv);
 	pthread_mutex_unlock(&mu);
 }
@@ -78,8 +83,20 @@ static int h_ws(const struct cc_http_request *req, struct cc_http_response *resp
 	return 0;
 }
 
+/* review22: like h_ws, with a user of its own, answered 300 ms late (a stream reading its replay) */
+static int h_ws_slow(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	(void)ctx;
+	usleep(300 * 1000);
+	void *user = malloc(16);
+	if (cc_http_respond_websocket(req, resp, hub, NULL, user) != 0)
+		free(user);
+	return 0;
+}
+
 static const struct cc_http_route routes[] = {
 	{ "GET", "/ws", h_ws },
+	{ "GET", "/ws-slow", h_ws_slow },
 };
 
 #define MAX_MESSAGE 1024
@@ -114,7 +131,7 @@ static void start(void)
 	struct cc_http_server_options o = {
 		.name = "test",
 		.routes = routes,
-		.n_routes = 1,
+		.n_routes = 2,
 		.max_per_address = PER_ADDRESS,
 		.header_timeout_ms = 300,
 	};
@@ -125,6 +142,7 @@ static void start(void)
 	last_id = 0;
 	last_close_code = 0;
 	n_closed = 0;
+	users_freed = 0;
 	pthread_mutex_unlock(&mu);
 }
 
@@ -670,6 +688,134 @@ START_TEST(test_real_client)
 }
 END_TEST
 
+/* ---- review22 ---------------------------------------------------------------- */
+
+/* Reads frames until a close; copies its reason (NUL-ended); returns the code, or -1. */
+static int read_close(int fd, int timeout_ms, char *reason, size_t cap)
+{
+	int64_t deadline = cc_clock_ms() + timeout_ms;
+	static char buf[70000];
+	size_t len;
+	reason[0] = '\0';
+	for (;;) {
+		int op = read_frame(fd, buf, sizeof buf, &len, deadline);
+		if (op < 0)
+			return -1;
+		if (op == 8) {
+			if (len < 2)
+				return 1005;
+			size_t rl = len - 2 < cap - 1 ? len - 2 : cap - 1;
+			memcpy(reason, buf + 2, rl);
+			reason[rl] = '\0';
+			return (uint8_t)buf[0] << 8 | (uint8_t)buf[1];
+		}
+	}
+}
+
+/* contracts/v1/events.json x-close-codes 1008: "Reason `rate_limited`". */
+START_TEST(test_rate_limit_reason)
+{
+	int fd = open_ws();
+	for (int i = 0; i < RATE + 5; i++)
+		send_frame(fd, true, 1, true, "mute", 4);
+	char reason[128];
+	ck_assert_int_eq(read_close(fd, 3000, reason, sizeof reason), CC_WS_CLOSE_POLICY);
+	ck_assert_msg(strcmp(reason, "rate_limited") == 0, "1008 reason '%s', the contract says rate_limited", reason);
+	close(fd);
+}
+END_TEST
+
+/*
+ * ws.h: "more than rate_messages messages within rate_window_ms"; the
+ * contract: "at most 20 frames in any 2 s window". RATE frames just before
+ * the first window ends and RATE more just after: 2 * RATE within 200 ms.
+ */
+START_TEST(test_rate_limit_any_window)
+{
+	int fd = open_ws();
+	int64_t t0 = cc_clock_ms();
+	unsigned before = closed_count();
+	usleep(900 * 1000);
+	for (int i = 0; i < RATE; i++)
+		send_frame(fd, true, 1, true, "mute", 4);
+	while (cc_clock_ms() < t0 + 1050)
+		usleep(5000);
+	for (int i = 0; i < RATE; i++)
+		send_frame(fd, true, 1, true, "mute", 4);
+	int64_t t1 = cc_clock_ms();
+	int code = read_close_code(fd, 1000);
+	ck_assert_msg(code == CC_WS_CLOSE_POLICY,
+		      "%d frames within %lld ms (limit %d per %d ms window): close code %d, want 1008", 2 * RATE,
+		      (long long)(t1 - t0 - 900), RATE, 1000, code);
+	ck_assert_int_eq(wait_closed(before, 2000), CC_WS_CLOSE_POLICY);
+	close(fd);
+}
+END_TEST
+
+/* A client that hangs up while its stream's handler still works: the user is freed once. */
+START_TEST(test_hangup_before_101_frees_user)
+{
+	int fd = dial();
+	const char *req = "GET /ws-slow HTTP/1.1\r\nHost: 127.0.0.1\r\n" GOOD_HEADERS "\r\n";
+	send_all(fd, req, strlen(req));
+	usleep(50 * 1000);
+	close(fd);
+	int64_t deadline = cc_clock_ms() + 3000;
+	unsigned freed = 0;
+	while (cc_clock_ms() < deadline) {
+		pthread_mutex_lock(&mu);
+		freed = users_freed;
+		pthread_mutex_unlock(&mu);
+		if (freed)
+			break;
+		usleep(10 * 1000);
+	}
+	ck_assert_msg(freed == 1, "users freed after the client hung up before the 101: %u", freed);
+	usleep(300 * 1000);
+	pthread_mutex_lock(&mu);
+	freed = users_freed;
+	pthread_mutex_unlock(&mu);
+	ck_assert_uint_eq(freed, 1);
+}
+END_TEST
+
+/* ws.h: 1007 for "a close reason that is not" well-formed UTF-8. */
+START_TEST(test_close_reason_invalid_utf8)
+{
+	int fd = open_ws();
+	send_frame(fd, true, 8, true, "\x03\xe8\xc3\x28", 4);
+	int code = read_close_code(fd, 3000);
+	ck_assert_msg(code == CC_WS_CLOSE_INVALID_PAYLOAD, "close reason not UTF-8: close code %d, want 1007", code);
+	close(fd);
+}
+END_TEST
+
+/*
+ * The rate limit counts frames ("at most 20 frames ... in any 2 s window",
+ * contracts/v1/events.json), but the hub counts completed messages: a
+ * message that never ends (FIN=0 then empty continuations) is never
+ * counted, so 10,000 frames in a burst are not closed 1008, all of them
+ * parsed on the hub thread every connection shares.
+ */
+START_TEST(test_fragment_flood_rate_limited)
+{
+	int fd = open_ws();
+	enum { N = 10000 };
+	static uint8_t burst[N * 6];
+	size_t n = 0;
+	for (int i = 0; i < N; i++) {
+		burst[n++] = i == 0 ? 0x01 : 0x00; /* FIN=0: text start, then continuations */
+		burst[n++] = 0x80;		   /* masked, empty */
+		burst[n++] = 0x11, burst[n++] = 0x22, burst[n++] = 0x33, burst[n++] = 0x44;
+	}
+	send_all(fd, burst, n);
+	int code = read_close_code(fd, 2000);
+	ck_assert_msg(code == CC_WS_CLOSE_POLICY, "%d frames in one burst (limit %d per window): close code %d, want 1008",
+		      N, RATE, code);
+	close(fd);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ws");
@@ -684,6 +830,11 @@ int main(void)
 	tcase_add_test(tc, test_per_address_cap_applies_to_upgrades);
 	tcase_add_test(tc, test_total_cap_applies_to_upgrades);
 	tcase_add_test(tc, test_real_client);
+	tcase_add_test(tc, test_rate_limit_reason);
+	tcase_add_test(tc, test_rate_limit_any_window);
+	tcase_add_test(tc, test_hangup_before_101_frees_user);
+	tcase_add_test(tc, test_close_reason_invalid_utf8);
+	tcase_add_test(tc, test_fragment_flood_rate_limited);
 	suite_add_tcase(s, tc);
 	TCase *tp = tcase_create("ping");
 	tcase_add_checked_fixture(tp, start_fast_ping, stop);
