@@ -37,11 +37,17 @@
  * regions when they leave), which a pass that leaves no formable match
  * behind keeps at zero.
  *
- *   queue_sim                 the default report, the ranked sweep, the recommendation
+ *   queue_sim                 the frontier of issue 25 (greedy and pairing over
+ *                             their tolerance sweeps, wait p95 at 0.2/s against
+ *                             spread p95 at 1/s; --svg=PATH plots it), both rules
+ *                             side by side at each rate (pairing at the frontier
+ *                             point nearest the goal box), the goal rows, then
+ *                             the greedy sweep and its recommendation
  *   queue_sim --once [opts]   one run with the given settings
  * Options: --seed=N --playlist=casual|ranked --team-size=N --rate=R
  *   --hours=H --tolerance-start=X --tolerance-growth=X --tolerance-cap=X
  *   --patience=S --accept=P --response-delay=S --low-rate=R --high-rate=R
+ *   --rule=greedy|pairing --hold=S (pairing's tolerance_hold_s) --svg=PATH
  */
 #include <errno.h>
 #include <math.h>
