@@ -12,12 +12,17 @@ bool cc_formation_params_valid(const struct cc_formation_params *p)
 	return p && p->team_size >= 1 && p->team_size <= CC_FORMATION_MAX_TEAM_SIZE &&
 	       isfinite(p->tolerance_start) && p->tolerance_start >= 0 && isfinite(p->tolerance_growth_per_s) &&
 	       p->tolerance_growth_per_s >= 0 && isfinite(p->tolerance_cap) &&
-	       p->tolerance_cap >= p->tolerance_start && isfinite(p->max_rtt_ms) && p->max_rtt_ms > 0;
+	       p->tolerance_cap >= p->tolerance_start && isfinite(p->max_rtt_ms) && p->max_rtt_ms > 0 &&
+	       (p->rule == CC_FORMATION_RULE_GREEDY || p->rule == CC_FORMATION_RULE_PAIRING) &&
+	       isfinite(p->tolerance_hold_s) && p->tolerance_hold_s >= 0 &&
+	       p->tolerance_hold_s <= CC_FORMATION_MAX_HOLD_S &&
+	       (p->rule == CC_FORMATION_RULE_PAIRING || p->tolerance_hold_s == 0);
 }
 
 double cc_formation_tolerance(const struct cc_formation_params *p, int64_t wait_ms)
 {
 	double wait_s = wait_ms > 0 ? (double)wait_ms / 1000.0 : 0.0;
+	wait_s = wait_s > p->tolerance_hold_s ? wait_s - p->tolerance_hold_s : 0.0; /* the hold-out (0: GREEDY) */
 	double t = p->tolerance_start + p->tolerance_growth_per_s * wait_s;
 	return t < p->tolerance_cap ? t : p->tolerance_cap;
 }
@@ -195,6 +200,60 @@ static size_t pick_in_region(const struct cc_formation_workspace *ws, size_t a, 
 	return got;
 }
 
+/*
+ * PAIRING's pick (ranked): the want players closest in rating to anchor a
+ * among ALL eligibles reaching r, one ticket per player, ties to the older.
+ * One scan keeping the best want so far (insertion into a list of at most
+ * 15), so O(n_elig * want) per region, like GREEDY's scan. Writes them to
+ * pick in queue order; returns how many were found.
+ */
+static size_t pick_nearest(const struct cc_formation_workspace *ws, size_t a, int r, const uint16_t *elig,
+			   size_t n_elig, size_t want, uint16_t *pick)
+{
+	uint16_t best[CC_FORMATION_MAX_PLAYERS];
+	double best_d[CC_FORMATION_MAX_PLAYERS];
+	size_t n_best = 0;
+	double anchor_rating = ws->cands[a].rating;
+	for (size_t k = 0; k < n_elig; k++) {
+		uint16_t i = elig[k];
+		if (!(ws->reach[i] >> r & 1u))
+			continue;
+		double d = fabs(ws->cands[i].rating - anchor_rating);
+		size_t at = n_best; /* where i goes: after every entry at least as close (older wins ties) */
+		while (at > 0 && best_d[at - 1] > d)
+			at--;
+		size_t same = n_best; /* the same player already kept? */
+		for (size_t j = 0; j < n_best; j++)
+			if (ws->player[best[j]] == ws->player[i])
+				same = j;
+		if (same < n_best) {
+			if (same < at)
+				continue; /* the kept ticket is at least as close */
+			/* Drop the kept ticket of this player; i takes a place at or before it. */
+			memmove(best + same, best + same + 1, (n_best - same - 1) * sizeof *best);
+			memmove(best_d + same, best_d + same + 1, (n_best - same - 1) * sizeof *best_d);
+			n_best--;
+		}
+		if (at >= want)
+			continue;
+		size_t tail = n_best < want ? n_best : want - 1; /* entries kept after insertion, from at */
+		memmove(best + at + 1, best + at, (tail - at) * sizeof *best);
+		memmove(best_d + at + 1, best_d + at, (tail - at) * sizeof *best_d);
+		best[at] = i;
+		best_d[at] = d;
+		n_best = tail + 1;
+	}
+	/* Back to queue order (elig is in queue order, so the indices sort it). */
+	for (size_t x = 1; x < n_best; x++)
+		for (size_t y = x; y > 0 && best[y - 1] > best[y]; y--) {
+			uint16_t t = best[y];
+			best[y] = best[y - 1];
+			best[y - 1] = t;
+		}
+	memcpy(pick, best, n_best * sizeof *pick);
+	return n_best;
+}
+
 /* The worst RTT to region r over players[0..n) (all must reach r). */
 static double worst_rtt(const struct cc_formation_workspace *ws, const uint16_t *players, size_t n, int r)
 {
@@ -314,16 +373,19 @@ void cc_formation_form(const struct cc_formation_workspace *ws, struct cc_format
 
 	/* Per region the anchor reaches: the fairest pick wins, then the lower worst RTT. */
 	uint16_t pick[CC_FORMATION_MAX_PLAYERS], best_pick[CC_FORMATION_MAX_PLAYERS];
-	size_t best_key = SIZE_MAX;
+	double best_key = INFINITY; /* GREEDY: sum of queue positions; PAIRING (ranked): sum of rating distances */
+	bool nearest = p->ranked && p->rule == CC_FORMATION_RULE_PAIRING;
 	double best_worst = 0;
 	for (int r = 0; r < (int)ws->n_regions; r++) {
 		if (!(ws->reach[a] >> r & 1u))
 			continue;
-		if (pick_in_region(ws, a, r, elig, n_elig, want, pick) < want)
+		size_t got = nearest ? pick_nearest(ws, a, r, elig, n_elig, want, pick)
+				     : pick_in_region(ws, a, r, elig, n_elig, want, pick);
+		if (got < want)
 			continue;
-		size_t key = 0;
+		double key = 0;
 		for (size_t k = 0; k < want; k++)
-			key += pick[k];
+			key += nearest ? fabs(ws->cands[pick[k]].rating - anchor->rating) : (double)pick[k];
 		double worst = worst_rtt(ws, pick, want, r);
 		if (key < best_key || (key == best_key && worst < best_worst)) {
 			best_key = key;
@@ -331,7 +393,7 @@ void cc_formation_form(const struct cc_formation_workspace *ws, struct cc_format
 			memcpy(best_pick, pick, want * sizeof *pick);
 		}
 	}
-	if (best_key == SIZE_MAX) {
+	if (best_key == INFINITY) {
 		refuse(ws, a, CC_FORMATION_NO_COMMON_REGION, false, out);
 		return;
 	}

@@ -83,6 +83,29 @@
 #define CC_FORMATION_MAX_FAILED_CLAIMS 8    /* lost claims per pass before it gives up */
 #define CC_FORMATION_DEFAULT_MAX_RTT_MS 100.0
 
+/*
+ * Who is matched (issue 25). GREEDY is the rule above. PAIRING keeps the
+ * anchor (the oldest ticket still in the set anchors, refusals are the
+ * same, so no ticket waits behind a younger one that could have formed with
+ * it) and changes two things for ranked:
+ *  - partners: the closest in rating among ALL the anchor's eligibles (not
+ *    among the oldest 2(2n-1)), ties older first;
+ *  - a bounded hold-out: while the anchor has waited less than
+ *    tolerance_hold_s its tolerance stays at tolerance_start (a poor but
+ *    acceptable pair waits for a better partner), then it widens at
+ *    tolerance_growth_per_s from the end of the hold:
+ *        tolerance = min(cap, start + growth * max(0, wait - hold)).
+ *    With hold 0 the tolerance is GREEDY's formula. So no pair is ever
+ *    wider than the anchor's tolerance, and no hold-out lasts longer than
+ *    tolerance_hold_s (afterwards it is GREEDY's widening, only later).
+ * Casual (no rating) is the same under both rules.
+ */
+enum cc_formation_rule {
+	CC_FORMATION_RULE_GREEDY = 0,  /* the default: zeroed params stay today's rule */
+	CC_FORMATION_RULE_PAIRING = 1,
+};
+#define CC_FORMATION_MAX_HOLD_S 120.0 /* tolerance_hold_s bound */
+
 struct cc_formation_params {
 	int team_size;                 /* players per team, 1..CC_FORMATION_MAX_TEAM_SIZE */
 	bool ranked;                   /* apply the rating tolerance */
@@ -90,6 +113,8 @@ struct cc_formation_params {
 	double tolerance_growth_per_s; /* added per second the anchor has waited (>= 0) */
 	double tolerance_cap;          /* the tolerance never exceeds this (>= start) */
 	double max_rtt_ms;             /* > 0; SPEC 6: 100 */
+	enum cc_formation_rule rule;   /* GREEDY (0) or PAIRING */
+	double tolerance_hold_s;       /* PAIRING: seconds the tolerance stays at start, 0..CC_FORMATION_MAX_HOLD_S (GREEDY: 0) */
 };
 
 enum cc_formation_outcome {
@@ -140,7 +165,7 @@ struct cc_formation_workspace {
 /* True when p is usable (ranges above); the matcher checks it at start-up. */
 bool cc_formation_params_valid(const struct cc_formation_params *p);
 
-/* The anchor's rating tolerance after waiting wait_ms (negative counts as 0). */
+/* The anchor's rating tolerance after waiting wait_ms (negative counts as 0; the hold counts, see rule). */
 double cc_formation_tolerance(const struct cc_formation_params *p, int64_t wait_ms);
 
 /*

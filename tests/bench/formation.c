@@ -142,6 +142,88 @@ static void run_wall(const char *name, const struct cc_formation_params *p, bool
 	       st.working, best / 1000);
 }
 
+
+/*
+ * Issue 25: greedy beside PAIRING over a queue 100k deep, generated on the
+ * fly (ticket "g<i>": one build, one region, 10 ms apart; rating from a
+ * hash of i, so a wall (step 1000 apart: nobody matches, the pass fills
+ * its working set, the worst a pass can cost) or a mixed queue (N(1500,
+ * 300)-like, the head forms)). The pass reads at most its working set
+ * plus a page whatever the depth, so this is the pass's cost at 100k.
+ */
+#define DEEP 100000
+
+static bool deep_wall;
+
+static void deep_ticket(size_t i, int64_t now, struct cc_candidate *c)
+{
+	memset(c, 0, sizeof *c);
+	snprintf(c->ticket_id, sizeof c->ticket_id, "g%zu", i);
+	snprintf(c->player_id, sizeof c->player_id, "q%zu", i);
+	snprintf(c->build, sizeof c->build, "1.0.0");
+	c->protocol_version = 3;
+	uint32_t h = (uint32_t)i * 2654435761u;
+	double u = (double)(h >> 8) / 16777216.0, v = (double)((h * 2246822519u) >> 8) / 16777216.0;
+	c->rating = deep_wall ? 1000.0 * (double)i : 1500 + 300 * (u + v - 1) * 2.4;
+	c->queued_at_ms = now - (int64_t)(DEEP - i) * 10;
+	c->expires_at_ms = now + 30000;
+	snprintf(c->rtt[0].region, sizeof c->rtt[0].region, "eu");
+	c->rtt[0].rtt_ms = 20;
+	c->n_rtt = 1;
+}
+
+static int read_deep(void *ctx, const char *after, size_t limit, struct cc_candidate *out,
+		     struct cc_queue_page *page)
+{
+	int64_t now = *(const int64_t *)ctx;
+	size_t i = after ? (size_t)strtoul(after + 1, NULL, 10) + 1 : 0, n = 0;
+	for (; i < DEEP && n < limit; i++)
+		deep_ticket(i, now, &out[n++]);
+	page->n = n;
+	page->more = n == limit;
+	page->now_ms = now;
+	snprintf(page->last, sizeof page->last, "%s", n ? out[n - 1].ticket_id : "");
+	return 0;
+}
+
+/* Best CPU of 20 passes over the deep queue (thread CPU time: the matcher-side cost). */
+static double deep_pass_ms(const struct cc_formation_params *p, bool wall_shape, struct cc_queue_pass_stats *st)
+{
+	int64_t now = INT64_C(1700000000000);
+	struct cc_queue_pass_config cfg;
+	double best = 1e18;
+	deep_wall = wall_shape;
+	cc_queue_pass_defaults(p, &cfg);
+	for (int r = 0; r < 20; r++) {
+		struct timespec a, b;
+		cc_queue_pass_init(&qp);
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+		if (cc_queue_pass_run(&qp, &cfg, read_deep, commit, &now, st) != 0) {
+			fprintf(stderr, "deep pass failed\n");
+			exit(1);
+		}
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+		double ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+		best = ms < best ? ms : best;
+	}
+	return best;
+}
+
+static void run_deep(const struct cc_formation_params *greedy)
+{
+	struct cc_formation_params pairing = *greedy;
+	pairing.rule = CC_FORMATION_RULE_PAIRING;
+	pairing.tolerance_hold_s = 45; /* queue_sim's pick; the hold changes only who is eligible */
+	for (int wall_shape = 0; wall_shape < 2; wall_shape++) {
+		struct cc_queue_pass_stats sg, sp;
+		double g = deep_pass_ms(greedy, wall_shape, &sg), pr = deep_pass_ms(&pairing, wall_shape, &sp);
+		printf("queue pass %s ranked1, %d queued: greedy %.3f ms cpu (%u formed, %zu in the set), pairing %.3f ms "
+		       "cpu (%u formed, %zu in the set), ratio %.2f (target <= 2.00: %s)\n",
+		       wall_shape ? "wall" : "mixed", DEEP, g, sg.formation.formed, sg.working, pr, sp.formation.formed,
+		       sp.working, pr / g, pr / g <= 2.0 ? "met" : "MISSED");
+	}
+}
+
 int main(void)
 {
 	struct cc_formation_params casual = { .team_size = 3, .tolerance_start = 100, .tolerance_growth_per_s = 5,
@@ -156,5 +238,10 @@ int main(void)
 	run("casual8", &big);
 	run_wall("ranked1 one build", &ranked, true);
 	run_wall("casual3 a build each", &casual, false);
+	struct cc_formation_params ranked_pairing = ranked;
+	ranked_pairing.rule = CC_FORMATION_RULE_PAIRING;
+	ranked_pairing.tolerance_hold_s = 45;
+	run("ranked1 pairing", &ranked_pairing);
+	run_deep(&ranked);
 	return 0;
 }

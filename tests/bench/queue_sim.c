@@ -37,11 +37,17 @@
  * regions when they leave), which a pass that leaves no formable match
  * behind keeps at zero.
  *
- *   queue_sim                 the default report, the ranked sweep, the recommendation
+ *   queue_sim                 the frontier of issue 25 (greedy and pairing over
+ *                             their tolerance sweeps, wait p95 at 0.2/s against
+ *                             spread p95 at 1/s; --svg=PATH plots it), both rules
+ *                             side by side at each rate (pairing at the frontier
+ *                             point nearest the goal box), the goal rows, then
+ *                             the greedy sweep and its recommendation
  *   queue_sim --once [opts]   one run with the given settings
  * Options: --seed=N --playlist=casual|ranked --team-size=N --rate=R
  *   --hours=H --tolerance-start=X --tolerance-growth=X --tolerance-cap=X
  *   --patience=S --accept=P --response-delay=S --low-rate=R --high-rate=R
+ *   --rule=greedy|pairing --hold=S (pairing's tolerance_hold_s) --svg=PATH
  */
 #include <errno.h>
 #include <math.h>
@@ -78,6 +84,8 @@ struct settings {
 	double rate;                     /* arrivals per second */
 	double hours;                    /* simulated time */
 	double tol_start, tol_growth, tol_cap;
+	enum cc_formation_rule rule;     /* GREEDY (today) or PAIRING (issue 25) */
+	double hold_s;                   /* PAIRING's hold-out (tolerance_hold_s) */
 	double patience_s;               /* a queued player leaves after this long */
 	double accept;                   /* probability one player accepts a proposal */
 	double response_s;               /* a proposal resolves this long after it opens */
@@ -251,10 +259,7 @@ static void requeue(size_t i)
 /* The anchor's tolerance (ranked), from SPEC 6's rule. */
 static double tolerance_of(const struct cc_candidate *a)
 {
-	const struct cc_formation_params *p = sim.params;
-	double wait_s = (double)(sim.now_ms - a->queued_at_ms) / 1000.0;
-	double t = p->tolerance_start + p->tolerance_growth_per_s * (wait_s > 0 ? wait_s : 0);
-	return t < p->tolerance_cap ? t : p->tolerance_cap;
+	return cc_formation_tolerance(sim.params, sim.now_ms - a->queued_at_ms);
 }
 
 /* b may join a match anchored at a in region r (every simulated player lists every region). */
@@ -457,6 +462,8 @@ static bool run(const struct settings *s, struct outcome *out)
 		.tolerance_growth_per_s = s->tol_growth,
 		.tolerance_cap = s->tol_cap,
 		.max_rtt_ms = CC_FORMATION_DEFAULT_MAX_RTT_MS,
+		.rule = s->rule,
+		.tolerance_hold_s = s->rule == CC_FORMATION_RULE_PAIRING ? s->hold_s : 0,
 	};
 	struct cc_queue_pass_config cfg;
 	/* Long enough for MIN_ARRIVALS at a low rate, so its percentiles are not noise. */
@@ -673,6 +680,151 @@ static void sweep(const struct settings *base, double low_rate, double high_rate
 	       100 * best_lo.abandon_rate, best_hi.wait_p95, best_hi.spread_p95, 100 * best_hi.abandon_rate);
 }
 
+
+/* ---- issue 25: greedy against pairing ---------------------------------------------------- */
+
+#define GOAL_WAIT_LOW 60.0    /* wait p95 at 0.2/s */
+#define GOAL_SPREAD_MID 150.0 /* spread p95 at 1/s */
+
+static void goal_row(const char *what, double greedy, double pairing, double below, const char *unit)
+{
+	printf("  %-44s greedy %7.1f%-2s | pairing %7.1f%-2s (greedy %s, pairing %s)\n", what, greedy, unit, pairing,
+	       unit, greedy < below ? "met" : "missed", pairing < below ? "met" : "MISSED");
+}
+
+struct fpoint {
+	double start, hold, growth, cap;
+	double wait_low, spread_mid, wait_mid, abandon;
+};
+
+static double goal_distance(const struct fpoint *f)
+{
+	double a = f->wait_low / GOAL_WAIT_LOW, b = f->spread_mid / GOAL_SPREAD_MID;
+	return a > b ? a : b;
+}
+
+/* One SVG scatter: wait p95 at 0.2/s (x) against spread p95 at 1/s (y), the goal box shaded. */
+static void write_svg(const char *path, const struct fpoint *g, size_t ng, const struct fpoint *n, size_t nn)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "queue_sim: cannot write %s\n", path);
+		return;
+	}
+	const double W = 640, H = 480, L = 70, R = 20, T = 40, B = 60, xmax = 120, ymax = 600;
+#define SX(v) (L + (v) / xmax * (W - L - R))
+#define SY(v) (H - B - (v) / ymax * (H - T - B))
+	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
+		   "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H);
+	fprintf(f, "<text x=\"%.0f\" y=\"20\" font-size=\"14\">ranked 1v1: wait p95 at 0.2/s against rating spread p95 "
+		   "at 1/s, per tolerance setting</text>\n", L);
+	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#dfd\"/>\n", SX(0), SY(GOAL_SPREAD_MID),
+		SX(GOAL_WAIT_LOW) - SX(0), SY(0) - SY(GOAL_SPREAD_MID));
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#393\">goal</text>\n", SX(2), SY(GOAL_SPREAD_MID) + 14);
+	for (int v = 0; v <= (int)xmax; v += 20)
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ccc\"/><text x=\"%.1f\" y=\"%.1f\" "
+			   "text-anchor=\"middle\">%d</text>\n", SX(v), SY(0), SX(v), SY(ymax), SX(v), SY(0) + 16, v);
+	for (int v = 0; v <= (int)ymax; v += 100)
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ccc\"/><text x=\"%.1f\" y=\"%.1f\" "
+			   "text-anchor=\"end\">%d</text>\n", SX(0), SY(v), SX(xmax), SY(v), SX(0) - 4, SY(v) + 4, v);
+	fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">wait p95 at 0.2 arrivals/s (s)</text>\n",
+		SX(xmax / 2), H - 20);
+	fprintf(f, "<text x=\"16\" y=\"%.1f\" transform=\"rotate(-90 16 %.1f)\" text-anchor=\"middle\">rating spread p95 "
+		   "at 1 arrival/s</text>\n", SY(ymax / 2), SY(ymax / 2));
+	for (size_t i = 0; i < ng; i++)
+		fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#c33\"><title>greedy %.0f + %.0f/s cap %.0f: %.1f s, "
+			   "%.0f</title></circle>\n", SX(fmin(g[i].wait_low, xmax)), SY(fmin(g[i].spread_mid, ymax)),
+			g[i].start, g[i].growth, g[i].cap, g[i].wait_low, g[i].spread_mid);
+	for (size_t i = 0; i < nn; i++)
+		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"8\" fill=\"#36c\"><title>pairing %.0f held %.0f s "
+			   "+ %.0f/s cap %.0f: %.1f s, %.0f</title></rect>\n", SX(fmin(n[i].wait_low, xmax)) - 4,
+			SY(fmin(n[i].spread_mid, ymax)) - 4, n[i].start, n[i].hold, n[i].growth, n[i].cap, n[i].wait_low,
+			n[i].spread_mid);
+	fprintf(f, "<circle cx=\"%.0f\" cy=\"50\" r=\"4\" fill=\"#c33\"/><text x=\"%.0f\" y=\"54\">greedy</text>\n", W - 150,
+		W - 140);
+	fprintf(f, "<rect x=\"%.0f\" y=\"62\" width=\"8\" height=\"8\" fill=\"#36c\"/><text x=\"%.0f\" y=\"70\">pairing "
+		   "(nearest, hold-out)</text>\n", W - 154, W - 140);
+	fprintf(f, "</svg>\n");
+#undef SX
+#undef SY
+	fclose(f);
+}
+
+/*
+ * The frontier: greedy over start x growth (cap 600) and pairing over
+ * start x hold x growth (cap 600), each at 0.2/s and 1/s with the same
+ * seed; a table, the point each rule gets closest to the goal box with,
+ * and (with --svg=PATH) the plot.
+ */
+static struct settings frontier(const struct settings *base, const char *svg_path)
+{
+	static const double g_start[] = { 50, 100, 150, 200 }, g_growth[] = { 2, 5, 10, 20 };
+	static const double n_start[] = { 75, 150 }, n_hold[] = { 15, 30, 45, 60 }, n_growth[] = { 10, 20 };
+	struct fpoint g[CC_ARRAY_LEN(g_start) * CC_ARRAY_LEN(g_growth)];
+	struct fpoint n[CC_ARRAY_LEN(n_start) * CC_ARRAY_LEN(n_hold) * CC_ARRAY_LEN(n_growth)];
+	size_t ng = 0, nn = 0, bg = 0, bn = 0;
+	struct outcome lo, mid;
+
+	printf("\nranked %dv%d frontier (issue 25): wait p95 at 0.2/s against spread p95 at 1/s, same seed\n",
+	       base->team_size, base->team_size);
+	printf("  %-8s %5s %5s %6s %4s | %7s %7s | %7s %7s\n", "rule", "start", "hold", "growth", "cap", "wait95",
+	       "aband%", "sprd95", "wait95");
+	printf("  %-8s %5s %5s %6s %4s | %-15s | %-15s\n", "", "", "", "", "", "at 0.2/s", "at 1/s");
+	for (int rule = 0; rule < 2; rule++) {
+		size_t na = rule ? CC_ARRAY_LEN(n_start) : CC_ARRAY_LEN(g_start);
+		size_t nh = rule ? CC_ARRAY_LEN(n_hold) : 1;
+		size_t nr = rule ? CC_ARRAY_LEN(n_growth) : CC_ARRAY_LEN(g_growth);
+		for (size_t a = 0; a < na; a++)
+			for (size_t h = 0; h < nh; h++)
+				for (size_t k = 0; k < nr; k++) {
+					struct settings s = *base;
+					s.rule = rule ? CC_FORMATION_RULE_PAIRING : CC_FORMATION_RULE_GREEDY;
+					s.tol_start = rule ? n_start[a] : g_start[a];
+					s.hold_s = rule ? n_hold[h] : 0;
+					s.tol_growth = rule ? n_growth[k] : g_growth[k];
+					s.tol_cap = 600;
+					s.rate = 0.2;
+					run_or_die(&s, &lo);
+					s.rate = 1;
+					run_or_die(&s, &mid);
+					struct fpoint fp = { s.tol_start, s.hold_s, s.tol_growth, s.tol_cap,
+							     lo.wait_p95, mid.spread_p95, mid.wait_p95, lo.abandon_rate };
+					printf("  %-8s %5.0f %5.0f %6.0f %4.0f | %7.1f %7.2f | %7.0f %7.1f\n",
+					       rule ? "pairing" : "greedy", fp.start, fp.hold, fp.growth, fp.cap, fp.wait_low,
+					       100 * fp.abandon, fp.spread_mid, fp.wait_mid);
+					if (rule) {
+						n[nn] = fp;
+						if (goal_distance(&fp) < goal_distance(&n[bn]))
+							bn = nn;
+						nn++;
+					} else {
+						g[ng] = fp;
+						if (goal_distance(&fp) < goal_distance(&g[bg]))
+							bg = ng;
+						ng++;
+					}
+				}
+	}
+	printf("closest to the goal box (lowest max(wait95 / %.0f s, sprd95 / %.0f)):\n", GOAL_WAIT_LOW, GOAL_SPREAD_MID);
+	printf("  greedy  %.0f + %.0f/s cap %.0f: wait p95 %.1f s at 0.2/s, spread p95 %.0f at 1/s (%s)\n", g[bg].start,
+	       g[bg].growth, g[bg].cap, g[bg].wait_low, g[bg].spread_mid,
+	       goal_distance(&g[bg]) < 1 ? "both goals met" : "goals missed");
+	printf("  pairing %.0f held %.0f s + %.0f/s cap %.0f: wait p95 %.1f s at 0.2/s, spread p95 %.0f at 1/s (%s)\n",
+	       n[bn].start, n[bn].hold, n[bn].growth, n[bn].cap, n[bn].wait_low, n[bn].spread_mid,
+	       goal_distance(&n[bn]) < 1 ? "both goals met" : "goals missed");
+	if (svg_path) {
+		write_svg(svg_path, g, ng, n, nn);
+		printf("frontier plot: %s\n", svg_path);
+	}
+	struct settings best = *base;
+	best.rule = CC_FORMATION_RULE_PAIRING;
+	best.tol_start = n[bn].start;
+	best.hold_s = n[bn].hold;
+	best.tol_growth = n[bn].growth;
+	best.tol_cap = n[bn].cap;
+	return best;
+}
+
 /* ---- options ----------------------------------------------------------------------- */
 
 /* Parses "--name=number" into *v when arg names it; false when it names something else. */
@@ -705,6 +857,7 @@ int main(int argc, char **argv)
 		.patience_s = 300, .accept = 0.95, .response_s = 10, .seed = 1,
 	};
 	double low_rate = 0.2, high_rate = 5, seed = 1, team = 0;
+	const char *svg_path = NULL;
 	bool once = false;
 
 	for (int i = 1; i < argc; i++) {
@@ -713,7 +866,12 @@ int main(int argc, char **argv)
 			once = true;
 		else if (strcmp(a, "--playlist=ranked") == 0 || strcmp(a, "--playlist=casual") == 0)
 			s.playlist = a + strlen("--playlist=");
-		else if (!opt_number(a, "--seed", 0, 1e15, &seed) && !opt_number(a, "--team-size", 1, 8, &team) &&
+		else if (strncmp(a, "--svg=", 6) == 0)
+			svg_path = a + 6;
+		else if (strcmp(a, "--rule=greedy") == 0 || strcmp(a, "--rule=pairing") == 0)
+			s.rule = a[7] == 'p' ? CC_FORMATION_RULE_PAIRING : CC_FORMATION_RULE_GREEDY;
+		else if (!opt_number(a, "--hold", 0, CC_FORMATION_MAX_HOLD_S, &s.hold_s) &&
+			 !opt_number(a, "--seed", 0, 1e15, &seed) && !opt_number(a, "--team-size", 1, 8, &team) &&
 			 !opt_number(a, "--rate", 0.001, 1000, &s.rate) && !opt_number(a, "--hours", 0.5, 1000, &s.hours) &&
 			 !opt_number(a, "--tolerance-start", 0, 5000, &s.tol_start) &&
 			 !opt_number(a, "--tolerance-growth", 0, 1000, &s.tol_growth) &&
@@ -726,7 +884,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "usage: queue_sim [--once] [--seed=N] [--playlist=casual|ranked] [--team-size=N] "
 					"[--rate=R] [--hours=H] [--tolerance-start=X] [--tolerance-growth=X] "
 					"[--tolerance-cap=X] [--patience=S] [--accept=P] [--response-delay=S] "
-					"[--low-rate=R] [--high-rate=R]\n");
+					"[--low-rate=R] [--high-rate=R] [--rule=greedy|pairing] [--hold=S] [--svg=PATH]\n");
 			return 2;
 		}
 	}
@@ -752,28 +910,55 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
-	/* The defaults, both playlists, at a quiet and a busy arrival rate. */
+	/* The defaults, both playlists, greedy beside PAIRING at the same seed, at each rate. */
 	struct settings r = s, c = s;
 	r.playlist = "ranked";
 	r.team_size = team > 0 ? (int)team : 1;
 	c.playlist = "casual";
 	c.team_size = team > 0 ? (int)team : 3;
-	static const double rates[] = { 0.2, 1, 5, 20 };
-	printf("defaults, ranked %dv%d (tolerance %.0f + %.0f/s, cap %.0f):\n", r.team_size, r.team_size, r.tol_start,
-	       r.tol_growth, r.tol_cap);
+	/* PAIRING's setting: the frontier point closest to issue 25's goal box (printed first). */
+	struct settings rp = frontier(&r, svg_path), cp = c;
+	cp.rule = CC_FORMATION_RULE_PAIRING;
+	static const double rates[] = { 0.2, 0.5, 1, 5, 20 };
+	struct outcome rg[CC_ARRAY_LEN(rates)], rn[CC_ARRAY_LEN(rates)], cg[CC_ARRAY_LEN(rates)], cn[CC_ARRAY_LEN(rates)];
+	printf("\nranked %dv%d: greedy (tolerance %.0f + %.0f/s, cap %.0f) beside pairing (nearest partner, tolerance %.0f "
+	       "held %.0f s, then + %.0f/s, cap %.0f), same seed:\n",
+	       r.team_size, r.team_size, r.tol_start, r.tol_growth, r.tol_cap, rp.tol_start, rp.hold_s, rp.tol_growth,
+	       rp.tol_cap);
 	for (size_t i = 0; i < CC_ARRAY_LEN(rates); i++) {
-		r.rate = rates[i];
-		run_or_die(&r, &o);
-		snprintf(label, sizeof label, "%.2f/s", r.rate);
-		print_outcome(label, &o);
+		r.rate = rp.rate = rates[i];
+		run_or_die(&r, &rg[i]);
+		run_or_die(&rp, &rn[i]);
+		snprintf(label, sizeof label, "%.2f/s greedy", r.rate);
+		print_outcome(label, &rg[i]);
+		snprintf(label, sizeof label, "%.2f/s pairing", r.rate);
+		print_outcome(label, &rn[i]);
 	}
-	printf("defaults, casual %dv%d (no rating tolerance):\n", c.team_size, c.team_size);
+	printf("casual %dv%d (no rating tolerance; pairing changes only ranked partners, so the rows must agree):\n",
+	       c.team_size, c.team_size);
 	for (size_t i = 0; i < CC_ARRAY_LEN(rates); i++) {
-		c.rate = rates[i];
-		run_or_die(&c, &o);
-		snprintf(label, sizeof label, "%.2f/s", c.rate);
-		print_outcome(label, &o);
+		c.rate = cp.rate = rates[i];
+		run_or_die(&c, &cg[i]);
+		run_or_die(&cp, &cn[i]);
+		snprintf(label, sizeof label, "%.2f/s greedy", c.rate);
+		print_outcome(label, &cg[i]);
+		snprintf(label, sizeof label, "%.2f/s pairing", c.rate);
+		print_outcome(label, &cn[i]);
 	}
+	/* Issue 25's goal rows, from the runs above (rates[0] = 0.2, [1] = 0.5, [2] = 1). */
+	printf("\ngoals (issue 25), greedy | pairing, from the runs above:\n");
+	goal_row("ranked wait p95 < 60 s at 0.2/s", rg[0].wait_p95, rn[0].wait_p95, 60, "s");
+	goal_row("ranked spread p95 < 150 at 1/s", rg[2].spread_p95, rn[2].spread_p95, 150, "");
+	goal_row("casual wait p95 < 30 s at 0.5/s", cg[1].wait_p95, cn[1].wait_p95, 30, "s");
+	printf("  %-44s greedy %7.1f   | pairing %7.1f   (%s)\n", "casual team-mean diff p95 <= greedy's at 0.5/s",
+	       cg[1].team_p95, cn[1].team_p95, cn[1].team_p95 <= cg[1].team_p95 ? "met" : "MISSED");
+	size_t strand_g = 0, strand_n = 0;
+	for (size_t i = 0; i < CC_ARRAY_LEN(rates); i++) {
+		strand_g += rg[i].stranded + cg[i].stranded;
+		strand_n += rn[i].stranded + cn[i].stranded;
+	}
+	printf("  %-44s greedy %7zu   | pairing %7zu   (%s)\n", "stranded players, every row", strand_g, strand_n,
+	       strand_n == 0 ? "met" : "MISSED");
 	sweep(&r, low_rate, high_rate);
 	sim_reset();
 	return 0;

@@ -315,6 +315,118 @@ START_TEST(test_params_validated)
 }
 END_TEST
 
+
+/* ---- issue 25: PAIRING (nearest partner, bounded hold-out) --------------- */
+
+static struct cc_formation_params pairing(double hold_s)
+{
+	struct cc_formation_params p = ranked(1);
+	p.rule = CC_FORMATION_RULE_PAIRING;
+	p.tolerance_hold_s = hold_s;
+	return p;
+}
+
+/* The hold keeps the tolerance at start for hold_s, then GREEDY's widening, later; hold 0 is GREEDY's formula. */
+START_TEST(test_pairing_tolerance_formula)
+{
+	struct cc_formation_params p = pairing(30), g = ranked(1);
+	ck_assert_double_eq(cc_formation_tolerance(&p, 0), 100);
+	ck_assert_double_eq(cc_formation_tolerance(&p, 29999), 100);
+	ck_assert_double_eq(cc_formation_tolerance(&p, 30000), 100);
+	ck_assert_double_eq(cc_formation_tolerance(&p, 40000), 150);
+	ck_assert_double_eq(cc_formation_tolerance(&p, 90000), 400);
+	for (int64_t w = 0; w < 200000; w += 777) {
+		ck_assert_double_le(cc_formation_tolerance(&p, w), cc_formation_tolerance(&g, w));
+		p.tolerance_hold_s = 0;
+		ck_assert_double_eq(cc_formation_tolerance(&p, w), cc_formation_tolerance(&g, w));
+		p.tolerance_hold_s = 30;
+	}
+	/* The hold is bounded, PAIRING only, and finite. */
+	p.tolerance_hold_s = CC_FORMATION_MAX_HOLD_S;
+	ck_assert(cc_formation_params_valid(&p));
+	p.tolerance_hold_s = CC_FORMATION_MAX_HOLD_S + 0.5;
+	ck_assert(!cc_formation_params_valid(&p));
+	p.tolerance_hold_s = NAN;
+	ck_assert(!cc_formation_params_valid(&p));
+	p.tolerance_hold_s = -1;
+	ck_assert(!cc_formation_params_valid(&p));
+	g.tolerance_hold_s = 10; /* GREEDY has no hold */
+	ck_assert(!cc_formation_params_valid(&g));
+	g.tolerance_hold_s = 0;
+	g.rule = (enum cc_formation_rule)7;
+	ck_assert(!cc_formation_params_valid(&g));
+}
+END_TEST
+
+/*
+ * No hold-out longer than its bound: a pair 150 apart (start 100, +5/s,
+ * hold 30 s) is held while the anchor has waited under 30 + 50 / 5 = 40 s
+ * and forms from 40 s on, never later; GREEDY forms it from 10 s.
+ */
+static const struct wait_case hold_cases[] = {
+	{ 0.001, CC_FORMATION_NOT_ENOUGH },
+	{ 10, CC_FORMATION_NOT_ENOUGH },
+	{ 39.9, CC_FORMATION_NOT_ENOUGH },
+	{ 40, CC_FORMATION_FORMED },
+	{ 41, CC_FORMATION_FORMED },
+};
+
+START_TEST(test_pairing_hold_bounded)
+{
+	const struct wait_case *wc = &hold_cases[_i];
+	struct cand_spec specs[] = {
+		{ 'A', .rating = 1650, .wait_s = wc->anchor_wait_s, .rtt = "eu=20" },
+		{ 'B', .rating = 1500, .wait_s = 0.0005, .rtt = "eu=20" },
+		{ 0 },
+	};
+	struct cc_formation_params p = pairing(30), g = ranked(1);
+	struct cc_formation_result res;
+	size_t n = build_candidates(specs);
+	ck_assert_int_eq(cc_formation_prepare(&ws, cands, n, NOW_MS, &p), 0);
+	cc_formation_form(&ws, &res);
+	ck_assert_msg(res.outcome == wc->outcome, "pairing, waited %.3f s: %s", wc->anchor_wait_s,
+		      cc_formation_outcome_name(res.outcome));
+	if (res.outcome == CC_FORMATION_FORMED)
+		ck_assert_double_le(res.match.rating_spread, res.match.tolerance);
+	ck_assert_int_eq(cc_formation_prepare(&ws, cands, n, NOW_MS, &g), 0);
+	cc_formation_form(&ws, &res);
+	ck_assert_int_eq(res.outcome, wc->anchor_wait_s >= 10 ? CC_FORMATION_FORMED : CC_FORMATION_NOT_ENOUGH);
+}
+END_TEST
+
+/*
+ * PAIRING takes the nearest of ALL eligibles (GREEDY: the nearer of the
+ * oldest two), one ticket per player, ties to the older; never one beyond
+ * the anchor's tolerance.
+ */
+START_TEST(test_pairing_nearest_partner)
+{
+	struct cand_spec specs[] = {
+		{ 'A', .rating = 1500, .wait_s = 60, .rtt = "eu=20" },
+		{ 'B', .rating = 1590, .wait_s = 50, .rtt = "eu=20" },
+		{ 'C', .rating = 1560, .wait_s = 40, .rtt = "eu=20" },
+		{ 'D', .rating = 1990, .wait_s = 30, .rtt = "eu=20" }, /* nearest after E, beyond tolerance 100 */
+		{ 'E', .rating = 1502, .wait_s = 20, .rtt = "eu=20", .player = 'B' }, /* B's second ticket */
+		{ 'F', .rating = 1498, .wait_s = 10, .rtt = "eu=20" },
+		{ 'G', .rating = 1502, .wait_s = 5, .rtt = "eu=20" },
+		{ 0 },
+	};
+	struct cc_formation_params p = pairing(30), g = ranked(1);
+	struct cc_formation_result res;
+	size_t n = build_candidates(specs);
+	ck_assert_int_eq(cc_formation_prepare(&ws, cands, n, NOW_MS, &g), 0);
+	cc_formation_form(&ws, &res);
+	ck_assert_int_eq(res.outcome, CC_FORMATION_FORMED);
+	ck_assert_uint_eq(res.match.index[1], 2); /* greedy: C, the nearer of B and C */
+	ck_assert_int_eq(cc_formation_prepare(&ws, cands, n, NOW_MS, &p), 0);
+	cc_formation_form(&ws, &res);
+	ck_assert_int_eq(res.outcome, CC_FORMATION_FORMED);
+	ck_assert_uint_eq(res.match.index[0], 0);
+	ck_assert_uint_eq(res.match.index[1], 4); /* E (2 away, older than F and G at 2) */
+	ck_assert_double_le(res.match.rating_spread, res.match.tolerance);
+}
+END_TEST
+
 /* ---- team balance against a brute force -------------------------------- */
 
 /* The best |mean0 - mean1| over every equal split of ratings (all 2^n masks). */
@@ -624,6 +736,9 @@ static Suite *formation_suite(void)
 	tcase_add_loop_test(tc, test_form_table, 0, (int)CC_ARRAY_LEN(form_cases));
 	tcase_add_loop_test(tc, test_tolerance_widens, 0, (int)CC_ARRAY_LEN(wait_cases));
 	tcase_add_test(tc, test_tolerance_formula);
+	tcase_add_test(tc, test_pairing_tolerance_formula);
+	tcase_add_loop_test(tc, test_pairing_hold_bounded, 0, (int)CC_ARRAY_LEN(hold_cases));
+	tcase_add_test(tc, test_pairing_nearest_partner);
 	tcase_add_test(tc, test_params_validated);
 	tcase_add_test(tc, test_team_balance_known);
 	tcase_add_test(tc, test_team_balance_random);

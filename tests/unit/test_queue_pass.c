@@ -82,7 +82,8 @@ static int read_queue(void *ctx, const char *after, size_t limit, struct cc_cand
 
 static double tolerance(const struct cc_formation_params *p, const struct cc_candidate *a)
 {
-	double wait_s = (double)(NOW_MS - a->queued_at_ms) / 1000.0;
+	/* SPEC 6's widening; PAIRING (issue 25) starts it after the hold-out. */
+	double wait_s = (double)(NOW_MS - a->queued_at_ms) / 1000.0 - p->tolerance_hold_s;
 	double t = p->tolerance_start + p->tolerance_growth_per_s * (wait_s > 0 ? wait_s : 0);
 	return t < p->tolerance_cap ? t : p->tolerance_cap;
 }
@@ -625,12 +626,107 @@ START_TEST(test_defaults)
 }
 END_TEST
 
+
+/* ---- issue 25: the PAIRING rule keeps every invariant ------------------------------------ */
+
+/* The ranked shapes under PAIRING at queue_sim's setting (start 150, held 30 s, then +10/s, cap 600). */
+static const enum shape pairing_shapes[] = { RANDOM, BAD_HEAD, OUTLIERS, ISSUE_21 };
+
+static struct cc_formation_params pairing_params(enum shape s)
+{
+	struct cc_formation_params p = shape_params(s);
+	p.rule = CC_FORMATION_RULE_PAIRING;
+	p.tolerance_start = 150;
+	p.tolerance_growth_per_s = 10;
+	p.tolerance_cap = 600;
+	p.tolerance_hold_s = 30;
+	return p;
+}
+
+/*
+ * Every claimed formation within the anchor's tolerance (as written in
+ * this file, hold-out included) and the other rules (claim_all checks
+ * each), and no valid match left behind at the fixpoint.
+ */
+START_TEST(test_pairing_no_match_left_behind)
+{
+	enum shape s = pairing_shapes[_i / 2];
+	unsigned seed = (unsigned)(_i % 2) + 1;
+	rng = 0x7654321ull * seed + (uint64_t)s;
+	struct cc_formation_params p = pairing_params(s);
+	bad_formation[0] = '\0';
+	build_shape(s, &q_main);
+	fixpoint(&q_main, &p, &o_main);
+	size_t could = 0;
+	for (size_t k = 0; k < o_main.n_last; k++)
+		could += could_match(&q_main, o_main.last_read, o_main.n_last, o_main.last_read[k], &p);
+	fprintf(stderr, "pairing, %s, seed %u: %zu tickets, %zu matched in %zu passes, %zu could still match%s%s\n",
+		shape_names[s], seed, q_main.n, o_main.matched, o_main.passes, could, bad_formation[0] ? ": " : "",
+		bad_formation);
+	ck_assert_msg(!bad_formation[0], "pairing, %s, seed %u: %s", shape_names[s], seed, bad_formation);
+	ck_assert_msg(!o_main.violation && could == 0, "pairing, %s, seed %u: %zu leftovers could still match",
+		      shape_names[s], seed, could);
+	ck_assert_uint_gt(o_main.matched, s == ISSUE_21 ? 1 : 100);
+}
+END_TEST
+
+/* Deterministic: the same queue twice gives the same matches, in the same order. */
+static size_t order_of[MAX_QUEUE];
+static size_t n_order;
+
+static int claim_record(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION_MAX_PLAYERS])
+{
+	for (size_t k = 0; k < f->n_players; k++)
+		order_of[n_order++] = index_of(qp.cands[f->index[k]].ticket_id);
+	return claim_all(ctx, f, lost);
+}
+
+static void record_run(const struct cc_formation_params *p, size_t *out, size_t *n_out)
+{
+	struct cc_queue_pass_config cfg;
+	struct cc_queue_pass_stats st;
+	rng = 4242;
+	build_shape(OUTLIERS, &q_main);
+	cc_queue_pass_defaults(p, &cfg);
+	cur = &q_main;
+	cur_params = *p;
+	memset(claimed, 0, sizeof claimed);
+	cc_queue_pass_init(&qp);
+	n_order = 0;
+	for (int k = 0; k < 200; k++) {
+		n_seen = 0;
+		ck_assert_int_eq(cc_queue_pass_run(&qp, &cfg, read_queue, claim_record, NULL, &st), 0);
+		if (st.formation.formed == 0)
+			break;
+	}
+	memcpy(out, order_of, n_order * sizeof *out);
+	*n_out = n_order;
+}
+
+static size_t run_a[MAX_QUEUE], run_b[MAX_QUEUE];
+
+START_TEST(test_pairing_deterministic)
+{
+	struct cc_formation_params p = pairing_params(OUTLIERS);
+	size_t na, nb;
+	record_run(&p, run_a, &na);
+	record_run(&p, run_b, &nb);
+	ck_assert_uint_gt(na, 100);
+	ck_assert_uint_eq(na, nb);
+	for (size_t k = 0; k < na; k++)
+		ck_assert_msg(run_a[k] == run_b[k], "the runs differ at claimed ticket %zu: %zu vs %zu", k, run_a[k],
+			      run_b[k]);
+}
+END_TEST
+
 static Suite *queue_pass_suite(void)
 {
 	Suite *s = suite_create("queue_pass");
 	TCase *tc = tcase_create("property");
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_no_match_left_behind, 0, 3 * N_SHAPES);
+	tcase_add_loop_test(tc, test_pairing_no_match_left_behind, 0, 2 * (int)CC_ARRAY_LEN(pairing_shapes));
+	tcase_add_test(tc, test_pairing_deterministic);
 	tcase_add_test(tc, test_pass_is_bounded);
 	tcase_add_test(tc, test_claim_budget_and_errors);
 	tcase_add_test(tc, test_defaults);
