@@ -45,6 +45,11 @@ tickets=${CC_BENCH_TICKETS:-20000}
 seconds=${CC_BENCH_SECONDS:-3}
 depths=${CC_BENCH_DEPTHS:-1000 10000 100000}
 replicas_run=${CC_BENCH_REPLICAS:-1}
+replica_rounds=${CC_BENCH_REPLICA_ROUNDS:-3}
+# The cc-matcher runs drain about 6,000 tickets a second: a queue that lasts the whole window.
+replica_tickets=${CC_BENCH_REPLICA_TICKETS:-36000}
+claim_batch=32 # cc-matcher's --claim-batch default: the reference claims as many per statement
+missed=0
 : "${CC_TEST_PG_BIN:?not set: run inside tests/harness/with-services.sh}"
 pgbench="$CC_TEST_PG_BIN/pgbench"
 
@@ -137,15 +142,27 @@ for c in $matchers; do
 done
 
 if [[ $replicas_run == 1 ]]; then
-	# The real binary at its defaults: 1 and 2 cc-matcher processes on one
-	# casual queue (they share the work through the pass lease), committed
-	# proposals over a 3 s window once they are under way (the first
-	# proposal, within a deadline), each count on a fresh queue. Runs in
-	# this shell, so the EXIT trap stops the cc-matchers whatever happens.
-	# replica_rate N: sets $rate_out and $split_out.
+	# The real binary at its defaults (--claim-batch=32: a pass goes on
+	# reading until it has formed 32 matches, and claims them in one
+	# statement): 1 and 2 cc-matcher processes on one casual queue of
+	# $replica_tickets tickets (they share the work through the pass lease),
+	# committed proposals over a 3 s window once they are under way (the
+	# first proposal, within a deadline), each count on a fresh queue. The
+	# reference runs right after each 1-replica run: pgbench, 1 client, the
+	# very statement of cc_formation_claim_batch (tests/bench/
+	# matcher_claim_batch.pgbench) claiming $claim_batch groups of the ranked
+	# queue per transaction. Runs in this shell, so the EXIT trap stops the
+	# cc-matchers whatever happens.
+	reseed_replica() {
+		q -c "SET client_min_messages = warning" -c "SELECT cc_bench_reset()" \
+			-c "SELECT cc_bench_seed('tm', 'casual', 0, $replica_tickets, true, now() - interval '300 s')" \
+			-c "SELECT cc_bench_seed('tb', 'ranked', 0, $tickets, true, now() - interval '300 s')" \
+			-c "ANALYZE tickets" >/dev/null
+	}
+	# replica_rate N: sets $rate_out, $split_out and $batches_out.
 	replica_rate() {
 		local before a b t0 t1 deadline i pid
-		reseed_pair
+		reseed_replica
 		deadline=$((SECONDS + 20))
 		before=$(q -c "SELECT count(*) FROM proposals")
 		for ((i = 1; i <= $1; i++)); do
@@ -170,10 +187,51 @@ if [[ $replicas_run == 1 ]]; then
 		[[ $(q -c "SELECT count(*) FROM tickets WHERE playlist = 'casual' AND state = 'QUEUED'") -gt 0 ]] ||
 			echo "bench-matcher: the casual queue ran dry inside the window: the rate above is a lower bound"
 	}
+	# batch_reference ROUND: pgbench, 1 client, claim_batch groups per statement, sized to
+	# about 3 s at the rate just measured; sets $ref_out (proposals/s committed).
+	batch_reference() {
+		local txns ref committed want
+		txns=$(awk -v r="$rate_out" -v b="$claim_batch" -v g="$groups" \
+			'BEGIN { k = int(r * 3 / b); if (k < 10) k = 10; if (k > int(g / b)) k = int(g / b); print k }')
+		ref=$(timeout 120 "$pgbench" -n -M prepared --max-tries=5 -c 1 -j 1 -t "$txns" \
+			-D base=0 -D K="$txns" -D B="$claim_batch" -D n=0 -f tests/bench/matcher_claim_batch.pgbench \
+			"$CC_TEST_PG_DSN" 2>&1) || { echo "bench-matcher: batched pgbench failed:"; echo "$ref"; exit 1; }
+		committed=$(q -c "SELECT count(*) FROM proposals WHERE matcher = 'pgbench'")
+		want=$((txns * claim_batch))
+		[[ $committed -eq $want ]] || {
+			echo "bench-matcher: batched pgbench committed $committed proposals, not its $txns x $claim_batch"
+			status=1
+		}
+		ref_out=$(awk -v t="$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$ref")" -v b="$claim_batch" \
+			'BEGIN { printf "%.0f", t * b }')
+	}
+	spread() { tr ' ' '\n' <<<"$1" | sort -n | awk 'NF { v[n++] = $1 } END { printf "%s-%s", v[0], v[n - 1] }'; }
 	for r in 1 2; do
-		replica_rate "$r"
-		awk -v r="$r" -v rate="$rate_out" -v ref="$first_ref" -v by_replica="$split_out" 'BEGIN {
-			printf "proposals/s cc-matcher binary, %d replica%s at its defaults: %.0f (pgbench same txn, 1 client: %.0f/s, ratio %.2f; proposals by replica: %s) (target >= 500/s: %s)\n", r, (r > 1 ? "s" : ""), rate, ref, (ref > 0 ? rate / ref : 0), by_replica, (rate >= 500 ? "met" : "MISSED") }'
+		ours_runs="" ref_runs="" ratio_runs="" best=0 best_ref=0 splits=""
+		for ((round = 1; round <= replica_rounds; round++)); do
+			replica_rate "$r"
+			best=$(max "$best" "$rate_out")
+			ours_runs+="$rate_out " splits+="[$split_out] "
+			if [[ $r == 1 ]]; then
+				batch_reference
+				best_ref=$(max "$best_ref" "$ref_out")
+				ref_runs+="$ref_out "
+				ratio_runs+="$(awk -v a="$rate_out" -v b="$ref_out" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }') "
+			fi
+		done
+		[[ $r == 1 ]] && one_ref=$best_ref
+		ratio=$(awk -v a="$best" -v b="$one_ref" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+		verdict=met
+		if [[ $r == 1 ]]; then
+			awk -v a="$best" -v q="$ratio" 'BEGIN { exit !(a >= 1000 && q >= 0.9) }' || verdict=MISSED
+			[[ $verdict == met ]] || missed=1
+			printf 'proposals/s cc-matcher binary, 1 replica at its defaults: %s (pgbench same batched SQL, 1 client, %s matches per statement: %s/s, ratio %s; best of %s rounds, ours %s, pgbench %s, ratio by round %s) (target >= 1000/s at ratio >= 0.90: %s)\n' \
+				"$best" "$claim_batch" "$one_ref" "$ratio" "$replica_rounds" "$(spread "$ours_runs")" \
+				"$(spread "$ref_runs")" "${ratio_runs% }" "$verdict"
+		else
+			printf 'proposals/s cc-matcher binary, 2 replicas at its defaults: %s (pgbench same batched SQL, 1 client: %s/s, ratio %s; best of %s rounds, ours %s; proposals by replica: %s)\n' \
+				"$best" "$one_ref" "$ratio" "$replica_rounds" "$(spread "$ours_runs")" "${splits% }"
+		fi
 	done
 	violations=$(q -f tests/integration/audit.sql | wc -l)
 	[[ $violations -eq 0 ]] || { echo "bench-matcher: $violations audit violations after the replicas"; status=1; }
@@ -182,5 +240,9 @@ fi
 # ---- 3. the queue simulation --------------------------------------------------------------
 echo "== 3. queue simulation ($((SECONDS - started)) s so far)"
 scripts/queue-sim.sh || status=1
+if [[ $missed -ne 0 && "${BENCH_STRICT:-0}" == 1 ]]; then
+	echo "bench-matcher: a target was missed (BENCH_STRICT=1)"
+	status=1
+fi
 echo "== done in $((SECONDS - started)) s, status $status"
 exit "$status"
