@@ -70,8 +70,8 @@ static const struct cc_config_option matcher_options[] = {
 	  .help = "how long players have to answer a proposal", .offset = OPT(proposal_window_seconds) },
 	/* 32: about what a busy 3v3 queue forms from a few pages; see store/formation_claim.h and README. */
 	{ .name = "claim-batch", .type = CC_CFG_INT, .default_value = "32", .min = 1, .max = CC_CLAIM_BATCH_MAX,
-	  .help = "formed matches claimed together in one transaction (1 = one transaction per match); "
-		  "a pass goes on reading the queue until it has formed this many or the queue ends",
+	  .help = "a pass goes on reading the queue until it has formed this many matches (or the queue ends), "
+		  "then claims all it formed in one transaction (at most " CC_STRINGIFY(CC_CLAIM_BATCH_MAX) " a statement)",
 	  .offset = OPT(claim_batch) },
 	{ .name = "pass-lease", .type = CC_CFG_BOOL, .default_value = "true",
 	  .help = "take the playlist's pass lease so one replica passes at a time (false: every replica "

@@ -335,9 +335,11 @@ static int flush_claims(struct matcher *m)
 
 /*
  * The claim callback of cc_queue_pass_run: the formation joins the pending
- * batch (copied: the working set moves between rounds), and the batch is
- * claimed once it holds --claim-batch matches; matcher_pass claims the rest
- * after the pass. To the pass, a pending match counts as claimed (its
+ * batch (copied: the working set moves between rounds). A pass reads on
+ * until it has formed --claim-batch matches (queue_pass min_formed), and
+ * its last round may form more: matcher_pass claims them all after the
+ * pass, in one transaction (one commit a pass), unless the batch reaches
+ * CC_CLAIM_BATCH_MAX first. To the pass, a pending match counts as claimed (its
  * tickets leave the working set).
  */
 static int claim(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION_MAX_PLAYERS])
@@ -351,8 +353,8 @@ static int claim(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION
 	pe->protocol_version = anchor->protocol_version;
 	for (size_t k = 0; k < f->n_players; k++)
 		memcpy(pe->ticket_id[k], m->qp.cands[f->index[k]].ticket_id, sizeof pe->ticket_id[k]);
-	if (m->n_pending >= (size_t)m->cfg->claim_batch)
-		return flush_claims(m);
+	if (m->n_pending >= CC_CLAIM_BATCH_MAX)
+		return flush_claims(m); /* the buffer is full: the rest of the round goes in the next batch */
 	return 0;
 }
 

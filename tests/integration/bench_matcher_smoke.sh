@@ -47,7 +47,7 @@ done
 expect_eq "reads planned on tickets_queued_by_age" 4 "$(grep -c 'uses tickets_queued_by_age: yes' "$out")"
 expect_eq "audits (after the last level) found clean" 1 "$(grep -c '^proposals/s claim loops=3 (no lease): .*audit clean' "$out")"
 grep -q 'pgbench same txn: [1-9]' "$out" || fail "the pgbench reference measured nothing: $(grep pgbench "$out")"
-grep -q '1 replica at its defaults: .*pgbench same batched SQL, 1 client, 32 matches per statement: [1-9]' "$out" ||
+grep -q '1 replica at its defaults: .*pgbench same batched SQL, 1 client, [0-9]* matches per statement as cc-matcher claimed: [1-9]' "$out" ||
 	fail "the batched pgbench reference measured nothing: $(grep 'replica' "$out")"
 pass "bench-matcher.sh: every figure printed, reads indexed, audits clean"
 
