@@ -663,6 +663,180 @@ START_TEST(test_racing_claims)
 }
 END_TEST
 
+/* ---- racing batches (store/formation_claim.h: cc_formation_claim_batch) ------------------- */
+
+struct batch_racer {
+	pthread_barrier_t *start;
+	struct cc_claim_request req[3];
+	struct cc_claim_result res[3];
+	int rcs[3];
+	int rc;
+	struct cc_pg *pg;
+};
+
+static void *race_batch(void *arg)
+{
+	struct batch_racer *r = arg;
+	pthread_barrier_wait(r->start);
+	r->rc = cc_formation_claim_batch(r->pg, r->req, 3, r->res, r->rcs);
+	return NULL;
+}
+
+/*
+ * Two batches of three 2v2 matches each, racing from two connections, the
+ * last match of batch 0 and the first of batch 1 sharing tickets (one, two
+ * or all four, by round): each batch commits its other two matches whatever
+ * happens to the contested one, exactly one contested match commits, the
+ * loser's tickets stay QUEUED, untouched (revision 1) and unannounced, and
+ * every committed match has its proposal.opened and one ticket.proposed per
+ * ticket in the same transaction.
+ */
+START_TEST(test_racing_claim_batches)
+{
+	const int rounds = 30;
+	struct batch_racer r[2];
+	pthread_barrier_t start;
+	char err[256];
+	memset(r, 0, sizeof r);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(cc_pg_connect(db_dsn, NULL, &r[i].pg, err, sizeof err), 0);
+	pthread_barrier_init(&start, NULL, 2);
+	int wins[2] = { 0, 0 };
+	for (int round = 0; round < rounds; round++) {
+		struct seeded t[24];
+		for (int k = 0; k < 24; k++)
+			t[k] = seed("casual", "race", 1, 1500, "{\"eu\": 20}", 1000);
+		/* Batch 0: tickets 0-3, 4-7, 8-11. Batch 1: 8+shift .. 11+shift, 12-15 + 4, 16-19 + 4. */
+		int shift = round % 3 == 0 ? 3 : round % 3 == 1 ? 2 : 0;
+		for (int m = 0; m < 3; m++) {
+			struct seeded *s0[4], *s1[4];
+			for (int k = 0; k < 4; k++) {
+				s0[k] = &t[4 * m + k];
+				s1[k] = m == 0 ? &t[8 + shift + k] : &t[12 + 4 * m + k];
+			}
+			claim_request(&r[0].req[m], s0, 4, "batch-0");
+			claim_request(&r[1].req[m], s1, 4, "batch-1");
+		}
+		pthread_t th[2];
+		for (int i = 0; i < 2; i++) {
+			r[i].start = &start;
+			pthread_create(&th[i], NULL, race_batch, &r[i]);
+		}
+		for (int i = 0; i < 2; i++)
+			pthread_join(th[i], NULL);
+		for (int i = 0; i < 2; i++)
+			ck_assert_msg(r[i].rc == 0, "round %d: batch %d: %s", round, i, cc_errname(r[i].rc));
+		/* The uncontested matches of both batches committed. */
+		ck_assert_msg(r[0].rcs[0] == 0 && r[0].rcs[1] == 0 && r[1].rcs[1] == 0 && r[1].rcs[2] == 0,
+			      "round %d: uncontested outcomes %s %s | %s %s", round, cc_errname(r[0].rcs[0]),
+			      cc_errname(r[0].rcs[1]), cc_errname(r[1].rcs[1]), cc_errname(r[1].rcs[2]));
+		ck_assert_msg((r[0].rcs[2] == 0) != (r[1].rcs[0] == 0), "round %d (shift %d): contested %s and %s, "
+			      "expected exactly one commit", round, shift, cc_errname(r[0].rcs[2]), cc_errname(r[1].rcs[0]));
+		int winner = r[0].rcs[2] == 0 ? 0 : 1;
+		const struct cc_claim_request *lost_req = winner == 0 ? &r[1].req[0] : &r[0].req[2];
+		const struct cc_claim_result *lost_res = winner == 0 ? &r[1].res[0] : &r[0].res[2];
+		ck_assert_int_eq(winner == 0 ? r[1].rcs[0] : r[0].rcs[2], CC_ECONFLICT);
+		wins[winner]++;
+		size_t n_lost = 0;
+		for (size_t k = 0; k < 4; k++)
+			n_lost += lost_res->lost[k];
+		ck_assert_msg(n_lost >= 1, "round %d: the lost match named no lost ticket", round);
+		/* Every committed match: its tickets PROPOSED at revision 2, announced once each. */
+		for (int i = 0; i < 2; i++) {
+			for (int m = 0; m < 3; m++) {
+				if (r[i].rcs[m] != 0)
+					continue;
+				const char *pid[] = { r[i].res[m].proposal_id };
+				ck_assert_int_eq(sql_ll("SELECT count(*) FROM outbox WHERE resource_id = $1 "
+							"AND event = 'proposal.opened'", 1, pid), 1);
+				for (size_t k = 0; k < 4; k++) {
+					const char *p[] = { r[i].req[m].ticket_id[k], r[i].res[m].proposal_id };
+					ck_assert_int_eq(sql_ll("SELECT count(*) FROM tickets WHERE id = $1 AND state = 'PROPOSED' "
+								"AND proposal_id = $2 AND revision = 2", 2, p), 1);
+					ck_assert_int_eq(sql_ll("SELECT count(*) FROM outbox WHERE resource_id = $1 "
+								"AND event = 'ticket.proposed' AND payload->>'proposal_id' = $2",
+								2, p), 1);
+				}
+			}
+		}
+		/* The lost match's tickets that no committed match took: QUEUED, revision 1, never announced. */
+		for (size_t k = 0; k < 4; k++) {
+			const char *id = lost_req->ticket_id[k];
+			if (sql_ll1("SELECT count(*) FROM proposal_participants WHERE ticket_id = $1", id) > 0)
+				continue;
+			ck_assert_int_eq(sql_ll1("SELECT count(*) FROM tickets WHERE id = $1 AND state = 'QUEUED' "
+						 "AND proposal_id IS NULL AND revision = 1", id), 1);
+			ck_assert_int_eq(sql_ll1("SELECT count(*) FROM outbox WHERE resource_id = $1", id), 0);
+		}
+		for (int k = 0; k < 24; k++)
+			ck_assert_int_le(sql_ll1("SELECT count(*) FROM proposal_participants WHERE ticket_id = $1",
+						 t[k].ticket), 1);
+	}
+	fprintf(stderr, "racing batches: batch 0 won the contested match %d, batch 1 %d of %d rounds\n", wins[0],
+		wins[1], rounds);
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM proposals", 0, NULL), 5 * rounds);
+	pthread_barrier_destroy(&start);
+	for (int i = 0; i < 2; i++)
+		cc_pg_free(r[i].pg);
+	audit();
+}
+END_TEST
+
+/*
+ * Two cc-matcher processes without the pass lease (--pass-lease=false), so
+ * that every pass of one races the other's over the same queue head, each
+ * claiming in batches (8 and 5 matches per statement, so their batches
+ * overlap unevenly): 600 tickets that all fit together. Until no match can
+ * form any more; then nothing is lost (every ticket PROPOSED, 100
+ * proposals) or doubled (audit.sql: one proposal per ticket, each announced
+ * once per participant), and batches were really lost in part (the
+ * claim_batches metric).
+ */
+START_TEST(test_racing_matchers_batched)
+{
+	seed_many("casual", 600, "'race'", "1000 + (k * 7919) % 1000", "now() - make_interval(secs => 600 - k)");
+	redis_flush();
+	char redis_host[128], redis_port[64];
+	snprintf(redis_host, sizeof redis_host, "--redis-host=%s", cc_test_env("CC_TEST_REDIS_HOST"));
+	snprintf(redis_port, sizeof redis_port, "--redis-port=%s", cc_test_env("CC_TEST_REDIS_PORT"));
+	const char *a_args[] = { "--playlist=casual", "--matcher-id=racer-a", "--pass-lease=false", "--claim-batch=8",
+				 redis_host, redis_port, NULL };
+	const char *b_args[] = { "--playlist=casual", "--matcher-id=racer-b", "--pass-lease=false", "--claim-batch=5",
+				 NULL };
+	struct proc *a = spawn_matcher(a_args);
+	struct proc *b = spawn_matcher(b_args);
+	WAIT_FOR((snprintf(seen, sizeof seen, "%lld of 600 tickets proposed",
+			   sql_ll("SELECT count(*) FROM tickets WHERE state = 'PROPOSED'", 0, NULL)),
+		  sql_ll("SELECT count(*) FROM tickets WHERE state = 'QUEUED'", 0, NULL) == 0),
+		 60000, "racing matchers draining the queue");
+	double partial = metric(a, "cosmic_clash_matcher_claim_batches_total", "result=\"partial\"", NULL) +
+			 metric(b, "cosmic_clash_matcher_claim_batches_total", "result=\"partial\"", NULL);
+	double none = metric(a, "cosmic_clash_matcher_claim_batches_total", "result=\"none\"", NULL) +
+		      metric(b, "cosmic_clash_matcher_claim_batches_total", "result=\"none\"", NULL);
+	double all = metric(a, "cosmic_clash_matcher_claim_batches_total", "result=\"all\"", NULL) +
+		     metric(b, "cosmic_clash_matcher_claim_batches_total", "result=\"all\"", NULL);
+	double lost = metric(a, "cosmic_clash_matcher_claim_conflicts_total", NULL, NULL) +
+		      metric(b, "cosmic_clash_matcher_claim_conflicts_total", NULL, NULL);
+	double committed = metric(a, "cosmic_clash_matcher_proposals_total", NULL, NULL) +
+			   metric(b, "cosmic_clash_matcher_proposals_total", NULL, NULL);
+	stop_matcher(a);
+	stop_matcher(b);
+	long long proposals = sql_ll("SELECT count(*) FROM proposals", 0, NULL);
+	fprintf(stderr, "racing matchers: %lld proposals (%lld by a), batches all %.0f partial %.0f none %.0f, "
+			"%.0f matches lost\n",
+		proposals, sql_ll("SELECT count(*) FROM proposals WHERE matcher = 'racer-a'", 0, NULL), all, partial,
+		none, lost);
+	ck_assert_int_eq(proposals, 100);
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM tickets WHERE state = 'PROPOSED'", 0, NULL), 600);
+	ck_assert_msg(committed == 100, "the matchers counted %.0f proposals, the database holds 100", committed);
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM outbox WHERE event = 'proposal.opened'", 0, NULL), 100);
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM outbox WHERE event = 'ticket.proposed'", 0, NULL), 600);
+	ck_assert_msg(partial > 0, "no batch was lost in part (all %.0f, none %.0f): the race was not raced", all,
+		      none);
+	audit();
+}
+END_TEST
+
 /* ---- the claim function itself ---------------------------------------------------------- */
 
 /* Runs sql on conn; returns its SQLSTATE ("" on success), the result in *out when wanted. */
@@ -1606,6 +1780,8 @@ static Suite *matcher_suite(void)
 	tcase_add_checked_fixture(tc, scratch_setup, scratch_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_racing_claims);
+	tcase_add_test(tc, test_racing_claim_batches);
+	tcase_add_test(tc, test_racing_matchers_batched);
 	tcase_add_test(tc, test_claim_rechecks_candidates);
 	tcase_add_test(tc, test_claim_skips_locked);
 	tcase_add_test(tc, test_unmatchable_head);
