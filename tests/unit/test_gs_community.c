@@ -959,6 +959,73 @@ START_TEST(binary_modes)
 }
 END_TEST
 
+
+/* ---- review23: hostile cases the suite above does not cover ------------------------------- */
+
+/*
+ * Protocol section 11, Rate limits: "Each lobby request also pays a lobby
+ * bucket". A lobby_create whose max_players is out of range is a lobby
+ * request answered invalid_parameters: it must pay the bucket too, so a
+ * burst of 100 gets at most the bucket's burst (20) answered.
+ */
+START_TEST(review_invalid_requests_pay_the_lobby_bucket)
+{
+	struct gs_community_options o = base_opts();
+	struct running *r = start(&o);
+	struct cli *f = member(r->port, "flood");
+	for (int i = 0; i < 100; i++) {
+		/* lobby_create {request i, max_players 1, name "x"}: decodes to its request, breaks max_players. */
+		uint8_t raw[] = { 0x02, 0x03, (uint8_t)i, 0, 1, 1, 'x' };
+		cli_send_raw(f, 0, raw, sizeof raw);
+	}
+	cli_pump(f, 1000);
+	int invalid = 0;
+	for (int i = 0; i < f->n; i++)
+		invalid += f->log[i].id == CC_MSG_LOBBY_RESULT && f->log[i].u.lobby_result.result == CC_LOBBY_INVALID_PARAMETERS;
+	ck_assert_msg(invalid <= 25, "%d of 100 invalid lobby requests answered: the lobby bucket (20/s) was not charged",
+		      invalid);
+	cli_free(f);
+	stop(r);
+}
+END_TEST
+
+/*
+ * Stopping: every peer is kicked shutting_down (protocol section 11). The
+ * kicks must not first replay every departure as a lobby broadcast to the
+ * peers still waiting for their own kick (n members: n^2/2 broadcasts).
+ */
+START_TEST(review_shutdown_sends_no_lobby_churn)
+{
+	struct gs_community_options o = base_opts();
+	struct running *r = start(&o);
+	struct cli *cs[6];
+	for (int i = 0; i < 6; i++)
+		cs[i] = member(r->port, i == 0 ? "a" : i == 1 ? "b" : i == 2 ? "c" : i == 3 ? "d" : i == 4 ? "e" : "f");
+	uint32_t id = create(cs[0], "L", 8).lobby_id;
+	for (int i = 1; i < 6; i++)
+		ck_assert_int_eq(join(cs[i], id), CC_LOBBY_OK);
+	pump_all(cs, 6, 200);
+	int before[6];
+	for (int i = 0; i < 6; i++)
+		before[i] = cs[i]->n;
+	atomic_store(&r->stop, true);
+	int64_t end = cc_clock_ms() + 1500;
+	while (cc_clock_ms() < end)
+		for (int i = 0; i < 6; i++)
+			cli_pump(cs[i], 1);
+	pthread_join(r->thread, NULL);
+	gs_community_free(r->c);
+	free(r);
+	int churn = 0;
+	for (int i = 0; i < 6; i++)
+		for (int j = before[i]; j < cs[i]->n; j++)
+			churn += cs[i]->log[j].id == CC_MSG_LOBBY_UPDATED || cs[i]->log[j].id == CC_MSG_LOBBY_DELETED;
+	ck_assert_msg(churn == 0, "%d lobby broadcasts sent to peers that were being shut down", churn);
+	for (int i = 0; i < 6; i++)
+		cli_free(cs[i]);
+}
+END_TEST
+
 static Suite *community_suite(void)
 {
 	Suite *s = suite_create("gs_community");
@@ -975,6 +1042,8 @@ static Suite *community_suite(void)
 	tcase_add_test(tc, keepalive);
 	tcase_add_test(tc, create_leave_flood);
 	tcase_add_test(tc, binary_modes);
+	tcase_add_test(tc, review_invalid_requests_pay_the_lobby_bucket);
+	tcase_add_test(tc, review_shutdown_sends_no_lobby_churn);
 	suite_add_tcase(s, tc);
 	return s;
 }
