@@ -1099,6 +1099,64 @@ START_TEST(review_broadcast_rate_overflows_honest_backlog)
 }
 END_TEST
 
+/* Guards for two rules no test held (review23 mutations M13, M11 survived every unit and community_ script). */
+
+/* Protocol section 11, Admission: after its welcome a newcomer gets one lobby_updated per existing lobby, in list order. */
+START_TEST(review_newcomer_gets_every_lobby)
+{
+	struct gs_community_options o = base_opts();
+	struct running *r = start(&o);
+	struct cli *a = member(r->port, "a"), *b = member(r->port, "b");
+	uint32_t la = create(a, "LA", 4).lobby_id, lb = create(b, "LB", 4).lobby_id;
+	ck_assert_int_eq(ready(b, true), CC_LOBBY_OK);
+	struct cli *n = member(r->port, "newcomer");
+	cli_pump(n, 200);
+	const struct cc_wire_lobby_updated *ua = last_update(n, la), *ub = last_update(n, lb);
+	ck_assert_msg(ua && ub, "the newcomer was not sent the existing lobbies");
+	ck_assert_str_eq(ua->name, "LA");
+	ck_assert_int_eq(ub->member_count, 1);
+	ck_assert(ub->members[0].ready);
+	ck_assert_uint_eq(ua->revision, ub->revision); /* both at the revision current at registration */
+	cli_free(a);
+	cli_free(b);
+	cli_free(n);
+	stop(r);
+}
+END_TEST
+
+/* Protocol section 11, Matches: a member who disconnects mid-match: player_info without connected to the others. */
+START_TEST(review_disconnect_mid_match_player_info)
+{
+	struct gs_community_options o = base_opts();
+	o.match_seconds = 5;
+	struct running *r = start(&o);
+	struct cli *a = member(r->port, "a"), *b = member(r->port, "b"), *c = member(r->port, "c");
+	struct cli *all[] = { a, b, c };
+	uint32_t l = create(a, "L", 4).lobby_id;
+	ck_assert_int_eq(join(b, l), CC_LOBBY_OK);
+	ck_assert_int_eq(join(c, l), CC_LOBBY_OK);
+	ck_assert_int_eq(ready(a, true), CC_LOBBY_OK);
+	ck_assert_int_eq(ready(b, true), CC_LOBBY_OK);
+	ck_assert_int_eq(ready(c, true), CC_LOBBY_OK);
+	ck_assert_ptr_nonnull(cli_wait(c, CC_MSG_WELCOME, 3000)); /* c: slot 2 */
+	ck_assert_ptr_nonnull(await_state(a, l, CC_LOBBY_IN_MATCH, 3000));
+	pump_all(all, 3, 200);
+	enet_peer_disconnect_now(c->p, 0);
+	c->gone = true;
+	struct cli *rest[] = { a, b };
+	pump_all(rest, 2, 500);
+	bool seen = false;
+	for (int i = 0; i < a->n; i++)
+		seen |= a->log[i].id == CC_MSG_PLAYER_INFO && a->log[i].u.player_info.slot == 2 &&
+			!(a->log[i].u.player_info.flags & CC_WIRE_PI_CONNECTED);
+	ck_assert_msg(seen, "no player_info without connected for the slot of the player who left");
+	cli_free(a);
+	cli_free(b);
+	cli_free(c);
+	stop(r);
+}
+END_TEST
+
 static Suite *community_suite(void)
 {
 	Suite *s = suite_create("gs_community");
@@ -1123,6 +1181,11 @@ static Suite *community_suite(void)
 	tcase_add_test(rv, review_shutdown_sends_no_lobby_churn);
 	tcase_add_test(rv, review_broadcast_rate_overflows_honest_backlog);
 	suite_add_tcase(s, rv);
+	TCase *gd = tcase_create("review_guards");
+	tcase_set_timeout(gd, 60);
+	tcase_add_test(gd, review_newcomer_gets_every_lobby);
+	tcase_add_test(gd, review_disconnect_mid_match_player_info);
+	suite_add_tcase(s, gd);
 	return s;
 }
 
