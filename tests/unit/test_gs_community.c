@@ -964,6 +964,204 @@ START_TEST(binary_modes)
 }
 END_TEST
 
+
+/* ---- review23: hostile cases the suite above does not cover ------------------------------- */
+
+/*
+ * Protocol section 11, Rate limits: "Each lobby request also pays a lobby
+ * bucket". A lobby_create whose max_players is out of range is a lobby
+ * request answered invalid_parameters: it must pay the bucket too, so a
+ * burst of 100 gets at most the bucket's burst (20) answered.
+ */
+START_TEST(review_invalid_requests_pay_the_lobby_bucket)
+{
+	struct gs_community_options o = base_opts();
+	struct running *r = start(&o);
+	struct cli *f = member(r->port, "flood");
+	for (int i = 0; i < 100; i++) {
+		/* lobby_create {request i, max_players 1, name "x"}: decodes to its request, breaks max_players. */
+		uint8_t raw[] = { 0x02, 0x03, (uint8_t)i, 0, 1, 1, 'x' };
+		cli_send_raw(f, 0, raw, sizeof raw);
+	}
+	cli_pump(f, 1000);
+	int invalid = 0;
+	for (int i = 0; i < f->n; i++)
+		invalid += f->log[i].id == CC_MSG_LOBBY_RESULT && f->log[i].u.lobby_result.result == CC_LOBBY_INVALID_PARAMETERS;
+	ck_assert_msg(invalid <= 25, "%d of 100 invalid lobby requests answered: the lobby bucket (20/s) was not charged",
+		      invalid);
+	cli_free(f);
+	stop(r);
+}
+END_TEST
+
+/*
+ * Stopping: every peer is kicked shutting_down (protocol section 11). The
+ * kicks must not first replay every departure as a lobby broadcast to the
+ * peers still waiting for their own kick (n members: n^2/2 broadcasts).
+ */
+START_TEST(review_shutdown_sends_no_lobby_churn)
+{
+	struct gs_community_options o = base_opts();
+	struct running *r = start(&o);
+	struct cli *cs[6];
+	for (int i = 0; i < 6; i++)
+		cs[i] = member(r->port, i == 0 ? "a" : i == 1 ? "b" : i == 2 ? "c" : i == 3 ? "d" : i == 4 ? "e" : "f");
+	uint32_t id = create(cs[0], "L", 8).lobby_id;
+	for (int i = 1; i < 6; i++)
+		ck_assert_int_eq(join(cs[i], id), CC_LOBBY_OK);
+	pump_all(cs, 6, 200);
+	int before[6];
+	for (int i = 0; i < 6; i++)
+		before[i] = cs[i]->n;
+	atomic_store(&r->stop, true);
+	int64_t end = cc_clock_ms() + 1500;
+	while (cc_clock_ms() < end)
+		for (int i = 0; i < 6; i++)
+			cli_pump(cs[i], 1);
+	pthread_join(r->thread, NULL);
+	gs_community_free(r->c);
+	free(r);
+	int churn = 0;
+	for (int i = 0; i < 6; i++)
+		for (int j = before[i]; j < cs[i]->n; j++)
+			churn += cs[i]->log[j].id == CC_MSG_LOBBY_UPDATED || cs[i]->log[j].id == CC_MSG_LOBBY_DELETED;
+	ck_assert_msg(churn == 0, "%d lobby broadcasts sent to peers that were being shut down", churn);
+	for (int i = 0; i < 6; i++)
+		cli_free(cs[i]);
+}
+END_TEST
+
+/* Dispatches everything c's host holds, then lets it acknowledge (one cli_pump(c, 0) hands out a single event). */
+static void cli_drain(struct cli *c)
+{
+	for (int i = 0; i < 100000; i++) {
+		int n = c->n;
+		bool gone = c->gone;
+		cli_pump(c, 0);
+		if (c->n == n && c->gone == gone)
+			break;
+	}
+}
+
+/*
+ * The per-peer backlog cap (--max-peer-backlog 256 messages) against the
+ * aggregate broadcast rate: every registered peer may make up to
+ * --lobby-requests-per-second broadcasts, each sent to every registered
+ * peer. 40 peers renaming at 19/s each (under their own limits: never
+ * dropped nor kicked) make 760 lobby_updated a second to everyone; an
+ * honest player whose acknowledgements take 400 ms (a mobile link; here:
+ * it drains its host every 400 ms) then holds ~300 unacknowledged
+ * messages and is dropped backlog_overflow, though it reads everything.
+ */
+START_TEST(review_broadcast_rate_overflows_honest_backlog)
+{
+	struct gs_community_options o = base_opts();
+	o.max_peers = 64;
+	struct running *r = start(&o);
+	enum { N = 40 };
+	struct cli *att[N];
+	for (int i = 0; i < N; i++) {
+		char nm[16];
+		snprintf(nm, sizeof nm, "a%d", i);
+		att[i] = member(r->port, nm);
+		ck_assert_int_eq(create(att[i], "L", 2).result, CC_LOBBY_OK);
+	}
+	struct cli *honest = member(r->port, "honest");
+	int64_t end = cc_clock_ms() + 4000, next_honest = cc_clock_ms() + 400;
+	int sent = 0;
+	while (cc_clock_ms() < end && !honest->gone) {
+		int64_t round = cc_clock_ms();
+		for (int i = 0; i < N; i++) {
+			struct cc_wire_msg m = { .id = CC_MSG_SET_NAME };
+			m.u.set_name.request = (uint16_t)sent;
+			m.u.set_name.name_len = 2;
+			m.u.set_name.name[0] = (sent & 1) ? 'x' : 'y';
+			m.u.set_name.name[1] = (char)('a' + i % 26);
+			cli_send(att[i], &m);
+			cli_drain(att[i]);
+		}
+		sent++;
+		while (cc_clock_ms() - round < 1000 / 19)
+			for (int i = 0; i < N; i++)
+				cli_drain(att[i]);
+		if (cc_clock_ms() >= next_honest) {
+			cli_drain(honest); /* reads (and acknowledges) everything that arrived */
+			next_honest = cc_clock_ms() + 400;
+		}
+	}
+	cli_pump(honest, 50);
+	int kicked = 0;
+	for (int i = 0; i < N; i++)
+		kicked += att[i]->gone;
+	ck_assert_int_eq(kicked, 0); /* the renamers stayed within their limits */
+	ck_assert_msg(!honest->gone, "an honest player that reads everything was dropped (ENet data %u; 17 = backlog_overflow) "
+				     "by %d renamers within their own rate limits",
+		      honest->gone_data, N);
+	for (int i = 0; i < N; i++)
+		cli_free(att[i]);
+	cli_free(honest);
+	stop(r);
+}
+END_TEST
+
+/* Guards for two rules no test held (review23 mutations M13, M11 survived every unit and community_ script). */
+
+/* Protocol section 11, Admission: after its welcome a newcomer gets one lobby_updated per existing lobby, in list order. */
+START_TEST(review_newcomer_gets_every_lobby)
+{
+	struct gs_community_options o = base_opts();
+	struct running *r = start(&o);
+	struct cli *a = member(r->port, "a"), *b = member(r->port, "b");
+	uint32_t la = create(a, "LA", 4).lobby_id, lb = create(b, "LB", 4).lobby_id;
+	ck_assert_int_eq(ready(b, true), CC_LOBBY_OK);
+	struct cli *n = member(r->port, "newcomer");
+	cli_pump(n, 200);
+	const struct cc_wire_lobby_updated *ua = last_update(n, la), *ub = last_update(n, lb);
+	ck_assert_msg(ua && ub, "the newcomer was not sent the existing lobbies");
+	ck_assert_str_eq(ua->name, "LA");
+	ck_assert_int_eq(ub->member_count, 1);
+	ck_assert(ub->members[0].ready);
+	ck_assert_uint_eq(ua->revision, ub->revision); /* both at the revision current at registration */
+	cli_free(a);
+	cli_free(b);
+	cli_free(n);
+	stop(r);
+}
+END_TEST
+
+/* Protocol section 11, Matches: a member who disconnects mid-match: player_info without connected to the others. */
+START_TEST(review_disconnect_mid_match_player_info)
+{
+	struct gs_community_options o = base_opts();
+	o.match_seconds = 5;
+	struct running *r = start(&o);
+	struct cli *a = member(r->port, "a"), *b = member(r->port, "b"), *c = member(r->port, "c");
+	struct cli *all[] = { a, b, c };
+	uint32_t l = create(a, "L", 4).lobby_id;
+	ck_assert_int_eq(join(b, l), CC_LOBBY_OK);
+	ck_assert_int_eq(join(c, l), CC_LOBBY_OK);
+	ck_assert_int_eq(ready(a, true), CC_LOBBY_OK);
+	ck_assert_int_eq(ready(b, true), CC_LOBBY_OK);
+	ck_assert_int_eq(ready(c, true), CC_LOBBY_OK);
+	ck_assert_ptr_nonnull(cli_wait(c, CC_MSG_WELCOME, 3000)); /* c: slot 2 */
+	ck_assert_ptr_nonnull(await_state(a, l, CC_LOBBY_IN_MATCH, 3000));
+	pump_all(all, 3, 200);
+	enet_peer_disconnect_now(c->p, 0);
+	c->gone = true;
+	struct cli *rest[] = { a, b };
+	pump_all(rest, 2, 500);
+	bool seen = false;
+	for (int i = 0; i < a->n; i++)
+		seen |= a->log[i].id == CC_MSG_PLAYER_INFO && a->log[i].u.player_info.slot == 2 &&
+			!(a->log[i].u.player_info.flags & CC_WIRE_PI_CONNECTED);
+	ck_assert_msg(seen, "no player_info without connected for the slot of the player who left");
+	cli_free(a);
+	cli_free(b);
+	cli_free(c);
+	stop(r);
+}
+END_TEST
+
 static Suite *community_suite(void)
 {
 	Suite *s = suite_create("gs_community");
@@ -981,6 +1179,18 @@ static Suite *community_suite(void)
 	tcase_add_test(tc, create_leave_flood);
 	tcase_add_test(tc, binary_modes);
 	suite_add_tcase(s, tc);
+	/* review23: each fails on integ (CK_RUN_CASE=review). */
+	TCase *rv = tcase_create("review");
+	tcase_set_timeout(rv, 60);
+	tcase_add_test(rv, review_invalid_requests_pay_the_lobby_bucket);
+	tcase_add_test(rv, review_shutdown_sends_no_lobby_churn);
+	tcase_add_test(rv, review_broadcast_rate_overflows_honest_backlog);
+	suite_add_tcase(s, rv);
+	TCase *gd = tcase_create("review_guards");
+	tcase_set_timeout(gd, 60);
+	tcase_add_test(gd, review_newcomer_gets_every_lobby);
+	tcase_add_test(gd, review_disconnect_mid_match_player_info);
+	suite_add_tcase(s, gd);
 	return s;
 }
 
