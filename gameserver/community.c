@@ -840,22 +840,24 @@ static void on_packet(struct gs_community *c, struct cpeer *p, int channel, cons
 			return;
 		}
 	}
-	if (rc != 0) {
-		/* A lobby request that carries its request number but breaks a value rule: a typed refusal. */
-		uint16_t request = 0;
-		if (gs_play_lobby_refusable(data, len, (uint8_t)channel, &f, &request)) {
-			lobby_result(c, p, request, f.id, CC_LOBBY_R_INVALID);
-			return;
-		}
+	uint16_t request = 0;
+	bool refusable = rc != 0 && gs_play_lobby_refusable(data, len, (uint8_t)channel, &f, &request);
+	if (rc != 0 && !refusable) {
 		(void)count_bad(c, p, &f);
 		return;
 	}
-	if (is_lobby_request(m.id) && !cc_leaky_take(&p->lobby_bucket, 1, c->service_ns)) {
+	/* Every lobby request pays the lobby bucket, a refused one too (protocol section 11). */
+	if ((refusable || is_lobby_request(m.id)) && !cc_leaky_take(&p->lobby_bucket, 1, c->service_ns)) {
 		const char *labels[] = { "lobby_requests", NULL };
 		cc_metric_add(c->m.rl_packets, labels, 1);
 		/* Dropped unanswered; the drop fills the same violation bucket as the packet limits. */
 		if (!in_grace(c, c->service_ns / 1000000) && !cc_leaky_take(&p->rate.over, 1, c->service_ns))
 			kick(c, p, CC_REASON_RATE_LIMITED, "persistently over the lobby request limit");
+		return;
+	}
+	if (refusable) {
+		/* It carries its request number but breaks a value rule: a typed refusal. */
+		lobby_result(c, p, request, f.id, CC_LOBBY_R_INVALID);
 		return;
 	}
 	switch (m.id) {
@@ -1075,13 +1077,14 @@ int gs_community_run(struct gs_community *c, bool (*stopping)(void *ctx), void *
 			cc_log_info("ready", CC_LOG_DBL("ms_since_main", (double)(cc_clock_ns() - c->opts.started_ns) / 1e6),
 				    CC_LOG_STR("mode", "community"));
 	}
-	/* Stopping: everyone is told, and the disconnects get a moment to leave. */
+	/* Stopping: everyone is told, and the disconnects get a moment to leave. Stopping
+	 * first, so a kick does not broadcast its departure to the others being kicked. */
+	c->stopping = true;
 	for (size_t i = 0; i < c->host->peerCount; i++) {
 		struct cpeer *p = c->host->peers[i].data;
 		if (p)
 			kick(c, p, CC_REASON_SHUTTING_DOWN, "the server is stopping");
 	}
-	c->stopping = true;
 	int64_t end = cc_clock_ms() + 500;
 	ENetEvent ev;
 	while (cc_clock_ms() < end && cc_netsim_service(c->sim, c->host, &ev, 20) >= 0) {
