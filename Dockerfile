@@ -26,7 +26,7 @@ RUN apt-get update -qq && \
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       gcc libc6-dev make pkg-config ca-certificates \
       libmicrohttpd-dev libcurl4-openssl-dev libpq-dev libhiredis-dev libcjson-dev \
-      libsodium-dev libenet-dev >/dev/null && \
+      libsodium-dev libenet-dev libwslay-dev >/dev/null && \
     rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . /src
