@@ -139,8 +139,7 @@ int cc_queue_pass_run(struct cc_queue_pass *qp, const struct cc_queue_pass_confi
 {
 	struct cc_queue_page page;
 	char after[CC_UUID_BUF], start[CC_UUID_BUF] = "";
-	bool from_cursor = false, formed_past_cursor = false;
-	char cursor_page[CC_UUID_BUF] = ""; /* the first page past the cursor that formed */
+	bool from_cursor = false;
 
 	memset(stats, 0, sizeof *stats);
 	qp->n = 0;
@@ -171,15 +170,9 @@ int cc_queue_pass_run(struct cc_queue_pass *qp, const struct cc_queue_pass_confi
 		}
 		if (stats->formation.formed > formed) {
 			/* Come back to a page past the cursor while it keeps forming. */
-			if (from_cursor && !formed_past_cursor) {
-				formed_past_cursor = true;
-				snprintf(cursor_page, sizeof cursor_page, "%s", start);
-			}
-			if (stats->formation.formed >= cfg->min_formed) {
-				if (formed_past_cursor)
-					snprintf(qp->cursor, sizeof qp->cursor, "%s", cursor_page);
-				return 0;
-			}
+			if (from_cursor)
+				snprintf(qp->cursor, sizeof qp->cursor, "%s", start);
+			return 0;
 		}
 		if (!page.more || !after[0]) {
 			stats->reached_end = true;
@@ -188,7 +181,7 @@ int cc_queue_pass_run(struct cc_queue_pass *qp, const struct cc_queue_pass_confi
 		}
 		if (stats->pages >= cfg->max_pages || qp->n + cfg->page > cfg->max_working) {
 			stats->left_cursor = true;
-			snprintf(qp->cursor, sizeof qp->cursor, "%s", formed_past_cursor ? cursor_page : after);
+			snprintf(qp->cursor, sizeof qp->cursor, "%s", after);
 			return 0;
 		}
 		/* After a head page, a cursor left by the last pass says where to go on. */

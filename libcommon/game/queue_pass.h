@@ -17,9 +17,7 @@
  *      ones stay (a later page may hold their partners), unusable ones
  *      (expired, reaching no region) leave it;
  *   3. if that formed a match, the pass ends (cc-matcher runs the next one
- *      at once, from the head), unless cfg->min_formed asks for more
- *      matches than the pass has formed so far: then it goes on to 4; if
- *      the queue ended, the pass ends;
+ *      at once, from the head); if the queue ended, the pass ends;
  *   4. otherwise read the next page (page tickets, keyset after the last
  *      ticket read) into the set and go to 2, while the set can take a
  *      whole page (max_working) and fewer than max_pages reads were made.
@@ -74,10 +72,6 @@ struct cc_queue_pass_config {
 	size_t page;                       /* tickets of each later read (1..max_working) */
 	size_t max_pages;                  /* reads per pass, >= 1 */
 	size_t max_working;                /* a page is read only while the set can take it whole */
-	size_t min_formed;                 /* 0 or 1: a round that forms ends the pass (step 3); more:
-					    * the pass goes on reading pages (step 4) until this many
-					    * formed (a caller that claims in batches, cc-matcher's
-					    * --claim-batch, fills one batch per pass) */
 };
 
 /*

@@ -49,20 +49,6 @@ static const char sql_claim[] =
 	"SELECT c.*, " MATCH_COLUMNS("m") ", " NOW_COLUMN " "
 	"FROM (SELECT * FROM fresh UNION ALL SELECT * FROM taken) c JOIN matches m ON m.id = c.match_id";
 
-/* The fresh half of sql_claim alone (cc_allocation_claim.fresh_only). */
-static const char sql_claim_fresh[] =
-	"WITH fresh AS ("
-	"  INSERT INTO allocations AS a (match_id, state, provider, workload_expires_at, claimed_by, claim_until) "
-	"  SELECT m.id, 'REQUESTED', $1, date_trunc('second', now()) + make_interval(secs => $4::float8), $2, "
-	"    now() + make_interval(secs => $3::float8 / 1000) "
-	"  FROM matches m WHERE m.id IN (SELECT m2.id FROM matches m2 WHERE m2.state = 'ALLOCATING' "
-	"    AND NOT EXISTS (SELECT 1 FROM allocations x WHERE x.match_id = m2.id) "
-	"    ORDER BY m2.created_at LIMIT $5::int FOR NO KEY UPDATE SKIP LOCKED) "
-	"  ON CONFLICT (match_id) DO NOTHING "
-	"  RETURNING " ALLOC_COLUMNS("a") ") "
-	"SELECT c.*, " MATCH_COLUMNS("m") ", " NOW_COLUMN " "
-	"FROM fresh c JOIN matches m ON m.id = c.match_id";
-
 /*
  * The endpoint, written once, by the replica that holds the claim, and its
  * outbox row in the same statement (the SQL constructor store/outbox.h
@@ -224,7 +210,7 @@ int cc_allocations_claim(struct cc_pg *pg, const struct cc_allocation_claim *req
 	snprintf(ttl, sizeof ttl, "%lld", (long long)req->workload_ttl_s);
 	snprintf(limit, sizeof limit, "%d", req->limit);
 	const char *p[] = { req->provider, req->replica, lease, ttl, limit, req->owner ? req->owner : "" };
-	int rc = req->fresh_only ? cc_pg_exec(pg, sql_claim_fresh, 5, p, &res) : cc_pg_exec(pg, sql_claim, 6, p, &res);
+	int rc = cc_pg_exec(pg, sql_claim, 6, p, &res);
 	if (rc != 0)
 		goto out;
 	if (PQnfields(res) != NCOLUMNS)

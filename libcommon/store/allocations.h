@@ -82,8 +82,6 @@ struct cc_allocation_claim {
 	int64_t lease_ms;            /* claim_until = now() + lease_ms: after it, anyone may take over */
 	int64_t workload_ttl_s;      /* new rows: workload_expires_at = now() + this */
 	int limit;                   /* at most this many new rows, and this many taken over (1..1000) */
-	bool fresh_only;             /* only new rows, no takeover: a worker draining a backlog of new
-				      * matches between its takeovers (services/allocator/work.c) */
 };
 
 /*
@@ -91,9 +89,7 @@ struct cc_allocation_claim {
  * have none, plus REQUESTED/ALLOCATED rows of req->provider that are due
  * (next_attempt_at <= now()) and unclaimed (claim_until NULL or past), whose
  * match is not over (a local ALLOCATED row only when its server's owner is
- * req->owner); with req->fresh_only, only the new rows (one CTE less to
- * plan and run: the statement tests/bench/allocator.pgbench runs). Writes
- * up to cap rows into out (cap >= 2 * limit) and
+ * req->owner). Writes up to cap rows into out (cap >= 2 * limit) and
  * their number into *n (0 is normal: nothing to do). Returns 0, CC_EINVAL
  * for a bad request, or a database error.
  */

@@ -88,42 +88,6 @@ void cc_claim_request_from(struct cc_claim_request *req, const struct cc_formati
 int cc_formation_claim(struct cc_pg *pg, const struct cc_claim_request *req, struct cc_claim_result *out)
 	CC_MUST_CHECK;
 
-/*
- * Batches: claims are the matcher's cost (each is 6-16 ticket locks, the
- * proposal, its participants and 7-17 outbox rows), and a busy queue forms
- * many per pass, so cc-matcher claims them together: ONE SERIALIZABLE
- * transaction of ONE statement (sql_claim_batch in formation_claim.c)
- * calls cc_claim_proposal once per formed match, in request order, so
- * every match keeps the fence of the single claim above (its own lock
- * order, giving up at its first miss, writing nothing when lost) and its
- * own outbox rows, while the batch pays three round trips and one commit
- * in all. A match lost inside a batch does not stop the others: its
- * tickets stay QUEUED, untouched and unannounced (their locks are held
- * until the batch commits; SKIP LOCKED never waits, so batches never
- * deadlock), and the rest commit. A serialization failure retries the
- * whole batch with the same proposal ids (cc_pg_run_serializable), so an
- * attempt that did not commit leaves nothing behind.
- *
- * tests/bench/matcher_claim_batch.pgbench runs this very statement as the
- * reference of scripts/bench-matcher.sh.
- */
-#define CC_CLAIM_BATCH_MAX 64 /* formed matches per batch at most (--claim-batch) */
-
-/*
- * Claims reqs[0..n) (1 <= n <= CC_CLAIM_BATCH_MAX) in one transaction on
- * pg (not inside a transaction). Every request must share playlist,
- * matcher, window_seconds, team_size and max_rtt_ms (CC_EINVAL otherwise,
- * as for a malformed request; nothing runs). Returns 0 when the batch
- * committed, with rcs[k] saying what became of request k: 0 (out[k]'s
- * proposal_id and arena set), CC_ECONFLICT (out[k].lost / gone set, as
- * cc_formation_claim) or CC_ENOTFOUND (no eligible arena). Otherwise the
- * transaction's error (CC_ERETRY_EXHAUSTED, CC_EUNAVAILABLE, ...): then
- * nothing committed, except that an unknown outcome of COMMIT is possible
- * exactly as for cc_formation_claim; rcs and out are untouched.
- */
-int cc_formation_claim_batch(struct cc_pg *pg, const struct cc_claim_request *reqs, size_t n,
-			     struct cc_claim_result *out, int *rcs) CC_MUST_CHECK;
-
 /* The index of the arena for proposal_id among n arenas (n > 0). */
 size_t cc_claim_arena_index(const char *proposal_id, size_t n);
 

@@ -133,8 +133,6 @@ struct allocator_worker {
 	struct cc_pg *pg;
 	pthread_t thread;
 	bool started;
-	bool backlog;              /* the last claim came back full: new matches are queued */
-	int64_t last_takeover_ms;  /* when this worker's claim last ran its takeover half */
 };
 
 /*

@@ -30,7 +30,6 @@
 
 #define MAX_BATCH 256 /* the --batch option's maximum */
 #define SWEEP_INTERVAL_MS 250 /* release sweeps at most this often */
-#define TAKEOVER_INTERVAL_MS 100 /* a busy worker's claim takes over due rows at least this often */
 
 /* The test hook, when this binary has one. */
 static void step(const char *name)
@@ -319,15 +318,6 @@ int allocator_pass(struct allocator_worker *w, bool *did_work)
 		if (rc != 0)
 			cc_log_warn("release_sweep_failed", CC_LOG_STR("error", cc_errname(rc)));
 	}
-	/*
-	 * The takeover half of the claim (due retries, lapsed claims) costs as
-	 * much again as the fresh half, and more to plan (pg_stat_statements
-	 * during bench-allocator.sh: 12.4 + 2.8 ms a call against 5.6 + 0.3).
-	 * While this worker drains a backlog of new matches in full batches it
-	 * claims only fresh rows, taking over at least every TAKEOVER_INTERVAL_MS;
-	 * any claim that comes back short of a batch runs both halves again.
-	 */
-	bool fresh_only = w->backlog && now_ms - w->last_takeover_ms < TAKEOVER_INTERVAL_MS;
 	struct cc_allocation_claim req = {
 		.provider = a->cfg->provider,
 		.replica = w->replica,
@@ -335,14 +325,10 @@ int allocator_pass(struct allocator_worker *w, bool *did_work)
 		.lease_ms = a->cfg->claim_lease_ms,
 		.workload_ttl_s = a->cfg->workload_ttl_seconds,
 		.limit = (int)a->cfg->batch,
-		.fresh_only = fresh_only,
 	};
-	if (!fresh_only)
-		w->last_takeover_ms = now_ms;
 	struct claim_tx t = { .req = &req, .items = items[w->index], .cap = 2 * MAX_BATCH };
 	int64_t t0 = cc_clock_ns();
 	int rc = cc_pg_run_locked(w->pg, claim_tx, &t);
-	w->backlog = rc == 0 && t.n >= (size_t)a->cfg->batch;
 	allocator_observe(a, "claim", t0);
 	pthread_mutex_lock(&a->lock);
 	a->db_ready = rc == 0 || rc == CC_ERETRY_EXHAUSTED;

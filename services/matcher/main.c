@@ -30,7 +30,6 @@
 #include "sys/log.h"
 #include "sys/service.h"
 #include "matcher.h"
-#include "store/formation_claim.h"
 #include "sys/banned.h"
 
 #define OPT(field) offsetof(struct matcher_config, field)
@@ -68,15 +67,6 @@ static const struct cc_config_option matcher_options[] = {
 	  .offset = OPT(max_rtt_ms) },
 	{ .name = "proposal-window-seconds", .type = CC_CFG_INT, .default_value = "10", .min = 1, .max = 600,
 	  .help = "how long players have to answer a proposal", .offset = OPT(proposal_window_seconds) },
-	/* 32: about what a busy 3v3 queue forms from a few pages; see store/formation_claim.h and README. */
-	{ .name = "claim-batch", .type = CC_CFG_INT, .default_value = "32", .min = 1, .max = CC_CLAIM_BATCH_MAX,
-	  .help = "a pass goes on reading the queue until it has formed this many matches (or the queue ends), "
-		  "then claims all it formed in one transaction (at most " CC_STRINGIFY(CC_CLAIM_BATCH_MAX) " a statement)",
-	  .offset = OPT(claim_batch) },
-	{ .name = "pass-lease", .type = CC_CFG_BOOL, .default_value = "true",
-	  .help = "take the playlist's pass lease so one replica passes at a time (false: every replica "
-		  "passes at once and their claims race; for tests and benchmarks of that race)",
-	  .offset = OPT(pass_lease) },
 	{ .name = "matcher-id", .type = CC_CFG_STRING,
 	  .help = "name recorded on the proposals this replica forms (default hostname-pid)",
 	  .offset = OPT(matcher_id) },
@@ -272,7 +262,6 @@ static bool matcher_configure(struct matcher *m, const struct matcher_config *cf
 
 	if (ok) {
 		cc_queue_pass_defaults(&m->params, &m->pass_cfg);
-		m->pass_cfg.min_formed = (size_t)cfg->claim_batch;
 		cc_queue_pass_init(&m->qp);
 	}
 	if (cfg->matcher_id && *cfg->matcher_id) {
@@ -304,10 +293,6 @@ static void declare_metrics(struct matcher_metrics *mm)
 	mm->proposals = cc_counter("cosmic_clash_matcher_proposals_total", "Proposals committed.", pl, 4);
 	mm->expired = cc_counter("cosmic_clash_matcher_proposals_expired_total",
 				 "Overdue proposals this matcher expired (requeue + timeout penalties).", pl, 4);
-	mm->claim_batches = cc_counter("cosmic_clash_matcher_claim_batches_total",
-				       "Claim transactions, by result: all (every match claimed), partial (some lost), "
-				       "none (all lost), failed (nothing committed).",
-				       pl_result, 8);
 	mm->claim_conflicts = cc_counter("cosmic_clash_matcher_claim_conflicts_total",
 					 "Claims lost to another matcher or to stale candidates.", pl_kind, 8);
 	mm->refusals = cc_counter("cosmic_clash_matcher_refusals_total",

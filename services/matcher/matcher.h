@@ -17,7 +17,6 @@
 
 #include "store/candidate_index.h"
 #include "store/candidates.h"
-#include "store/formation_claim.h"
 #include "sys/config.h"
 #include "game/formation.h"
 #include "game/playlist.h"
@@ -40,8 +39,6 @@ struct matcher_config {
 	double tolerance_cap;               /* ranked: the widest tolerance (-1 = the playlist's) */
 	double max_rtt_ms;                  /* a region counts for a player within this RTT (SPEC 6: 100) */
 	int64_t proposal_window_seconds;    /* players have this long to answer (SPEC 7: 10) */
-	int64_t claim_batch;                /* formed matches per claim transaction (1..CC_CLAIM_BATCH_MAX) */
-	bool pass_lease;                    /* take the pass lease (false: replicas race; tests) */
 	char *matcher_id;                   /* recorded on proposals; unset = hostname-pid */
 	struct cc_service_options svc;      /* database, Redis, admin port, log level (sys/service.h) */
 };
@@ -52,24 +49,12 @@ struct matcher_metrics {
 	struct cc_metric *proposals;        /* {playlist}: proposals committed */
 	struct cc_metric *expired;          /* {playlist}: overdue proposals expired */
 	struct cc_metric *claim_conflicts;  /* {playlist, kind}: claims lost (lost | retry_exhausted) */
-	struct cc_metric *claim_batches;    /* {playlist, result}: claim transactions (all | partial | none | failed) */
 	struct cc_metric *refusals;         /* {playlist, reason}: formations refused */
 	struct cc_metric *pass_seconds;     /* {playlist}: histogram of pass duration */
 	struct cc_metric *candidates;       /* {playlist, source}: candidates read */
 	struct cc_metric *reads;            /* {playlist, source}: passes by candidate source */
 	struct cc_metric *redis_fallbacks;  /* {playlist, reason}: index down or empty */
 	struct cc_metric *index_errors;     /* {op}: index refreshes after an expiry that failed */
-};
-
-/*
- * A formed match waiting for its batch's claim (pass.c): the working set
- * moves between rounds, so the request's strings are copied here.
- */
-struct matcher_pending {
-	char ticket_id[CC_FORMATION_MAX_PLAYERS][CC_UUID_BUF];
-	char build[CC_CANDIDATE_BUILD_MAX + 1];
-	int32_t protocol_version;
-	struct cc_formation f;                   /* its region, RTT and ratings, for the log line */
 };
 
 /* The process context. Large (candidates + workspace): allocate it on the heap. */
@@ -93,14 +78,6 @@ struct matcher {
 	bool db_ready;                           /* the last pass reached PostgreSQL */
 	char db_why[192];                        /* why not, for /readyz */
 	struct cc_queue_pass qp;                 /* the working set and the cursor past a deep wall */
-	size_t n_pending;                        /* formed matches waiting for the batch's claim */
-	struct matcher_pending pending[CC_CLAIM_BATCH_MAX];
-	struct cc_claim_request batch_req[CC_CLAIM_BATCH_MAX];
-	struct cc_claim_result batch_res[CC_CLAIM_BATCH_MAX];
-	int batch_rc[CC_CLAIM_BATCH_MAX];
-	unsigned batch_claimed, batch_lost;      /* this pass's flushes: matches claimed and lost */
-	bool lease_held;                         /* the pass lease is kept from the last pass */
-	int64_t lease_since_ms;                  /* when it was taken */
 };
 
 /*

@@ -240,122 +240,46 @@ static void index_forget(struct matcher *m, const struct cc_claim_request *req, 
 	}
 }
 
-/*
- * Claims the pending formations in one transaction (store/formation_claim.h:
- * one statement, each match its own fence and outbox rows), then counts,
- * logs and updates the index for each. Lost matches cost nothing but their
- * place: their tickets stay QUEUED and the next pass (which starts at once:
- * this one formed) forms them again. Returns 0, or an error that ends the
- * pass (the database, or no eligible arena).
- */
-static int flush_claims(struct matcher *m)
-{
-	const char *playlist = m->cfg->playlist;
-	size_t n = m->n_pending;
-	if (n == 0)
-		return 0;
-	m->n_pending = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct matcher_pending *pe = &m->pending[i];
-		struct cc_claim_request *req = &m->batch_req[i];
-		memset(req, 0, sizeof *req);
-		req->playlist = playlist;
-		req->matcher = m->id;
-		req->window_seconds = (int)m->cfg->proposal_window_seconds;
-		req->team_size = (int)(pe->f.n_players / 2);
-		req->build = pe->build;
-		req->protocol_version = pe->protocol_version;
-		req->region = pe->f.region;
-		req->max_rtt_ms = m->params.max_rtt_ms;
-		req->n = pe->f.n_players;
-		for (size_t k = 0; k < pe->f.n_players; k++) {
-			req->ticket_id[k] = pe->ticket_id[k];
-			req->team[k] = pe->f.team[k];
-		}
-	}
-	int rc = cc_formation_claim_batch(m->pg, m->batch_req, n, m->batch_res, m->batch_rc);
-	if (rc == CC_ERETRY_EXHAUSTED) {
-		/* Could not serialize: every match of the batch lost; their tickets are untouched. */
-		const char *lv[] = { playlist, "retry_exhausted" }, *lv_b[] = { playlist, "failed" };
-		cc_metric_add(m->metrics.claim_conflicts, lv, (double)n);
-		cc_metric_add(m->metrics.claim_batches, lv_b, 1);
-		m->batch_lost += (unsigned)n;
-		cc_log_info("claim_lost", CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(rc)),
-			    CC_LOG_INT("matches", n));
-		return 0;
-	}
-	if (rc != 0) {
-		const char *lv_b[] = { playlist, "failed" };
-		cc_metric_add(m->metrics.claim_batches, lv_b, 1);
-		cc_log_warn("claim_failed", CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(rc)),
-			    CC_LOG_INT("matches", n), CC_LOG_STR("sqlstate", cc_pg_sqlstate(m->pg)),
-			    CC_LOG_STR("detail", cc_pg_error_message(m->pg)));
-		return rc;
-	}
-	size_t claimed = 0, lost = 0;
-	int worst = 0;
-	for (size_t i = 0; i < n; i++) {
-		const struct cc_claim_request *req = &m->batch_req[i];
-		const struct cc_claim_result *res = &m->batch_res[i];
-		const struct cc_formation *f = &m->pending[i].f;
-		if (m->batch_rc[i] == 0) {
-			claimed++;
-			cc_log_info("proposal_opened", CC_LOG_STR("proposal_id", res->proposal_id),
-				    CC_LOG_STR("playlist", playlist), CC_LOG_STR("region", f->region),
-				    CC_LOG_STR("arena", res->arena), CC_LOG_INT("players", f->n_players),
-				    CC_LOG_DBL("worst_rtt_ms", f->worst_rtt_ms), CC_LOG_DBL("rating_spread", f->rating_spread),
-				    CC_LOG_DBL("team0_mean", f->team_mean[0]), CC_LOG_DBL("team1_mean", f->team_mean[1]),
-				    CC_LOG_INT("batch", n));
-			index_forget(m, req, NULL);
-		} else if (m->batch_rc[i] == CC_ECONFLICT) {
-			/* Lost the race for some tickets: the gone ones leave the index, the rest wait for the next pass. */
-			lost++;
-			size_t n_lost = 0;
-			for (size_t k = 0; k < req->n; k++)
-				n_lost += res->lost[k];
-			cc_log_info("claim_lost", CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(CC_ECONFLICT)),
-				    CC_LOG_INT("lost", n_lost), CC_LOG_INT("batch", n));
-			index_forget(m, req, res->gone);
-		} else {
-			worst = m->batch_rc[i]; /* CC_ENOTFOUND: no eligible arena (configuration) */
-		}
-	}
-	const char *lv[] = { playlist }, *lv_c[] = { playlist, "lost" };
-	const char *lv_b[] = { playlist, lost == 0 ? "all" : claimed == 0 ? "none" : "partial" };
-	cc_metric_add(m->metrics.proposals, lv, (double)claimed);
-	cc_metric_add(m->metrics.claim_conflicts, lv_c, (double)lost);
-	cc_metric_add(m->metrics.claim_batches, lv_b, 1);
-	m->batch_claimed += (unsigned)claimed;
-	m->batch_lost += (unsigned)lost;
-	if (worst != 0)
-		cc_log_warn("claim_failed", CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(worst)),
-			    CC_LOG_STR("detail", "no eligible arena for the playlist"));
-	return worst;
-}
-
-/*
- * The claim callback of cc_queue_pass_run: the formation joins the pending
- * batch (copied: the working set moves between rounds). A pass reads on
- * until it has formed --claim-batch matches (queue_pass min_formed), and
- * its last round may form more: matcher_pass claims them all after the
- * pass, in one transaction (one commit a pass), unless the batch reaches
- * CC_CLAIM_BATCH_MAX first. To the pass, a pending match counts as claimed (its
- * tickets leave the working set).
- */
+/* The claim callback of cc_queue_pass_run: one transaction per formation over m->qp's working set. */
 static int claim(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION_MAX_PLAYERS])
 {
 	struct matcher *m = ((struct pass_reads *)ctx)->m;
-	(void)lost;
-	struct matcher_pending *pe = &m->pending[m->n_pending++];
-	const struct cc_candidate *anchor = &m->qp.cands[f->index[0]];
-	pe->f = *f;
-	memcpy(pe->build, anchor->build, sizeof pe->build); /* both NUL-terminated arrays of one size */
-	pe->protocol_version = anchor->protocol_version;
-	for (size_t k = 0; k < f->n_players; k++)
-		memcpy(pe->ticket_id[k], m->qp.cands[f->index[k]].ticket_id, sizeof pe->ticket_id[k]);
-	if (m->n_pending >= CC_CLAIM_BATCH_MAX)
-		return flush_claims(m); /* the buffer is full: the rest of the round goes in the next batch */
-	return 0;
+	const char *playlist = m->cfg->playlist;
+	struct cc_claim_request req;
+	struct cc_claim_result res;
+
+	cc_claim_request_from(&req, f, m->qp.cands, playlist, m->id, (int)m->cfg->proposal_window_seconds,
+			      m->params.max_rtt_ms);
+	int rc = cc_formation_claim(m->pg, &req, &res);
+	if (rc == 0) {
+		const char *lv[] = { playlist };
+		cc_metric_add(m->metrics.proposals, lv, 1);
+		cc_log_info("proposal_opened", CC_LOG_STR("proposal_id", res.proposal_id),
+			    CC_LOG_STR("playlist", playlist), CC_LOG_STR("region", f->region),
+			    CC_LOG_STR("arena", res.arena), CC_LOG_INT("players", f->n_players),
+			    CC_LOG_DBL("worst_rtt_ms", f->worst_rtt_ms), CC_LOG_DBL("rating_spread", f->rating_spread),
+			    CC_LOG_DBL("team0_mean", f->team_mean[0]), CC_LOG_DBL("team1_mean", f->team_mean[1]));
+		index_forget(m, &req, NULL);
+		return 0;
+	}
+	if (rc == CC_ECONFLICT || rc == CC_ERETRY_EXHAUSTED) {
+		/* Lost the race (or could not serialize): drop the lost ones for this pass. */
+		const char *lv[] = { playlist, rc == CC_ECONFLICT ? "lost" : "retry_exhausted" };
+		cc_metric_add(m->metrics.claim_conflicts, lv, 1);
+		size_t n_lost = 0;
+		for (size_t k = 0; k < req.n && rc == CC_ECONFLICT; k++) {
+			lost[k] = res.lost[k];
+			n_lost += res.lost[k];
+		}
+		cc_log_info("claim_lost", CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(rc)),
+			    CC_LOG_INT("lost", rc == CC_ECONFLICT ? n_lost : req.n));
+		if (rc == CC_ECONFLICT)
+			index_forget(m, &req, res.gone);
+		return CC_ECONFLICT;
+	}
+	cc_log_warn("claim_failed", CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(rc)),
+		    CC_LOG_STR("sqlstate", cc_pg_sqlstate(m->pg)), CC_LOG_STR("detail", cc_pg_error_message(m->pg)));
+	return rc;
 }
 
 /* Counts and logs a pass's outcome. */
@@ -483,15 +407,8 @@ int matcher_pass(struct matcher *m)
 			    (struct cc_log_field[]){ CC_LOG_STR("reason", m->tables_why) }, 1);
 		rc = CC_ESTATE;
 	}
-	if (rc == 0 && !m->cfg->pass_lease) {
-		leased = true; /* --pass-lease=false: every replica passes (tests of the claim race) */
-	} else if (rc == 0 && m->lease_held) {
-		leased = true; /* kept from the last pass, which formed matches (give_lease_after) */
-	} else if (rc == 0) {
+	if (rc == 0)
 		rc = take_lease(m, &leased);
-		m->lease_since_ms = cc_clock_ms();
-	}
-	m->lease_held = false;
 	if (rc != 0)
 		goto out;
 	m->standby = !leased;
@@ -524,34 +441,14 @@ int matcher_pass(struct matcher *m)
 	}
 
 	ran = true;
-	m->n_pending = 0;
-	m->batch_claimed = m->batch_lost = 0;
 	rc = cc_queue_pass_run(&m->qp, &m->pass_cfg, read_page, claim, &pr, &qst);
-	/* What the pass formed and did not claim yet: claimed now, whatever ended the pass. */
-	int frc = flush_claims(m);
-	if (rc == 0)
-		rc = frc;
-	/* The pass counted pending matches as formed; the batches say how many were lost. */
-	qst.formation.formed = m->batch_claimed;
-	qst.formation.lost_claims += m->batch_lost;
-	/* A pass that formed matches (or lost some) may have left more: the next one starts at once. */
-	m->run_again = rc == 0 && (m->batch_claimed > 0 || m->batch_lost > 0);
+	/* A pass that formed matches may have left more: the next one starts at once. */
+	m->run_again = rc == 0 && qst.formation.formed > 0;
 out:
 	if (rc != 0 && m->pg)
 		(void)cc_pg_rollback(m->pg); /* acknowledge a connection lost mid-transaction */
-	/*
-	 * A replica that goes straight on to its next pass keeps the lease
-	 * (a standby would not get it in between anyway: this replica takes it
-	 * back at once), for at most a lease timeout's third, so that the
-	 * set_config of take_lease runs again now and then and a lease lost
-	 * with a re-opened connection is noticed; otherwise it gives it back.
-	 */
-	if (leased && m->cfg->pass_lease) {
-		if (rc == 0 && m->run_again && cc_clock_ms() - m->lease_since_ms < m->cfg->lease_timeout_ms / 3)
-			m->lease_held = true;
-		else
-			give_lease(m);
-	}
+	if (leased)
+		give_lease(m);
 	/* Reaching PostgreSQL is what readiness means; a lost claim is not an outage. */
 	matcher_set_db_state(m, rc == CC_EUNAVAILABLE || rc == CC_ETIMEOUT || !m->pg ? rc : 0);
 	pass_report(m, rc, pr.source, ran ? &qst : NULL, cc_clock_seconds() - t0);

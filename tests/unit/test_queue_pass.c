@@ -544,64 +544,6 @@ START_TEST(test_pass_is_bounded)
 }
 END_TEST
 
-/*
- * min_formed (cc-matcher's --claim-batch): a pass that formed fewer goes on
- * reading pages, still oldest first, until it has formed that many or the
- * queue ends; 0 keeps the pass to the round that formed.
- */
-START_TEST(test_min_formed_reads_on)
-{
-	struct cc_formation_params p = { .team_size = 3, .tolerance_start = 100, .tolerance_growth_per_s = 5,
-					 .tolerance_cap = 400, .max_rtt_ms = 100 };
-	struct cc_queue_pass_config cfg;
-	struct cc_queue_pass_stats st;
-	memset(&q_main, 0, sizeof q_main);
-	for (int i = 0; i < 1200; i++)
-		add_rtt(add(&q_main, "1.0", 1500, 0), "eu-west", 20);
-	cur = &q_main;
-	cur_params = p;
-	cc_queue_pass_defaults(&p, &cfg);
-	ck_assert_uint_eq(cfg.min_formed, 0);
-
-	/* Today's pass: the head page (60 tickets) forms 10 and the pass ends. */
-	memset(claimed, 0, sizeof claimed);
-	bad_formation[0] = '\0';
-	cc_queue_pass_init(&qp);
-	n_seen = 0;
-	ck_assert_int_eq(cc_queue_pass_run(&qp, &cfg, read_queue, claim_all, NULL, &st), 0);
-	ck_assert_uint_eq(st.formation.formed, 10);
-	ck_assert_uint_eq(st.pages, 1);
-
-	/* A batch of 32: pages until 32 formed, and they are the oldest 192 tickets. */
-	cfg.min_formed = 32;
-	memset(claimed, 0, sizeof claimed);
-	cc_queue_pass_init(&qp);
-	n_seen = 0;
-	ck_assert_int_eq(cc_queue_pass_run(&qp, &cfg, read_queue, claim_all, NULL, &st), 0);
-	ck_assert_msg(bad_formation[0] == '\0', "%s", bad_formation);
-	ck_assert_uint_ge(st.formation.formed, 32);
-	ck_assert_uint_gt(st.pages, 1);
-	ck_assert_uint_le(st.pages, cfg.max_pages);
-	for (size_t i = 0; i < 6 * (size_t)st.formation.formed; i++)
-		ck_assert_msg(claimed[i], "ticket %zu of the oldest %u formed matches' worth was skipped", i,
-			      6 * st.formation.formed);
-	ck_assert(!st.reached_end);
-
-	/* More than the queue holds: the pass forms everything and ends at the end of the queue. */
-	memset(&q_main, 0, sizeof q_main);
-	for (int i = 0; i < 120; i++)
-		add_rtt(add(&q_main, "1.0", 1500, 0), "eu-west", 20);
-	cfg.min_formed = 64;
-	memset(claimed, 0, sizeof claimed);
-	cc_queue_pass_init(&qp);
-	n_seen = 0;
-	ck_assert_int_eq(cc_queue_pass_run(&qp, &cfg, read_queue, claim_all, NULL, &st), 0);
-	ck_assert_uint_eq(st.formation.formed, 20);
-	ck_assert(st.reached_end);
-	ck_assert_str_eq(qp.cursor, "");
-}
-END_TEST
-
 /* Claim callbacks that lose every claim, or fail. */
 static unsigned claims_seen;
 
@@ -786,7 +728,6 @@ static Suite *queue_pass_suite(void)
 	tcase_add_loop_test(tc, test_pairing_no_match_left_behind, 0, 2 * (int)CC_ARRAY_LEN(pairing_shapes));
 	tcase_add_test(tc, test_pairing_deterministic);
 	tcase_add_test(tc, test_pass_is_bounded);
-	tcase_add_test(tc, test_min_formed_reads_on);
 	tcase_add_test(tc, test_claim_budget_and_errors);
 	tcase_add_test(tc, test_defaults);
 	suite_add_tcase(s, tc);
