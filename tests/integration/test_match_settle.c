@@ -931,6 +931,14 @@ static void *racer_main(void *arg)
 		for (int pass = 0; pass < 50; pass++) {
 			struct sweep_tx t = { .how = r->how };
 			int rc = cc_pg_run_serializable(c, sweep_run, &t);
+			/*
+			 * A batch that spent its retries is what cc-maintenance counts as a
+			 * failed batch and takes again at its next pass (a loaded CI machine
+			 * exhausted one against the API racers): the racer does the same. The
+			 * outcome checks after the race prove nothing was settled twice or lost.
+			 */
+			if (rc == CC_ERETRY_EXHAUSTED)
+				continue;
 			if (rc != 0) {
 				snprintf(r->err, sizeof r->err, "sweep: %s %s", cc_errname(rc), cc_pg_error_message(c));
 				r->failures++;
