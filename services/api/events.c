@@ -231,12 +231,6 @@ static void on_close(void *ctx, uint64_t id, void *user, int code)
 	conn_free(c);
 }
 
-/* The stream takes no data: the hub has checked a text frame's UTF-8 and size; drop it. */
-static void on_message(void *ctx, uint64_t id, void *user, const char *msg, size_t len)
-{
-	(void)ctx, (void)id, (void)user, (void)msg, (void)len;
-}
-
 /*
  * Every stream may have missed events (the listener lost its connection,
  * or a reference could not be fetched): player_id NULL = all. Open
@@ -766,7 +760,7 @@ int api_events_open(struct api *api)
 		.rate_messages = EV_RATE_MESSAGES,
 		.rate_window_ms = EV_RATE_WINDOW_MS,
 		.on_open = on_open,
-		.on_message = on_message,
+		/* no on_message: the stream takes no data (the hub still checks a text frame's UTF-8 and size) */
 		.on_close = on_close,
 		.ctx = ev,
 		.open_gauge = cc_gauge("cosmic_clash_api_events_connections", "Event streams open now", NULL, 1),
