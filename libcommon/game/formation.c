@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sys/hash.h"
@@ -13,18 +14,60 @@ bool cc_formation_params_valid(const struct cc_formation_params *p)
 	       isfinite(p->tolerance_start) && p->tolerance_start >= 0 && isfinite(p->tolerance_growth_per_s) &&
 	       p->tolerance_growth_per_s >= 0 && isfinite(p->tolerance_cap) &&
 	       p->tolerance_cap >= p->tolerance_start && isfinite(p->max_rtt_ms) && p->max_rtt_ms > 0 &&
-	       (p->rule == CC_FORMATION_RULE_GREEDY || p->rule == CC_FORMATION_RULE_PAIRING) &&
-	       isfinite(p->tolerance_hold_s) && p->tolerance_hold_s >= 0 &&
-	       p->tolerance_hold_s <= CC_FORMATION_MAX_HOLD_S &&
-	       (p->rule == CC_FORMATION_RULE_PAIRING || p->tolerance_hold_s == 0);
+	       cc_formation_rule_name(p->rule) != NULL && isfinite(p->tolerance_hold_s) &&
+	       p->tolerance_hold_s >= 0 && p->tolerance_hold_s <= CC_FORMATION_MAX_HOLD_S &&
+	       (p->rule == CC_FORMATION_RULE_PAIRING || p->tolerance_hold_s == 0) &&
+	       isfinite(p->rate_reference_per_s) && p->rate_reference_per_s >= 0 &&
+	       p->rate_reference_per_s <= CC_FORMATION_MAX_RATE_REFERENCE;
+}
+
+const char *cc_formation_rule_name(enum cc_formation_rule r)
+{
+	switch (r) {
+	case CC_FORMATION_RULE_GREEDY:
+		return "greedy";
+	case CC_FORMATION_RULE_PAIRING:
+		return "pairing";
+	case CC_FORMATION_RULE_SWEEP:
+		return "sweep";
+	}
+	return NULL;
+}
+
+bool cc_formation_rule_parse(const char *name, enum cc_formation_rule *out)
+{
+	static const enum cc_formation_rule all[] = { CC_FORMATION_RULE_GREEDY, CC_FORMATION_RULE_PAIRING,
+						      CC_FORMATION_RULE_SWEEP };
+	for (size_t i = 0; name && i < CC_ARRAY_LEN(all); i++)
+		if (strcmp(name, cc_formation_rule_name(all[i])) == 0) {
+			*out = all[i];
+			return true;
+		}
+	return false;
+}
+
+double cc_formation_rate_factor(const struct cc_formation_params *p, double arrival_rate_per_s)
+{
+	if (!(p->rate_reference_per_s > 0) || !(arrival_rate_per_s >= 0))
+		return 1.0; /* off, or unknown (NaN counts as unknown) */
+	if (arrival_rate_per_s * CC_FORMATION_MAX_RATE_FACTOR <= p->rate_reference_per_s)
+		return CC_FORMATION_MAX_RATE_FACTOR; /* also a rate of 0: nobody arrived lately */
+	double f = p->rate_reference_per_s / arrival_rate_per_s;
+	return f > 1.0 / CC_FORMATION_MAX_RATE_FACTOR ? f : 1.0 / CC_FORMATION_MAX_RATE_FACTOR;
+}
+
+double cc_formation_tolerance_at(const struct cc_formation_params *p, int64_t wait_ms, double arrival_rate_per_s)
+{
+	double wait_s = wait_ms > 0 ? (double)wait_ms / 1000.0 : 0.0;
+	wait_s = wait_s > p->tolerance_hold_s ? wait_s - p->tolerance_hold_s : 0.0; /* the hold-out (0: not PAIRING) */
+	double t = p->tolerance_start +
+		   p->tolerance_growth_per_s * cc_formation_rate_factor(p, arrival_rate_per_s) * wait_s;
+	return t < p->tolerance_cap ? t : p->tolerance_cap;
 }
 
 double cc_formation_tolerance(const struct cc_formation_params *p, int64_t wait_ms)
 {
-	double wait_s = wait_ms > 0 ? (double)wait_ms / 1000.0 : 0.0;
-	wait_s = wait_s > p->tolerance_hold_s ? wait_s - p->tolerance_hold_s : 0.0; /* the hold-out (0: GREEDY) */
-	double t = p->tolerance_start + p->tolerance_growth_per_s * wait_s;
-	return t < p->tolerance_cap ? t : p->tolerance_cap;
+	return cc_formation_tolerance_at(p, wait_ms, -1.0);
 }
 
 const char *cc_formation_outcome_name(enum cc_formation_outcome o)
@@ -112,6 +155,7 @@ int cc_formation_prepare(struct cc_formation_workspace *ws, const struct cc_cand
 	ws->params = *p;
 	ws->n_regions = 0;
 	ws->claim_budget = CC_FORMATION_MAX_FAILED_CLAIMS;
+	ws->arrival_rate_per_s = -1.0;
 	for (size_t i = 0; i < n; i++) {
 		const struct cc_candidate *c = &cands[i];
 		intern_identity(ws, i, groups, players);
@@ -329,6 +373,8 @@ static void refuse(const struct cc_formation_workspace *ws, size_t a, enum cc_fo
 			out->exclude[out->n_exclude++] = (uint16_t)i;
 }
 
+static void finish_match(const struct cc_formation_workspace *ws, struct cc_formation *f);
+
 void cc_formation_form(const struct cc_formation_workspace *ws, struct cc_formation_result *out)
 {
 	const struct cc_formation_params *p = &ws->params;
@@ -346,7 +392,8 @@ void cc_formation_form(const struct cc_formation_workspace *ws, struct cc_format
 		if (!ws->out[i])
 			a = i;
 	const struct cc_candidate *anchor = &ws->cands[a];
-	double tol = p->ranked ? cc_formation_tolerance(p, ws->now_ms - anchor->queued_at_ms) : 0;
+	double tol = p->ranked ? cc_formation_tolerance_at(p, ws->now_ms - anchor->queued_at_ms, ws->arrival_rate_per_s)
+			       : 0;
 
 	/* Everyone before a is out, so the rest of the working set follows it. */
 	for (size_t i = a + 1; i < ws->n; i++) {
@@ -374,7 +421,7 @@ void cc_formation_form(const struct cc_formation_workspace *ws, struct cc_format
 	/* Per region the anchor reaches: the fairest pick wins, then the lower worst RTT. */
 	uint16_t pick[CC_FORMATION_MAX_PLAYERS], best_pick[CC_FORMATION_MAX_PLAYERS];
 	double best_key = INFINITY; /* GREEDY: sum of queue positions; PAIRING (ranked): sum of rating distances */
-	bool nearest = p->ranked && p->rule == CC_FORMATION_RULE_PAIRING;
+	bool nearest = p->ranked && p->rule != CC_FORMATION_RULE_GREEDY; /* SWEEP's anchor loop picks as PAIRING */
 	double best_worst = 0;
 	for (int r = 0; r < (int)ws->n_regions; r++) {
 		if (!(ws->reach[a] >> r & 1u))
@@ -404,7 +451,17 @@ void cc_formation_form(const struct cc_formation_workspace *ws, struct cc_format
 	f->index[0] = (uint16_t)a;
 	memcpy(f->index + 1, best_pick, want * sizeof *best_pick);
 	f->tolerance = tol;
+	finish_match(ws, f);
+	out->outcome = CC_FORMATION_FORMED;
+}
 
+/*
+ * Completes f (n_players, index[] and tolerance set; the players share a
+ * region): the match region, worst RTT, rating spread and the teams.
+ */
+static void finish_match(const struct cc_formation_workspace *ws, struct cc_formation *f)
+{
+	size_t need = f->n_players;
 	/* The region common to all chosen with the lowest worst-case RTT (ties: name). */
 	uint32_t common = UINT32_MAX;
 	for (size_t k = 0; k < need; k++)
@@ -432,7 +489,128 @@ void cc_formation_form(const struct cc_formation_workspace *ws, struct cc_format
 	}
 	f->rating_spread = hi - lo;
 	balance_teams(ws, f);
-	out->outcome = CC_FORMATION_FORMED;
+}
+
+/*
+ * Claims f and applies the outcome: claimed players leave ws, a lost race
+ * drops the lost ones (all, if none was named), and the failed-claim budget
+ * is charged. Returns 0 (stats->out_of_attempts says whether the pass must
+ * stop) or the claim callback's error other than CC_ECONFLICT.
+ */
+static int claim_formation(struct cc_formation_workspace *ws, const struct cc_formation *f,
+			   cc_formation_claim_fn claim, void *ctx, struct cc_formation_pass_stats *stats)
+{
+	bool lost[CC_FORMATION_MAX_PLAYERS] = { false };
+	int rc = claim(ctx, f, lost);
+	if (rc == 0) {
+		stats->formed++;
+		for (size_t k = 0; k < f->n_players; k++)
+			cc_formation_exclude(ws, f->index[k]);
+		return 0;
+	}
+	if (rc != CC_ECONFLICT)
+		return rc;
+	stats->lost_claims++;
+	bool any = false;
+	for (size_t k = 0; k < f->n_players; k++)
+		any |= lost[k];
+	for (size_t k = 0; k < f->n_players; k++) {
+		if (lost[k] || !any) {
+			cc_formation_exclude(ws, f->index[k]);
+			stats->excluded++;
+		}
+	}
+	if (stats->lost_claims >= ws->claim_budget)
+		stats->out_of_attempts = true;
+	return 0;
+}
+
+/* One ticket in SWEEP's order: group, then rating, then queue order. */
+struct sweep_key {
+	uint16_t group;
+	uint16_t i;
+	double rating;
+};
+
+static int sweep_cmp(const void *x, const void *y)
+{
+	const struct sweep_key *a = x, *b = y;
+	if (a->group != b->group)
+		return a->group < b->group ? -1 : 1;
+	if (a->rating != b->rating)
+		return a->rating < b->rating ? -1 : 1;
+	return (a->i > b->i) - (a->i < b->i);
+}
+
+/*
+ * True when the need tickets key[0..need) make a valid match: one group,
+ * distinct players, a region all reach, every rating within the tolerance
+ * of the oldest (the anchor); then *f holds it, anchor first and the rest
+ * in queue order.
+ */
+static bool sweep_window(const struct cc_formation_workspace *ws, const struct sweep_key *key, size_t need,
+			 struct cc_formation *f)
+{
+	uint16_t idx[CC_FORMATION_MAX_PLAYERS];
+	uint32_t common = UINT32_MAX;
+	for (size_t k = 0; k < need; k++) {
+		if (key[k].group != key[0].group)
+			return false;
+		for (size_t j = 0; j < k; j++)
+			if (ws->player[idx[j]] == ws->player[key[k].i])
+				return false;
+		idx[k] = key[k].i;
+		common &= ws->reach[idx[k]];
+	}
+	if (common == 0)
+		return false;
+	for (size_t x = 1; x < need; x++) /* queue order: the oldest is the anchor */
+		for (size_t y = x; y > 0 && idx[y - 1] > idx[y]; y--) {
+			uint16_t t = idx[y];
+			idx[y] = idx[y - 1];
+			idx[y - 1] = t;
+		}
+	const struct cc_candidate *anchor = &ws->cands[idx[0]];
+	double tol = cc_formation_tolerance_at(&ws->params, ws->now_ms - anchor->queued_at_ms, ws->arrival_rate_per_s);
+	for (size_t k = 1; k < need; k++)
+		if (fabs(ws->cands[idx[k]].rating - anchor->rating) > tol)
+			return false;
+	memset(f, 0, sizeof *f);
+	f->n_players = need;
+	memcpy(f->index, idx, need * sizeof *idx);
+	f->tolerance = tol;
+	finish_match(ws, f);
+	return true;
+}
+
+/*
+ * SWEEP's first phase (ranked): the working set in rating order, each run
+ * of 2n neighbours that is a valid match claimed, the walk going on behind
+ * it (or one ticket on). O(n log n) for the sort plus O(n * 2n) checks.
+ */
+static int sweep(struct cc_formation_workspace *ws, cc_formation_claim_fn claim, void *ctx,
+		 struct cc_formation_pass_stats *stats)
+{
+	struct sweep_key key[CC_FORMATION_MAX_CANDIDATES];
+	size_t n = 0, need = (size_t)ws->params.team_size * CC_FORMATION_TEAMS;
+	struct cc_formation f;
+	for (size_t i = 0; i < ws->n; i++)
+		if (!ws->out[i])
+			key[n++] = (struct sweep_key){ ws->group[i], (uint16_t)i, ws->cands[i].rating };
+	qsort(key, n, sizeof *key, sweep_cmp);
+	for (size_t k = 0; k + need <= n;) {
+		if (!sweep_window(ws, key + k, need, &f)) {
+			k++;
+			continue;
+		}
+		unsigned formed = stats->formed;
+		int rc = claim_formation(ws, &f, claim, ctx, stats);
+		if (rc != 0 || stats->out_of_attempts)
+			return rc;
+		stats->swept += stats->formed - formed;
+		k += need; /* a lost claim's survivors wait for the anchor loop */
+	}
+	return 0;
 }
 
 int cc_formation_pass(struct cc_formation_workspace *ws, cc_formation_claim_fn claim, void *ctx,
@@ -440,6 +618,11 @@ int cc_formation_pass(struct cc_formation_workspace *ws, cc_formation_claim_fn c
 {
 	struct cc_formation_result res;
 	memset(stats, 0, sizeof *stats);
+	if (ws->params.ranked && ws->params.rule == CC_FORMATION_RULE_SWEEP) {
+		int rc = sweep(ws, claim, ctx, stats);
+		if (rc != 0 || stats->out_of_attempts)
+			return rc;
+	}
 	for (;;) {
 		cc_formation_form(ws, &res);
 		switch (res.outcome) {
@@ -458,30 +641,8 @@ int cc_formation_pass(struct cc_formation_workspace *ws, cc_formation_claim_fn c
 		case CC_FORMATION_FORMED:
 			break;
 		}
-		bool lost[CC_FORMATION_MAX_PLAYERS] = { false };
-		int rc = claim(ctx, &res.match, lost);
-		if (rc == 0) {
-			stats->formed++;
-			for (size_t k = 0; k < res.match.n_players; k++)
-				cc_formation_exclude(ws, res.match.index[k]);
-			continue;
-		}
-		if (rc != CC_ECONFLICT)
+		int rc = claim_formation(ws, &res.match, claim, ctx, stats);
+		if (rc != 0 || stats->out_of_attempts)
 			return rc;
-		/* Lost race: drop the lost tickets (all, if none was named) and go on. */
-		stats->lost_claims++;
-		bool any = false;
-		for (size_t k = 0; k < res.match.n_players; k++)
-			any |= lost[k];
-		for (size_t k = 0; k < res.match.n_players; k++) {
-			if (lost[k] || !any) {
-				cc_formation_exclude(ws, res.match.index[k]);
-				stats->excluded++;
-			}
-		}
-		if (stats->lost_claims >= ws->claim_budget) {
-			stats->out_of_attempts = true;
-			return 0;
-		}
 	}
 }

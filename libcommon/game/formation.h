@@ -99,12 +99,43 @@
  *    wider than the anchor's tolerance, and no hold-out lasts longer than
  *    tolerance_hold_s (afterwards it is GREEDY's widening, only later).
  * Casual (no rating) is the same under both rules.
+ *
+ * SWEEP (issue 25, cc-matcher's default) pairs neighbours in rating order
+ * before any anchor forms. For ranked, cc_formation_pass first sorts the
+ * working set by (build/protocol group, rating, queue order) and walks it:
+ * each run of 2n consecutive tickets that are one group, distinct players,
+ * share a region, and lie within the tolerance of their oldest ticket (the
+ * anchor of that match, SPEC 6's |rating - anchor.rating| <= tolerance)
+ * forms a match and the walk goes on behind it; otherwise the walk moves
+ * one ticket on. For 1v1 that is the sorted sweep that pairs neighbours, so
+ * a tight pair is never split to give the oldest ticket a wide one. Then
+ * the anchor loop runs over whoever is left, with PAIRING's nearest pick
+ * and no hold, so a pass still ends only when no valid match remains.
+ * Teams are balanced by the same exact split as every rule. Casual is
+ * GREEDY.
+ *
+ * Widening that reacts to the arrival rate (any rule; rate_reference_per_s
+ * 0 turns it off): the growth is multiplied by
+ *     factor = clamp(rate_reference_per_s / arrival_rate, 1, CC_FORMATION_MAX_RATE_FACTOR),
+ * where arrival_rate is the queue's recent arrivals per second
+ * (ws->arrival_rate_per_s, measured by game/queue_pass.h from the tickets it
+ * reads). A thin queue widens faster, because waiting there does not bring
+ * a better partner; a busy one keeps the playlist's growth.
  */
 enum cc_formation_rule {
-	CC_FORMATION_RULE_GREEDY = 0,  /* the default: zeroed params stay today's rule */
+	CC_FORMATION_RULE_GREEDY = 0,  /* zeroed params stay the original rule */
 	CC_FORMATION_RULE_PAIRING = 1,
+	CC_FORMATION_RULE_SWEEP = 2,
 };
 #define CC_FORMATION_MAX_HOLD_S 120.0 /* tolerance_hold_s bound */
+#define CC_FORMATION_MAX_RATE_FACTOR 8.0   /* the arrival-rate widening never multiplies growth by more */
+#define CC_FORMATION_MAX_RATE_REFERENCE 1000.0 /* rate_reference_per_s bound */
+
+/* "greedy", "pairing", "sweep" (flags and reports), or NULL outside the enum. */
+const char *cc_formation_rule_name(enum cc_formation_rule r);
+
+/* The rule named name, into *out; false when name is none of the above. */
+bool cc_formation_rule_parse(const char *name, enum cc_formation_rule *out);
 
 struct cc_formation_params {
 	int team_size;                 /* players per team, 1..CC_FORMATION_MAX_TEAM_SIZE */
@@ -114,7 +145,8 @@ struct cc_formation_params {
 	double tolerance_cap;          /* the tolerance never exceeds this (>= start) */
 	double max_rtt_ms;             /* > 0; SPEC 6: 100 */
 	enum cc_formation_rule rule;   /* GREEDY (0) or PAIRING */
-	double tolerance_hold_s;       /* PAIRING: seconds the tolerance stays at start, 0..CC_FORMATION_MAX_HOLD_S (GREEDY: 0) */
+	double tolerance_hold_s;       /* PAIRING: seconds the tolerance stays at start, 0..CC_FORMATION_MAX_HOLD_S (else 0) */
+	double rate_reference_per_s;   /* arrivals/s below which growth speeds up, 0..MAX_RATE_REFERENCE (0: off) */
 };
 
 enum cc_formation_outcome {
@@ -155,6 +187,7 @@ struct cc_formation_workspace {
 	size_t n_regions;                             /* entries used in region_name */
 	char region_name[CC_FORMATION_MAX_REGIONS][CC_CANDIDATE_REGION_MAX + 1];
 	unsigned claim_budget;                        /* lost claims cc_formation_pass may take (prepare: MAX_FAILED_CLAIMS) */
+	double arrival_rate_per_s;                    /* the queue's recent arrivals/s; < 0 unknown (prepare: -1) */
 	bool out[CC_FORMATION_MAX_CANDIDATES];        /* claimed, excluded or unusable */
 	uint16_t group[CC_FORMATION_MAX_CANDIDATES];  /* build + protocol class */
 	uint16_t player[CC_FORMATION_MAX_CANDIDATES]; /* player identity class */
@@ -168,12 +201,20 @@ bool cc_formation_params_valid(const struct cc_formation_params *p);
 /* The anchor's rating tolerance after waiting wait_ms (negative counts as 0; the hold counts, see rule). */
 double cc_formation_tolerance(const struct cc_formation_params *p, int64_t wait_ms);
 
+/* The growth multiplier at arrival_rate_per_s (see above; 1 when off or the rate is unknown, < 0). */
+double cc_formation_rate_factor(const struct cc_formation_params *p, double arrival_rate_per_s);
+
+/* cc_formation_tolerance with the growth multiplied by cc_formation_rate_factor(p, arrival_rate_per_s). */
+double cc_formation_tolerance_at(const struct cc_formation_params *p, int64_t wait_ms, double arrival_rate_per_s);
+
 /*
  * Prepares ws over cands[0..n) (oldest first) at now_ms. Candidates that
  * are expired or reach no region within max_rtt_ms start out of the
  * working set. ws->claim_budget starts at CC_FORMATION_MAX_FAILED_CLAIMS; a
  * caller that spreads one pass over several workspaces lowers it to what
- * is left of the pass's budget. cands must outlive ws. Returns 0, or CC_EINVAL for invalid
+ * is left of the pass's budget; ws->arrival_rate_per_s starts at -1
+ * (unknown: the widening ignores the rate) and the caller may set it before
+ * forming. cands must outlive ws. Returns 0, or CC_EINVAL for invalid
  * params or n > CC_FORMATION_MAX_CANDIDATES (ws untouched).
  */
 int cc_formation_prepare(struct cc_formation_workspace *ws, const struct cc_candidate *cands, size_t n,
@@ -211,11 +252,13 @@ struct cc_formation_pass_stats {
 	unsigned refused_no_region;       /* NO_COMMON_REGION refusals */
 	unsigned lost_claims;             /* claims that returned CC_ECONFLICT */
 	unsigned excluded;                /* candidates dropped by refusals and lost claims */
+	unsigned swept;                   /* of formed: matches SWEEP's rating sweep claimed */
 	bool out_of_attempts;             /* stopped after CC_FORMATION_MAX_FAILED_CLAIMS lost claims */
 };
 
 /*
- * One pass over a prepared workspace: form, claim, remove, repeat until the
+ * One pass over a prepared workspace (SWEEP, ranked: the rating sweep
+ * first, see the rule above): form, claim, remove, repeat until the
  * queue is short, every remaining anchor was refused, or the failed-claim
  * budget (ws->claim_budget) is spent. *stats (zeroed here) says what happened, also on error.
  * Returns 0, or the claim callback's error (the pass stops at once; what

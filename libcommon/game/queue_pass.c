@@ -6,6 +6,11 @@
 #include "sys/hash.h"
 #include "sys/banned.h"
 
+static uint32_t id_hash(const char *s)
+{
+	return cc_hash_fnv1a32(s, strlen(s));
+}
+
 void cc_queue_pass_defaults(const struct cc_formation_params *params, struct cc_queue_pass_config *out)
 {
 	size_t match = (size_t)params->team_size * CC_FORMATION_TEAMS;
@@ -30,6 +35,61 @@ void cc_queue_pass_init(struct cc_queue_pass *qp)
 {
 	qp->cursor[0] = '\0';
 	qp->n = 0;
+	cc_arrival_rate_init(&qp->arrivals);
+}
+
+void cc_arrival_rate_init(struct cc_arrival_rate *ar)
+{
+	ar->n = 0;
+	for (size_t i = 0; i < CC_ARRIVAL_SLOTS; i++)
+		ar->queued_at_ms[i] = INT64_MIN;
+}
+
+/* Inserts (h, at) unless held; false when it was held already or there is no room. */
+static bool arrival_insert(struct cc_arrival_rate *ar, uint32_t h, int64_t at)
+{
+	for (uint32_t s = h;; s++) {
+		size_t k = s % CC_ARRIVAL_SLOTS;
+		if (ar->queued_at_ms[k] == INT64_MIN) {
+			if (ar->n >= CC_ARRIVAL_MAX)
+				return false;
+			ar->hash[k] = h;
+			ar->queued_at_ms[k] = at;
+			ar->n++;
+			return true;
+		}
+		if (ar->hash[k] == h && ar->queued_at_ms[k] == at)
+			return false;
+	}
+}
+
+void cc_arrival_rate_prune(struct cc_arrival_rate *ar, int64_t now_ms)
+{
+	uint32_t keep_h[CC_ARRIVAL_MAX];
+	int64_t keep_at[CC_ARRIVAL_MAX];
+	size_t kept = 0;
+	for (size_t k = 0; k < CC_ARRIVAL_SLOTS; k++)
+		if (ar->queued_at_ms[k] != INT64_MIN && ar->queued_at_ms[k] > now_ms - CC_ARRIVAL_WINDOW_MS &&
+		    kept < CC_ARRIVAL_MAX) {
+			keep_h[kept] = ar->hash[k];
+			keep_at[kept++] = ar->queued_at_ms[k];
+		}
+	/* Rebuilt rather than deleted in place, so no probe chain is broken. */
+	cc_arrival_rate_init(ar);
+	for (size_t i = 0; i < kept; i++)
+		(void)arrival_insert(ar, keep_h[i], keep_at[i]);
+}
+
+void cc_arrival_rate_note(struct cc_arrival_rate *ar, const struct cc_candidate *c, size_t n, int64_t now_ms)
+{
+	for (size_t i = 0; i < n && ar->n < CC_ARRIVAL_MAX; i++)
+		if (c[i].queued_at_ms > now_ms - CC_ARRIVAL_WINDOW_MS && c[i].queued_at_ms != INT64_MIN)
+			(void)arrival_insert(ar, id_hash(c[i].ticket_id), c[i].queued_at_ms);
+}
+
+double cc_arrival_rate_per_s(const struct cc_arrival_rate *ar)
+{
+	return (double)ar->n / (CC_ARRIVAL_WINDOW_MS / 1000.0);
 }
 
 /*
@@ -53,11 +113,6 @@ static int claim_and_mark(void *ctx, const struct cc_formation *f, bool lost[CC_
 }
 
 #define ID_SLOTS 2048 /* open addressing: > 2 x CC_QUEUE_PASS_MAX_WORKING */
-
-static uint32_t id_hash(const char *s)
-{
-	return cc_hash_fnv1a32(s, strlen(s));
-}
 
 /*
  * Drops from cands[first..n) the tickets already in the set (or twice in
@@ -101,6 +156,7 @@ static void add_stats(struct cc_formation_pass_stats *sum, const struct cc_forma
 	sum->refused_no_region += st->refused_no_region;
 	sum->lost_claims += st->lost_claims;
 	sum->excluded += st->excluded;
+	sum->swept += st->swept;
 	sum->out_of_attempts |= st->out_of_attempts;
 }
 
@@ -118,6 +174,7 @@ static int form_round(struct cc_queue_pass *qp, const struct cc_queue_pass_confi
 	for (size_t i = 0; i < qp->n; i++)
 		qp->keep[i] = !qp->ws.out[i]; /* expired or reaching no region: never usable */
 	qp->ws.claim_budget = CC_FORMATION_MAX_FAILED_CLAIMS - stats->formation.lost_claims;
+	qp->ws.arrival_rate_per_s = stats->arrival_rate_per_s;
 	if (qp->n > stats->working)
 		stats->working = qp->n;
 	int rc = cc_formation_pass(&qp->ws, claim_and_mark, qp, &st);
@@ -155,6 +212,10 @@ int cc_queue_pass_run(struct cc_queue_pass *qp, const struct cc_queue_pass_confi
 	if (page.n > cfg->head_page)
 		CC_BUG("queue pass: a read returned more than it was asked for");
 	int64_t now_ms = page.now_ms;
+	/* The rate of the head read rules the pass, like its clock: later pages add to the next pass's. */
+	cc_arrival_rate_prune(&qp->arrivals, now_ms);
+	cc_arrival_rate_note(&qp->arrivals, qp->cands, page.n, now_ms);
+	stats->arrival_rate_per_s = cc_arrival_rate_per_s(&qp->arrivals);
 	stats->pages = 1;
 	stats->read = page.n;
 	qp->n = page.n;
@@ -197,6 +258,7 @@ int cc_queue_pass_run(struct cc_queue_pass *qp, const struct cc_queue_pass_confi
 			CC_BUG("queue pass: a read returned more than it was asked for");
 		stats->pages++;
 		stats->read += page.n;
+		cc_arrival_rate_note(&qp->arrivals, qp->cands + qp->n, page.n, now_ms);
 		qp->n = drop_duplicates(qp, qp->n, qp->n + page.n);
 		if (page.n == 0 && !page.more) {
 			stats->reached_end = true;

@@ -43,6 +43,14 @@
  * tolerances and expiries of the set do not move between its rounds (what
  * one round refused stays refused; the claim re-checks in the database).
  *
+ * The arrival rate (issue 25: widening that reacts to it, game/formation.h):
+ * the pass counts the distinct tickets it reads whose queued_at lies in the
+ * last CC_ARRIVAL_WINDOW_MS, remembered across passes, and gives every
+ * round's workspace count / window as ws.arrival_rate_per_s. Every ticket
+ * that matches or waits until a pass reads it is counted; one that leaves
+ * unread is not. The count stops at CC_ARRIVAL_MAX (about 4 per second,
+ * ten times any reference worth setting), which keeps it bounded.
+ *
  * Ownership: the caller allocates struct cc_queue_pass (about 1.2 MiB:
  * heap or static, never the stack), calls cc_queue_pass_init once and
  * keeps it across passes (it carries the cursor). It allocates nothing.
@@ -102,12 +110,36 @@ struct cc_queue_page {
 typedef int (*cc_queue_read_fn)(void *ctx, const char *after, size_t limit, struct cc_candidate *out,
 				struct cc_queue_page *page);
 
+#define CC_ARRIVAL_WINDOW_MS 120000 /* arrivals are counted over the last two minutes */
+#define CC_ARRIVAL_MAX 512          /* distinct tickets remembered (the rate saturates above max / window) */
+#define CC_ARRIVAL_SLOTS 1024       /* open addressing: 2 x CC_ARRIVAL_MAX */
+
+/* Recent arrivals, by ticket: a hash of the id and its queued_at (INT64_MIN: free slot). */
+struct cc_arrival_rate {
+	size_t n;                                /* tickets remembered */
+	uint32_t hash[CC_ARRIVAL_SLOTS];
+	int64_t queued_at_ms[CC_ARRIVAL_SLOTS];
+};
+
+/* Empties ar. */
+void cc_arrival_rate_init(struct cc_arrival_rate *ar);
+
+/* Forgets the tickets queued before now_ms - CC_ARRIVAL_WINDOW_MS. */
+void cc_arrival_rate_prune(struct cc_arrival_rate *ar, int64_t now_ms);
+
+/* Counts every ticket of c[0..n) queued within the window that ar does not hold yet (while there is room). */
+void cc_arrival_rate_note(struct cc_arrival_rate *ar, const struct cc_candidate *c, size_t n, int64_t now_ms);
+
+/* Arrivals per second over the window: tickets held / window (call after a prune at the same now). */
+double cc_arrival_rate_per_s(const struct cc_arrival_rate *ar);
+
 struct cc_queue_pass {
 	char cursor[CC_UUID_BUF];                             /* "" or where the next pass goes on */
 	size_t n;                                             /* tickets in the working set */
 	struct cc_candidate cands[CC_QUEUE_PASS_MAX_WORKING]; /* the working set, oldest first */
 	struct cc_formation_workspace ws;                     /* formation over cands[0..n) */
 	bool keep[CC_QUEUE_PASS_MAX_WORKING];                 /* per round: still in the set after it */
+	struct cc_arrival_rate arrivals;                      /* recent arrivals, across passes */
 	cc_formation_claim_fn claim;                          /* this pass's callback ... */
 	void *claim_ctx;                                      /* ... and its context */
 };
@@ -120,6 +152,7 @@ struct cc_queue_pass_stats {
 	size_t working;                          /* the largest working set formed over */
 	bool reached_end;                        /* the last read found the end of the queue */
 	bool left_cursor;                        /* stopped before the end: the next pass goes on there */
+	double arrival_rate_per_s;               /* the rate the rounds widened with (cc_arrival_rate_per_s) */
 };
 
 /* Prepares qp for its first pass (no cursor, empty set). */

@@ -62,6 +62,16 @@ static const struct cc_config_option matcher_options[] = {
 	{ .name = "tolerance-cap", .type = CC_CFG_DOUBLE, .default_value = "-1", .min = -1, .max = 5000,
 	  .help = "ranked: the tolerance never exceeds this (must be >= the start; -1 = the playlist's)",
 	  .offset = OPT(tolerance_cap) },
+	/* Issue 25: sweep and the rate reference were chosen with queue_sim; greedy + 0 is the rule before it. */
+	{ .name = "formation-rule", .type = CC_CFG_ENUM, .default_value = "sweep", .choices = "greedy|pairing|sweep",
+	  .help = "ranked: who is matched (libcommon/game/formation.h): sweep pairs rating neighbours first, greedy "
+		  "lets the oldest ticket take the nearest of the next ones, pairing its nearest of all",
+	  .offset = OPT(formation_rule) },
+	{ .name = "rate-reference-per-second", .type = CC_CFG_DOUBLE, .default_value = "0.4", .min = 0,
+	  .max = CC_FORMATION_MAX_RATE_REFERENCE,
+	  .help = "ranked: below this many arrivals per second (last 2 minutes) the tolerance grows faster, by "
+		  "reference / rate up to 8x; 0 = growth ignores the arrival rate",
+	  .offset = OPT(rate_reference_per_second) },
 	{ .name = "max-rtt-ms", .type = CC_CFG_DOUBLE, .default_value = "100", .min = 1, .max = 10000,
 	  .help = "a region counts for a player whose probed RTT to it is at most this (SPEC 6: 100)",
 	  .offset = OPT(max_rtt_ms) },
@@ -228,6 +238,9 @@ static bool matcher_configure(struct matcher *m, const struct matcher_config *cf
 	if (cfg->tolerance_cap >= 0)
 		m->params.tolerance_cap = cfg->tolerance_cap;
 	m->params.max_rtt_ms = cfg->max_rtt_ms;
+	if (!cc_formation_rule_parse(cfg->formation_rule, &m->params.rule))
+		CC_BUG("cc-matcher: the config checked --formation-rule against its choices");
+	m->params.rate_reference_per_s = cfg->rate_reference_per_second;
 	/*
 	 * The work connection sits idle between passes (a poll or min-pass
 	 * interval) and, mid-pass, while a Redis command runs: the lease
@@ -348,6 +361,8 @@ int main(int argc, char **argv)
 		    CC_LOG_DBL("tolerance_start", m->params.tolerance_start),
 		    CC_LOG_DBL("tolerance_growth_per_second", m->params.tolerance_growth_per_s),
 		    CC_LOG_DBL("tolerance_cap", m->params.tolerance_cap), CC_LOG_DBL("max_rtt_ms", m->params.max_rtt_ms),
+		    CC_LOG_STR("formation_rule", cc_formation_rule_name(m->params.rule)),
+		    CC_LOG_DBL("rate_reference_per_second", m->params.rate_reference_per_s),
 		    CC_LOG_INT("read_limit", m->pass_cfg.head_page),
 		    CC_LOG_BOOL("redis", m->index != NULL), CC_LOG_INT("admin_port", cc_admin_port(admin)));
 	status = cc_service_run(&service, matcher_loop, m);

@@ -37,6 +37,8 @@ struct matcher_config {
 	double tolerance_start;             /* ranked: rating points at zero wait (-1 = the playlist's) */
 	double tolerance_growth_per_second; /* ranked: widening per second of the anchor's wait (-1 = the playlist's) */
 	double tolerance_cap;               /* ranked: the widest tolerance (-1 = the playlist's) */
+	char *formation_rule;               /* greedy | pairing | sweep (game/formation.h) */
+	double rate_reference_per_second;   /* ranked: arrivals/s below which growth speeds up (0 = off) */
 	double max_rtt_ms;                  /* a region counts for a player within this RTT (SPEC 6: 100) */
 	int64_t proposal_window_seconds;    /* players have this long to answer (SPEC 7: 10) */
 	char *matcher_id;                   /* recorded on proposals; unset = hostname-pid */

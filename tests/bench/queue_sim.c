@@ -86,6 +86,7 @@ struct settings {
 	double tol_start, tol_growth, tol_cap;
 	enum cc_formation_rule rule;     /* GREEDY (today) or PAIRING (issue 25) */
 	double hold_s;                   /* PAIRING's hold-out (tolerance_hold_s) */
+	double rate_ref;                 /* rate_reference_per_s: 0 = widening ignores the arrival rate */
 	double patience_s;               /* a queued player leaves after this long */
 	double accept;                   /* probability one player accepts a proposal */
 	double response_s;               /* a proposal resolves this long after it opens */
@@ -178,6 +179,7 @@ static struct {
 	bool woken;                      /* something happened since the last pass (a NOTIFY) */
 	size_t passes;
 	const struct cc_formation_params *params;
+	double arrival_rate;             /* the rate the last pass widened with (its stats) */
 } sim;
 
 static struct cc_queue_pass qp; /* the matcher's pass state: 1.2 MiB, static */
@@ -259,7 +261,7 @@ static void requeue(size_t i)
 /* The anchor's tolerance (ranked), from SPEC 6's rule. */
 static double tolerance_of(const struct cc_candidate *a)
 {
-	return cc_formation_tolerance(sim.params, sim.now_ms - a->queued_at_ms);
+	return cc_formation_tolerance_at(sim.params, sim.now_ms - a->queued_at_ms, sim.arrival_rate);
 }
 
 /* b may join a match anchored at a in region r (every simulated player lists every region). */
@@ -388,6 +390,7 @@ static void wake(const struct settings *s, const struct cc_queue_pass_config *cf
 			exit(1);
 		}
 		sim.passes++;
+		sim.arrival_rate = st.arrival_rate_per_s;
 	} while (st.formation.formed > 0);
 	sim.woken = false;
 }
@@ -464,6 +467,7 @@ static bool run(const struct settings *s, struct outcome *out)
 		.max_rtt_ms = CC_FORMATION_DEFAULT_MAX_RTT_MS,
 		.rule = s->rule,
 		.tolerance_hold_s = s->rule == CC_FORMATION_RULE_PAIRING ? s->hold_s : 0,
+		.rate_reference_per_s = s->rate_ref,
 	};
 	struct cc_queue_pass_config cfg;
 	/* Long enough for MIN_ARRIVALS at a low rate, so its percentiles are not noise. */
@@ -868,9 +872,10 @@ int main(int argc, char **argv)
 			s.playlist = a + strlen("--playlist=");
 		else if (strncmp(a, "--svg=", 6) == 0)
 			svg_path = a + 6;
-		else if (strcmp(a, "--rule=greedy") == 0 || strcmp(a, "--rule=pairing") == 0)
-			s.rule = a[7] == 'p' ? CC_FORMATION_RULE_PAIRING : CC_FORMATION_RULE_GREEDY;
+		else if (strncmp(a, "--rule=", 7) == 0 && cc_formation_rule_parse(a + 7, &s.rule))
+			;
 		else if (!opt_number(a, "--hold", 0, CC_FORMATION_MAX_HOLD_S, &s.hold_s) &&
+			 !opt_number(a, "--rate-reference", 0, CC_FORMATION_MAX_RATE_REFERENCE, &s.rate_ref) &&
 			 !opt_number(a, "--seed", 0, 1e15, &seed) && !opt_number(a, "--team-size", 1, 8, &team) &&
 			 !opt_number(a, "--rate", 0.001, 1000, &s.rate) && !opt_number(a, "--hours", 0.5, 1000, &s.hours) &&
 			 !opt_number(a, "--tolerance-start", 0, 5000, &s.tol_start) &&
