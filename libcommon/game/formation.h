@@ -116,11 +116,13 @@
  *
  * Widening that reacts to the arrival rate (any rule; rate_reference_per_s
  * 0 turns it off): the growth is multiplied by
- *     factor = clamp(rate_reference_per_s / arrival_rate, 1, CC_FORMATION_MAX_RATE_FACTOR),
- * where arrival_rate is the queue's recent arrivals per second
- * (ws->arrival_rate_per_s, measured by game/queue_pass.h from the tickets it
- * reads). A thin queue widens faster, because waiting there does not bring
- * a better partner; a busy one keeps the playlist's growth.
+ *     factor = clamp(rate_reference_per_s / arrival_rate, 1/MAX, MAX)
+ * (MAX = CC_FORMATION_MAX_RATE_FACTOR), where arrival_rate is the queue's
+ * recent arrivals per second (ws->arrival_rate_per_s, measured by
+ * game/queue_pass.h from the tickets it reads; unknown: factor 1). A thin
+ * queue widens faster, because waiting there does not bring a better
+ * partner; a busy one widens slower, because one does. At the reference
+ * rate the growth is the playlist's.
  */
 enum cc_formation_rule {
 	CC_FORMATION_RULE_GREEDY = 0,  /* zeroed params stay the original rule */
@@ -128,8 +130,9 @@ enum cc_formation_rule {
 	CC_FORMATION_RULE_SWEEP = 2,
 };
 #define CC_FORMATION_MAX_HOLD_S 120.0 /* tolerance_hold_s bound */
-#define CC_FORMATION_MAX_RATE_FACTOR 8.0   /* the arrival-rate widening never multiplies growth by more */
+#define CC_FORMATION_MAX_RATE_FACTOR 8.0   /* the arrival rate multiplies growth by 1/8 .. 8 */
 #define CC_FORMATION_MAX_RATE_REFERENCE 1000.0 /* rate_reference_per_s bound */
+#define CC_FORMATION_DEFAULT_RATE_REFERENCE 0.4 /* cc-matcher's default, chosen with queue_sim (README) */
 
 /* "greedy", "pairing", "sweep" (flags and reports), or NULL outside the enum. */
 const char *cc_formation_rule_name(enum cc_formation_rule r);

@@ -36,6 +36,7 @@ void cc_queue_pass_init(struct cc_queue_pass *qp)
 	qp->cursor[0] = '\0';
 	qp->n = 0;
 	cc_arrival_rate_init(&qp->arrivals);
+	qp->rate_per_s = -1.0;
 }
 
 void cc_arrival_rate_init(struct cc_arrival_rate *ar)
@@ -215,7 +216,7 @@ int cc_queue_pass_run(struct cc_queue_pass *qp, const struct cc_queue_pass_confi
 	/* The rate of the head read rules the pass, like its clock: later pages add to the next pass's. */
 	cc_arrival_rate_prune(&qp->arrivals, now_ms);
 	cc_arrival_rate_note(&qp->arrivals, qp->cands, page.n, now_ms);
-	stats->arrival_rate_per_s = cc_arrival_rate_per_s(&qp->arrivals);
+	qp->rate_per_s = stats->arrival_rate_per_s = cc_arrival_rate_per_s(&qp->arrivals);
 	stats->pages = 1;
 	stats->read = page.n;
 	qp->n = page.n;

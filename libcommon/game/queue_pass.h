@@ -140,6 +140,7 @@ struct cc_queue_pass {
 	struct cc_formation_workspace ws;                     /* formation over cands[0..n) */
 	bool keep[CC_QUEUE_PASS_MAX_WORKING];                 /* per round: still in the set after it */
 	struct cc_arrival_rate arrivals;                      /* recent arrivals, across passes */
+	double rate_per_s;                                    /* the rate the current or last pass widens with (-1: none yet) */
 	cc_formation_claim_fn claim;                          /* this pass's callback ... */
 	void *claim_ctx;                                      /* ... and its context */
 };

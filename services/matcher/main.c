@@ -67,10 +67,11 @@ static const struct cc_config_option matcher_options[] = {
 	  .help = "ranked: who is matched (libcommon/game/formation.h): sweep pairs rating neighbours first, greedy "
 		  "lets the oldest ticket take the nearest of the next ones, pairing its nearest of all",
 	  .offset = OPT(formation_rule) },
-	{ .name = "rate-reference-per-second", .type = CC_CFG_DOUBLE, .default_value = "0.4", .min = 0,
+	{ .name = "rate-reference-per-second", .type = CC_CFG_DOUBLE,
+	  .default_value = CC_STRINGIFY(CC_FORMATION_DEFAULT_RATE_REFERENCE), .min = 0,
 	  .max = CC_FORMATION_MAX_RATE_REFERENCE,
-	  .help = "ranked: below this many arrivals per second (last 2 minutes) the tolerance grows faster, by "
-		  "reference / rate up to 8x; 0 = growth ignores the arrival rate",
+	  .help = "ranked: the tolerance growth is multiplied by this over the arrivals per second of the last "
+		  "2 minutes (1/8..8: a thin queue widens faster, a busy one slower); 0 = growth ignores the rate",
 	  .offset = OPT(rate_reference_per_second) },
 	{ .name = "max-rtt-ms", .type = CC_CFG_DOUBLE, .default_value = "100", .min = 1, .max = 10000,
 	  .help = "a region counts for a player whose probed RTT to it is at most this (SPEC 6: 100)",

@@ -37,17 +37,21 @@
  * regions when they leave), which a pass that leaves no formable match
  * behind keeps at zero.
  *
- *   queue_sim                 the frontier of issue 25 (greedy and pairing over
- *                             their tolerance sweeps, wait p95 at 0.2/s against
- *                             spread p95 at 1/s; --svg=PATH plots it), both rules
- *                             side by side at each rate (pairing at the frontier
- *                             point nearest the goal box), the goal rows, then
- *                             the greedy sweep and its recommendation
+ *   queue_sim                 issue 25's frontier: greedy, greedy with the
+ *                             arrival-rate widening and sweep with it (cc-matcher's
+ *                             default) over one tolerance grid, wait p95 at 0.2/s
+ *                             against spread p95 at 1/s (--svg=PATH plots it);
+ *                             then greedy beside sweep at the playlist's tolerance
+ *                             at 0.2, 0.5, 1, 5 and 20/s, same seed, both
+ *                             playlists; the goal rows; then the greedy sweep and
+ *                             its recommendation
  *   queue_sim --once [opts]   one run with the given settings
  * Options: --seed=N --playlist=casual|ranked --team-size=N --rate=R
  *   --hours=H --tolerance-start=X --tolerance-growth=X --tolerance-cap=X
  *   --patience=S --accept=P --response-delay=S --low-rate=R --high-rate=R
- *   --rule=greedy|pairing --hold=S (pairing's tolerance_hold_s) --svg=PATH
+ *   --rule=greedy|pairing|sweep (--once: default greedy) --hold=S (pairing's
+ *   tolerance_hold_s) --rate-reference=R (rate_reference_per_s; --once:
+ *   default 0) --svg=PATH
  */
 #include <errno.h>
 #include <math.h>
@@ -685,37 +689,53 @@ static void sweep(const struct settings *base, double low_rate, double high_rate
 }
 
 
-/* ---- issue 25: greedy against pairing ---------------------------------------------------- */
+/* ---- issue 25: greedy against sweep ------------------------------------------------------ */
 
 #define GOAL_WAIT_LOW 60.0    /* wait p95 at 0.2/s */
 #define GOAL_SPREAD_MID 150.0 /* spread p95 at 1/s */
 
-static void goal_row(const char *what, double greedy, double pairing, double below, const char *unit)
+static void goal_row(const char *what, double greedy, double sweep, double below, const char *unit)
 {
-	printf("  %-44s greedy %7.1f%-2s | pairing %7.1f%-2s (greedy %s, pairing %s)\n", what, greedy, unit, pairing,
-	       unit, greedy < below ? "met" : "missed", pairing < below ? "met" : "MISSED");
+	printf("  %-44s greedy %7.1f%-2s | sweep %7.1f%-2s (greedy %s, sweep %s)\n", what, greedy, unit, sweep,
+	       unit, greedy < below ? "met" : "missed", sweep < below ? "met" : "MISSED");
 }
 
 struct fpoint {
-	double start, hold, growth, cap;
+	double start, growth, cap, rate_ref;
 	double wait_low, spread_mid, wait_mid, abandon;
+	bool is_default;              /* the series' default setting (the playlist's tolerance) */
 };
 
-static double goal_distance(const struct fpoint *f)
+#define N_SERIES 3 /* greedy; greedy + the rate reference; sweep + the rate reference (cc-matcher's default) */
+static const char *const series_name[N_SERIES] = { "greedy", "greedy+rate", "sweep+rate" };
+static const char *const series_colour[N_SERIES] = { "#c33", "#e90", "#36c" };
+
+/* A series' mark at (x, y): a circle, a triangle or a square. */
+static void svg_mark(FILE *f, int series, double x, double y)
 {
-	double a = f->wait_low / GOAL_WAIT_LOW, b = f->spread_mid / GOAL_SPREAD_MID;
-	return a > b ? a : b;
+	if (series == 0)
+		fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"", x, y, series_colour[series]);
+	else if (series == 1)
+		fprintf(f, "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\" fill=\"%s\"", x, y - 5, x - 5, y + 4, x + 5,
+			y + 4, series_colour[series]);
+	else
+		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"8\" fill=\"%s\"", x - 4, y - 4,
+			series_colour[series]);
 }
 
-/* One SVG scatter: wait p95 at 0.2/s (x) against spread p95 at 1/s (y), the goal box shaded. */
-static void write_svg(const char *path, const struct fpoint *g, size_t ng, const struct fpoint *n, size_t nn)
+/*
+ * One SVG scatter: wait p95 at 0.2/s (x) against spread p95 at 1/s (y) per
+ * tolerance setting and series, the goal box shaded and each series'
+ * default point ringed. Written with stdio: no plotting dependency.
+ */
+static void write_svg(const char *path, struct fpoint pts[N_SERIES][32], size_t n)
 {
 	FILE *f = fopen(path, "w");
 	if (!f) {
 		fprintf(stderr, "queue_sim: cannot write %s\n", path);
 		return;
 	}
-	const double W = 640, H = 480, L = 70, R = 20, T = 40, B = 60, xmax = 120, ymax = 600;
+	const double W = 640, H = 480, L = 70, R = 20, T = 40, B = 60, xmax = 140, ymax = 400;
 #define SX(v) (L + (v) / xmax * (W - L - R))
 #define SY(v) (H - B - (v) / ymax * (H - T - B))
 	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
@@ -728,26 +748,33 @@ static void write_svg(const char *path, const struct fpoint *g, size_t ng, const
 	for (int v = 0; v <= (int)xmax; v += 20)
 		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ccc\"/><text x=\"%.1f\" y=\"%.1f\" "
 			   "text-anchor=\"middle\">%d</text>\n", SX(v), SY(0), SX(v), SY(ymax), SX(v), SY(0) + 16, v);
-	for (int v = 0; v <= (int)ymax; v += 100)
+	for (int v = 0; v <= (int)ymax; v += 50)
 		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ccc\"/><text x=\"%.1f\" y=\"%.1f\" "
 			   "text-anchor=\"end\">%d</text>\n", SX(0), SY(v), SX(xmax), SY(v), SX(0) - 4, SY(v) + 4, v);
 	fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">wait p95 at 0.2 arrivals/s (s)</text>\n",
 		SX(xmax / 2), H - 20);
 	fprintf(f, "<text x=\"16\" y=\"%.1f\" transform=\"rotate(-90 16 %.1f)\" text-anchor=\"middle\">rating spread p95 "
 		   "at 1 arrival/s</text>\n", SY(ymax / 2), SY(ymax / 2));
-	for (size_t i = 0; i < ng; i++)
-		fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#c33\"><title>greedy %.0f + %.0f/s cap %.0f: %.1f s, "
-			   "%.0f</title></circle>\n", SX(fmin(g[i].wait_low, xmax)), SY(fmin(g[i].spread_mid, ymax)),
-			g[i].start, g[i].growth, g[i].cap, g[i].wait_low, g[i].spread_mid);
-	for (size_t i = 0; i < nn; i++)
-		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"8\" fill=\"#36c\"><title>pairing %.0f held %.0f s "
-			   "+ %.0f/s cap %.0f: %.1f s, %.0f</title></rect>\n", SX(fmin(n[i].wait_low, xmax)) - 4,
-			SY(fmin(n[i].spread_mid, ymax)) - 4, n[i].start, n[i].hold, n[i].growth, n[i].cap, n[i].wait_low,
-			n[i].spread_mid);
-	fprintf(f, "<circle cx=\"%.0f\" cy=\"50\" r=\"4\" fill=\"#c33\"/><text x=\"%.0f\" y=\"54\">greedy</text>\n", W - 150,
-		W - 140);
-	fprintf(f, "<rect x=\"%.0f\" y=\"62\" width=\"8\" height=\"8\" fill=\"#36c\"/><text x=\"%.0f\" y=\"70\">pairing "
-		   "(nearest, hold-out)</text>\n", W - 154, W - 140);
+	for (int k = 0; k < N_SERIES; k++)
+		for (size_t i = 0; i < n; i++) {
+			const struct fpoint *pt = &pts[k][i];
+			double x = SX(fmin(pt->wait_low, xmax)), y = SY(fmin(pt->spread_mid, ymax));
+			svg_mark(f, k, x, y);
+			fprintf(f, "><title>%s %.0f + %.0f/s cap %.0f, rate reference %.2f/s: %.1f s, %.0f</title>%s\n",
+				series_name[k], pt->start, pt->growth, pt->cap, pt->rate_ref, pt->wait_low, pt->spread_mid,
+				k == 0 ? "</circle>" : k == 1 ? "</polygon>" : "</rect>");
+			if (pt->is_default)
+				fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"10\" fill=\"none\" stroke=\"%s\" "
+					   "stroke-width=\"2\"/>\n", x, y, series_colour[k]);
+		}
+	for (int k = 0; k < N_SERIES; k++) {
+		double y = 50 + 16 * k;
+		svg_mark(f, k, W - 190, y);
+		fprintf(f, "/><text x=\"%.0f\" y=\"%.0f\">%s%s</text>\n", W - 178, y + 4, series_name[k],
+			k == 2 ? " (cc-matcher)" : "");
+	}
+	fprintf(f, "<circle cx=\"%.0f\" cy=\"98\" r=\"8\" fill=\"none\" stroke=\"#555\" stroke-width=\"2\"/><text "
+		   "x=\"%.0f\" y=\"102\">the playlist's tolerance</text>\n", W - 190, W - 178);
 	fprintf(f, "</svg>\n");
 #undef SX
 #undef SY
@@ -755,78 +782,59 @@ static void write_svg(const char *path, const struct fpoint *g, size_t ng, const
 }
 
 /*
- * The frontier: greedy over start x growth (cap 600) and pairing over
- * start x hold x growth (cap 600), each at 0.2/s and 1/s with the same
- * seed; a table, the point each rule gets closest to the goal box with,
- * and (with --svg=PATH) the plot.
+ * The frontier: greedy (no rate reference), greedy with the rate
+ * reference and sweep with it (cc-matcher's default) over the same
+ * start x growth grid (cap 600), each at 0.2/s and 1/s with the same seed;
+ * a table, how many settings reach the goal box, and (with --svg=PATH) the
+ * plot. base[k] carries series k's rule, rate reference and default
+ * tolerance (ringed in the plot).
  */
-static struct settings frontier(const struct settings *base, const char *svg_path)
+static void frontier(const struct settings base[N_SERIES], const char *svg_path)
 {
-	static const double g_start[] = { 50, 100, 150, 200 }, g_growth[] = { 2, 5, 10, 20 };
-	static const double n_start[] = { 75, 150 }, n_hold[] = { 15, 30, 45, 60 }, n_growth[] = { 10, 20 };
-	struct fpoint g[CC_ARRAY_LEN(g_start) * CC_ARRAY_LEN(g_growth)];
-	struct fpoint n[CC_ARRAY_LEN(n_start) * CC_ARRAY_LEN(n_hold) * CC_ARRAY_LEN(n_growth)];
-	size_t ng = 0, nn = 0, bg = 0, bn = 0;
+	static const double starts[] = { 25, 50, 100, 150 }, growths[] = { 2, 3, 5, 10, 20 };
+	static struct fpoint pts[N_SERIES][32];
+	size_t n = 0;
 	struct outcome lo, mid;
 
-	printf("\nranked %dv%d frontier (issue 25): wait p95 at 0.2/s against spread p95 at 1/s, same seed\n",
-	       base->team_size, base->team_size);
-	printf("  %-8s %5s %5s %6s %4s | %7s %7s | %7s %7s\n", "rule", "start", "hold", "growth", "cap", "wait95",
+	printf("\nranked %dv%d frontier (issue 25): wait p95 at 0.2/s against spread p95 at 1/s, same seed, cap 600\n",
+	       base[0].team_size, base[0].team_size);
+	printf("  %-11s %5s %6s %4s %7s | %7s %7s | %7s %7s\n", "series", "start", "growth", "cap", "rateref", "wait95",
 	       "aband%", "sprd95", "wait95");
-	printf("  %-8s %5s %5s %6s %4s | %-15s | %-15s\n", "", "", "", "", "", "at 0.2/s", "at 1/s");
-	for (int rule = 0; rule < 2; rule++) {
-		size_t na = rule ? CC_ARRAY_LEN(n_start) : CC_ARRAY_LEN(g_start);
-		size_t nh = rule ? CC_ARRAY_LEN(n_hold) : 1;
-		size_t nr = rule ? CC_ARRAY_LEN(n_growth) : CC_ARRAY_LEN(g_growth);
-		for (size_t a = 0; a < na; a++)
-			for (size_t h = 0; h < nh; h++)
-				for (size_t k = 0; k < nr; k++) {
-					struct settings s = *base;
-					s.rule = rule ? CC_FORMATION_RULE_PAIRING : CC_FORMATION_RULE_GREEDY;
-					s.tol_start = rule ? n_start[a] : g_start[a];
-					s.hold_s = rule ? n_hold[h] : 0;
-					s.tol_growth = rule ? n_growth[k] : g_growth[k];
-					s.tol_cap = 600;
-					s.rate = 0.2;
-					run_or_die(&s, &lo);
-					s.rate = 1;
-					run_or_die(&s, &mid);
-					struct fpoint fp = { s.tol_start, s.hold_s, s.tol_growth, s.tol_cap,
-							     lo.wait_p95, mid.spread_p95, mid.wait_p95, lo.abandon_rate };
-					printf("  %-8s %5.0f %5.0f %6.0f %4.0f | %7.1f %7.2f | %7.0f %7.1f\n",
-					       rule ? "pairing" : "greedy", fp.start, fp.hold, fp.growth, fp.cap, fp.wait_low,
-					       100 * fp.abandon, fp.spread_mid, fp.wait_mid);
-					if (rule) {
-						n[nn] = fp;
-						if (goal_distance(&fp) < goal_distance(&n[bn]))
-							bn = nn;
-						nn++;
-					} else {
-						g[ng] = fp;
-						if (goal_distance(&fp) < goal_distance(&g[bg]))
-							bg = ng;
-						ng++;
-					}
-				}
+	printf("  %-11s %5s %6s %4s %7s | %-15s | %-15s\n", "", "", "", "", "", "at 0.2/s", "at 1/s");
+	for (int k = 0; k < N_SERIES; k++) {
+		n = 0;
+		for (size_t a = 0; a < CC_ARRAY_LEN(starts); a++)
+			for (size_t g = 0; g < CC_ARRAY_LEN(growths); g++) {
+				struct settings s = base[k];
+				s.tol_start = starts[a];
+				s.tol_growth = growths[g];
+				s.tol_cap = 600;
+				s.rate = 0.2;
+				run_or_die(&s, &lo);
+				s.rate = 1;
+				run_or_die(&s, &mid);
+				struct fpoint fp = { s.tol_start, s.tol_growth, s.tol_cap, s.rate_ref, lo.wait_p95,
+						     mid.spread_p95, mid.wait_p95, lo.abandon_rate,
+						     s.tol_start == base[k].tol_start && s.tol_growth == base[k].tol_growth &&
+							     s.tol_cap == base[k].tol_cap };
+				printf("  %-11s %5.0f %6.0f %4.0f %7.2f | %7.1f %7.2f | %7.0f %7.1f%s\n", series_name[k],
+				       fp.start, fp.growth, fp.cap, fp.rate_ref, fp.wait_low, 100 * fp.abandon, fp.spread_mid,
+				       fp.wait_mid, fp.is_default ? "  <- the playlist's" : "");
+				pts[k][n++] = fp;
+			}
 	}
-	printf("closest to the goal box (lowest max(wait95 / %.0f s, sprd95 / %.0f)):\n", GOAL_WAIT_LOW, GOAL_SPREAD_MID);
-	printf("  greedy  %.0f + %.0f/s cap %.0f: wait p95 %.1f s at 0.2/s, spread p95 %.0f at 1/s (%s)\n", g[bg].start,
-	       g[bg].growth, g[bg].cap, g[bg].wait_low, g[bg].spread_mid,
-	       goal_distance(&g[bg]) < 1 ? "both goals met" : "goals missed");
-	printf("  pairing %.0f held %.0f s + %.0f/s cap %.0f: wait p95 %.1f s at 0.2/s, spread p95 %.0f at 1/s (%s)\n",
-	       n[bn].start, n[bn].hold, n[bn].growth, n[bn].cap, n[bn].wait_low, n[bn].spread_mid,
-	       goal_distance(&n[bn]) < 1 ? "both goals met" : "goals missed");
+	printf("settings inside the goal box (wait p95 < %.0f s at 0.2/s and spread p95 < %.0f at 1/s):",
+	       GOAL_WAIT_LOW, GOAL_SPREAD_MID);
+	for (int k = 0; k < N_SERIES; k++) {
+		size_t met = 0;
+		for (size_t i = 0; i < n; i++)
+			met += pts[k][i].wait_low < GOAL_WAIT_LOW && pts[k][i].spread_mid < GOAL_SPREAD_MID;
+		printf(" %s %zu of %zu%s", series_name[k], met, n, k + 1 < N_SERIES ? "," : "\n");
+	}
 	if (svg_path) {
-		write_svg(svg_path, g, ng, n, nn);
+		write_svg(svg_path, pts, n);
 		printf("frontier plot: %s\n", svg_path);
 	}
-	struct settings best = *base;
-	best.rule = CC_FORMATION_RULE_PAIRING;
-	best.tol_start = n[bn].start;
-	best.hold_s = n[bn].hold;
-	best.tol_growth = n[bn].growth;
-	best.tol_cap = n[bn].cap;
-	return best;
 }
 
 /* ---- options ----------------------------------------------------------------------- */
@@ -861,6 +869,7 @@ int main(int argc, char **argv)
 		.patience_s = 300, .accept = 0.95, .response_s = 10, .seed = 1,
 	};
 	double low_rate = 0.2, high_rate = 5, seed = 1, team = 0;
+	const double rate_ref_default = CC_FORMATION_DEFAULT_RATE_REFERENCE; /* cc-matcher's default */
 	const char *svg_path = NULL;
 	bool once = false;
 
@@ -889,7 +898,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "usage: queue_sim [--once] [--seed=N] [--playlist=casual|ranked] [--team-size=N] "
 					"[--rate=R] [--hours=H] [--tolerance-start=X] [--tolerance-growth=X] "
 					"[--tolerance-cap=X] [--patience=S] [--accept=P] [--response-delay=S] "
-					"[--low-rate=R] [--high-rate=R] [--rule=greedy|pairing] [--hold=S] [--svg=PATH]\n");
+					"[--low-rate=R] [--high-rate=R] [--rule=greedy|pairing|sweep] [--hold=S] "
+					"[--rate-reference=R] [--svg=PATH]\n");
 			return 2;
 		}
 	}
@@ -915,55 +925,69 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
-	/* The defaults, both playlists, greedy beside PAIRING at the same seed, at each rate. */
+	/*
+	 * The defaults, both playlists: greedy (the rule before issue 25, no
+	 * rate reference) beside cc-matcher's default (sweep, rate reference
+	 * 0.4/s), the playlist's tolerance for both, at the same seed.
+	 */
 	struct settings r = s, c = s;
 	r.playlist = "ranked";
 	r.team_size = team > 0 ? (int)team : 1;
+	r.rule = CC_FORMATION_RULE_GREEDY;
+	r.rate_ref = 0;
 	c.playlist = "casual";
 	c.team_size = team > 0 ? (int)team : 3;
-	/* PAIRING's setting: the frontier point closest to issue 25's goal box (printed first). */
-	struct settings rp = frontier(&r, svg_path), cp = c;
-	cp.rule = CC_FORMATION_RULE_PAIRING;
+	c.rule = CC_FORMATION_RULE_GREEDY;
+	c.rate_ref = 0;
+	struct settings rn = r, cn = c;
+	rn.rule = cn.rule = CC_FORMATION_RULE_SWEEP;
+	rn.rate_ref = cn.rate_ref = rate_ref_default;
+	struct settings series[N_SERIES] = { r, r, rn };
+	series[1].rate_ref = rate_ref_default;
+	frontier(series, svg_path);
 	static const double rates[] = { 0.2, 0.5, 1, 5, 20 };
-	struct outcome rg[CC_ARRAY_LEN(rates)], rn[CC_ARRAY_LEN(rates)], cg[CC_ARRAY_LEN(rates)], cn[CC_ARRAY_LEN(rates)];
-	printf("\nranked %dv%d: greedy (tolerance %.0f + %.0f/s, cap %.0f) beside pairing (nearest partner, tolerance %.0f "
-	       "held %.0f s, then + %.0f/s, cap %.0f), same seed:\n",
-	       r.team_size, r.team_size, r.tol_start, r.tol_growth, r.tol_cap, rp.tol_start, rp.hold_s, rp.tol_growth,
-	       rp.tol_cap);
+	struct outcome og[CC_ARRAY_LEN(rates)], on[CC_ARRAY_LEN(rates)], ocg[CC_ARRAY_LEN(rates)], ocn[CC_ARRAY_LEN(rates)];
+	printf("\nranked %dv%d, tolerance %.0f + %.0f/s, cap %.0f: greedy beside sweep (rating neighbours first, growth "
+	       "x clamp(%.2f/s / arrival rate, 1/8, 8)), same seed:\n",
+	       r.team_size, r.team_size, r.tol_start, r.tol_growth, r.tol_cap, rn.rate_ref);
 	for (size_t i = 0; i < CC_ARRAY_LEN(rates); i++) {
-		r.rate = rp.rate = rates[i];
-		run_or_die(&r, &rg[i]);
-		run_or_die(&rp, &rn[i]);
+		r.rate = rn.rate = rates[i];
+		run_or_die(&r, &og[i]);
+		run_or_die(&rn, &on[i]);
 		snprintf(label, sizeof label, "%.2f/s greedy", r.rate);
-		print_outcome(label, &rg[i]);
-		snprintf(label, sizeof label, "%.2f/s pairing", r.rate);
-		print_outcome(label, &rn[i]);
+		print_outcome(label, &og[i]);
+		snprintf(label, sizeof label, "%.2f/s sweep", r.rate);
+		print_outcome(label, &on[i]);
 	}
-	printf("casual %dv%d (no rating tolerance; pairing changes only ranked partners, so the rows must agree):\n",
+	printf("casual %dv%d (no rating tolerance: sweep changes only ranked formation, so the rows must agree):\n",
 	       c.team_size, c.team_size);
 	for (size_t i = 0; i < CC_ARRAY_LEN(rates); i++) {
-		c.rate = cp.rate = rates[i];
-		run_or_die(&c, &cg[i]);
-		run_or_die(&cp, &cn[i]);
+		c.rate = cn.rate = rates[i];
+		run_or_die(&c, &ocg[i]);
+		run_or_die(&cn, &ocn[i]);
 		snprintf(label, sizeof label, "%.2f/s greedy", c.rate);
-		print_outcome(label, &cg[i]);
-		snprintf(label, sizeof label, "%.2f/s pairing", c.rate);
-		print_outcome(label, &cn[i]);
+		print_outcome(label, &ocg[i]);
+		snprintf(label, sizeof label, "%.2f/s sweep", c.rate);
+		print_outcome(label, &ocn[i]);
 	}
 	/* Issue 25's goal rows, from the runs above (rates[0] = 0.2, [1] = 0.5, [2] = 1). */
-	printf("\ngoals (issue 25), greedy | pairing, from the runs above:\n");
-	goal_row("ranked wait p95 < 60 s at 0.2/s", rg[0].wait_p95, rn[0].wait_p95, 60, "s");
-	goal_row("ranked spread p95 < 150 at 1/s", rg[2].spread_p95, rn[2].spread_p95, 150, "");
-	goal_row("casual wait p95 < 30 s at 0.5/s", cg[1].wait_p95, cn[1].wait_p95, 30, "s");
-	printf("  %-44s greedy %7.1f   | pairing %7.1f   (%s)\n", "casual team-mean diff p95 <= greedy's at 0.5/s",
-	       cg[1].team_p95, cn[1].team_p95, cn[1].team_p95 <= cg[1].team_p95 ? "met" : "MISSED");
+	printf("\ngoals (issue 25), greedy | sweep, from the runs above:\n");
+	goal_row("ranked wait p95 < 60 s at 0.2/s", og[0].wait_p95, on[0].wait_p95, GOAL_WAIT_LOW, "s");
+	goal_row("ranked spread p95 < 150 at 1/s", og[2].spread_p95, on[2].spread_p95, GOAL_SPREAD_MID, "");
+	goal_row("casual wait p95 < 30 s at 0.5/s", ocg[1].wait_p95, ocn[1].wait_p95, 30, "s");
+	printf("  %-44s greedy %7.1f   | sweep %7.1f   (%s)\n", "casual team-mean diff p95 <= greedy's at 0.5/s",
+	       ocg[1].team_p95, ocn[1].team_p95, ocn[1].team_p95 <= ocg[1].team_p95 ? "met" : "MISSED");
 	size_t strand_g = 0, strand_n = 0;
 	for (size_t i = 0; i < CC_ARRAY_LEN(rates); i++) {
-		strand_g += rg[i].stranded + cg[i].stranded;
-		strand_n += rn[i].stranded + cn[i].stranded;
+		strand_g += og[i].stranded + ocg[i].stranded;
+		strand_n += on[i].stranded + ocn[i].stranded;
 	}
-	printf("  %-44s greedy %7zu   | pairing %7zu   (%s)\n", "stranded players, every row", strand_g, strand_n,
+	printf("  %-44s greedy %7zu   | sweep %7zu   (%s)\n", "stranded players, every row", strand_g, strand_n,
 	       strand_n == 0 ? "met" : "MISSED");
+	if (ocn[1].wait_p95 >= 30)
+		printf("  casual 3v3 at 0.5/s: formation has no rating to trade, so no rule moves it; its wait is players "
+		       "meeting within %.0f ms (a region's share of 0.5/s filling 6 seats). Only filling seats (bots) or a "
+		       "wider RTT bound would.\n", CC_FORMATION_DEFAULT_MAX_RTT_MS);
 	sweep(&r, low_rate, high_rate);
 	sim_reset();
 	return 0;

@@ -981,7 +981,8 @@ START_TEST(test_ranked_tolerance)
 	struct seeded f = seed("ranked", "s3", 1, 1580, eu, 2000);
 	struct seeded g = seed("ranked", "s3", 1, 1510, eu, 1000);
 
-	const char *args[] = { "--playlist=ranked", NULL };
+	/* The wait-only widening this test times: a queue of seven is thin, and the rate would widen it 8x. */
+	const char *args[] = { "--playlist=ranked", "--rate-reference-per-second=0", NULL };
 	struct proc *m = spawn_matcher(args);
 	WAIT_FOR(count_is("SELECT count(*) FROM proposals", 2), 15000, "two ranked proposals");
 	/* A few more passes must not match c with d (their tolerance is still ~150). */
@@ -1010,6 +1011,29 @@ START_TEST(test_ranked_tolerance)
 		"SELECT count(*) FROM u",
 		c.ticket);
 	WAIT_FOR(count_is("SELECT count(*) FROM proposals", 3), 15000, "c and d after the wait");
+	expect_state(c.ticket, "PROPOSED");
+	expect_state(d.ticket, "PROPOSED");
+	stop_matcher(m);
+	audit();
+}
+END_TEST
+
+
+/*
+ * Issue 25: at its defaults (--rate-reference-per-second 0.4) the matcher
+ * widens faster in a thin queue. The same pair test_ranked_tolerance keeps
+ * apart (300 apart, 10 s and 5 s waited: 50 + 5/s x 10 s = 100 by the wait
+ * alone) meets at once here: two arrivals in the last two minutes are
+ * 1/60 per second, so growth is 8x and the tolerance 50 + 40/s x 10 s = 450.
+ */
+START_TEST(test_ranked_rate_widening)
+{
+	const char *eu = "{\"eu\": 25}";
+	struct seeded c = seed("ranked", "s2", 1, 2000, eu, 10000);
+	struct seeded d = seed("ranked", "s2", 1, 1700, eu, 5000);
+	const char *args[] = { "--playlist=ranked", NULL };
+	struct proc *m = spawn_matcher(args);
+	WAIT_FOR(count_is("SELECT count(*) FROM proposals", 1), 15000, "the thin queue's pair");
 	expect_state(c.ticket, "PROPOSED");
 	expect_state(d.ticket, "PROPOSED");
 	stop_matcher(m);
@@ -1610,6 +1634,7 @@ static Suite *matcher_suite(void)
 	tcase_add_test(tc, test_claim_skips_locked);
 	tcase_add_test(tc, test_unmatchable_head);
 	tcase_add_test(tc, test_ranked_tolerance);
+	tcase_add_test(tc, test_ranked_rate_widening);
 	tcase_add_test(tc, test_team_balance);
 	tcase_add_test(tc, test_survives_empty_queue_and_blips);
 	tcase_add_test(tc, test_starts_without_database);

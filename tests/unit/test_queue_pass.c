@@ -82,9 +82,18 @@ static int read_queue(void *ctx, const char *after, size_t limit, struct cc_cand
 
 static double tolerance(const struct cc_formation_params *p, const struct cc_candidate *a)
 {
-	/* SPEC 6's widening; PAIRING (issue 25) starts it after the hold-out. */
+	/*
+	 * SPEC 6's widening; PAIRING (issue 25) starts it after the hold-out,
+	 * and a rate reference multiplies the growth by reference / the rate
+	 * the pass measured (qp.rate_per_s), within [1/8, 8].
+	 */
 	double wait_s = (double)(NOW_MS - a->queued_at_ms) / 1000.0 - p->tolerance_hold_s;
-	double t = p->tolerance_start + p->tolerance_growth_per_s * (wait_s > 0 ? wait_s : 0);
+	double factor = 1;
+	if (p->rate_reference_per_s > 0 && qp.rate_per_s >= 0) {
+		factor = qp.rate_per_s > 0 ? p->rate_reference_per_s / qp.rate_per_s : 8;
+		factor = factor > 8 ? 8 : factor < 0.125 ? 0.125 : factor;
+	}
+	double t = p->tolerance_start + p->tolerance_growth_per_s * factor * (wait_s > 0 ? wait_s : 0);
 	return t < p->tolerance_cap ? t : p->tolerance_cap;
 }
 
@@ -719,6 +728,191 @@ START_TEST(test_pairing_deterministic)
 }
 END_TEST
 
+/* ---- issue 25: SWEEP and the arrival-rate widening ------------------------------------------ */
+
+/*
+ * SWEEP at the playlist's tolerance, with three rate references: 0.4 (the
+ * default: these queues are busy, so growth slows to its 1/8 floor), 2
+ * (in between) and 1000 (growth at its 8x ceiling).
+ */
+static const double sweep_refs[] = { 0.4, 2, 1000 };
+
+static struct cc_formation_params sweep_params(enum shape s, double ref)
+{
+	struct cc_formation_params p = shape_params(s);
+	p.rule = CC_FORMATION_RULE_SWEEP;
+	p.rate_reference_per_s = ref;
+	return p;
+}
+
+/*
+ * Every claimed formation inside the anchor's tolerance as this file
+ * computes it (rate factor included: claim_all checks each member) and
+ * the other rules, and no valid match left behind at the fixpoint.
+ */
+START_TEST(test_sweep_no_match_left_behind)
+{
+	enum shape s = pairing_shapes[_i / (int)CC_ARRAY_LEN(sweep_refs)];
+	double ref = sweep_refs[_i % (int)CC_ARRAY_LEN(sweep_refs)];
+	rng = 0x1234567ull + (uint64_t)_i;
+	struct cc_formation_params p = sweep_params(s, ref);
+	bad_formation[0] = '\0';
+	build_shape(s, &q_main);
+	fixpoint(&q_main, &p, &o_main);
+	size_t could = 0;
+	for (size_t k = 0; k < o_main.n_last; k++)
+		could += could_match(&q_main, o_main.last_read, o_main.n_last, o_main.last_read[k], &p);
+	fprintf(stderr, "sweep, %s, reference %g/s (rate %.2f/s): %zu tickets, %zu matched in %zu passes, %zu could "
+			"still match%s%s\n",
+		shape_names[s], ref, qp.rate_per_s, q_main.n, o_main.matched, o_main.passes, could,
+		bad_formation[0] ? ": " : "", bad_formation);
+	ck_assert_msg(!bad_formation[0], "sweep, %s, reference %g: %s", shape_names[s], ref, bad_formation);
+	ck_assert_msg(!o_main.violation && could == 0, "sweep, %s, reference %g: %zu leftovers could still match",
+		      shape_names[s], ref, could);
+	ck_assert_uint_gt(o_main.matched, s == ISSUE_21 ? 1 : 100);
+}
+END_TEST
+
+/* The same seed twice gives the same matches in the same order (the rate state starts afresh). */
+START_TEST(test_sweep_deterministic)
+{
+	struct cc_formation_params p = sweep_params(OUTLIERS, 2);
+	size_t na, nb;
+	record_run(&p, run_a, &na);
+	record_run(&p, run_b, &nb);
+	ck_assert_uint_gt(na, 100);
+	ck_assert_uint_eq(na, nb);
+	for (size_t k = 0; k < na; k++)
+		ck_assert_msg(run_a[k] == run_b[k], "the runs differ at claimed ticket %zu: %zu vs %zu", k, run_a[k],
+			      run_b[k]);
+}
+END_TEST
+
+/* A ranked 1v1 ticket for the small queues below: queue index i, rating, seconds waited. */
+static void small_ticket(struct queue *qu, double rating, double waited_s)
+{
+	size_t i = qu->n++;
+	struct cc_candidate *c = &qu->t[i];
+	memset(c, 0, sizeof *c);
+	snprintf(c->ticket_id, sizeof c->ticket_id, "t%05zu", i);
+	snprintf(c->player_id, sizeof c->player_id, "p%zu", i);
+	snprintf(c->build, sizeof c->build, "b1");
+	c->protocol_version = 1;
+	c->rating = rating;
+	c->queued_at_ms = NOW_MS - (int64_t)(waited_s * 1000) + (int64_t)i; /* equal waits: queue order */
+	c->expires_at_ms = NOW_MS + 30000;
+	c->n_rtt = 1;
+	snprintf(c->rtt[0].region, sizeof c->rtt[0].region, "eu");
+	c->rtt[0].rtt_ms = 20;
+}
+
+/*
+ * The rule itself: a 1700 who waited 200 s (tolerance at the cap), and two
+ * fresh players at 1600 and 1605. GREEDY lets the oldest take the nearer
+ * of the next two (1605: spread 95, the 1600 waits); SWEEP pairs the
+ * rating neighbours (1600 with 1605: spread 5, the 1700 waits).
+ */
+START_TEST(test_sweep_pairs_neighbours)
+{
+	struct cc_formation_params p = shape_params(RANDOM);
+	struct cc_queue_pass_config cfg;
+	struct cc_queue_pass_stats st;
+	q_main.n = 0;
+	small_ticket(&q_main, 1700, 200);
+	small_ticket(&q_main, 1600, 1);
+	small_ticket(&q_main, 1605, 1);
+	for (int rule = 0; rule < 2; rule++) {
+		p.rule = rule ? CC_FORMATION_RULE_SWEEP : CC_FORMATION_RULE_GREEDY;
+		cc_queue_pass_defaults(&p, &cfg);
+		cur = &q_main;
+		cur_params = p;
+		memset(claimed, 0, sizeof claimed);
+		cc_queue_pass_init(&qp);
+		n_order = 0;
+		bad_formation[0] = '\0';
+		ck_assert_int_eq(cc_queue_pass_run(&qp, &cfg, read_queue, claim_record, NULL, &st), 0);
+		ck_assert_msg(!bad_formation[0], "%s", bad_formation);
+		ck_assert_uint_eq(st.formation.formed, 1);
+		ck_assert_uint_eq(n_order, 2);
+		ck_assert_uint_eq(st.formation.swept, rule ? 1 : 0);
+		/* Anchor first: the older of the two. */
+		ck_assert_uint_eq(order_of[0], rule ? 1 : 0);
+		ck_assert_uint_eq(order_of[1], 2);
+	}
+}
+END_TEST
+
+/* The rate the pass measures: distinct recent tickets over the window, bounded, forgetting the old. */
+START_TEST(test_arrival_rate)
+{
+	static struct cc_arrival_rate ar;
+	struct queue *qu = &q_try;
+	cc_arrival_rate_init(&ar);
+	ck_assert_double_eq(cc_arrival_rate_per_s(&ar), 0);
+	qu->n = 0;
+	for (int i = 0; i < 30; i++)
+		small_ticket(qu, 1500, i < 24 ? 10 + i : 200); /* 24 inside the window, 6 older than it */
+	cc_arrival_rate_note(&ar, qu->t, qu->n, NOW_MS);
+	cc_arrival_rate_note(&ar, qu->t, qu->n, NOW_MS); /* read again by a later page or pass: not new */
+	ck_assert_uint_eq(ar.n, 24);
+	ck_assert_double_eq_tol(cc_arrival_rate_per_s(&ar), 24.0 / 120.0, 1e-9);
+	/* 100.5 s later the 14 queued 19.5 s or more before the first look are out of the window. */
+	cc_arrival_rate_prune(&ar, NOW_MS + 100500);
+	ck_assert_uint_eq(ar.n, 10);
+	cc_arrival_rate_note(&ar, qu->t, qu->n, NOW_MS + 100500);
+	ck_assert_uint_eq(ar.n, 10);
+	/* Bounded: a flood saturates at CC_ARRIVAL_MAX. */
+	qu->n = 0;
+	for (int i = 0; i < 1000; i++)
+		small_ticket(qu, 1500, 1);
+	cc_arrival_rate_note(&ar, qu->t, qu->n, NOW_MS);
+	ck_assert_uint_eq(ar.n, CC_ARRIVAL_MAX);
+	cc_arrival_rate_prune(&ar, NOW_MS);
+	ck_assert_uint_eq(ar.n, CC_ARRIVAL_MAX);
+	cc_arrival_rate_prune(&ar, NOW_MS + CC_ARRIVAL_WINDOW_MS);
+	ck_assert_uint_eq(ar.n, 0);
+}
+END_TEST
+
+/* The growth factor: reference / rate within [1/8, 8]; 1 when off or unknown; valid params only. */
+START_TEST(test_rate_factor)
+{
+	struct cc_formation_params p = shape_params(RANDOM);
+	ck_assert_double_eq(cc_formation_rate_factor(&p, 0.01), 1); /* the playlist's: off */
+	p.rate_reference_per_s = 0.4;
+	ck_assert_double_eq(cc_formation_rate_factor(&p, -1), 1);
+	ck_assert_double_eq(cc_formation_rate_factor(&p, NAN), 1);
+	ck_assert_double_eq(cc_formation_rate_factor(&p, 0), 8);
+	ck_assert_double_eq(cc_formation_rate_factor(&p, 0.01), 8);
+	ck_assert_double_eq_tol(cc_formation_rate_factor(&p, 0.2), 2, 1e-12);
+	ck_assert_double_eq_tol(cc_formation_rate_factor(&p, 0.4), 1, 1e-12);
+	ck_assert_double_eq_tol(cc_formation_rate_factor(&p, 1), 0.4, 1e-12);
+	ck_assert_double_eq(cc_formation_rate_factor(&p, 100), 0.125);
+	/* 50 + 5/s x 2 x 20 s = 250; never past the cap. */
+	ck_assert_double_eq_tol(cc_formation_tolerance_at(&p, 20000, 0.2), 250, 1e-9);
+	ck_assert_double_eq(cc_formation_tolerance_at(&p, 3600000, 0.2), p.tolerance_cap);
+	ck_assert_double_eq_tol(cc_formation_tolerance(&p, 20000), 150, 1e-9);
+	p.rule = CC_FORMATION_RULE_SWEEP;
+	ck_assert(cc_formation_params_valid(&p));
+	p.tolerance_hold_s = 10; /* the hold-out is PAIRING's */
+	ck_assert(!cc_formation_params_valid(&p));
+	p.tolerance_hold_s = 0;
+	p.rate_reference_per_s = -0.1;
+	ck_assert(!cc_formation_params_valid(&p));
+	p.rate_reference_per_s = INFINITY;
+	ck_assert(!cc_formation_params_valid(&p));
+	p.rate_reference_per_s = CC_FORMATION_MAX_RATE_REFERENCE + 1;
+	ck_assert(!cc_formation_params_valid(&p));
+	p.rate_reference_per_s = 0.4;
+	p.rule = (enum cc_formation_rule)3;
+	ck_assert(!cc_formation_params_valid(&p));
+	enum cc_formation_rule r;
+	ck_assert(cc_formation_rule_parse("sweep", &r) && r == CC_FORMATION_RULE_SWEEP);
+	ck_assert(cc_formation_rule_parse("greedy", &r) && r == CC_FORMATION_RULE_GREEDY);
+	ck_assert(!cc_formation_rule_parse("Sweep", &r) && !cc_formation_rule_parse(NULL, &r));
+}
+END_TEST
+
 static Suite *queue_pass_suite(void)
 {
 	Suite *s = suite_create("queue_pass");
@@ -727,6 +921,12 @@ static Suite *queue_pass_suite(void)
 	tcase_add_loop_test(tc, test_no_match_left_behind, 0, 3 * N_SHAPES);
 	tcase_add_loop_test(tc, test_pairing_no_match_left_behind, 0, 2 * (int)CC_ARRAY_LEN(pairing_shapes));
 	tcase_add_test(tc, test_pairing_deterministic);
+	tcase_add_loop_test(tc, test_sweep_no_match_left_behind, 0,
+			    (int)(CC_ARRAY_LEN(pairing_shapes) * CC_ARRAY_LEN(sweep_refs)));
+	tcase_add_test(tc, test_sweep_deterministic);
+	tcase_add_test(tc, test_sweep_pairs_neighbours);
+	tcase_add_test(tc, test_arrival_rate);
+	tcase_add_test(tc, test_rate_factor);
 	tcase_add_test(tc, test_pass_is_bounded);
 	tcase_add_test(tc, test_claim_budget_and_errors);
 	tcase_add_test(tc, test_defaults);
