@@ -181,7 +181,8 @@ fi
 
 # ---- 3. the queue simulation --------------------------------------------------------------
 echo "== 3. queue simulation ($((SECONDS - started)) s so far)"
-# Issue 25: formation's CPU per pass, greedy beside pairing, up to a queue 100k deep (no database).
+# Issue 25: formation's CPU per pass, greedy beside pairing and sweep (cc-matcher's default), up to a
+# queue 100k deep (no database).
 make -s --no-print-directory build/bench/formation && build/bench/formation || status=1
 scripts/queue-sim.sh || status=1
 echo "== done in $((SECONDS - started)) s, status $status"
