@@ -114,8 +114,13 @@ matcher_refuses "lease timeout under 2 x poll interval" "--lease-timeout-ms (199
 	--lease-timeout-ms=1999 --poll-interval-ms=1000
 matcher_refuses "lease timeout under 2 x Redis timeout" "--lease-timeout-ms (3000) must be at least twice" \
 	--redis-timeout-ms=1501
+# Issue 25's flags: a rule outside the enum and a rate reference outside its range.
+matcher_refuses "an unknown formation rule" "--formation-rule: 'best' is not one of greedy|pairing|sweep" \
+	--formation-rule=best
+matcher_refuses "a negative rate reference" "--rate-reference-per-second: -1 is out of range \\[0, 1000\\]" \
+	--rate-reference-per-second=-1
 rc=0
 COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" timeout 3 "$BIN/cc-matcher" --playlist=casual --admin-port=0 \
 	--lease-timeout-ms=2000 --poll-interval-ms=1000 >"$T_DIR/out" 2>"$T_DIR/err" </dev/null || rc=$?
 expect_eq "cc-matcher at the lease edge (2000 = 2 x 1000): runs until stopped (timeout's 124)" 124 "$rc"
-pass "cc-matcher refuses a tolerance cap below its start and a lease timeout its own idle gaps would trip"
+pass "cc-matcher refuses a tolerance cap below its start, a lease timeout its own idle gaps would trip, an unknown formation rule and a negative rate reference"
