@@ -18,7 +18,7 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$top"
 make -s --no-print-directory build/bench/queue_sim
 # The full report takes about two minutes on an idle core (issue 25's
-# frontier is 120 runs); the bound leaves room for a loaded machine and
+# frontier is 72 runs); the bound leaves room for a loaded machine and
 # only guards a wild option.
 if [[ $# -eq 0 ]]; then
 	svg=${QUEUE_SIM_SVG:-$top/build/bench-results/queue_sim_frontier.svg}

@@ -327,6 +327,8 @@ static void pass_report(struct matcher *m, int rc, const char *source, const str
 		CC_LOG_INT("refused_no_region", st ? st->refused_no_region : 0),
 		CC_LOG_INT("lost_claims", st ? st->lost_claims : 0),
 		CC_LOG_BOOL("out_of_attempts", st ? st->out_of_attempts : false),
+		CC_LOG_INT("swept", st ? st->swept : 0),                              /* of formed: the rating sweep's */
+		CC_LOG_DBL("arrival_rate_per_second", qst ? qst->arrival_rate_per_s : 0), /* what the tolerance widened with */
 		CC_LOG_DBL("seconds", seconds),
 	};
 	/* Quiet when nothing happened: an idle matcher passes twice a second. */

@@ -22,6 +22,12 @@
  * than one); casual 3v3 with one region per player; the 21 tickets of the
  * issue. A violation is shrunk to a minimal queue (no ticket can be
  * removed and keep a violation) and printed.
+ *
+ * Issue 25: the same property under PAIRING and under SWEEP (with the
+ * arrival-rate factor at its floor, in between and at its ceiling; the
+ * tolerance written here multiplies the growth by the factor of the rate
+ * the pass measured), determinism for a seed, a queue where SWEEP and
+ * GREEDY must differ, and the rate estimate and factor themselves.
  */
 #include <math.h>
 #include <stdio.h>
