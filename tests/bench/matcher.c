@@ -645,6 +645,7 @@ static int run_depth(int argc, char **argv)
 		       "(target <= 2.00: %s)\n",
 		       depths[d], cpu_ms[2], cpu_ms[1], cpu_ms[1] > 0 ? cpu_ms[2] / cpu_ms[1] : 0,
 		       cpu_ms[2] <= 2 * cpu_ms[1] ? "met" : "MISSED");
+		fflush(stdout);
 	}
 	/* Leave Redis as we found it (empty namespaces), not full of this database's tickets. */
 	for (int i = 0; i < 2; i++)
