@@ -425,7 +425,9 @@ static int read_uuid(const cJSON *body, const char *field, bool required, const 
 		     struct cc_json_error *err)
 {
 	int rc = cc_json_get_string(body, field, required, 1, 64, out, err);
-	if (rc == 0 && *out && !cc_uuid_valid(*out)) {
+	if (rc == CC_ENOTFOUND)
+		return 0; /* an optional field left out */
+	if (rc == 0 && !cc_uuid_valid(*out)) {
 		cc_json_error_set(err, field, "field must be a lowercase UUID");
 		return CC_EINVAL;
 	}
@@ -441,7 +443,9 @@ static int read_body(const cJSON *body, struct party_tx *tx, struct cc_json_erro
 		return read_client(body, &tx->protocol_version, &tx->build, err);
 	case OP_JOIN:
 		tx->party_id = NULL;
-		if ((rc = cc_json_get_string(body, "join_code", false, 1, 16, &tx->join_code, err)) != 0 ||
+		if ((rc = cc_json_get_string(body, "join_code", false, 1, 16, &tx->join_code, err)) == CC_ENOTFOUND)
+			rc = 0;
+		if (rc != 0 ||
 		    (rc = read_uuid(body, "party_id", false, &tx->party_id, err)) != 0 ||
 		    (rc = read_client(body, &tx->protocol_version, &tx->build, err)) != 0)
 			return rc;
