@@ -36,6 +36,10 @@ CREATE TABLE cc_party_invites (
 );
 
 -- No foreign key: a disbanded party's row is deleted, its finished tickets stay.
-ALTER TABLE tickets ADD COLUMN party_id uuid;
+-- party_size: how many tickets the party queued (all in one transaction);
+-- formation (game/formation.h) forms a party only when all of them are there.
+ALTER TABLE tickets ADD COLUMN party_id uuid,
+    ADD COLUMN party_size smallint NOT NULL DEFAULT 1 CHECK (party_size BETWEEN 1 AND 8),
+    ADD CONSTRAINT tickets_party_size_solo CHECK (party_id IS NOT NULL OR party_size = 1);
 CREATE INDEX tickets_active_by_party ON tickets (party_id)
     WHERE party_id IS NOT NULL AND state IN ('QUEUED', 'PROPOSED', 'MATCHED', 'ASSIGNED');

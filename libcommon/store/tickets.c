@@ -47,9 +47,9 @@ static const char sql_enqueue_facts[] =
  */
 static const char sql_enqueue[] =
 	"INSERT INTO tickets AS t (player_id, playlist, state, build, protocol_version, rating, "
-	"  deviation, predicted_rtt, expires_at, party_id) "
+	"  deviation, predicted_rtt, expires_at, party_id, party_size) "
 	"VALUES ($1, $2, 'QUEUED', $3, $4::int, $5::float8, $6::float8, $7::jsonb, "
-	"  now() + make_interval(secs => $8::int), $9::uuid) "
+	"  now() + make_interval(secs => $8::int), $9::uuid, $10::smallint) "
 	"ON CONFLICT (player_id) WHERE state IN " ACTIVE " "
 	"DO UPDATE SET state = 'EXPIRED', revision = t.revision + 1, updated_at = now() "
 	"  WHERE t.state = 'QUEUED' AND t.expires_at <= now() "
@@ -324,10 +324,12 @@ int cc_ticket_enqueue(struct cc_pg *pg, const struct cc_ticket_new *n, struct cc
 	snprintf(rating, sizeof rating, "%.17g", n->rating);
 	snprintf(deviation, sizeof deviation, "%.17g", n->deviation);
 	snprintf(ttl, sizeof ttl, "%lld", (long long)n->ttl_seconds);
+	char party_size[16];
+	snprintf(party_size, sizeof party_size, "%d", n->party_id && n->party_size > 1 ? n->party_size : 1);
 	const char *p[] = { n->player_id, n->playlist, n->build, protocol, rating, deviation, n->predicted_rtt, ttl,
-			    n->party_id };
+			    n->party_id, party_size };
 	for (int round = 0; round < 2; round++) {
-		if ((rc = cc_pg_exec(pg, sql_enqueue, 9, p, &res)) != 0)
+		if ((rc = cc_pg_exec(pg, sql_enqueue, 10, p, &res)) != 0)
 			goto out;
 		if (PQntuples(res) == 0)
 			break;

@@ -139,6 +139,7 @@ struct cc_ticket_new {
 	const char *predicted_rtt;       /* JSON object text */
 	int64_t ttl_seconds;             /* first heartbeat deadline */
 	const char *party_id;            /* the party that queued it (store/parties.h), NULL = solo */
+	int party_size;                  /* tickets the party queues together (1 when solo) */
 };
 
 /*

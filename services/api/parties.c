@@ -267,6 +267,7 @@ static int queue_members(struct cc_pg *pg, struct party_tx *tx, const struct cc_
 				.predicted_rtt = r.predicted_rtt,
 				.ttl_seconds = cfg->ticket_ttl_seconds,
 				.party_id = v->id,
+				.party_size = (int)v->n_members,
 			};
 			rc = cc_ticket_enqueue(pg, &n, &ticket, NULL, &tx->moves);
 			if (rc == CC_ECONFLICT)
