@@ -153,6 +153,30 @@ static const char sql_expire_unanswered[] =
 	"WHERE pp.proposal_id = $1 AND pp.response IS NULL AND t.id = pp.ticket_id "
 	"  AND t.proposal_id = $1 AND t.state = 'PROPOSED' RETURNING " COLUMNS;
 
+/*
+ * Parties in a proposal (issue 26). A decliner's party mates leave with it
+ * (cancelled, no penalty: store/proposals.c records the decliner's only);
+ * so do the party mates of a member whose ticket timed out; and a party
+ * requeued after someone else's decline gets its members' deadlines
+ * aligned to the latest (one lease for the party, store/tickets.h), so
+ * the party goes back to the queue whole and goes silent whole.
+ */
+static const char sql_cancel_proposed_party[] =
+	"UPDATE tickets AS t SET state = 'CANCELLED', revision = t.revision + 1, updated_at = now() "
+	"FROM tickets d WHERE d.proposal_id = $1 AND d.player_id = $2 AND d.party_id IS NOT NULL "
+	"  AND t.proposal_id = $1 AND t.party_id = d.party_id AND t.id <> d.id AND t.state = 'PROPOSED' "
+	"RETURNING " COLUMNS;
+static const char sql_cancel_expired_party[] =
+	"UPDATE tickets AS t SET state = 'CANCELLED', revision = t.revision + 1, updated_at = now() "
+	"WHERE t.proposal_id = $1 AND t.state = 'PROPOSED' AND t.party_id IN ("
+	"  SELECT e.party_id FROM tickets e WHERE e.proposal_id = $1 AND e.state = 'EXPIRED' "
+	"  AND e.party_id IS NOT NULL) RETURNING " COLUMNS;
+static const char sql_align_party_lease[] =
+	"UPDATE tickets AS t SET expires_at = g.e FROM ("
+	"  SELECT s.party_id, max(s.expires_at) AS e FROM proposal_participants pp JOIN tickets s ON s.id = pp.ticket_id "
+	"  WHERE pp.proposal_id = $1 AND s.party_id IS NOT NULL AND s.state = 'QUEUED' GROUP BY s.party_id) g "
+	"WHERE t.party_id = g.party_id AND t.state = 'QUEUED' AND t.expires_at < g.e RETURNING " COLUMNS;
+
 static const char sql_match[] =
 	"UPDATE tickets AS t SET state = 'MATCHED', match_id = $2, revision = t.revision + 1, updated_at = now() "
 	"WHERE t.proposal_id = $1 AND t.state = 'PROPOSED' RETURNING " COLUMNS;
@@ -531,7 +555,11 @@ int cc_tickets_cancel_proposed(struct cc_pg *pg, const char *proposal_id, const 
 			       struct cc_ticket_moves *moves)
 {
 	const char *p[] = { proposal_id, player_id };
-	return transition(pg, sql_cancel_proposed, 2, p, "ticket.cancelled", NULL, NULL, NULL, moves);
+	int rc = transition(pg, sql_cancel_proposed_party, 2, p, "ticket.cancelled",
+			    "{\"reason\":\"party_member_declined\"}", NULL, NULL, moves);
+	if (rc == 0)
+		rc = transition(pg, sql_cancel_proposed, 2, p, "ticket.cancelled", NULL, NULL, NULL, moves);
+	return rc;
 }
 
 int cc_tickets_requeue(struct cc_pg *pg, const char *proposal_id, int64_t ttl_seconds, int *n,
@@ -540,14 +568,21 @@ int cc_tickets_requeue(struct cc_pg *pg, const char *proposal_id, int64_t ttl_se
 	char ttl[24];
 	snprintf(ttl, sizeof ttl, "%lld", (long long)(ttl_seconds > 0 ? ttl_seconds : 0));
 	const char *p[] = { proposal_id, ttl };
-	return transition(pg, sql_requeue, 2, p, "ticket.requeued", NULL, n, NULL, moves);
+	int rc = transition(pg, sql_requeue, 2, p, "ticket.requeued", NULL, n, NULL, moves);
+	if (rc == 0)
+		rc = transition(pg, sql_align_party_lease, 1, p, NULL, NULL, NULL, NULL, moves);
+	return rc;
 }
 
 int cc_tickets_expire_unanswered(struct cc_pg *pg, const char *proposal_id, int *n, struct cc_ticket_moves *moves)
 {
 	const char *p[] = { proposal_id };
-	return transition(pg, sql_expire_unanswered, 1, p, "ticket.expired", "{\"reason\":\"proposal_timeout\"}", n,
-			  NULL, moves);
+	int rc = transition(pg, sql_expire_unanswered, 1, p, "ticket.expired", "{\"reason\":\"proposal_timeout\"}", n,
+			    NULL, moves);
+	if (rc == 0)
+		rc = transition(pg, sql_cancel_expired_party, 1, p, "ticket.cancelled",
+				"{\"reason\":\"party_member_timed_out\"}", NULL, NULL, moves);
+	return rc;
 }
 
 int cc_tickets_match(struct cc_pg *pg, const char *proposal_id, const char *match_id,

@@ -248,7 +248,11 @@ int cc_tickets_cancel_party(struct cc_pg *pg, const char *party_id, const char *
 
 /* ---- the tickets of one proposal (store/proposals.c) ------------------- */
 
-/* The decliner's (or canceller's) ticket: PROPOSED in proposal_id -> CANCELLED. */
+/*
+ * The decliner's (or canceller's) ticket: PROPOSED in proposal_id ->
+ * CANCELLED; its party mates' tickets in the proposal too ({"reason":
+ * "party_member_declined"}: the penalty is the decliner's alone).
+ */
 int cc_tickets_cancel_proposed(struct cc_pg *pg, const char *proposal_id, const char *player_id,
 			       struct cc_ticket_moves *moves) CC_MUST_CHECK;
 
@@ -259,6 +263,8 @@ int cc_tickets_cancel_proposed(struct cc_pg *pg, const char *proposal_id, const 
  * everyone else, and everyone with 0, keeps the deadline its owner earned
  * (SPEC 7: a requeue never extends it, so a client that went away cannot
  * hold live players twice). *n (may be NULL) receives how many moved.
+ * A requeued party's tickets then share the latest deadline among them
+ * (the party's one lease; no revision bump, no event).
  */
 int cc_tickets_requeue(struct cc_pg *pg, const char *proposal_id, int64_t ttl_seconds, int *n,
 		       struct cc_ticket_moves *moves) CC_MUST_CHECK;
@@ -267,7 +273,9 @@ int cc_tickets_requeue(struct cc_pg *pg, const char *proposal_id, int64_t ttl_se
  * The tickets of proposal_id's non-responders (no response recorded) that
  * are still PROPOSED -> EXPIRED: their client let the window pass, so it
  * may be gone, and a ticket that went back to the queue would hold live
- * players again (SPEC 7). *n (may be NULL) receives how many ended.
+ * players again (SPEC 7). *n (may be NULL) receives how many ended. The
+ * party mates of an expired ticket in the proposal are cancelled with it
+ * ({"reason": "party_member_timed_out"}), so no part of a party requeues.
  */
 int cc_tickets_expire_unanswered(struct cc_pg *pg, const char *proposal_id, int *n,
 				 struct cc_ticket_moves *moves) CC_MUST_CHECK;
