@@ -33,6 +33,8 @@ struct cc_candidate {
 	double deviation;
 	int64_t queued_at_ms;                /* enqueue time (queue order; kept across requeues) */
 	int64_t expires_at_ms;               /* heartbeat deadline */
+	char party_id[CC_UUID_BUF];          /* the party that queued it, "" = solo (issue 26) */
+	int party_size;                      /* tickets the party queued (1 = solo): formation takes all or none */
 	size_t n_rtt;                        /* entries used in rtt */
 	struct cc_candidate_rtt rtt[CC_CANDIDATE_MAX_REGIONS];
 };

@@ -141,14 +141,41 @@ static void intern_identity(struct cc_formation_workspace *ws, size_t i, uint16_
 	}
 }
 
+/* Interns candidate i's party (issue 26): the class is the index of the party's first ticket. */
+static void intern_party(struct cc_formation_workspace *ws, size_t i, uint16_t *parties)
+{
+	const struct cc_candidate *c = &ws->cands[i];
+	ws->party[i] = CC_FORMATION_SOLO;
+	ws->party_size[i] = 1;
+	if (!c->party_id[0] || c->party_size <= 1)
+		return;
+	ws->has_parties = true;
+	ws->party_size[i] = (uint8_t)(c->party_size < CC_FORMATION_MAX_TEAM_SIZE ? c->party_size
+									  : CC_FORMATION_MAX_TEAM_SIZE);
+	for (uint32_t h = cc_hash_fnv1a32(c->party_id, strlen(c->party_id));; h++) {
+		uint16_t *slot = &parties[h % SLOTS];
+		if (*slot == NO_SLOT) {
+			*slot = (uint16_t)i;
+			ws->party[i] = (uint16_t)i;
+			return;
+		}
+		if (strcmp(ws->cands[*slot].party_id, c->party_id) == 0) {
+			ws->party[i] = ws->party[*slot];
+			return;
+		}
+	}
+}
+
 int cc_formation_prepare(struct cc_formation_workspace *ws, const struct cc_candidate *cands, size_t n,
 			 int64_t now_ms, const struct cc_formation_params *p)
 {
 	if (!ws || (!cands && n > 0) || n > CC_FORMATION_MAX_CANDIDATES || !cc_formation_params_valid(p))
 		return CC_EINVAL;
-	uint16_t groups[SLOTS], players[SLOTS];
+	uint16_t groups[SLOTS], players[SLOTS], parties[SLOTS];
 	memset(groups, 0xff, sizeof groups); /* NO_SLOT */
 	memset(players, 0xff, sizeof players);
+	memset(parties, 0xff, sizeof parties);
+	ws->has_parties = false;
 	ws->cands = cands;
 	ws->n = n;
 	ws->now_ms = now_ms;
@@ -159,6 +186,7 @@ int cc_formation_prepare(struct cc_formation_workspace *ws, const struct cc_cand
 	for (size_t i = 0; i < n; i++) {
 		const struct cc_candidate *c = &cands[i];
 		intern_identity(ws, i, groups, players);
+		intern_party(ws, i, parties);
 		ws->reach[i] = 0;
 		for (size_t k = 0; k < c->n_rtt && k < CC_CANDIDATE_MAX_REGIONS; k++) {
 			if (!(c->rtt[k].rtt_ms >= 0 && c->rtt[k].rtt_ms <= p->max_rtt_ms))
@@ -298,6 +326,103 @@ static size_t pick_nearest(const struct cc_formation_workspace *ws, size_t a, in
 	return n_best;
 }
 
+/* ---- parties (issue 26) ---------------------------------------------------- */
+
+/* The in-set tickets of party class cls from index from on, in queue order, at most max; returns how many. */
+static size_t party_tickets(const struct cc_formation_workspace *ws, uint16_t cls, size_t from, uint16_t *out,
+			    size_t max)
+{
+	size_t n = 0;
+	for (size_t i = from; i < ws->n && n < max; i++)
+		if (!ws->out[i] && ws->party[i] == cls)
+			out[n++] = (uint16_t)i;
+	return n;
+}
+
+/*
+ * Whether units of party sizes sizes[0..n) (sizes[0]: the anchor's unit,
+ * which stays in team 0) can be split into two teams of at most team_size
+ * each, solos filling the rest: some subset with the anchor's unit sums to
+ * s0 with s0 <= team_size and total - s0 <= team_size.
+ */
+static bool units_split(const uint8_t *sizes, size_t n, size_t team_size)
+{
+	uint32_t sums = UINT32_C(1) << sizes[0]; /* bit s: team 0 can hold s party players */
+	size_t total = sizes[0];
+	for (size_t k = 1; k < n; k++) {
+		sums |= sums << sizes[k];
+		total += sizes[k];
+	}
+	for (size_t s = 0; s <= team_size; s++)
+		if ((sums >> s & 1u) && total - s <= team_size)
+			return true;
+	return false;
+}
+
+/*
+ * The partners of anchor a reaching region r by units in queue order (see
+ * formation.h): the anchor's party mates first, then each solo or whole
+ * party that fits and keeps a split possible. elig_mark[i]: i is eligible
+ * with the anchor. Returns how many were picked (< want: region infeasible).
+ */
+static size_t pick_units(const struct cc_formation_workspace *ws, size_t a, int r, const bool *elig_mark,
+			 const uint16_t *elig, size_t n_elig, size_t want, uint16_t *pick)
+{
+	uint8_t sizes[CC_FORMATION_MAX_PLAYERS];
+	uint16_t mates[CC_FORMATION_MAX_TEAM_SIZE];
+	bool taken[CC_FORMATION_MAX_CANDIDATES];
+	size_t n_units = 1, got = 0, team_size = (size_t)ws->params.team_size;
+
+	sizes[0] = 1;
+	if (ws->party[a] != CC_FORMATION_SOLO) {
+		size_t m = party_tickets(ws, ws->party[a], a + 1, mates, CC_FORMATION_MAX_TEAM_SIZE);
+		for (size_t k = 0; k < m; k++) {
+			if (!(ws->reach[mates[k]] >> r & 1u))
+				return 0;
+			pick[got++] = mates[k];
+		}
+		sizes[0] = (uint8_t)(m + 1);
+	}
+	memset(taken, 0, ws->n * sizeof *taken);
+	for (size_t k = 0; k < got; k++)
+		taken[pick[k]] = true;
+	for (size_t k = 0; k < n_elig && got < want; k++) {
+		uint16_t i = elig[k];
+		if (taken[i] || !(ws->reach[i] >> r & 1u) || player_taken(ws, pick, got, ws->player[i]) ||
+		    ws->player[i] == ws->player[a])
+			continue;
+		if (ws->party[i] == CC_FORMATION_SOLO) {
+			pick[got++] = i;
+			taken[i] = true;
+			continue;
+		}
+		/* A party: all of it (every ticket here, eligible, reaching r), fitting, still splittable. */
+		size_t m = party_tickets(ws, ws->party[i], 0, mates, CC_FORMATION_MAX_TEAM_SIZE);
+		bool whole = m == ws->party_size[i] && got + m <= want && m <= team_size;
+		for (size_t j = 0; whole && j < m; j++)
+			whole = elig_mark[mates[j]] && (ws->reach[mates[j]] >> r & 1u) && !taken[mates[j]] &&
+				!player_taken(ws, pick, got, ws->player[mates[j]]) && ws->player[mates[j]] != ws->player[a];
+		for (size_t j = 0; j < m; j++)
+			taken[mates[j]] = true; /* decided once, whatever the answer */
+		if (!whole)
+			continue;
+		sizes[n_units] = (uint8_t)m;
+		if (!units_split(sizes, n_units + 1, team_size))
+			continue;
+		n_units++;
+		for (size_t j = 0; j < m; j++)
+			pick[got++] = mates[j];
+	}
+	/* Back to queue order (indices are queue order). */
+	for (size_t x = 1; x < got; x++)
+		for (size_t y = x; y > 0 && pick[y - 1] > pick[y]; y--) {
+			uint16_t t = pick[y];
+			pick[y] = pick[y - 1];
+			pick[y - 1] = t;
+		}
+	return got;
+}
+
 /* The worst RTT to region r over players[0..n) (all must reach r). */
 static double worst_rtt(const struct cc_formation_workspace *ws, const uint16_t *players, size_t n, int r)
 {
@@ -314,17 +439,22 @@ static double worst_rtt(const struct cc_formation_workspace *ws, const uint16_t 
  * team_size - 1 team mates among the rest is tried (the other half is the
  * mirror image). The first best split wins.
  */
-static void balance_teams(const struct cc_formation_workspace *ws, struct cc_formation *f)
+static bool balance_teams(const struct cc_formation_workspace *ws, struct cc_formation *f)
 {
 	size_t n = f->n_players, k = n / 2 - 1;
 	double rating[CC_FORMATION_MAX_PLAYERS], total = 0;
 	size_t comb[CC_FORMATION_MAX_TEAM_SIZE];
 	uint32_t best_mask = 1;
 	double best = INFINITY;
+	uint32_t party_mask[CC_FORMATION_MAX_PLAYERS]; /* per position: the positions of its party (0: solo) */
 
 	for (size_t i = 0; i < n; i++) {
 		rating[i] = ws->cands[f->index[i]].rating;
 		total += rating[i];
+		party_mask[i] = 0;
+		for (size_t j = 0; ws->party[f->index[i]] != CC_FORMATION_SOLO && j < n; j++)
+			if (ws->party[f->index[j]] == ws->party[f->index[i]])
+				party_mask[i] |= UINT32_C(1) << j;
 	}
 	for (size_t j = 0; j < k; j++)
 		comb[j] = j + 1; /* first combination: players 1..k */
@@ -336,7 +466,10 @@ static void balance_teams(const struct cc_formation_workspace *ws, struct cc_for
 			mask |= UINT32_C(1) << comb[j];
 		}
 		double diff = fabs(2 * team0 - total);
-		if (diff < best) {
+		bool splits_party = false; /* a party across the teams: not a split we may use */
+		for (size_t i = 0; i < n && !splits_party; i++)
+			splits_party = party_mask[i] && (mask & party_mask[i]) && (mask & party_mask[i]) != party_mask[i];
+		if (!splits_party && diff < best) {
 			best = diff;
 			best_mask = mask;
 		}
@@ -357,6 +490,7 @@ static void balance_teams(const struct cc_formation_workspace *ws, struct cc_for
 	}
 	f->team_mean[0] = sum[0] / (double)(n / 2);
 	f->team_mean[1] = sum[1] / (double)(n / 2);
+	return best != INFINITY;
 }
 
 /* Fills the refusal for anchor a: exclude the anchor, or its whole small group. */
@@ -417,6 +551,28 @@ void cc_formation_form(const struct cc_formation_workspace *ws, struct cc_format
 		refuse(ws, a, CC_FORMATION_NOT_ENOUGH, false, out);
 		return;
 	}
+	bool elig_mark[CC_FORMATION_MAX_CANDIDATES];
+	if (ws->has_parties) {
+		memset(elig_mark, 0, ws->n * sizeof *elig_mark);
+		for (size_t k = 0; k < n_elig; k++)
+			elig_mark[elig[k]] = true;
+	}
+	if (ws->party[a] != CC_FORMATION_SOLO) {
+		/* The anchor's whole party must be here and eligible with it, or none of it forms now. */
+		uint16_t mates[CC_FORMATION_MAX_TEAM_SIZE];
+		size_t m = party_tickets(ws, ws->party[a], a + 1, mates, CC_FORMATION_MAX_TEAM_SIZE);
+		bool whole = m + 1 == ws->party_size[a] && m + 1 <= (size_t)p->team_size;
+		for (size_t k = 0; whole && k < m; k++)
+			whole = elig_mark[mates[k]];
+		if (!whole) {
+			out->outcome = CC_FORMATION_NOT_ENOUGH;
+			out->n_exclude = 0;
+			out->exclude[out->n_exclude++] = (uint16_t)a;
+			for (size_t k = 0; k < m; k++)
+				out->exclude[out->n_exclude++] = mates[k];
+			return;
+		}
+	}
 
 	/* Per region the anchor reaches: the fairest pick wins, then the lower worst RTT. */
 	uint16_t pick[CC_FORMATION_MAX_PLAYERS], best_pick[CC_FORMATION_MAX_PLAYERS];
@@ -426,8 +582,9 @@ void cc_formation_form(const struct cc_formation_workspace *ws, struct cc_format
 	for (int r = 0; r < (int)ws->n_regions; r++) {
 		if (!(ws->reach[a] >> r & 1u))
 			continue;
-		size_t got = nearest ? pick_nearest(ws, a, r, elig, n_elig, want, pick)
-				     : pick_in_region(ws, a, r, elig, n_elig, want, pick);
+		size_t got = ws->has_parties ? pick_units(ws, a, r, elig_mark, elig, n_elig, want, pick)
+			     : nearest	     ? pick_nearest(ws, a, r, elig, n_elig, want, pick)
+					     : pick_in_region(ws, a, r, elig, n_elig, want, pick);
 		if (got < want)
 			continue;
 		double key = 0;
@@ -488,7 +645,8 @@ static void finish_match(const struct cc_formation_workspace *ws, struct cc_form
 		hi = r > hi ? r : hi;
 	}
 	f->rating_spread = hi - lo;
-	balance_teams(ws, f);
+	if (!balance_teams(ws, f)) /* cannot happen: pick_units keeps a split possible */
+		CC_BUG("formation: no split keeps every party on one team");
 }
 
 /*
@@ -618,7 +776,8 @@ int cc_formation_pass(struct cc_formation_workspace *ws, cc_formation_claim_fn c
 {
 	struct cc_formation_result res;
 	memset(stats, 0, sizeof *stats);
-	if (ws->params.ranked && ws->params.rule == CC_FORMATION_RULE_SWEEP) {
+	/* A party must be taken whole; the sweep's windows of neighbours could cut one. */
+	if (ws->params.ranked && ws->params.rule == CC_FORMATION_RULE_SWEEP && !ws->has_parties) {
 		int rc = sweep(ws, claim, ctx, stats);
 		if (rc != 0 || stats->out_of_attempts)
 			return rc;

@@ -28,6 +28,23 @@
  *  - the match's region is then the region common to ALL chosen players
  *    with the lowest worst-case RTT (ties: name order), which may beat the
  *    region used to pick them.
+ * Parties (issue 26; a candidate whose party_id is set and party_size > 1):
+ * a party is one unit, all of it or none of it, and always on one team.
+ *  - An anchor in a party forms only when every ticket of its party
+ *    (party_size of them) is in the working set and eligible with it;
+ *    otherwise the whole party present is excluded (NOT_ENOUGH).
+ *  - While the working set holds any party, the partners are picked in
+ *    queue order by units (the anchor's party first, then each solo or
+ *    whole party in turn), a party taken only when it fits the places left
+ *    and the units chosen so far still split into two teams of n with no
+ *    party across them (with solos filling the rest); for ranked the
+ *    eligibles are the ones inside the anchor's tolerance as always, so a
+ *    party anchor's tolerance is the solo formula of its own wait: it
+ *    widens no faster than a solo player's.
+ *  - The team search below only considers splits that keep every party
+ *    on one side; a party's members count with their own ratings.
+ * Without parties in the working set all of this is inert (the rules
+ * above are unchanged).
  * Teams: an exact search over every split into two teams of n (at most
  * C(15,7) = 6435 for n = 8) minimises |mean rating 0 - mean rating 1|;
  * ties keep the first split found, so the result is deterministic. The
@@ -82,6 +99,7 @@
 #define CC_FORMATION_MAX_REGIONS 32         /* distinct regions per pass; more are ignored */
 #define CC_FORMATION_MAX_FAILED_CLAIMS 8    /* lost claims per pass before it gives up */
 #define CC_FORMATION_DEFAULT_MAX_RTT_MS 100.0
+#define CC_FORMATION_SOLO UINT16_MAX              /* ws->party of a solo ticket */
 
 /*
  * Who is matched (issue 25). GREEDY is the rule above. PAIRING keeps the
@@ -195,6 +213,9 @@ struct cc_formation_workspace {
 	uint16_t group[CC_FORMATION_MAX_CANDIDATES];  /* build + protocol class */
 	uint16_t player[CC_FORMATION_MAX_CANDIDATES]; /* player identity class */
 	uint32_t reach[CC_FORMATION_MAX_CANDIDATES];  /* bit r: RTT to region r <= max_rtt_ms */
+	uint16_t party[CC_FORMATION_MAX_CANDIDATES];  /* party class (its first ticket), CC_FORMATION_SOLO when solo */
+	uint8_t party_size[CC_FORMATION_MAX_CANDIDATES]; /* tickets of the party (1 when solo) */
+	bool has_parties;                             /* some candidate is in a party */
 	float rtt[CC_FORMATION_MAX_CANDIDATES][CC_FORMATION_MAX_REGIONS]; /* valid where reach has the bit */
 };
 

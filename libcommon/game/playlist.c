@@ -20,7 +20,8 @@ static const struct cc_playlist playlists[] = {
 	  .team_size = 3,
 	  .ranked = false,
 	  .arenas = CC_PLAYLIST_ARENAS_ALL,
-	  .requeue_on_server_loss = false },
+	  .requeue_on_server_loss = false,
+	  .max_party_size = 3 },
 	{ .name = "ranked",
 	  .team_size = 1,
 	  .ranked = true,
@@ -29,7 +30,8 @@ static const struct cc_playlist playlists[] = {
 	  .tolerance_cap = 600,
 	  .arenas = CC_PLAYLIST_ARENAS_RANKED_ELIGIBLE,
 	  .profile = true,
-	  .requeue_on_server_loss = false },
+	  .requeue_on_server_loss = false,
+	  .max_party_size = 1 },
 /*
  * A test build appends entries here: tests/integration/third_playlist.h
  * defines this to one more initializer (the Makefile compiles this file
@@ -101,6 +103,11 @@ static int check_one(const struct cc_playlist *pl, char *why, size_t whylen)
 	}
 	if (!cc_playlist_arenas_name(pl->arenas)) {
 		snprintf(why, whylen, "playlist '%s': arena rule %d is not one of the enum", pl->name, (int)pl->arenas);
+		return CC_EINVAL;
+	}
+	if (pl->max_party_size < 0 || pl->max_party_size > pl->team_size) {
+		snprintf(why, whylen, "playlist '%s': max_party_size %d is outside 0..team_size %d", pl->name,
+			 pl->max_party_size, pl->team_size);
 		return CC_EINVAL;
 	}
 	if (pl->profile && !pl->ranked) {

@@ -59,6 +59,13 @@ struct cc_playlist {
 	 * (store/match_settle.h, cc_match_settle_server_lost).
 	 */
 	bool requeue_on_server_loss;
+	/*
+	 * The most players one party may queue with (issue 26; 0 or 1 =
+	 * solo only), at most team_size: a party sits on one team
+	 * (game/party.h, cc_party_cap).
+	 * Compiled only, like requeue_on_server_loss: no database column.
+	 */
+	int max_party_size;
 };
 
 /* Every playlist in definition order; *n receives the count. Never NULL. */

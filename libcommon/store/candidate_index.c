@@ -208,7 +208,8 @@ static bool candidate_valid(const struct cc_candidate *c)
 	if (!field_ok(c->ticket_id, sizeof c->ticket_id, 1) || !field_ok(c->player_id, sizeof c->player_id, 1) ||
 	    !field_ok(c->build, sizeof c->build, 1) || !isfinite(c->rating) || !isfinite(c->deviation) ||
 	    c->queued_at_ms < -INT53 || c->queued_at_ms > INT53 || c->expires_at_ms < -INT53 ||
-	    c->expires_at_ms > INT53 || c->n_rtt > CC_CANDIDATE_MAX_REGIONS)
+	    c->expires_at_ms > INT53 || c->n_rtt > CC_CANDIDATE_MAX_REGIONS ||
+	    (c->party_id[0] && (c->party_size < 1 || c->party_size > CC_FORMATION_MAX_TEAM_SIZE)))
 		return false;
 	for (size_t i = 0; i < c->n_rtt; i++)
 		if (!field_ok(c->rtt[i].region, sizeof c->rtt[i].region, 1) || !isfinite(c->rtt[i].rtt_ms) ||
@@ -248,6 +249,9 @@ static char *candidate_encode(const struct cc_candidate *c)
 	    !add_number(o, "r", c->rating) || !add_number(o, "d", c->deviation) ||
 	    !add_integer(o, "q", c->queued_at_ms) || !add_integer(o, "e", c->expires_at_ms) ||
 	    !(rtt = cJSON_AddObjectToObject(o, "rtt")))
+		goto out;
+	/* A party's ticket (issue 26): absent for a solo one, so older values still read as solo. */
+	if (c->party_id[0] && (!cJSON_AddStringToObject(o, "pt", c->party_id) || !add_integer(o, "ps", c->party_size)))
 		goto out;
 	for (size_t i = 0; i < c->n_rtt; i++)
 		if (!add_number(rtt, c->rtt[i].region, c->rtt[i].rtt_ms))
@@ -298,6 +302,14 @@ static bool candidate_decode(const char *ticket_id, const char *text, size_t len
 	    cc_json_get_object(o, "rtt", true, &rtt, &err) != 0)
 		goto out;
 	out->protocol_version = (int32_t)pv;
+	out->party_size = 1;
+	if (cJSON_GetObjectItemCaseSensitive(o, "pt")) {
+		int64_t ps;
+		if (!get_text(o, "pt", CC_UUID_BUF - 1, out->party_id, sizeof out->party_id) ||
+		    cc_json_get_int(o, "ps", true, 1, CC_FORMATION_MAX_TEAM_SIZE, &ps, &err) != 0)
+			goto out;
+		out->party_size = (int)ps;
+	}
 	cJSON_ArrayForEach(it, rtt)
 	{
 		if (out->n_rtt == CC_CANDIDATE_MAX_REGIONS || !cJSON_IsNumber(it) || !isfinite(it->valuedouble) ||

@@ -40,6 +40,8 @@ void cc_candidate_from_row(const PGresult *res, int i, int col, struct cc_candid
 	c->expires_at_ms = strtoll(PQgetvalue(res, i, col + 7), NULL, 10);
 	if (cc_candidate_parse_rtt(c, PQgetvalue(res, i, col + 8)) != 0)
 		c->n_rtt = 0; /* cannot happen: a CHECK keeps predicted_rtt an object */
+	snprintf(c->party_id, sizeof c->party_id, "%s", PQgetvalue(res, i, col + 9));
+	c->party_size = (int)strtol(PQgetvalue(res, i, col + 10), NULL, 10);
 }
 
 int cc_candidates_load(struct cc_pg *pg, const char *playlist, const char *after_ticket_id, size_t limit,
@@ -60,7 +62,7 @@ int cc_candidates_load(struct cc_pg *pg, const char *playlist, const char *after
 	*n = (size_t)rows < limit ? (size_t)rows : limit;
 	if (now_ms) {
 		if (rows > 0) {
-			*now_ms = strtoll(PQgetvalue(res, 0, 10), NULL, 10);
+			*now_ms = strtoll(PQgetvalue(res, 0, CC_CANDIDATE_NCOLUMNS), NULL, 10);
 		} else {
 			PQclear(res);
 			res = NULL;

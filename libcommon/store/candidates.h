@@ -23,8 +23,9 @@
 #define CC_CANDIDATE_COLUMNS                                                                     \
 	"t.id, t.player_id, t.build, t.protocol_version, t.rating, t.deviation, "                \
 	"(extract(epoch FROM t.queued_at) * 1000)::bigint, "                                      \
-	"(extract(epoch FROM t.expires_at) * 1000)::bigint, t.predicted_rtt::text, t.playlist"
-#define CC_CANDIDATE_NCOLUMNS 10
+	"(extract(epoch FROM t.expires_at) * 1000)::bigint, t.predicted_rtt::text, "               \
+	"coalesce(t.party_id::text, ''), t.party_size, t.playlist"
+#define CC_CANDIDATE_NCOLUMNS 12
 
 /* Fills *out from the CC_CANDIDATE_COLUMNS that start at column col of row i of res. */
 void cc_candidate_from_row(const PGresult *res, int i, int col, struct cc_candidate *out);

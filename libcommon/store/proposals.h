@@ -9,7 +9,9 @@
  * requests settle a proposal once:
  *   all accept  -> ACCEPTED; tickets MATCHED; a match in ALLOCATING.
  *   a decline   -> DECLINED; the decliner's ticket CANCELLED with a DECLINE
- *                  penalty; every other participant requeued at once.
+ *                  penalty (its party mates' tickets CANCELLED with it, no
+ *                  penalty: store/tickets.h); every other participant
+ *                  requeued at once (another party whole).
  *   window over -> EXPIRED; each non-responder's ticket ends EXPIRED with
  *                  exactly one PROPOSAL_TIMEOUT (its client may be gone,
  *                  and must never hold live players twice); the players

@@ -47,9 +47,9 @@ static const char sql_enqueue_facts[] =
  */
 static const char sql_enqueue[] =
 	"INSERT INTO tickets AS t (player_id, playlist, state, build, protocol_version, rating, "
-	"  deviation, predicted_rtt, expires_at) "
+	"  deviation, predicted_rtt, expires_at, party_id, party_size) "
 	"VALUES ($1, $2, 'QUEUED', $3, $4::int, $5::float8, $6::float8, $7::jsonb, "
-	"  now() + make_interval(secs => $8::int)) "
+	"  now() + make_interval(secs => $8::int), $9::uuid, $10::smallint) "
 	"ON CONFLICT (player_id) WHERE state IN " ACTIVE " "
 	"DO UPDATE SET state = 'EXPIRED', revision = t.revision + 1, updated_at = now() "
 	"  WHERE t.state = 'QUEUED' AND t.expires_at <= now() "
@@ -79,7 +79,7 @@ static const char sql_heartbeat_session[] =
 	"    expires_at = now() + make_interval(secs => $4::int) "
 	"  FROM s WHERE t.id = $2 AND t.player_id = s.player_id AND NOT s.banned AND NOT s.revoked "
 	"    AND NOT s.expired AND t.revision = $3::bigint AND t.state IN ('QUEUED', 'PROPOSED') "
-	"    AND NOT " OVERDUE " "
+	"    AND NOT " OVERDUE " AND t.party_id IS NULL "
 	"  RETURNING " COLUMNS ", true AS changed, false AS overdue) "
 	"SELECT r.*, s.* FROM s LEFT JOIN LATERAL ("
 	"  SELECT * FROM u UNION ALL "
@@ -105,6 +105,23 @@ static const char sql_cancel_one[] =
 static const char sql_cancel_of_player[] =
 	"UPDATE tickets AS t SET state = 'CANCELLED', revision = t.revision + 1, updated_at = now() "
 	"WHERE t.player_id = $1 AND t.state = 'QUEUED' RETURNING " COLUMNS;
+
+/* The party's shared lease: the heartbeat's new deadline to the party's other waiting tickets. */
+static const char sql_party_lease[] =
+	"UPDATE tickets AS t SET expires_at = h.expires_at FROM tickets h "
+	"WHERE h.id = $1 AND h.party_id IS NOT NULL AND h.state IN ('QUEUED', 'PROPOSED') "
+	"  AND t.party_id = h.party_id AND t.id <> h.id AND t.state IN ('QUEUED', 'PROPOSED') "
+	"RETURNING " COLUMNS;
+
+/* The party's other QUEUED tickets, once one of them was cancelled by this transaction. */
+static const char sql_cancel_party_of_player[] =
+	"UPDATE tickets AS t SET state = 'CANCELLED', revision = t.revision + 1, updated_at = now() "
+	"FROM tickets c WHERE c.player_id = $1 AND c.party_id IS NOT NULL AND c.state = 'CANCELLED' "
+	"  AND c.updated_at = now() AND t.party_id = c.party_id AND t.state = 'QUEUED' RETURNING " COLUMNS;
+
+static const char sql_cancel_party[] =
+	"UPDATE tickets AS t SET state = 'CANCELLED', revision = t.revision + 1, updated_at = now() "
+	"WHERE t.party_id = $1 AND t.state = 'QUEUED' RETURNING " COLUMNS;
 
 static const char sql_set_rtt[] =
 	"UPDATE tickets AS t SET predicted_rtt = jsonb_set(t.predicted_rtt, ARRAY[$2::text], to_jsonb($3::float8)), "
@@ -135,6 +152,30 @@ static const char sql_expire_unanswered[] =
 	"FROM proposal_participants pp "
 	"WHERE pp.proposal_id = $1 AND pp.response IS NULL AND t.id = pp.ticket_id "
 	"  AND t.proposal_id = $1 AND t.state = 'PROPOSED' RETURNING " COLUMNS;
+
+/*
+ * Parties in a proposal (issue 26). A decliner's party mates leave with it
+ * (cancelled, no penalty: store/proposals.c records the decliner's only);
+ * so do the party mates of a member whose ticket timed out; and a party
+ * requeued after someone else's decline gets its members' deadlines
+ * aligned to the latest (one lease for the party, store/tickets.h), so
+ * the party goes back to the queue whole and goes silent whole.
+ */
+static const char sql_cancel_proposed_party[] =
+	"UPDATE tickets AS t SET state = 'CANCELLED', revision = t.revision + 1, updated_at = now() "
+	"FROM tickets d WHERE d.proposal_id = $1 AND d.player_id = $2 AND d.party_id IS NOT NULL "
+	"  AND t.proposal_id = $1 AND t.party_id = d.party_id AND t.id <> d.id AND t.state = 'PROPOSED' "
+	"RETURNING " COLUMNS;
+static const char sql_cancel_expired_party[] =
+	"UPDATE tickets AS t SET state = 'CANCELLED', revision = t.revision + 1, updated_at = now() "
+	"WHERE t.proposal_id = $1 AND t.state = 'PROPOSED' AND t.party_id IN ("
+	"  SELECT e.party_id FROM tickets e WHERE e.proposal_id = $1 AND e.state = 'EXPIRED' "
+	"  AND e.party_id IS NOT NULL) RETURNING " COLUMNS;
+static const char sql_align_party_lease[] =
+	"UPDATE tickets AS t SET expires_at = g.e FROM ("
+	"  SELECT s.party_id, max(s.expires_at) AS e FROM proposal_participants pp JOIN tickets s ON s.id = pp.ticket_id "
+	"  WHERE pp.proposal_id = $1 AND s.party_id IS NOT NULL AND s.state = 'QUEUED' GROUP BY s.party_id) g "
+	"WHERE t.party_id = g.party_id AND t.state = 'QUEUED' AND t.expires_at < g.e RETURNING " COLUMNS;
 
 static const char sql_match[] =
 	"UPDATE tickets AS t SET state = 'MATCHED', match_id = $2, revision = t.revision + 1, updated_at = now() "
@@ -307,9 +348,12 @@ int cc_ticket_enqueue(struct cc_pg *pg, const struct cc_ticket_new *n, struct cc
 	snprintf(rating, sizeof rating, "%.17g", n->rating);
 	snprintf(deviation, sizeof deviation, "%.17g", n->deviation);
 	snprintf(ttl, sizeof ttl, "%lld", (long long)n->ttl_seconds);
-	const char *p[] = { n->player_id, n->playlist, n->build, protocol, rating, deviation, n->predicted_rtt, ttl };
+	char party_size[16];
+	snprintf(party_size, sizeof party_size, "%d", n->party_id && n->party_size > 1 ? n->party_size : 1);
+	const char *p[] = { n->player_id, n->playlist, n->build, protocol, rating, deviation, n->predicted_rtt, ttl,
+			    n->party_id, party_size };
 	for (int round = 0; round < 2; round++) {
-		if ((rc = cc_pg_exec(pg, sql_enqueue, 8, p, &res)) != 0)
+		if ((rc = cc_pg_exec(pg, sql_enqueue, 10, p, &res)) != 0)
 			goto out;
 		if (PQntuples(res) == 0)
 			break;
@@ -385,6 +429,10 @@ int cc_ticket_heartbeat(struct cc_pg *pg, const char *ticket_id, const char *pla
 	note(moves, out);
 	if (out->state == CC_TICKET_EXPIRED) /* too late: the expiry is the change to announce */
 		rc = announce(pg, "ticket.expired", out, NULL);
+	if (rc == 0 && out->state != CC_TICKET_EXPIRED) {
+		const char *pl[] = { ticket_id };
+		rc = transition(pg, sql_party_lease, 1, pl, NULL, NULL, NULL, NULL, moves);
+	}
 	if (rc == 0)
 		rc = take_json(res, 0, json);
 out:
@@ -475,7 +523,23 @@ int cc_ticket_cancel(struct cc_pg *pg, const char *ticket_id, const char *player
 				moves);
 	}
 	*cancelled = rc == 0 && n > 0;
+	if (*cancelled) {
+		const char *pp[] = { player_id };
+		rc = transition(pg, sql_cancel_party_of_player, 1, pp, "ticket.cancelled",
+				"{\"reason\":\"party_member_cancelled\"}", NULL, NULL, moves);
+	}
 	return rc;
+}
+
+int cc_tickets_cancel_party(struct cc_pg *pg, const char *party_id, const char *reason, int *n,
+			    struct cc_ticket_moves *moves)
+{
+	char payload[64];
+	if (!reason_valid(reason))
+		return CC_EINVAL;
+	snprintf(payload, sizeof payload, "{\"reason\":\"%s\"}", reason);
+	const char *p[] = { party_id };
+	return transition(pg, sql_cancel_party, 1, p, "ticket.cancelled", payload, n, NULL, moves);
 }
 
 int cc_ticket_set_rtt(struct cc_pg *pg, const char *player_id, const char *region, double rtt_ms,
@@ -491,7 +555,11 @@ int cc_tickets_cancel_proposed(struct cc_pg *pg, const char *proposal_id, const 
 			       struct cc_ticket_moves *moves)
 {
 	const char *p[] = { proposal_id, player_id };
-	return transition(pg, sql_cancel_proposed, 2, p, "ticket.cancelled", NULL, NULL, NULL, moves);
+	int rc = transition(pg, sql_cancel_proposed_party, 2, p, "ticket.cancelled",
+			    "{\"reason\":\"party_member_declined\"}", NULL, NULL, moves);
+	if (rc == 0)
+		rc = transition(pg, sql_cancel_proposed, 2, p, "ticket.cancelled", NULL, NULL, NULL, moves);
+	return rc;
 }
 
 int cc_tickets_requeue(struct cc_pg *pg, const char *proposal_id, int64_t ttl_seconds, int *n,
@@ -500,14 +568,21 @@ int cc_tickets_requeue(struct cc_pg *pg, const char *proposal_id, int64_t ttl_se
 	char ttl[24];
 	snprintf(ttl, sizeof ttl, "%lld", (long long)(ttl_seconds > 0 ? ttl_seconds : 0));
 	const char *p[] = { proposal_id, ttl };
-	return transition(pg, sql_requeue, 2, p, "ticket.requeued", NULL, n, NULL, moves);
+	int rc = transition(pg, sql_requeue, 2, p, "ticket.requeued", NULL, n, NULL, moves);
+	if (rc == 0)
+		rc = transition(pg, sql_align_party_lease, 1, p, NULL, NULL, NULL, NULL, moves);
+	return rc;
 }
 
 int cc_tickets_expire_unanswered(struct cc_pg *pg, const char *proposal_id, int *n, struct cc_ticket_moves *moves)
 {
 	const char *p[] = { proposal_id };
-	return transition(pg, sql_expire_unanswered, 1, p, "ticket.expired", "{\"reason\":\"proposal_timeout\"}", n,
-			  NULL, moves);
+	int rc = transition(pg, sql_expire_unanswered, 1, p, "ticket.expired", "{\"reason\":\"proposal_timeout\"}", n,
+			    NULL, moves);
+	if (rc == 0)
+		rc = transition(pg, sql_cancel_expired_party, 1, p, "ticket.cancelled",
+				"{\"reason\":\"party_member_timed_out\"}", NULL, NULL, moves);
+	return rc;
 }
 
 int cc_tickets_match(struct cc_pg *pg, const char *proposal_id, const char *match_id,

@@ -27,6 +27,16 @@
  *   cc_tickets_split_match    MATCHED|ASSIGNED -> FAILED  ticket.failed {"reason": ...} (named players)
  *                             MATCHED|ASSIGNED -> QUEUED  ticket.requeued {"reason": ...} (the rest)
  *   cc_ticket_set_rtt     predicted_rtt only            none (see below)
+ *   cc_tickets_cancel_party  QUEUED -> CANCELLED        ticket.cancelled {"reason": ...} (a party's)
+ *
+ * A party's tickets (party_id set, issue 26) move together: they share one
+ * heartbeat lease (any member's heartbeat gives every waiting ticket of the
+ * party the same new deadline, with no revision bump or event, as
+ * cc_ticket_set_rtt, so the others' compare-and-set still holds; they were
+ * created in one transaction with one deadline, so they stay equal and go
+ * silent together), and cancelling one QUEUED ticket of a party cancels
+ * the party's other QUEUED tickets in the same transaction
+ * ({"reason": "party_member_cancelled"}).
  *
  * The propose step is the exception that stays in SQL: cc_claim_proposal
  * (migration 0006, called by store/formation_claim.c) moves a whole
@@ -64,7 +74,7 @@
 	"json_build_object('id', t.id, 'player_id', t.player_id, 'playlist', t.playlist, "       \
 	"'state', t.state, 'revision', t.revision, 'build', t.build, "                            \
 	"'protocol_version', t.protocol_version, 'predicted_rtt', t.predicted_rtt, "              \
-	"'proposal_id', t.proposal_id, 'match_id', t.match_id, "                                  \
+	"'proposal_id', t.proposal_id, 'match_id', t.match_id, 'party_id', t.party_id, "          \
 	"'created_at', " CC_PG_RFC3339("t.created_at") ", 'updated_at', " CC_PG_RFC3339("t.updated_at") ", " \
 	"'expires_at', " CC_PG_RFC3339("t.expires_at") ")"
 
@@ -128,6 +138,8 @@ struct cc_ticket_new {
 	double deviation;
 	const char *predicted_rtt;       /* JSON object text */
 	int64_t ttl_seconds;             /* first heartbeat deadline */
+	const char *party_id;            /* the party that queued it (store/parties.h), NULL = solo */
+	int party_size;                  /* tickets the party queues together (1 when solo) */
 };
 
 /*
@@ -226,9 +238,21 @@ int cc_ticket_cancel(struct cc_pg *pg, const char *ticket_id, const char *player
 int cc_ticket_set_rtt(struct cc_pg *pg, const char *player_id, const char *region, double rtt_ms,
 		      struct cc_ticket_moves *moves) CC_MUST_CHECK;
 
+/*
+ * Every QUEUED ticket of party_id -> CANCELLED, reason (a [a-z_]{1,32}
+ * word, else CC_EINVAL) in each event's payload: a member left, was
+ * kicked, or the party was disbanded. *n (may be NULL) how many.
+ */
+int cc_tickets_cancel_party(struct cc_pg *pg, const char *party_id, const char *reason, int *n,
+			    struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
 /* ---- the tickets of one proposal (store/proposals.c) ------------------- */
 
-/* The decliner's (or canceller's) ticket: PROPOSED in proposal_id -> CANCELLED. */
+/*
+ * The decliner's (or canceller's) ticket: PROPOSED in proposal_id ->
+ * CANCELLED; its party mates' tickets in the proposal too ({"reason":
+ * "party_member_declined"}: the penalty is the decliner's alone).
+ */
 int cc_tickets_cancel_proposed(struct cc_pg *pg, const char *proposal_id, const char *player_id,
 			       struct cc_ticket_moves *moves) CC_MUST_CHECK;
 
@@ -239,6 +263,8 @@ int cc_tickets_cancel_proposed(struct cc_pg *pg, const char *proposal_id, const 
  * everyone else, and everyone with 0, keeps the deadline its owner earned
  * (SPEC 7: a requeue never extends it, so a client that went away cannot
  * hold live players twice). *n (may be NULL) receives how many moved.
+ * A requeued party's tickets then share the latest deadline among them
+ * (the party's one lease; no revision bump, no event).
  */
 int cc_tickets_requeue(struct cc_pg *pg, const char *proposal_id, int64_t ttl_seconds, int *n,
 		       struct cc_ticket_moves *moves) CC_MUST_CHECK;
@@ -247,7 +273,9 @@ int cc_tickets_requeue(struct cc_pg *pg, const char *proposal_id, int64_t ttl_se
  * The tickets of proposal_id's non-responders (no response recorded) that
  * are still PROPOSED -> EXPIRED: their client let the window pass, so it
  * may be gone, and a ticket that went back to the queue would hold live
- * players again (SPEC 7). *n (may be NULL) receives how many ended.
+ * players again (SPEC 7). *n (may be NULL) receives how many ended. The
+ * party mates of an expired ticket in the proposal are cancelled with it
+ * ({"reason": "party_member_timed_out"}), so no part of a party requeues.
  */
 int cc_tickets_expire_unanswered(struct cc_pg *pg, const char *proposal_id, int *n,
 				 struct cc_ticket_moves *moves) CC_MUST_CHECK;

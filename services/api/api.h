@@ -385,6 +385,17 @@ int api_server_heartbeat(const struct cc_http_request *req, struct cc_http_respo
 int api_server_no_show(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_match_assignment(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 
+/* Parties (parties.c, issue 26). */
+int api_party_create(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_party_get(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_party_join(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_party_invite(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_party_leave(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_party_kick(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_party_promote(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_party_disband(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_party_queue(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+
 /* The player's match summary (matches.c). */
 int api_match_get(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 

@@ -34,5 +34,14 @@ const struct cc_http_route api_routes[] = {
 	{ "GET", "/v1/matches/{match_id}/assignment", api_match_assignment },
 	{ "GET", "/v1/matches/{match_id}", api_match_get },
 	{ "GET", "/v1/events", api_events_get },
+	{ "POST", "/v1/parties", api_party_create },
+	{ "POST", "/v1/parties/join", api_party_join },
+	{ "GET", "/v1/parties/{party_id}", api_party_get },
+	{ "POST", "/v1/parties/{party_id}/invite", api_party_invite },
+	{ "POST", "/v1/parties/{party_id}/leave", api_party_leave },
+	{ "POST", "/v1/parties/{party_id}/kick", api_party_kick },
+	{ "POST", "/v1/parties/{party_id}/promote", api_party_promote },
+	{ "POST", "/v1/parties/{party_id}/disband", api_party_disband },
+	{ "POST", "/v1/parties/{party_id}/queue", api_party_queue },
 };
 const size_t api_n_routes = CC_ARRAY_LEN(api_routes);

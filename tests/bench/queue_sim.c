@@ -262,6 +262,88 @@ static void requeue(size_t i)
 	sim.woken = true;
 }
 
+/* ---- parties (issue 26): --parties ------------------------------------------------ */
+
+/*
+ * With party_share > 0 that share of the players arrives in parties of 2
+ * or 3 (equally likely): the members arrive together, live in the same
+ * region (the first member's RTTs), keep their own ratings, and queue as
+ * one party (party_id, party_size), as POST /v1/parties/{id}/queue queues
+ * them. An arrival draw that starts a party stands for its first member;
+ * the next size - 1 draws are its other members, so players still arrive
+ * at --rate. A decline takes the decliner's party mates out with it
+ * (store/tickets.h), the rest requeue; every claimed formation is checked
+ * for a split or partial party (party_violations). 0: solo only, and not a
+ * single draw more, so a solo run is the run without this code.
+ */
+static double party_share;
+static size_t party_skip;        /* arrival draws still standing for the last party's members */
+static size_t n_parties;
+static size_t party_violations;  /* formations that split a party across teams or took part of one */
+
+static void arrive(int64_t at_ms)
+{
+	if (party_share <= 0) {
+		new_player(at_ms);
+		return;
+	}
+	if (party_skip > 0) {
+		party_skip--;
+		return;
+	}
+	/* q of the arrival units are parties (mean size 2.5): players in parties = 2.5q / (1 + 1.5q). */
+	double q = party_share / (2.5 - 1.5 * party_share);
+	if (uniform(PLAYERS) >= q) {
+		new_player(at_ms);
+		return;
+	}
+	int size = uniform(PLAYERS) < 0.5 ? 2 : 3;
+	size_t first = sim.n_players;
+	for (int m = 0; m < size; m++)
+		new_player(at_ms);
+	char id[CC_UUID_BUF];
+	snprintf(id, sizeof id, "g%zu", n_parties++);
+	for (size_t i = first; i < sim.n_players; i++) {
+		struct cc_candidate *c = &sim.players[i].cand;
+		snprintf(c->party_id, sizeof c->party_id, "%s", id);
+		c->party_size = size;
+		memcpy(c->rtt, sim.players[first].cand.rtt, sizeof c->rtt);
+	}
+	party_skip = (size_t)size - 1;
+}
+
+/* True when member k of pr is in a party and one of its party mates in pr declined. */
+static bool party_mate_declined(const struct proposal *pr, size_t k, const bool *accepted)
+{
+	const struct cc_candidate *c = &sim.players[pr->player[k]].cand;
+	for (size_t j = 0; c->party_id[0] && j < pr->n; j++)
+		if (j != k && !accepted[j] && strcmp(sim.players[pr->player[j]].cand.party_id, c->party_id) == 0)
+			return true;
+	return false;
+}
+
+/* Counts a formation that splits a party or holds part of one. */
+static void party_check(const struct cc_formation *f)
+{
+	for (size_t k = 0; k < f->n_players; k++) {
+		const struct cc_candidate *c = &qp.cands[f->index[k]];
+		if (!c->party_id[0])
+			continue;
+		int in = 0;
+		bool split = false;
+		for (size_t j = 0; j < f->n_players; j++) {
+			if (strcmp(qp.cands[f->index[j]].party_id, c->party_id) == 0) {
+				in++;
+				split |= f->team[j] != f->team[k];
+			}
+		}
+		if (split || in != c->party_size) {
+			party_violations++;
+			return;
+		}
+	}
+}
+
 /* The anchor's tolerance (ranked), from SPEC 6's rule. */
 static double tolerance_of(const struct cc_candidate *a)
 {
@@ -334,6 +416,7 @@ static int claim(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION
 	struct proposal *pr = &sim.props[sim.n_props++];
 	pr->resolve_ms = sim.now_ms + (int64_t)(s->response_s * 1000);
 	pr->n = f->n_players;
+	party_check(f);
 	for (size_t k = 0; k < f->n_players; k++) {
 		pr->player[k] = (size_t)strtoull(qp.cands[f->index[k]].ticket_id + 1, NULL, 10);
 		sim.players[pr->player[k]].state = PROPOSED;
@@ -421,7 +504,7 @@ static void resolve(const struct settings *s)
 			if (all) {
 				p->state = MATCHED;
 				p->matched_ms = formed_ms;
-			} else if (!accepted[k]) {
+			} else if (!accepted[k] || party_mate_declined(&pr, k, accepted)) {
 				p->state = DECLINED;
 			} else {
 				requeue(pr.player[k]);
@@ -487,6 +570,7 @@ static bool run(const struct settings *s, struct outcome *out)
 	}
 	cc_queue_pass_defaults(&params, &cfg); /* cc-matcher's pages and working set */
 	sim_reset();
+	party_skip = n_parties = party_violations = 0;
 	sim.params = &params;
 	cc_queue_pass_init(&qp);
 	rng_state[PLAYERS] = s->seed * 0x9E3779B97F4A7C15ull + 1;
@@ -496,7 +580,7 @@ static bool run(const struct settings *s, struct outcome *out)
 	int64_t last_pass = -POLL_MS;
 	for (sim.now_ms = 0; sim.now_ms <= end_ms && !sim.overflow;) {
 		while (next_arrival_ms <= (double)sim.now_ms) {
-			new_player((int64_t)next_arrival_ms);
+			arrive((int64_t)next_arrival_ms);
 			next_arrival_ms += -log(1.0 - uniform(PLAYERS)) / s->rate * 1000;
 		}
 		resolve(s);
@@ -856,6 +940,44 @@ static bool opt_number(const char *arg, const char *name, double lo, double hi, 
 	return true;
 }
 
+/*
+ * --parties: casual at the usual rates, solo only beside 30% of the players
+ * in parties of 2-3, same seed and player arrival rate: wait p95, rating
+ * spread p95 and stranded players (counted by the solo oracle, could_match,
+ * which ignores the party rule: for party members an upper bound), and the
+ * party invariant (no formation splits a party or takes part of one).
+ * Returns the number of violations.
+ */
+static size_t party_report(const struct settings *casual)
+{
+	static const double rates[] = { 0.2, 1, 5, 20 };
+	size_t violations = 0;
+	printf("\ncasual %dv%d, solo only beside 30%% of the players in parties of 2-3 (same seed and arrival rate):\n",
+	       casual->team_size, casual->team_size);
+	for (size_t i = 0; i < CC_ARRAY_LEN(rates); i++) {
+		struct settings s = *casual;
+		struct outcome solo, mixed;
+		char label[64];
+		s.rate = rates[i];
+		party_share = 0;
+		run_or_die(&s, &solo);
+		party_share = 0.3;
+		run_or_die(&s, &mixed);
+		size_t parties = n_parties, bad = party_violations;
+		party_share = 0;
+		violations += bad;
+		snprintf(label, sizeof label, "solo %.1f/s", rates[i]);
+		print_outcome(label, &solo);
+		snprintf(label, sizeof label, "30%% pty %.1f/s", rates[i]);
+		print_outcome(label, &mixed);
+		printf("  %-14s wait p95 %+.1f s, spread p95 %+.0f, stranded %+.2f points vs solo; %zu parties, %zu "
+		       "formations splitting or cutting a party\n",
+		       "", mixed.wait_p95 - solo.wait_p95, mixed.spread_p95 - solo.spread_p95,
+		       100 * (mixed.stranded_rate - solo.stranded_rate), parties, bad);
+	}
+	return violations;
+}
+
 int main(int argc, char **argv)
 {
 	const struct cc_playlist *defaults = cc_playlist_find("ranked"); /* cc-matcher's defaults */
@@ -871,12 +993,14 @@ int main(int argc, char **argv)
 	double low_rate = 0.2, high_rate = 5, seed = 1, team = 0;
 	const double rate_ref_default = CC_FORMATION_DEFAULT_RATE_REFERENCE; /* cc-matcher's default */
 	const char *svg_path = NULL;
-	bool once = false;
+	bool once = false, parties = false;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--once") == 0)
 			once = true;
+		else if (strcmp(a, "--parties") == 0)
+			parties = true;
 		else if (strcmp(a, "--playlist=ranked") == 0 || strcmp(a, "--playlist=casual") == 0)
 			s.playlist = a + strlen("--playlist=");
 		else if (strncmp(a, "--svg=", 6) == 0)
@@ -899,7 +1023,7 @@ int main(int argc, char **argv)
 					"[--rate=R] [--hours=H] [--tolerance-start=X] [--tolerance-growth=X] "
 					"[--tolerance-cap=X] [--patience=S] [--accept=P] [--response-delay=S] "
 					"[--low-rate=R] [--high-rate=R] [--rule=greedy|pairing|sweep] [--hold=S] "
-					"[--rate-reference=R] [--svg=PATH]\n");
+					"[--rate-reference=R] [--svg=PATH] [--parties]\n");
 			return 2;
 		}
 	}
@@ -914,6 +1038,12 @@ int main(int argc, char **argv)
 	       s.response_s);
 	struct outcome o;
 	char label[64];
+	if (parties) {
+		struct settings c = s;
+		c.playlist = "casual";
+		c.team_size = team > 0 ? (int)team : 3;
+		return party_report(&c) == 0 ? 0 : 1;
+	}
 	if (once) {
 		if (!(s.rate > 0))
 			s.rate = ranked ? low_rate : 1;

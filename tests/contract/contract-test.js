@@ -85,6 +85,15 @@ const UNPROVOKABLE = {
   'POST /v1/admin/outbox/dead-letters/{outbox_id}/replay 503 retry_exhausted': RETRY_EXHAUSTED,
   'POST /v1/servers/{server_id}/heartbeat 503 retry_exhausted': RETRY_EXHAUSTED,
   'POST /v1/servers/{server_id}/no_show 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/parties 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/parties/join 503 retry_exhausted': RETRY_EXHAUSTED,
+  'GET /v1/parties/{party_id} 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/parties/{party_id}/invite 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/parties/{party_id}/leave 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/parties/{party_id}/kick 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/parties/{party_id}/promote 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/parties/{party_id}/disband 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/parties/{party_id}/queue 503 retry_exhausted': RETRY_EXHAUSTED,
 };
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'];
@@ -507,6 +516,24 @@ function playerRoutes(id) {
     { op: 'GET /v1/profile/ranked' },
     { op: 'GET /v1/matches/{match_id}/assignment', params: { match_id: id } },
     { op: 'GET /v1/matches/{match_id}', params: { match_id: id } },
+    ...partyRoutes(id),
+  ];
+}
+
+// The party routes (issue 26), with bodies a handler could take; id names the party.
+function partyRoutes(id) {
+  const client = { protocol_version: cfg.minProtocol, build: '1.4.2' };
+  const pid = { party_id: id };
+  return [
+    { op: 'POST /v1/parties', headers: { 'Idempotency-Key': `k-${crypto.randomUUID()}` }, json: client },
+    { op: 'POST /v1/parties/join', json: { join_code: 'ABCDEF23', ...client } },
+    { op: 'GET /v1/parties/{party_id}', params: pid },
+    { op: 'POST /v1/parties/{party_id}/invite', params: pid, json: { player_id: id, revision: 1 } },
+    { op: 'POST /v1/parties/{party_id}/leave', params: pid, json: { revision: 1 } },
+    { op: 'POST /v1/parties/{party_id}/kick', params: pid, json: { player_id: id, revision: 1 } },
+    { op: 'POST /v1/parties/{party_id}/promote', params: pid, json: { player_id: id, revision: 1 } },
+    { op: 'POST /v1/parties/{party_id}/disband', params: pid, json: { revision: 1 } },
+    { op: 'POST /v1/parties/{party_id}/queue', params: pid, headers: { 'Idempotency-Key': `k-${crypto.randomUUID()}` }, json: { playlist: 'casual', revision: 1 } },
   ];
 }
 
@@ -1337,6 +1364,154 @@ async function unconfiguredCases(S, p) {
     await call({ server: S, ...r, as: OPERATOR, expect: [503, 'not_configured'], why: 'no operator token configured' });
 }
 
+// ---- parties (issue 26) ------------------------------------------------------------------
+
+async function partyCases(S) {
+  const create = 'POST /v1/parties';
+  const join = 'POST /v1/parties/join';
+  const get = 'GET /v1/parties/{party_id}';
+  const invite = 'POST /v1/parties/{party_id}/invite';
+  const leave = 'POST /v1/parties/{party_id}/leave';
+  const kick = 'POST /v1/parties/{party_id}/kick';
+  const promote = 'POST /v1/parties/{party_id}/promote';
+  const disband = 'POST /v1/parties/{party_id}/disband';
+  const queue = 'POST /v1/parties/{party_id}/queue';
+  const client = { protocol_version: cfg.minProtocol, build: '1.4.2' };
+  const key = (k) => ({ 'Idempotency-Key': `${k}-${crypto.randomUUID()}` });
+  const probed = async (who) => { const p = await login(S, hexTicket(), who); await probe(S, p, cfg.regions[0]); return p; };
+  const leader = await probed('party leader');
+  const a = await probed('party member a');
+  const b = await probed('party member b');
+  const c = await probed('party member c');
+  const outsider = await login(S, hexTicket(), 'not in the party');
+  const rev = (j) => j.revision;
+
+  await call({ server: S, op: create, as: leader, json: client, expect: [400, 'invalid_request'], why: 'no Idempotency-Key' });
+  await call({ server: S, op: create, as: leader, headers: key('p'), raw: '{"build":', expect: [400, 'invalid_json'], why: 'truncated JSON' });
+  await call({ server: S, op: create, as: leader, headers: key('p'), json: { ...client, build: 'has space' }, expect: [400, 'invalid_request'], why: 'build outside [A-Za-z0-9._-]' });
+  await call({ server: S, op: create, as: leader, headers: key('p'), raw: OVERSIZED, expect: [413, 'body_too_large'], why: 'body over 64 KiB' });
+  const k1 = key('party-one');
+  const made = needOk(await call({ server: S, op: create, as: leader, headers: k1, json: client, expect: [201], why: 'create a party',
+    check: (j) => (j.leader === leader.id && j.revision === 1 && j.members.length === 1 && !j.queued ? null : `unexpected party ${JSON.stringify(j)}`) }), 'create');
+  await call({ server: S, op: create, as: leader, headers: k1, json: client, expect: [201], why: 'identical replay',
+    check: (j) => (isDeepStrictEqual(j, made) ? null : 'replay differs from the original') });
+  await call({ server: S, op: create, as: leader, headers: k1, json: { ...client, build: '9.9.9' }, expect: [409, 'idempotency_conflict'], why: 'same key, other body' });
+  await call({ server: S, op: create, as: leader, headers: key('p'), json: client, expect: [409, 'already_in_party'], why: 'a second party' });
+  const pid = { party_id: made.id };
+
+  await call({ server: S, op: get, params: pid, as: leader, expect: [200], why: 'read own party' });
+  await call({ server: S, op: get, params: { party_id: 'nope' }, as: leader, expect: [400, 'invalid_request'], why: 'party_id not a UUID' });
+  await call({ server: S, op: get, params: pid, as: outsider, expect: [404, 'not_found'], why: 'a party one is not in' });
+
+  await call({ server: S, op: join, as: a, raw: '[', expect: [400, 'invalid_json'], why: 'not JSON' });
+  await call({ server: S, op: join, as: a, json: { join_code: made.join_code, party_id: made.id, ...client }, expect: [400, 'invalid_request'], why: 'both join_code and party_id' });
+  await call({ server: S, op: join, as: a, json: { join_code: 'abc', ...client }, expect: [400, 'invalid_request'], why: 'malformed join code' });
+  await call({ server: S, op: join, as: a, raw: OVERSIZED, expect: [413, 'body_too_large'], why: 'body over 64 KiB' });
+  await call({ server: S, op: join, as: a, json: { join_code: 'ZZZZZZZZ', ...client }, expect: [404, 'not_found'], why: 'no party has this code' });
+  await call({ server: S, op: join, as: a, json: { party_id: made.id, ...client }, expect: [404, 'not_found'], why: 'party_id without an invitation' });
+  let p = needOk(await call({ server: S, op: join, as: a, json: { join_code: made.join_code, ...client }, expect: [200], why: 'join by code',
+    check: (j) => (j.members.length === 2 && j.revision === 2 ? null : `unexpected party ${JSON.stringify(j)}`) }), 'join');
+
+  await call({ server: S, op: invite, params: pid, as: leader, raw: '{', expect: [400, 'invalid_json'], why: 'truncated JSON' });
+  await call({ server: S, op: invite, params: pid, as: leader, json: { player_id: 'x', revision: 2 }, expect: [400, 'invalid_request'], why: 'player_id not a UUID' });
+  await call({ server: S, op: invite, params: { party_id: 'x' }, as: leader, json: { player_id: b.id, revision: 2 }, expect: [400, 'invalid_request'], why: 'party_id not a UUID' });
+  await call({ server: S, op: invite, params: pid, as: leader, raw: OVERSIZED, expect: [413, 'body_too_large'], why: 'body over 64 KiB' });
+  await call({ server: S, op: invite, params: pid, as: a, json: { player_id: b.id, revision: 2 }, expect: [403, 'not_leader'], why: 'a member invites' });
+  await call({ server: S, op: invite, params: pid, as: leader, json: { player_id: b.id, revision: 1 }, expect: [409, 'revision_conflict'], why: 'stale revision' });
+  await call({ server: S, op: invite, params: pid, as: leader, json: { player_id: NO_SUCH_ID(), revision: 2 }, expect: [404, 'not_found'], why: 'no such player' });
+  await call({ server: S, op: invite, params: { party_id: NO_SUCH_ID() }, as: leader, json: { player_id: b.id, revision: 2 }, expect: [404, 'not_found'], why: 'no such party' });
+  p = needOk(await call({ server: S, op: invite, params: pid, as: leader, json: { player_id: b.id, revision: 2 }, expect: [200], why: 'invite b',
+    check: (j) => (j.invited.includes(b.id) ? null : 'b is not listed as invited') }), 'invite');
+  p = needOk(await call({ server: S, op: join, as: b, json: { party_id: made.id, ...client }, expect: [200], why: 'join by invitation',
+    check: (j) => (j.members.length === 3 && j.invited.length === 0 ? null : `unexpected party ${JSON.stringify(j)}`) }), 'join b');
+  await call({ server: S, op: join, as: c, json: { join_code: made.join_code, ...client }, expect: [409, 'party_full'], why: 'a fourth member' });
+
+  // kick and promote
+  for (const op of [kick, promote]) {
+    await call({ server: S, op, params: pid, as: leader, raw: '{"player_id"', expect: [400, 'invalid_json'], why: 'truncated JSON' });
+    await call({ server: S, op, params: pid, as: leader, json: { player_id: b.id }, expect: [400, 'invalid_request'], why: 'no revision' });
+    await call({ server: S, op, params: pid, as: leader, raw: OVERSIZED, expect: [413, 'body_too_large'], why: 'body over 64 KiB' });
+    await call({ server: S, op, params: pid, as: a, json: { player_id: b.id, revision: rev(p) }, expect: [403, 'not_leader'], why: 'a member does it' });
+    await call({ server: S, op, params: pid, as: leader, json: { player_id: leader.id, revision: rev(p) }, expect: [422, 'invalid_target'], why: 'the leader names himself' });
+    await call({ server: S, op, params: pid, as: leader, json: { player_id: c.id, revision: rev(p) }, expect: [422, 'invalid_target'], why: 'names a non-member' });
+    await call({ server: S, op, params: pid, as: leader, json: { player_id: b.id, revision: rev(p) - 1 }, expect: [409, 'revision_conflict'], why: 'stale revision' });
+    await call({ server: S, op, params: pid, as: outsider, json: { player_id: b.id, revision: rev(p) }, expect: [404, 'not_found'], why: 'not in the party' });
+  }
+
+  // queue refusals, each naming the member
+  await call({ server: S, op: queue, params: pid, as: leader, json: { playlist: 'casual', revision: rev(p) }, expect: [400, 'invalid_request'], why: 'no Idempotency-Key' });
+  await call({ server: S, op: queue, params: pid, as: leader, headers: key('q'), raw: '{', expect: [400, 'invalid_json'], why: 'truncated JSON' });
+  await call({ server: S, op: queue, params: pid, as: leader, headers: key('q'), raw: OVERSIZED, expect: [413, 'body_too_large'], why: 'body over 64 KiB' });
+  await call({ server: S, op: queue, params: pid, as: leader, headers: key('q'), json: { playlist: 'arcade', revision: rev(p) }, expect: [422, 'unknown_playlist'], why: 'playlist arcade' });
+  await call({ server: S, op: queue, params: pid, as: leader, headers: key('q'), json: { playlist: 'ranked', revision: rev(p) }, expect: [422, 'party_too_large'], why: 'three for ranked (solo only)' });
+  await call({ server: S, op: queue, params: pid, as: a, headers: key('q'), json: { playlist: 'casual', revision: rev(p) }, expect: [403, 'not_leader'], why: 'a member queues' });
+  await call({ server: S, op: queue, params: pid, as: leader, headers: key('q'), json: { playlist: 'casual', revision: rev(p) - 1 }, expect: [409, 'revision_conflict'], why: 'stale revision' });
+  await call({ server: S, op: queue, params: { party_id: NO_SUCH_ID() }, as: leader, headers: key('q'), json: { playlist: 'casual', revision: 1 }, expect: [404, 'not_found'], why: 'no such party' });
+  const names = (m) => (j) => (j.error.message.includes(m.id) ? null : `the message does not name member ${m.id}: ${j.error.message}`);
+  sql("UPDATE cc_party_members SET build = '1.4.3' WHERE player_id = :'p1'", b.id);
+  await call({ server: S, op: queue, params: pid, as: leader, headers: key('q'), json: { playlist: 'casual', revision: rev(p) }, expect: [422, 'build_mismatch'], why: 'b runs another build', check: names(b) });
+  sql("UPDATE cc_party_members SET build = '1.4.2', protocol_version = :'p2' WHERE player_id = :'p1'", b.id, cfg.minProtocol - 1);
+  await call({ server: S, op: queue, params: pid, as: leader, headers: key('q'), json: { playlist: 'casual', revision: rev(p) }, expect: [426, 'member_client_outdated'], why: 'b is below the minimum protocol', check: names(b) });
+  sql("UPDATE cc_party_members SET protocol_version = :'p2' WHERE player_id = :'p1'", b.id, cfg.minProtocol);
+  sql("UPDATE players SET banned_until = now() + interval '1 day', ban_reason = 'contract' WHERE id = :'p1'", a.id);
+  await call({ server: S, op: queue, params: pid, as: leader, headers: key('q'), json: { playlist: 'casual', revision: rev(p) }, expect: [403, 'member_banned'], why: 'a is banned', check: names(a) });
+  sql("UPDATE players SET banned_until = NULL, ban_reason = NULL WHERE id = :'p1'", a.id);
+  sql("INSERT INTO penalties (player_id, kind, source_id, cooldown_until) VALUES (:'p1', 'DECLINE', gen_random_uuid(), now() + interval '1 minute')", a.id);
+  await call({ server: S, op: queue, params: pid, as: leader, headers: key('q'), json: { playlist: 'casual', revision: rev(p) }, expect: [429, 'member_cooldown'], why: 'a is cooling down', check: names(a) });
+  sql("DELETE FROM penalties WHERE player_id = :'p1'", a.id);
+  sql("DELETE FROM region_rtts WHERE player_id = :'p1'", b.id);
+  await call({ server: S, op: queue, params: pid, as: leader, headers: key('q'), json: { playlist: 'casual', revision: rev(p) }, expect: [422, 'member_no_region_probed'], why: 'b never probed', check: names(b) });
+  await probe(S, b, cfg.regions[0]);
+  const solo = needOk(await call({ server: S, op: 'POST /v1/queue', as: b, headers: key('solo'), json: { ...ENQUEUE, playlist: 'casual' }, expect: [201], why: 'b queues alone' }), 'solo');
+  await call({ server: S, op: queue, params: pid, as: leader, headers: key('q'), json: { playlist: 'casual', revision: rev(p) }, expect: [409, 'member_active_ticket'], why: 'b has a ticket', check: names(b) });
+  await call({ server: S, op: 'POST /v1/queue/{ticket_id}/cancel', params: { ticket_id: solo.id }, as: b, json: { revision: 1 }, expect: [200], why: 'b cancels the solo ticket' });
+
+  const kq = key('queue');
+  const q = needOk(await call({ server: S, op: queue, params: pid, as: leader, headers: kq, json: { playlist: 'casual', revision: rev(p) }, expect: [201], why: 'queue the party',
+    check: (j) => (j.tickets.length === 3 && j.tickets.every((t) => t.party_id === made.id && t.state === 'QUEUED') && j.party.queued ? null : `unexpected answer ${JSON.stringify(j)}`) }), 'queue');
+  await call({ server: S, op: queue, params: pid, as: leader, headers: kq, json: { playlist: 'casual', revision: rev(p) }, expect: [201], why: 'identical replay',
+    check: (j) => (isDeepStrictEqual(j, q) ? null : 'replay differs from the original') });
+  await call({ server: S, op: queue, params: pid, as: leader, headers: kq, json: { playlist: 'ranked', revision: rev(p) }, expect: [409, 'idempotency_conflict'], why: 'same key, other body' });
+  await call({ server: S, op: join, as: c, json: { join_code: made.join_code, ...client }, expect: [409, 'party_queued'], why: 'join a queued party' });
+  p = q.party;
+
+  // A member's heartbeat keeps the party's lease; a member's leave takes every ticket out.
+  const ta = q.tickets.find((t) => t.player_id === a.id);
+  await call({ server: S, op: 'POST /v1/queue/{ticket_id}/heartbeat', params: { ticket_id: ta.id }, as: a, json: { revision: 1 }, expect: [200], why: 'a member heartbeats a party ticket' });
+  await call({ server: S, op: 'GET /v1/queue/{ticket_id}', params: { ticket_id: q.tickets.find((t) => t.player_id === b.id).id }, as: b, expect: [200], why: "b's ticket shares a's new deadline",
+    check: (j) => (j.expires_at > q.tickets.find((t) => t.player_id === b.id).expires_at && j.revision === 1 ? null : `expires_at ${j.expires_at}, revision ${j.revision}`) });
+
+  await call({ server: S, op: leave, params: pid, as: a, raw: '', expect: [400, 'invalid_json'], why: 'empty body' });
+  await call({ server: S, op: leave, params: pid, as: a, json: { revision: 'x' }, expect: [400, 'invalid_request'], why: 'revision is a string' });
+  await call({ server: S, op: leave, params: pid, as: a, raw: OVERSIZED, expect: [413, 'body_too_large'], why: 'body over 64 KiB' });
+  await call({ server: S, op: leave, params: pid, as: a, json: { revision: rev(p) - 1 }, expect: [409, 'revision_conflict'], why: 'stale revision' });
+  await call({ server: S, op: leave, params: pid, as: outsider, json: { revision: rev(p) }, expect: [404, 'not_found'], why: 'not in the party' });
+  const left = needOk(await call({ server: S, op: leave, params: pid, as: a, json: { revision: rev(p) }, expect: [200], why: 'a leaves a queued party',
+    check: (j) => (!j.disbanded ? null : 'the party ended') }), 'leave');
+  await call({ server: S, op: 'GET /v1/queue/{ticket_id}', params: { ticket_id: q.tickets.find((t) => t.player_id === b.id).id }, as: b, expect: [200], why: "a's leave cancelled b's ticket too",
+    check: (j) => (j.state === 'CANCELLED' ? null : `b's ticket is ${j.state}`) });
+  p = needOk(await call({ server: S, op: kick, params: pid, as: leader, json: { player_id: b.id, revision: left.revision }, expect: [200], why: 'kick b',
+    check: (j) => (j.members.length === 1 ? null : 'b is still a member') }), 'kick');
+  needOk(await call({ server: S, op: join, as: c, json: { join_code: made.join_code, ...client }, expect: [200], why: 'c joins' }), 'join c');
+  p = needOk(await call({ server: S, op: get, params: pid, as: c, expect: [200], why: 'c reads the party' }), 'get');
+  p = needOk(await call({ server: S, op: promote, params: pid, as: leader, json: { player_id: c.id, revision: rev(p) }, expect: [200], why: 'promote c',
+    check: (j) => (j.leader === c.id ? null : 'c does not lead') }), 'promote');
+
+  const other = needOk(await call({ server: S, op: create, as: outsider, headers: key('other'), json: client, expect: [201], why: 'another party' }), 'other');
+  await call({ server: S, op: join, as: c, json: { join_code: other.join_code, ...client }, expect: [409, 'already_in_party'], why: 'join a second party' });
+  await call({ server: S, op: leave, params: { party_id: other.id }, as: outsider, json: { revision: other.revision }, expect: [200], why: 'the last member leaves',
+    check: (j) => (j.disbanded ? null : 'the party did not end') });
+  await call({ server: S, op: disband, params: pid, as: c, raw: '{', expect: [400, 'invalid_json'], why: 'truncated JSON' });
+  await call({ server: S, op: disband, params: pid, as: c, json: {}, expect: [400, 'invalid_request'], why: 'no revision' });
+  await call({ server: S, op: disband, params: pid, as: c, raw: OVERSIZED, expect: [413, 'body_too_large'], why: 'body over 64 KiB' });
+  await call({ server: S, op: disband, params: pid, as: leader, json: { revision: rev(p) }, expect: [403, 'not_leader'], why: 'the former leader disbands' });
+  await call({ server: S, op: disband, params: pid, as: c, json: { revision: rev(p) - 1 }, expect: [409, 'revision_conflict'], why: 'stale revision' });
+  await call({ server: S, op: disband, params: pid, as: outsider, json: { revision: rev(p) }, expect: [404, 'not_found'], why: 'not in the party' });
+  await call({ server: S, op: disband, params: pid, as: c, json: { revision: rev(p) }, expect: [200], why: 'disband',
+    check: (j) => (j.disbanded ? null : 'not disbanded') });
+  await call({ server: S, op: get, params: pid, as: c, expect: [404, 'not_found'], why: 'a disbanded party' });
+}
+
 // ---- issue 13: refusals every route shares, rate limits, the server's own answers -----------
 
 // The path parameters of any route, with values its handler could be reached with.
@@ -1609,6 +1784,7 @@ async function main() {
   await scenario('proposals', () => proposalCases(api));
   await scenario('server routes', () => serverCases(api));
   await scenario('match summary', () => matchCases(api));
+  await scenario('parties', () => partyCases(api));
   await scenario('auth', () => authCases(api, expired));
   await scenario('ban', () => banCases(api, banned));
   await scenario('dead letters', () => deadLetterCases(api));

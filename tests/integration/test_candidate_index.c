@@ -125,6 +125,11 @@ static struct cc_candidate make(int n, int64_t queued_at_ms)
 	c.deviation = 350.0 / (n + 1);
 	c.queued_at_ms = queued_at_ms;
 	c.expires_at_ms = queued_at_ms + 30000;
+	c.party_size = 1;
+	if (n % 2) { /* every other one queued by a party (issue 26): the index keeps it */
+		snprintf(c.party_id, sizeof c.party_id, "22222222-0000-4000-8000-%012d", n);
+		c.party_size = 2 + n % 2;
+	}
 	c.n_rtt = (size_t)(n % 3);
 	for (size_t i = 0; i < c.n_rtt; i++) {
 		snprintf(c.rtt[i].region, sizeof c.rtt[i].region, "region-%zu", i);
@@ -143,6 +148,8 @@ static void assert_same(const struct cc_candidate *a, const struct cc_candidate 
 	ck_assert_double_eq(a->deviation, b->deviation);
 	ck_assert_int_eq(a->queued_at_ms, b->queued_at_ms);
 	ck_assert_int_eq(a->expires_at_ms, b->expires_at_ms);
+	ck_assert_str_eq(a->party_id, b->party_id);
+	ck_assert_int_eq(a->party_size, b->party_size);
 	ck_assert_uint_eq(a->n_rtt, b->n_rtt);
 	for (size_t i = 0; i < a->n_rtt; i++) {
 		ck_assert_str_eq(a->rtt[i].region, b->rtt[i].region);

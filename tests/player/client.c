@@ -539,6 +539,58 @@ int pc_enqueue(struct pc_client *c, struct pc_player *p, const char *playlist, i
 	return rc;
 }
 
+int pc_party_queue(struct pc_client *c, struct pc_player *leader, struct pc_player **mates, int n_mates,
+		   const char *playlist, int64_t protocol_version, const char *build, const char *key)
+{
+	char body[256], path[128], code[16], party[CC_UUID_BUF], ckey[160];
+	cJSON *obj = NULL;
+	int64_t revision = 0;
+	snprintf(body, sizeof body, "{\"protocol_version\":%lld,\"build\":\"%s\"}", (long long)protocol_version, build);
+	snprintf(ckey, sizeof ckey, "%s-party", key);
+	int rc = call_json(c, "POST", "/v1/parties", leader->token, ckey, body, 201, &obj);
+	if (rc == 0 && (rc = copy_string(c, obj, "id", party, sizeof party)) == 0)
+		rc = copy_string(c, obj, "join_code", code, sizeof code);
+	cJSON_Delete(obj);
+	obj = NULL;
+	for (int k = 0; rc == 0 && k < n_mates; k++) {
+		snprintf(body, sizeof body, "{\"join_code\":\"%s\",\"protocol_version\":%lld,\"build\":\"%s\"}", code,
+			 (long long)protocol_version, build);
+		rc = call_json(c, "POST", "/v1/parties/join", mates[k]->token, NULL, body, 200, &obj);
+		struct cc_json_error err = { 0 };
+		if (rc == 0 && cc_json_get_int(obj, "revision", true, 1, INT64_MAX, &revision, &err) != 0) {
+			set_problem(c, "POST /v1/parties/join: no revision");
+			rc = CC_EINVAL;
+		}
+		cJSON_Delete(obj);
+		obj = NULL;
+	}
+	if (rc != 0)
+		return rc;
+	snprintf(path, sizeof path, "/v1/parties/%s/queue", party);
+	snprintf(body, sizeof body, "{\"playlist\":\"%s\",\"revision\":%lld}", playlist, (long long)revision);
+	if ((rc = call_json(c, "POST", path, leader->token, key, body, 201, &obj)) != 0)
+		return rc;
+	const cJSON *tickets = cJSON_GetObjectItemCaseSensitive(obj, "tickets"), *t;
+	int taken = 0;
+	cJSON_ArrayForEach(t, tickets)
+	{
+		const cJSON *pid = cJSON_GetObjectItemCaseSensitive(t, "player_id");
+		for (int k = -1; cJSON_IsString(pid) && k < n_mates && rc == 0; k++) {
+			struct pc_player *m = k < 0 ? leader : mates[k];
+			if (strcmp(m->player_id, pid->valuestring) == 0) {
+				rc = take_ticket(c, t, m);
+				taken++;
+			}
+		}
+	}
+	cJSON_Delete(obj);
+	if (rc == 0 && taken != n_mates + 1) {
+		set_problem(c, "POST /v1/parties/{id}/queue: not one ticket per member");
+		rc = CC_EINVAL;
+	}
+	return rc;
+}
+
 /* heartbeat and cancel: a compare-and-set at the revision we hold. */
 static int revision_call(struct pc_client *c, struct pc_player *p, const char *verb)
 {

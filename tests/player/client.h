@@ -162,6 +162,15 @@ int pc_login(struct pc_client *c, struct pc_player *p) CC_MUST_CHECK;
  * probe. *rtt_ms (may be NULL) receives the RTT the server measured. */
 int pc_probe(struct pc_client *c, struct pc_player *p, const char *region, double *rtt_ms) CC_MUST_CHECK;
 
+/*
+ * Parties (issue 26): leader creates a party (POST /v1/parties, key) and
+ * each of the n_mates mates joins it by its join code; then the leader
+ * queues it for playlist (POST /v1/parties/{id}/queue, key) and every
+ * member's ticket (id, revision, state) is taken into its pc_player.
+ */
+int pc_party_queue(struct pc_client *c, struct pc_player *leader, struct pc_player **mates, int n_mates,
+		   const char *playlist, int64_t protocol_version, const char *build, const char *key) CC_MUST_CHECK;
+
 /* POST /v1/queue with key: 201 -> ticket id, revision, state. */
 int pc_enqueue(struct pc_client *c, struct pc_player *p, const char *playlist, int64_t protocol_version,
 	       const char *build, const char *idempotency_key) CC_MUST_CHECK;

@@ -286,7 +286,24 @@ static int step_queue(struct demo_worker *w, struct demo_player *d)
 		if (src != 0)
 			return src;
 	}
-	int rc = pc_enqueue(w->client, &d->p, playlist_name[d->playlist], w->cfg->protocol_version, w->cfg->build, key);
+	int rc = 0;
+	int64_t party = w->cfg->party_size > 1 ? w->cfg->party_size : 0;
+	if (d->p.index == 0 && party) {
+		/* The leader makes the party of players 1..party-1 (its own worker's) and queues it for casual. */
+		struct pc_player *mates[3];
+		int n = 0;
+		for (int64_t i = 1; i < party && i < w->cfg->players; i++)
+			if ((i - w->index) % w->threads == 0 && !w->players[i].p.broken)
+				mates[n++] = &w->players[i].p;
+		if (n != party - 1)
+			return unexpected(d, "queue", "the party's players are not all in this worker (use --threads=1)");
+		rc = pc_party_queue(w->client, &d->p, mates, n, "casual", w->cfg->protocol_version, w->cfg->build, key);
+	} else if (d->p.index > 0 && d->p.index < party) {
+		if (!d->p.ticket_id[0])
+			return unexpected(d, "queue", "the party's leader did not queue this member");
+	} else {
+		rc = pc_enqueue(w->client, &d->p, playlist_name[d->playlist], w->cfg->protocol_version, w->cfg->build, key);
+	}
 	if (rc != 0)
 		return rc;
 	if (strcmp(d->p.state, "QUEUED") != 0)

@@ -63,6 +63,10 @@ static const struct cc_config_option player_options[] = {
 	  .help = "demo: chance that a player declines a proposal (decided from --seed, the player and the "
 		  "proposal's ordinal, so a seed always picks the same decliners)",
 	  .offset = OPT(decline_percent) },
+	{ .name = "party-size", .type = CC_CFG_INT, .default_value = "0", .min = 0, .max = 3,
+	  .help = "demo: the first N players form a party (POST /v1/parties, join by code) and its leader queues "
+		  "it for casual (POST /v1/parties/{id}/queue); they must share a worker thread (--threads=1)",
+	  .offset = OPT(party_size) },
 	{ .name = "decision-seed", .type = CC_CFG_INT, .default_value = "-1", .min = -1, .max = 2147483647,
 	  .help = "demo: seeds the decline decisions and heartbeat jitter on its own (-1 = --seed), so a test can "
 		  "keep fresh players and fixed decliners",

@@ -38,6 +38,7 @@ struct player_config {
 	int64_t casual_match_size; /* demo: players per casual match */
 	int64_t ranked_match_size; /* demo: players per ranked match */
 	int64_t decline_percent;   /* demo: chance of declining a proposal */
+	int64_t party_size;        /* demo: players 0..party_size-1 queue casual as one party (0/1: none) */
 	int64_t decision_seed;     /* demo: seeds declines and jitter; -1 = seed */
 	int64_t ticket_poll_ms;    /* demo: ticket re-read period while waiting (polling) */
 	char *events;              /* demo: auto | stream | poll: where a player learns of its ticket's changes */
