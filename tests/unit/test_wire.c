@@ -1021,7 +1021,7 @@ static const char *get_str(const cJSON *o, const char *key, const char *where)
 	(void)where;
 }
 
-static const char *const ftype_names[] = { "u8", "u16", "u32", "i8", "i16", "bytes", "string", "array", "struct" };
+static const char *const ftype_names[] = { "u8", "u16", "u32", "i8", "i16", "bytes", "string", "array", "struct", "blob" };
 static const char *const charset_names[] = { "", "token", "text", "name", "slug", "credential" };
 
 /* The full range of a scalar type: what a field without min/max in the JSON means. */
@@ -1103,6 +1103,15 @@ static void compare_fields(const char *owner, const struct cc_wire_type *t, cons
 			const char *of = get_str(j, "of", where);
 			ck_assert_msg(of && !strcmp(of, f->of->name), "%s: of %s, codec %s", where, of ? of : "(none)",
 				      f->of->name);
+			break;
+		}
+		case CC_WIRE_BLOB: {
+			const char *prefix = get_str(j, "length_prefix", where);
+			ck_assert_msg(prefix && !strcmp(prefix, "u16") && f->len == 2, "%s: length_prefix", where);
+			ck_assert_msg(get_int(j, "min_length", -1, where) == f->min &&
+					      get_int(j, "max_length", -1, where) == f->max,
+				      "%s: JSON length %lld..%lld, codec %lld..%lld", where, get_int(j, "min_length", -1, where),
+				      get_int(j, "max_length", -1, where), (long long)f->min, (long long)f->max);
 			break;
 		}
 		}
