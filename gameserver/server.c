@@ -64,11 +64,12 @@ struct peer {
 };
 
 /*
- * The snapshots sent lately, newest last: the bases a delta can be encoded
- * against (issue 24). 64 reach back 192 ticks at 20 Hz, past the 255-tick
- * limit of base_age at 60 Hz; an ack older than that just gets full snapshots.
+ * The snapshots sent lately: the bases a delta can be encoded against
+ * (issue 24). A client holds as many (game/wire.h): an ack older than these
+ * gets a full snapshot, which the client takes and acks, so a long loss
+ * of acks never leaves it with deltas it cannot rebuild.
  */
-#define SNAP_HISTORY 64
+#define SNAP_HISTORY CC_WIRE_DELTA_HISTORY
 
 struct gs_server {
 	struct gs_server_options opts;

@@ -415,6 +415,13 @@ struct cc_wire_snapshot {
  * so any client reconstructs exactly the snapshot the server encoded.
  */
 #define CC_WIRE_DELTA_MAX 1024 /* bytes of delta in one snapshot_delta */
+/*
+ * A client keeps (at least) the CC_WIRE_DELTA_HISTORY newest snapshots it
+ * took; the server encodes only against a base among the
+ * CC_WIRE_DELTA_HISTORY newest it sent (older: a full snapshot), so the
+ * base of every delta is one the client still holds.
+ */
+#define CC_WIRE_DELTA_HISTORY 32
 
 /* snapshot_delta (server -> client, unreliable sequenced): tick's snapshot as a change from tick - base_age's. */
 struct cc_wire_snapshot_delta {

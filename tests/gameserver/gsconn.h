@@ -39,7 +39,7 @@ struct own_pos {
 	float pos[3];
 };
 
-#define GS_SNAP_RING 16 /* snapshots a session keeps as bases for deltas (issue 24) */
+#define GS_SNAP_RING CC_WIRE_DELTA_HISTORY /* snapshots a session keeps as bases for deltas (issue 24) */
 
 struct play_stats {
 	uint64_t snapshots, snapshot_bytes, bad_messages, goals;

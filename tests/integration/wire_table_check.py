@@ -114,6 +114,15 @@ class Table:
             if not charset_ok(f["charset"], raw):
                 raise Refused("malformed", f"{f['name']} charset")
             return off, raw.decode("utf-8")
+        if t == "blob":
+            raw, off = self.take(data, off, 2, f)
+            (n,) = struct.unpack("<H", raw)
+            if n > f["max_length"]:
+                raise Refused("oversized", f"{f['name']} length {n}")
+            if n < f["min_length"]:
+                raise Refused("malformed", f"{f['name']} length {n}")
+            raw, off = self.take(data, off, n, f)
+            return off, raw.hex()
         if t == "array":
             raw, off = self.take(data, off, 1, f)
             n = raw[0]
@@ -175,6 +184,9 @@ class Table:
                 raw = bytes.fromhex(v)
                 assert len(raw) == f["length"]
                 out += raw
+            elif t == "blob":
+                raw = bytes.fromhex(v)
+                out += struct.pack("<H", len(raw)) + raw
             elif t == "string":
                 raw = v.encode("utf-8")
                 out += struct.pack(SCALAR[f["length_prefix"]], len(raw)) + raw
