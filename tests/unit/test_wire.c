@@ -1666,6 +1666,14 @@ START_TEST(delta_hostile)
 	ck_assert_int_eq(cc_wire_delta_apply(&base, &d, &cur, NULL), 0);
 	ck_assert(body_eq(&cur.ball, &base.ball));
 	ck_assert_uint_eq(cur.tick, base.tick + 1);
+	/* The document's example (section 5): the next tick, the clock one lower, nothing else: c0 00. */
+	base.clock_ticks = 100;
+	cur = base;
+	cur.tick++;
+	cur.clock_ticks--;
+	ck_assert_int_eq(cc_wire_delta_encode(&base, &cur, &d), 0);
+	ck_assert_uint_eq(d.delta_len, 2);
+	ck_assert_msg(d.delta[0] == 0xc0 && d.delta[1] == 0x00, "example: %02x %02x", d.delta[0], d.delta[1]);
 }
 END_TEST
 
