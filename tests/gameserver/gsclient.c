@@ -56,7 +56,8 @@
  *                     [--await-close=MS]
  *       Watches until the match ends; prints result (ended|refused|...),
  *       reason, slot, snapshots, ignored_sent (inputs sent, which the server
- *       must ignore), score, close_kicked and close_data (as play's).
+ *       must ignore), score, close_kicked and close_data (as play's),
+ *       fulls, deltas, unknown_base and undecodable (as play's).
  *
  *   gsclient hostile --port=P --kind=KIND [--token=FILE]
  *       KIND: garbage (an unknown id: skipped, so the handshake deadline
@@ -624,10 +625,12 @@ static int spectate(int argc, char **argv)
 	const char *result = st.over ? "ended" : c.refused ? "refused" : c.gone ? "disconnected" : "timeout";
 	printf("{\"result\":\"%s\",\"reason\":\"%s\",\"slot\":%d,\"team\":%d,\"snapshots\":%llu,\"max_gap_ms\":%lld,"
 	       "\"ignored_sent\":%u,\"score\":[%d,%d],\"ended_score\":[%d,%d],\"bot_slots\":%u,\"goals_seen\":%llu,"
-	       "\"close_kicked\":\"%s\",\"close_data\":%d,\"fulls\":%llu,\"deltas\":%llu}\n",
+	       "\"close_kicked\":\"%s\",\"close_data\":%d,\"fulls\":%llu,\"deltas\":%llu,\"unknown_base\":%llu,"
+	       "\"undecodable\":%llu}\n",
 	       result, c.reason, c.slot, c.team, (unsigned long long)st.snapshots, (long long)st.max_gap, seq,
 	       st.score[0], st.score[1], st.ended[0], st.ended[1], st.bot_slots, (unsigned long long)st.goals,
-	       st.close_kicked, st.close_data, (unsigned long long)st.fulls, (unsigned long long)st.deltas);
+	       st.close_kicked, st.close_data, (unsigned long long)st.fulls, (unsigned long long)st.deltas,
+	       (unsigned long long)st.unknown_base, (unsigned long long)st.bad_messages);
 	rc = 0;
 out:
 	conn_close(&c);
