@@ -1666,6 +1666,22 @@ START_TEST(delta_hostile)
 	ck_assert_int_eq(cc_wire_delta_apply(&base, &d, &cur, NULL), 0);
 	ck_assert(body_eq(&cur.ball, &base.ball));
 	ck_assert_uint_eq(cur.tick, base.tick + 1);
+	/* The position rule, from the document alone: base vel 0, vel 5 two ticks later (a group of 3, class 1: 3 bits
+	 * each), no pos part: P = pos + floor(((0 + 5) * 2 + 5 - 0 + 15) / 30) = pos + 1. */
+	{
+		const int64_t vel5[3] = { 5, 0, -1 };
+		base.ball.pos[0] = 100, base.ball.pos[1] = 0, base.ball.pos[2] = -7;
+		memset(&t, 0, sizeof t);
+		tput(&t, 0, 3), tgroup(&t, 0, &zero, 1), tput(&t, 0x01, 5), tgroup(&t, 2, vel5, 3);
+		d.tick = base.tick + 2, d.base_age = 2, d.delta_len = (uint16_t)((t.n + 7) / 8);
+		memcpy(d.delta, t.b, d.delta_len);
+		ck_assert_int_eq(cc_wire_delta_apply(&base, &d, &cur, NULL), 0);
+		ck_assert_int_eq(cur.ball.vel[0], 5);
+		ck_assert_int_eq(cur.ball.vel[2], -1);
+		/* z: floor((-1 * 2 - 1 + 15) / 30) = 0; x: +1 exactly at the rounding edge (30 / 30). */
+		ck_assert_msg(cur.ball.pos[0] == 101 && cur.ball.pos[1] == 0 && cur.ball.pos[2] == -7, "predicted pos %d %d %d",
+			      cur.ball.pos[0], cur.ball.pos[1], cur.ball.pos[2]);
+	}
 	/* The document's example (section 5): the next tick, the clock one lower, nothing else: c0 00. */
 	base.clock_ticks = 100;
 	cur = base;
