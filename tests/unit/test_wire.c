@@ -1773,6 +1773,26 @@ static int print_vectors(void)
 		print_hex(buf, len);
 		printf("\",\"message\":%s}\n", text);
 	}
+	/* Deltas: the base, the packet, the snapshot it rebuilds to, for an independent decoder of section 5. */
+	static char text2[16384];
+	for (int i = 0; i < 300; i++) {
+		static struct cc_wire_msg base, cur, dm;
+		memset(&base, 0, sizeof base);
+		memset(&cur, 0, sizeof cur);
+		base.id = cur.id = CC_MSG_SNAPSHOT;
+		random_snapshot(&base.u.snapshot);
+		next_snapshot(&base.u.snapshot, &cur.u.snapshot, i % 5 == 0 ? drange(1, 255) : drange(1, 12), i % 3);
+		dm.id = CC_MSG_SNAPSHOT_DELTA;
+		size_t len = 0;
+		if (cc_wire_delta_encode(&base.u.snapshot, &cur.u.snapshot, &dm.u.snapshot_delta) != 0 ||
+		    cc_wire_encode(&dm, buf, sizeof(buf), &len) != 0)
+			return 1;
+		cc_wire_format(&base, text, sizeof(text));
+		cc_wire_format(&cur, text2, sizeof(text2));
+		printf("{\"hex\":\"");
+		print_hex(buf, len);
+		printf("\",\"delta_base\":%s,\"delta_result\":%s}\n", text, text2);
+	}
 	for (int i = 0; i < 400; i++) {
 		struct cc_wire_msg m;
 		memset(&m, 0, sizeof(m));
