@@ -167,7 +167,7 @@ static const struct cc_config_option gameserver_options[] = {
 		  "handshake deadlines this long",
 	  .offset = OPT(stall_grace_ms) },
 	{ .name = "peer-max-packets-per-second", .type = CC_CFG_INT, .default_value = "240", .min = 10, .max = 1000000,
-	  .help = "leaky bucket per peer (burst one second's worth): an honest client sends 60 inputs + a few pings a second",
+	  .help = "leaky bucket per peer (burst one second's worth): an honest client sends 60 inputs, a few pings and up to snapshot-rate snapshot acks a second",
 	  .offset = OPT(peer_max_pps) },
 	{ .name = "peer-max-bytes-per-second", .type = CC_CFG_INT, .default_value = "32768", .min = 1500, .max = 100000000,
 	  .help = "leaky bucket per peer, bytes (burst one second's worth): honest input with 16-fold redundancy is ~7.5 KB/s",

@@ -59,7 +59,17 @@ struct peer {
 	bool displaced;            /* PLAYING: a resume took its slot over (duplicate_session) */
 	uint64_t ignored;          /* SPECTATING: messages besides ping; HELLO: messages besides the handshake and ping */
 	int watch_slot;            /* SPECTATING: the roster slot of the join token it watches with, -1 for a name */
+	uint32_t acked_tick;       /* newest snapshot it acknowledged (snapshot_ack) that we still hold; 0: none */
+	uint64_t deltas, fulls;    /* snapshots sent to it as snapshot_delta / as snapshot */
 };
+
+/*
+ * The snapshots sent lately: the bases a delta can be encoded against
+ * (issue 24). A client holds as many (game/wire.h): an ack older than these
+ * gets a full snapshot, which the client takes and acks, so a long loss
+ * of acks never leaves it with deltas it cannot rebuild.
+ */
+#define SNAP_HISTORY CC_WIRE_DELTA_HISTORY
 
 struct gs_server {
 	struct gs_server_options opts;
@@ -92,6 +102,8 @@ struct gs_server {
 	int64_t stall_seen_next;       /* the tick deadline whose lateness was already logged */
 	int64_t service_ns;            /* monotonic time the last network service returned (rate limits charge at it) */
 	struct gs_rate_limits limits;  /* the per-peer rate limits (play.h), shared with community mode */
+	struct cc_wire_snapshot history[SNAP_HISTORY]; /* by (snapshot number % SNAP_HISTORY) */
+	uint64_t n_history;            /* snapshots taken so far */
 	struct {
 		struct cc_metric *ticks, *missed, *kicks, *bad, *unknown, *tick_seconds, *peers;
 		struct cc_metric *snapshot_bytes, *sessions, *rl_packets, *rl_bytes, *input, *stalls, *lateness;
@@ -166,6 +178,53 @@ static size_t broadcast_msg(struct gs_server *s, const struct cc_wire_msg *m)
 	for (int i = 0; n && i < s->n_spectators; i++)
 		send_bytes(s->spectators[i], (int)info->channel, buf, n);
 	return n;
+}
+
+/* The snapshot of tick we sent lately, or NULL. */
+static const struct cc_wire_snapshot *history_find(const struct gs_server *s, uint32_t tick)
+{
+	for (uint64_t k = 0; k < SNAP_HISTORY && k < s->n_history; k++) {
+		const struct cc_wire_snapshot *h = &s->history[(s->n_history - 1 - k) % SNAP_HISTORY];
+		if (h->tick == tick)
+			return h;
+	}
+	return NULL;
+}
+
+/*
+ * Sends this tick's snapshot m (full, encoded once as full/n_full) to p: as
+ * a delta against the newest snapshot p acknowledged when we still hold it
+ * and the delta is smaller, else full. Returns the bytes sent.
+ */
+static size_t send_snapshot(struct gs_server *s, struct peer *p, const struct cc_wire_msg *m, const uint8_t *full,
+			    size_t n_full)
+{
+	if (!p || !p->enet)
+		return 0;
+	const struct cc_wire_snapshot *base = p->acked_tick ? history_find(s, p->acked_tick) : NULL;
+	if (base) {
+		static struct cc_wire_msg d; /* a few KB; the tick thread is the only user */
+		uint8_t buf[CC_WIRE_MAX_PACKET];
+		size_t n = 0;
+		d.id = CC_MSG_SNAPSHOT_DELTA;
+		if (cc_wire_delta_encode(base, &m->u.snapshot, &d.u.snapshot_delta) == 0 &&
+		    (n = encode(&d, buf, sizeof buf)) > 0 && n < n_full) {
+			send_bytes(p, GS_CH_SNAPSHOT, buf, n);
+			p->deltas++;
+			return n;
+		}
+	}
+	send_bytes(p, GS_CH_SNAPSHOT, full, n_full);
+	p->fulls++;
+	return n_full;
+}
+
+/* snapshot_ack: p holds the snapshot of tick. Only a newer one we still hold moves its base. */
+static void on_snapshot_ack(struct gs_server *s, struct peer *p, uint32_t tick)
+{
+	if (!history_find(s, tick) || (p->acked_tick && (int32_t)(tick - p->acked_tick) <= 0))
+		return;
+	p->acked_tick = tick;
 }
 
 /* ---- peers -------------------------------------------------------------------- */
@@ -250,6 +309,10 @@ static void detach(struct gs_server *s, struct peer *p)
 		if (p->ignored)
 			cc_log_info("spectator_left", CC_LOG_INT("peer", p->id), CC_LOG_INT("ignored_messages", (int64_t)p->ignored));
 	}
+	if (p->deltas || p->fulls)
+		cc_log_info("peer_snapshots", CC_LOG_INT("peer", p->id),
+			    CC_LOG_INT("slot", p->phase == PEER_PLAYING ? p->who.slot : -1), CC_LOG_INT("deltas", (int64_t)p->deltas),
+			    CC_LOG_INT("fulls", (int64_t)p->fulls));
 	if (p->enet)
 		p->enet->data = NULL;
 	p->enet = NULL;
@@ -628,6 +691,10 @@ static void on_packet(struct gs_server *s, struct peer *p, int channel, const ui
 			return;
 		}
 	}
+	if (p->phase == PEER_SPECTATING && rc == 0 && m.id == CC_MSG_SNAPSHOT_ACK) {
+		on_snapshot_ack(s, p, m.u.snapshot_ack.tick); /* a spectator's snapshots are deltas too */
+		return;
+	}
 	if (p->phase == PEER_SPECTATING && rc == 0 && m.id != CC_MSG_PING) {
 		/* A spectator only watches: anything but ping is counted and dropped. */
 		replay_verdict(s, p->id, "ignored %s: a spectator only watches", cc_wire_msg_name(m.id));
@@ -644,6 +711,9 @@ static void on_packet(struct gs_server *s, struct peer *p, int channel, const ui
 	case CC_MSG_INPUT:
 		if (p->phase == PEER_PLAYING)
 			gs_input_receive(&p->input, &m.u.input);
+		break;
+	case CC_MSG_SNAPSHOT_ACK:
+		on_snapshot_ack(s, p, m.u.snapshot_ack.tick);
 		break;
 	case CC_MSG_PING: {
 		struct cc_wire_msg pong;
@@ -880,13 +950,22 @@ static void tick(struct gs_server *s)
 			connected[i] = s->by_slot[i] != NULL;
 			inputs[i] = s->by_slot[i] ? &s->by_slot[i]->input : NULL;
 		}
-		struct cc_wire_msg m;
+		static struct cc_wire_msg m; /* a few KB; the tick thread is the only user */
 		gs_wire_snapshot(&m, s->match, connected, inputs);
 		for (uint16_t i = 0; i < m.u.snapshot.player_count; i++)
 			if (gs_match_driver(s->match, m.u.snapshot.players[i].slot) == GS_DRIVER_BOT)
 				m.u.snapshot.players[i].flags |= CC_WIRE_PF_BOT;
-		size_t n = broadcast_msg(s, &m);
-		cc_metric_add(s->m.snapshot_bytes, NULL, (double)n);
+		/* Encoded once in full; each peer that acknowledges snapshots gets its own delta (issue 24). */
+		uint8_t full[CC_WIRE_MAX_PACKET];
+		size_t n = encode(&m, full, sizeof full), sent = 0;
+		if (n) {
+			s->history[s->n_history++ % SNAP_HISTORY] = m.u.snapshot;
+			for (int i = 0; i < GS_MATCH_MAX_SLOTS; i++)
+				sent += send_snapshot(s, s->by_slot[i], &m, full, n);
+			for (int i = 0; i < s->n_spectators; i++)
+				sent += send_snapshot(s, s->spectators[i], &m, full, n);
+		}
+		cc_metric_add(s->m.snapshot_bytes, NULL, (double)sent);
 	}
 	/* Slow handshakes: peers are few (max_peers), a scan per tick is cheap. A stall's time is not theirs. */
 	for (size_t i = 0; !grace && i < s->host->peerCount; i++) {
@@ -1177,7 +1256,7 @@ struct gs_server *gs_server_create(const struct gs_server_options *opts, struct 
 				   "Slot and spectator events: reserved, resumed, taken_over, lapsed, bot_took_slot, spectator, ...",
 				   event_l, 16);
 	s->m.snapshot_bytes = cc_counter("cosmic_clash_gameserver_snapshot_bytes_total",
-					 "Snapshot payload bytes encoded (each sent to every player).", NULL, 1);
+					 "Snapshot payload bytes sent, summed over the peers (snapshot or snapshot_delta).", NULL, 1);
 	s->limits = (struct gs_rate_limits){ .pps = opts->peer_max_pps, .bps = opts->peer_max_bps,
 					     .log_window_ms = opts->rate_log_window_ms, .m_packets = s->m.rl_packets,
 					     .m_bytes = s->m.rl_bytes };

@@ -53,9 +53,15 @@
  * at the next kickoff (the bot drives until then). A no-show slot in
  * casual is a bot's from the end of LOADING.
  * Spectators (spectate): a display name or a join token of this match, up
- * to --max-spectators; they get the same encoded snapshots and reliable
+ * to --max-spectators; they get the same snapshots and reliable
  * events as the players, never hold a slot, and anything they send but
- * ping is counted and ignored.
+ * ping and snapshot_ack is counted and ignored.
+ * Delta snapshots (issue 24): the last CC_WIRE_DELTA_HISTORY snapshots are
+ * kept; a peer (player or spectator) that sends snapshot_ack gets each
+ * snapshot as snapshot_delta against the newest one it acknowledged that
+ * is still kept, when that is smaller than the full snapshot; any other
+ * peer gets the full snapshot, encoded once per tick. A peer's counts are
+ * logged as it leaves ("peer_snapshots": deltas, fulls).
  *
  * Input and limits (issue 12): each player's input messages go through
  * gameserver/input.h (sequence-range guard, jitter buffer, stall); the

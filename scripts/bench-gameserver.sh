@@ -14,8 +14,11 @@
 #   - a real match: cc-gameserver with six gsclient players for
 #     GS_BENCH_MATCH_SECONDS (10): snapshot bytes per client per second (our
 #     payload, and ENet's bytes including its headers) and the server's peak
-#     RSS (VmHWM while it lingers after the end).
-# Targets: ready < 50 ms, RSS < 16 MB, <= 4 KB/s per client downstream,
+#     RSS (VmHWM while it lingers after the end). Slots 0-2 never acknowledge
+#     a snapshot (--no-ack: full snapshots, the figure before issue 24),
+#     slots 3-5 do (delta snapshots): both figures from the same match.
+# Targets: ready < 50 ms, RSS < 16 MB, <= 4 KB/s per client downstream with
+# full snapshots and <= 2,000 B/s with deltas (issue 24),
 # >= 100 concurrent 3v3 matches per core, pipeline >= 90% of before. A missed target fails only with
 # BENCH_STRICT=1. Logs in build/bench-results/gameserver/.
 set -Eeuo pipefail
@@ -99,7 +102,9 @@ pids+=("$gs")
 for _ in $(seq 200); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.02; done
 players=()
 for slot in 0 1 2 3 4 5; do
-	"$GSCLIENT" play --port="$port" --token="$mint/token.$slot" >"$OUT/player$slot.json" &
+	ack=()
+	((slot < 3)) && ack=(--no-ack)
+	"$GSCLIENT" play --port="$port" --token="$mint/token.$slot" "${ack[@]}" >"$OUT/player$slot.json" &
 	players+=("$!")
 	pids+=("$!")
 done
@@ -113,8 +118,18 @@ for p in "${players[@]}"; do wait "$p" || { say "a player exited $?"; exit 1; };
 for slot in 0 1 2 3 4 5; do
 	[[ $(jq -r .result "$OUT/player$slot.json") == ended ]] || { say "player $slot: $(cat "$OUT/player$slot.json")"; exit 1; }
 done
-payload_bps=$(jq -s 'map(.snapshot_bytes / .seconds) | add / length | floor' "$OUT"/player*.json)
-enet_bps=$(jq -s 'map(.enet_bytes_in / .seconds) | add / length | floor' "$OUT"/player*.json)
+# Full: slots 0-2 (no acks); delta: slots 3-5. Each its own mean per client.
+bps_of() { jq -s "map(.$1 / .seconds) | add / length | floor" "${@:2}"; }
+full_files=("$OUT"/player{0,1,2}.json)
+delta_files=("$OUT"/player{3,4,5}.json)
+payload_bps=$(bps_of snapshot_bytes "${full_files[@]}")
+enet_bps=$(bps_of enet_bytes_in "${full_files[@]}")
+delta_payload_bps=$(bps_of snapshot_bytes "${delta_files[@]}")
+delta_enet_bps=$(bps_of enet_bytes_in "${delta_files[@]}")
+deltas=$(jq -s 'map(.deltas) | add' "${delta_files[@]}")
+delta_fulls=$(jq -s 'map(.fulls) | add' "${delta_files[@]}")
+((deltas > 0)) || { say "the acknowledging players got no snapshot_delta"; exit 1; }
+(($(jq -s 'map(.deltas) | add' "${full_files[@]}") == 0)) || { say "a player that never acknowledged got a delta"; exit 1; }
 
 echo "cc-gameserver (3v3; load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores)"
 printf '  %-52s %s\n' "CPU per simulated tick (sim+lifecycle+snapshot+input)" "${tick_ns} ns"
@@ -128,12 +143,13 @@ printf '  %-52s %s\n' "  before (issue-11 input path, same run)" "$with_net_befo
 printf '  %-52s %s\n' "raw ENet echo reference" "$(jq -r '"\(.round_trips_per_s) round trips/s, \(.cpu_us_per_packet) us CPU per packet"' <<<"$echo_")"
 printf '  %-52s %s\n' "start to ready probe answering (median of $READY_RUNS)" "${ready_med} ms (all: ${ready[*]})"
 printf '  %-52s %s\n' "peak RSS during a 6-player match" "$((hwm / 1024)) MiB ($hwm KiB)"
-printf '  %-52s %s\n' "snapshot bytes per client per second (payload)" "$payload_bps B/s"
-printf '  %-52s %s\n' "bytes per client per second (ENet, all channels)" "$enet_bps B/s"
+printf '  %-52s %s\n' "snapshot bytes per client per second (payload)" "full $payload_bps B/s, delta $delta_payload_bps B/s"
+printf '  %-52s %s\n' "bytes per client per second (ENet, all channels)" "full $enet_bps B/s (no acks), delta $delta_enet_bps B/s (target <= 2000; $deltas deltas, $delta_fulls full)"
 miss=()
 awk -v v="$ready_med" 'BEGIN { exit !(v < 50) }' || miss+=("ready ${ready_med} ms >= 50")
 ((hwm < 16 * 1024)) || miss+=("RSS $hwm KiB >= 16 MiB")
 ((enet_bps <= 4096)) || miss+=("downstream $enet_bps B/s > 4 KB/s")
+((delta_enet_bps <= 2000)) || miss+=("downstream with deltas $delta_enet_bps B/s > 2000 B/s")
 ((with_net >= 100)) || miss+=("$with_net matches per core < 100")
 ((pipe_pct >= -10)) || miss+=("matches per core fell ${pipe_pct}% with the input pipeline")
 ((net_pct >= -10)) || miss+=("matches per core (ENet costed) fell ${net_pct}% with the input pipeline")
@@ -141,5 +157,5 @@ if ((${#miss[@]})); then
 	echo "  targets missed: ${miss[*]}"
 	if [[ ${BENCH_STRICT:-0} == 1 ]]; then exit 1; fi
 else
-	echo "  targets met: ready < 50 ms, RSS < 16 MB, <= 4 KB/s per client, >= 100 matches per core, pipeline within 10% of before"
+	echo "  targets met: ready < 50 ms, RSS < 16 MB, <= 4 KB/s per client (full), <= 2000 B/s (delta), >= 100 matches per core, pipeline within 10% of before"
 fi

@@ -36,6 +36,8 @@
 	{ N, CC_WIRE_STRING, offsetof(S, F), LO, HI, PREFIX, offsetof(S, F##_len), CS, NULL, 0, NULL }
 #define ARRAY(S, F, COUNT, N, LO, HI, OF) \
 	{ N, CC_WIRE_ARRAY, offsetof(S, F), LO, HI, 1, offsetof(S, COUNT), CC_WIRE_CS_NONE, OF, 0, NULL }
+#define BLOB(S, F, N, LO, HI) \
+	{ N, CC_WIRE_BLOB, offsetof(S, F), LO, HI, 2, offsetof(S, F##_len), CC_WIRE_CS_NONE, NULL, 0, NULL }
 #define STRUCT(S, F, N, OF) \
 	{ N, CC_WIRE_STRUCT, offsetof(S, F), 0, 0, 0, 0, CC_WIRE_CS_NONE, OF, 0, NULL }
 #define TYPE(N, S, FIELDS, CHECK) { N, FIELDS, CC_ARRAY_LEN(FIELDS), sizeof(S), CHECK }
@@ -293,6 +295,21 @@ static const struct cc_wire_field snapshot_fields[] = {
 static const struct cc_wire_type snapshot_payload = TYPE("snapshot", S, snapshot_fields, check_snapshot);
 #undef S
 
+#define S struct cc_wire_snapshot_delta
+static const struct cc_wire_field snapshot_delta_fields[] = {
+	U32(S, tick, "tick"),
+	U8(S, base_age, "base_age", 1, UINT8_MAX),
+	BLOB(S, delta, "delta", 1, CC_WIRE_DELTA_MAX),
+};
+static const struct cc_wire_type snapshot_delta_payload = TYPE("snapshot_delta", S, snapshot_delta_fields, NULL);
+#undef S
+
+static const struct cc_wire_field snapshot_ack_fields[] = {
+	U32(struct cc_wire_snapshot_ack, tick, "tick"),
+};
+static const struct cc_wire_type snapshot_ack_payload =
+	TYPE("snapshot_ack", struct cc_wire_snapshot_ack, snapshot_ack_fields, NULL);
+
 #define S struct cc_wire_match_state
 static const struct cc_wire_field match_state_fields[] = {
 	U32(S, tick, "tick"),
@@ -528,6 +545,7 @@ void cc_wire_type_sizes(const struct cc_wire_type *type, size_t *min, size_t *ma
 			lo += f->len, hi += f->len;
 			break;
 		case CC_WIRE_STRING:
+		case CC_WIRE_BLOB:
 			lo += f->len + (size_t)f->min, hi += f->len + (size_t)f->max;
 			break;
 		case CC_WIRE_ARRAY:
@@ -774,7 +792,8 @@ static int decode_field(struct walk *w, const struct cc_wire_field *f, void *dst
 		memcpy((uint8_t *)dst + f->offset, w->in + w->off, f->len);
 		w->off += f->len;
 		return 0;
-	case CC_WIRE_STRING: {
+	case CC_WIRE_STRING:
+	case CC_WIRE_BLOB: {
 		if ((rc = need(w, f, f->len)))
 			return rc;
 		uint32_t slen = get_le(w->in + w->off, f->len);
@@ -792,7 +811,8 @@ static int decode_field(struct walk *w, const struct cc_wire_field *f, void *dst
 			return fault(w, CC_WIRE_FAULT_MALFORMED, f, why, "%u bytes", slen);
 		char *to = (char *)dst + f->offset;
 		memcpy(to, s, slen);
-		to[slen] = '\0';
+		if (f->type == CC_WIRE_STRING)
+			to[slen] = '\0'; /* a blob's array is exactly its cap: no terminator */
 		store_len(dst, f, (uint16_t)slen);
 		w->off += slen;
 		return 0;
@@ -973,7 +993,8 @@ static int encode_field(struct walk *w, const struct cc_wire_field *f, const voi
 		memcpy(w->out + w->off, (const uint8_t *)src + f->offset, f->len);
 		w->off += f->len;
 		return 0;
-	case CC_WIRE_STRING: {
+	case CC_WIRE_STRING:
+	case CC_WIRE_BLOB: {
 		uint16_t slen = load_len(src, f);
 		const char *s = (const char *)src + f->offset;
 		if (slen < f->min || slen > f->max || charset_problem(f->charset, s, slen))
@@ -1104,6 +1125,14 @@ static void format_field(struct text *t, const struct cc_wire_field *f, const vo
 	case CC_WIRE_STRING: {
 		uint16_t n = load_len(v, f);
 		text_json_string(t, (const char *)p, n <= f->max ? n : (size_t)f->max);
+		break;
+	}
+	case CC_WIRE_BLOB: {
+		uint16_t n = load_len(v, f);
+		text_put(t, "\"", 1);
+		for (size_t i = 0; i < n && i < (size_t)f->max; i++)
+			text_printf(t, "%02x", p[i]);
+		text_put(t, "\"", 1);
 		break;
 	}
 	case CC_WIRE_ARRAY: {
@@ -1392,5 +1421,458 @@ uint16_t cc_wire_reason_by_name(const char *name)
 		return value;
 	CC_WIRE_REASONS(CC__WIRE_BY_NAME)
 #undef CC__WIRE_BY_NAME
+	return 0;
+}
+
+/* ---- delta snapshots (protocol section 5, "snapshot_delta") ---------------------------
+ * The delta is a bit stream, least significant bit first (bit i of the
+ * stream is bit i % 8 of byte i / 8), zero-padded to a whole byte. Fields
+ * are unsigned n-bit integers, or groups: one value or three, signed,
+ * written as a 3-bit width class w then each value as a GROUP_BITS[w]-bit
+ * two's complement integer (the smallest class that holds all of them).
+ * Every value is an integer computed from the base and what came before it
+ * in the stream, so the rebuilt snapshot is exactly the one encoded, in any
+ * language.
+ */
+
+#define DELTA_STATE 0x01   /* match_state follows (8 bits) */
+#define DELTA_SCORE 0x02   /* score_0, score_1 follow (8 bits each) */
+#define DELTA_PLAYERS 0x04 /* the player list follows (5-bit count, 4-bit slots); else the base's */
+#define DELTA_CHANGE_BITS 3
+
+#define BODY_VEL 0x01	    /* group of 3: vel - base vel */
+#define BODY_POS 0x02	    /* group of 3: pos - predicted pos */
+#define BODY_ROT_RAW 0x04   /* 32 bits: rot as is */
+#define BODY_ROT_DELTA 0x08 /* group of 3: each 10-bit rot component - the base's (same largest index) */
+#define BODY_ANGVEL 0x10    /* group of 3: each 10-bit angvel component - the base's */
+#define BODY_MASK_BITS 5
+
+#define PS_FLAGS 0x01	/* 8 bits: flags */
+#define PS_SEQ 0x02	/* group of 1: last_input_seq - (base's + base_age), as a signed 16-bit distance */
+#define PS_BOOST 0x04	/* 8 bits: boost */
+#define PS_BODY_SHIFT 3 /* bits 3-7: the body's mask */
+#define PS_MASK_BITS 8
+
+static const unsigned group_bits[8] = { 2, 3, 4, 5, 6, 8, 12, 33 };
+
+/* floor(a / b) for b > 0: integer division that rounds the same way in every language. */
+static int64_t floor_div(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+	return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+/*
+ * Where a body is predicted age ticks after the base. The simulation steps
+ * pos += vel * dt with the velocity after each tick's change, so with the
+ * velocity changing evenly from vb to vc the ticks add n * (vb + vc) / 2 +
+ * (vc - vb) / 2 velocity-ticks; one velocity-tick is 1/256 m/s * 1/60 s =
+ * 1/15 of a position unit. Hence pos + floor(((vb + vc) * n + vc - vb + 15) / 30).
+ */
+static int64_t predict_pos(int16_t base_pos, int16_t base_vel, int16_t cur_vel, int age)
+{
+	return (int64_t)base_pos + floor_div(((int64_t)base_vel + cur_vel) * age + cur_vel - base_vel + 15, 30);
+}
+
+/* The three 10-bit components of a packed rot (bits 20-29, 10-19, 0-9) or angvel (0-9, 10-19, 20-29). */
+static const unsigned rot_shift[3] = { 20, 10, 0 };
+static const unsigned angvel_shift[3] = { 0, 10, 20 };
+
+struct bitw {
+	uint8_t *p;
+	size_t cap;  /* bytes */
+	uint64_t bit; /* bits written */
+	bool over;
+};
+
+static void w_bits(struct bitw *w, uint64_t v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++, w->bit++) {
+		size_t byte = (size_t)(w->bit / 8);
+		if (byte >= w->cap) {
+			w->over = true;
+			return;
+		}
+		if (w->bit % 8 == 0)
+			w->p[byte] = 0;
+		if ((v >> i) & 1)
+			w->p[byte] |= (uint8_t)(1u << (w->bit % 8));
+	}
+}
+
+/* A group of n signed values in the smallest width class that holds them all. */
+static void w_group(struct bitw *w, const int64_t *v, int n)
+{
+	unsigned cls = 0;
+	for (; cls < 7; cls++) {
+		int64_t lim = (int64_t)1 << (group_bits[cls] - 1);
+		bool fits = true;
+		for (int k = 0; k < n; k++)
+			fits = fits && v[k] >= -lim && v[k] < lim;
+		if (fits)
+			break;
+	}
+	w_bits(w, cls, 3);
+	for (int k = 0; k < n; k++)
+		w_bits(w, (uint64_t)v[k] & ((((uint64_t)1) << group_bits[cls]) - 1), group_bits[cls]);
+}
+
+static const struct cc_wire_player_state zero_player;
+
+static const struct cc_wire_player_state *base_player(const struct cc_wire_snapshot *base, uint8_t slot)
+{
+	for (uint16_t i = 0; i < base->player_count; i++)
+		if (base->players[i].slot == slot)
+			return &base->players[i];
+	return &zero_player; /* new in this snapshot: a delta from all zero */
+}
+
+static uint8_t body_mask(const struct cc_wire_body *b, const struct cc_wire_body *c, int age)
+{
+	uint8_t m = 0;
+	for (int k = 0; k < 3; k++) {
+		if (b->vel[k] != c->vel[k])
+			m |= BODY_VEL;
+		if (c->pos[k] != predict_pos(b->pos[k], b->vel[k], c->vel[k], age))
+			m |= BODY_POS;
+		if (get10(b->angvel, angvel_shift[k]) != get10(c->angvel, angvel_shift[k]))
+			m |= BODY_ANGVEL;
+	}
+	if (b->rot != c->rot)
+		m |= (b->rot >> 30) == (c->rot >> 30) ? BODY_ROT_DELTA : BODY_ROT_RAW;
+	return m;
+}
+
+static void put_body(struct bitw *w, uint8_t m, const struct cc_wire_body *b, const struct cc_wire_body *c, int age)
+{
+	int64_t v[3];
+	if (m & BODY_VEL) {
+		for (int k = 0; k < 3; k++)
+			v[k] = (int64_t)c->vel[k] - b->vel[k];
+		w_group(w, v, 3);
+	}
+	if (m & BODY_POS) {
+		for (int k = 0; k < 3; k++)
+			v[k] = (int64_t)c->pos[k] - predict_pos(b->pos[k], b->vel[k], c->vel[k], age);
+		w_group(w, v, 3);
+	}
+	if (m & BODY_ROT_RAW)
+		w_bits(w, c->rot, 32);
+	if (m & BODY_ROT_DELTA) {
+		for (int k = 0; k < 3; k++)
+			v[k] = get10(c->rot, rot_shift[k]) - get10(b->rot, rot_shift[k]);
+		w_group(w, v, 3);
+	}
+	if (m & BODY_ANGVEL) {
+		for (int k = 0; k < 3; k++)
+			v[k] = get10(c->angvel, angvel_shift[k]) - get10(b->angvel, angvel_shift[k]);
+		w_group(w, v, 3);
+	}
+}
+
+/* The rules cc_wire_decode applies to a snapshot: counts, slots, the body's reserved bits. */
+static bool snapshot_valid(const struct cc_wire_snapshot *s)
+{
+	const char *field;
+	if (s->player_count > CC_WIRE_MAX_PLAYERS || (s->ball.angvel & ANGVEL_RESERVED))
+		return false;
+	for (uint16_t i = 0; i < s->player_count; i++)
+		if (s->players[i].slot >= CC_WIRE_MAX_PLAYERS || (s->players[i].body.angvel & ANGVEL_RESERVED))
+			return false;
+	return check_snapshot(s, &field) == NULL;
+}
+
+int cc_wire_delta_encode(const struct cc_wire_snapshot *base, const struct cc_wire_snapshot *cur,
+			 struct cc_wire_snapshot_delta *out)
+{
+	uint32_t age = cur->tick - base->tick;
+	if (age < 1 || age > UINT8_MAX || !snapshot_valid(base) || !snapshot_valid(cur))
+		return CC_EINVAL;
+	struct bitw w = { .p = out->delta, .cap = CC_WIRE_DELTA_MAX };
+	bool same_list = cur->player_count == base->player_count;
+	for (uint16_t i = 0; same_list && i < cur->player_count; i++)
+		same_list = cur->players[i].slot == base->players[i].slot;
+	uint8_t changes = (uint8_t)((cur->match_state != base->match_state ? DELTA_STATE : 0) |
+				    (memcmp(cur->score, base->score, 2) ? DELTA_SCORE : 0) | (same_list ? 0 : DELTA_PLAYERS));
+	w_bits(&w, changes, DELTA_CHANGE_BITS);
+	if (changes & DELTA_STATE)
+		w_bits(&w, cur->match_state, 8);
+	if (changes & DELTA_SCORE) {
+		w_bits(&w, cur->score[0], 8);
+		w_bits(&w, cur->score[1], 8);
+	}
+	int64_t clock = (int64_t)cur->clock_ticks - base->clock_ticks;
+	w_group(&w, &clock, 1);
+	if (changes & DELTA_PLAYERS) {
+		w_bits(&w, cur->player_count, 5);
+		for (uint16_t i = 0; i < cur->player_count; i++)
+			w_bits(&w, cur->players[i].slot, 4);
+	}
+	uint8_t m = body_mask(&base->ball, &cur->ball, (int)age);
+	w_bits(&w, m, BODY_MASK_BITS);
+	put_body(&w, m, &base->ball, &cur->ball, (int)age);
+	for (uint16_t i = 0; i < cur->player_count; i++) {
+		const struct cc_wire_player_state *c = &cur->players[i], *b = base_player(base, c->slot);
+		uint16_t seq_pred = (uint16_t)(b->last_input_seq + age);
+		uint8_t bm = body_mask(&b->body, &c->body, (int)age);
+		uint8_t pm = (uint8_t)((c->flags != b->flags ? PS_FLAGS : 0) | (c->last_input_seq != seq_pred ? PS_SEQ : 0) |
+				       (c->boost != b->boost ? PS_BOOST : 0) | (bm << PS_BODY_SHIFT));
+		w_bits(&w, pm, PS_MASK_BITS);
+		if (pm & PS_FLAGS)
+			w_bits(&w, c->flags, 8);
+		if (pm & PS_SEQ) {
+			int64_t d = cc_wire_seq_diff(c->last_input_seq, seq_pred);
+			w_group(&w, &d, 1);
+		}
+		if (pm & PS_BOOST)
+			w_bits(&w, c->boost, 8);
+		put_body(&w, bm, &b->body, &c->body, (int)age);
+	}
+	if (w.over)
+		return CC_ETOOBIG;
+	out->tick = cur->tick;
+	out->base_age = (uint8_t)age;
+	out->delta_len = (uint16_t)((w.bit + 7) / 8);
+	return 0;
+}
+
+/* Reading a delta: the stream, and where in the snapshot we are (for faults). */
+struct bitr {
+	const uint8_t *in;
+	uint64_t bits, bit; /* bits in the stream, bits read */
+	struct cc_wire_fault *ft;
+	const char *part;  /* "ball", "players", "" */
+	int index;	   /* players[index], or -1 */
+	const char *field; /* innermost field */
+};
+
+static int r_fault(struct bitr *r, enum cc_wire_fault_kind kind, const char *why, const char *fmt, ...) CC_PRINTF(4, 5);
+
+static int r_fault(struct bitr *r, enum cc_wire_fault_kind kind, const char *why, const char *fmt, ...)
+{
+	struct cc_wire_fault *ft = r->ft;
+	if (!ft)
+		return CC_EINVAL;
+	char where[64], detail[80];
+	if (r->index >= 0)
+		snprintf(where, sizeof where, "%s[%d].%s", r->part, r->index, r->field);
+	else
+		snprintf(where, sizeof where, "%s%s%s", r->part, r->part[0] ? "." : "", r->field);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof detail, fmt, ap);
+	va_end(ap);
+	memset(ft, 0, sizeof *ft);
+	ft->kind = kind;
+	ft->id = CC_MSG_SNAPSHOT_DELTA;
+	ft->offset = (size_t)(r->bit / 8);
+	ft->field = r->field;
+	ft->why = why;
+	snprintf(ft->text, sizeof ft->text, "snapshot_delta: %s at delta bit %llu (%s): %s%s%s", cc_wire_fault_name(kind),
+		 (unsigned long long)r->bit, where, why, detail[0] ? ", " : "", detail);
+	return CC_EINVAL;
+}
+
+static int r_bits(struct bitr *r, const char *field, unsigned n, uint64_t *v)
+{
+	r->field = field;
+	if (r->bits - r->bit < n)
+		return r_fault(r, CC_WIRE_FAULT_TRUNCATED, "the delta ends inside the field", "needs %u bits, %llu left", n,
+			       (unsigned long long)(r->bits - r->bit));
+	uint64_t x = 0;
+	for (unsigned i = 0; i < n; i++, r->bit++)
+		x |= (uint64_t)((r->in[r->bit / 8] >> (r->bit % 8)) & 1) << i;
+	*v = x;
+	return 0;
+}
+
+static int r_u8(struct bitr *r, const char *field, unsigned n, uint8_t *v)
+{
+	uint64_t x = 0;
+	int rc = r_bits(r, field, n, &x);
+	*v = (uint8_t)x;
+	return rc;
+}
+
+/* A group of n signed values. */
+static int r_group(struct bitr *r, const char *field, int n, int64_t *v)
+{
+	uint64_t cls = 0, x = 0;
+	int rc = r_bits(r, field, 3, &cls);
+	if (rc)
+		return rc;
+	unsigned nb = group_bits[cls];
+	for (int k = 0; k < n; k++) {
+		if ((rc = r_bits(r, field, nb, &x)))
+			return rc;
+		v[k] = (x >> (nb - 1)) & 1 ? (int64_t)x - ((int64_t)1 << nb) : (int64_t)x;
+	}
+	return 0;
+}
+
+/* base + delta must land in [lo, hi]. */
+static int r_range(struct bitr *r, int64_t v, int64_t lo, int64_t hi, int64_t *out)
+{
+	if (v < lo || v > hi)
+		return r_fault(r, CC_WIRE_FAULT_MALFORMED, "the value leaves its range", "%lld not in %lld..%lld",
+			       (long long)v, (long long)lo, (long long)hi);
+	*out = v;
+	return 0;
+}
+
+static int get_body(struct bitr *r, uint8_t m, const struct cc_wire_body *b, struct cc_wire_body *c, int age)
+{
+	int64_t d[3] = { 0, 0, 0 }, v = 0;
+	int rc;
+	*c = *b;
+	if ((m & BODY_ROT_RAW) && (m & BODY_ROT_DELTA)) {
+		r->field = "mask";
+		return r_fault(r, CC_WIRE_FAULT_MALFORMED, "rot both raw and delta", "mask 0x%02x", m);
+	}
+	if (m & BODY_VEL) {
+		if ((rc = r_group(r, "vel", 3, d)))
+			return rc;
+		for (int k = 0; k < 3; k++) {
+			if ((rc = r_range(r, b->vel[k] + d[k], INT16_MIN, INT16_MAX, &v)))
+				return rc;
+			c->vel[k] = (int16_t)v;
+		}
+	}
+	d[0] = d[1] = d[2] = 0;
+	if ((m & BODY_POS) && (rc = r_group(r, "pos", 3, d)))
+		return rc;
+	r->field = "pos";
+	for (int k = 0; k < 3; k++) {
+		if ((rc = r_range(r, predict_pos(b->pos[k], b->vel[k], c->vel[k], age) + d[k], INT16_MIN, INT16_MAX, &v)))
+			return rc;
+		c->pos[k] = (int16_t)v;
+	}
+	if (m & BODY_ROT_RAW) {
+		uint64_t x = 0;
+		if ((rc = r_bits(r, "rot", 32, &x)))
+			return rc;
+		c->rot = (uint32_t)x;
+	}
+	if (m & BODY_ROT_DELTA) {
+		if ((rc = r_group(r, "rot", 3, d)))
+			return rc;
+		uint32_t rot = b->rot & 0xC0000000u;
+		for (int k = 0; k < 3; k++) {
+			if ((rc = r_range(r, get10(b->rot, rot_shift[k]) + d[k], -512, 511, &v)))
+				return rc;
+			rot |= put10((long)v, rot_shift[k]);
+		}
+		c->rot = rot;
+	}
+	if (m & BODY_ANGVEL) {
+		if ((rc = r_group(r, "angvel", 3, d)))
+			return rc;
+		uint32_t w = 0;
+		for (int k = 0; k < 3; k++) {
+			if ((rc = r_range(r, get10(b->angvel, angvel_shift[k]) + d[k], -512, 511, &v)))
+				return rc;
+			w |= put10((long)v, angvel_shift[k]);
+		}
+		c->angvel = w;
+	}
+	return 0;
+}
+
+int cc_wire_delta_apply(const struct cc_wire_snapshot *base, const struct cc_wire_snapshot_delta *d,
+			struct cc_wire_snapshot *out, struct cc_wire_fault *ft)
+{
+	struct bitr r = { .in = d->delta, .bits = (uint64_t)d->delta_len * 8, .ft = ft, .part = "", .index = -1,
+			  .field = "base_age" };
+	if (d->delta_len > CC_WIRE_DELTA_MAX) {
+		r.bits = 0;
+		r.field = "delta";
+		return r_fault(&r, CC_WIRE_FAULT_OVERSIZED, "length over its cap", "%u bytes, cap %d", d->delta_len,
+			       CC_WIRE_DELTA_MAX);
+	}
+	if (d->base_age == 0 || base->tick != d->tick - d->base_age)
+		return r_fault(&r, CC_WIRE_FAULT_MALFORMED, "unknown base", "the delta's base is tick %u, this base is %u",
+			       d->tick - d->base_age, base->tick);
+	if (!snapshot_valid(base))
+		return r_fault(&r, CC_WIRE_FAULT_MALFORMED, "the base is not a valid snapshot", "%s", "");
+	int age = d->base_age, rc;
+	int64_t v = 0;
+	uint8_t changes = 0, m = 0;
+	static const struct cc_wire_snapshot zero_snapshot;
+	struct cc_wire_snapshot s = zero_snapshot;
+	s.tick = d->tick;
+	if ((rc = r_u8(&r, "changes", DELTA_CHANGE_BITS, &changes)))
+		return rc;
+	s.match_state = base->match_state;
+	memcpy(s.score, base->score, 2);
+	if ((changes & DELTA_STATE) && (rc = r_u8(&r, "match_state", 8, &s.match_state)))
+		return rc;
+	if ((changes & DELTA_SCORE) &&
+	    ((rc = r_u8(&r, "score_0", 8, &s.score[0])) || (rc = r_u8(&r, "score_1", 8, &s.score[1]))))
+		return rc;
+	if ((rc = r_group(&r, "clock_ticks", 1, &v)) || (rc = r_range(&r, base->clock_ticks + v, 0, UINT32_MAX, &v)))
+		return rc;
+	s.clock_ticks = (uint32_t)v;
+	if (changes & DELTA_PLAYERS) {
+		uint8_t count = 0;
+		if ((rc = r_u8(&r, "player_count", 5, &count)))
+			return rc;
+		if (count > CC_WIRE_MAX_PLAYERS)
+			return r_fault(&r, CC_WIRE_FAULT_OVERSIZED, "count over its cap", "%u, cap %d", count, CC_WIRE_MAX_PLAYERS);
+		s.player_count = count;
+		r.part = "players";
+		uint32_t seen = 0;
+		for (int i = 0; i < count; i++) {
+			r.index = i;
+			if ((rc = r_u8(&r, "slot", 4, &s.players[i].slot)))
+				return rc;
+			if (seen & (1u << s.players[i].slot))
+				return r_fault(&r, CC_WIRE_FAULT_MALFORMED, "a slot appears twice", "slot %u", s.players[i].slot);
+			seen |= 1u << s.players[i].slot;
+		}
+	} else {
+		s.player_count = base->player_count;
+		for (uint16_t i = 0; i < base->player_count; i++)
+			s.players[i].slot = base->players[i].slot;
+	}
+	r.part = "ball";
+	r.index = -1;
+	if ((rc = r_u8(&r, "mask", BODY_MASK_BITS, &m)) || (rc = get_body(&r, m, &base->ball, &s.ball, age)))
+		return rc;
+	r.part = "players";
+	for (uint16_t i = 0; i < s.player_count; i++) {
+		struct cc_wire_player_state *c = &s.players[i];
+		const struct cc_wire_player_state *b = base_player(base, c->slot);
+		r.index = i;
+		uint8_t pm = 0;
+		if ((rc = r_u8(&r, "mask", PS_MASK_BITS, &pm)))
+			return rc;
+		c->flags = b->flags;
+		c->boost = b->boost;
+		c->last_input_seq = (uint16_t)(b->last_input_seq + age);
+		if ((pm & PS_FLAGS) && (rc = r_u8(&r, "flags", 8, &c->flags)))
+			return rc;
+		if (pm & PS_SEQ) {
+			if ((rc = r_group(&r, "last_input_seq", 1, &v)) || (rc = r_range(&r, v, INT16_MIN, INT16_MAX, &v)))
+				return rc;
+			c->last_input_seq = (uint16_t)(c->last_input_seq + (uint16_t)v);
+		}
+		if ((pm & PS_BOOST) && (rc = r_u8(&r, "boost", 8, &c->boost)))
+			return rc;
+		if ((rc = get_body(&r, (uint8_t)(pm >> PS_BODY_SHIFT), &b->body, &c->body, age)))
+			return rc;
+	}
+	r.part = "";
+	r.index = -1;
+	r.field = "delta";
+	/* What is left is the padding of the last byte: fewer than 8 bits, all zero. */
+	if (r.bits - r.bit >= 8)
+		return r_fault(&r, CC_WIRE_FAULT_OVERSIZED, "bytes after the end of the delta", "%llu bits left",
+			       (unsigned long long)(r.bits - r.bit));
+	uint64_t pad = 0;
+	if ((rc = r_bits(&r, "padding", (unsigned)(r.bits - r.bit), &pad)))
+		return rc;
+	if (pad)
+		return r_fault(&r, CC_WIRE_FAULT_MALFORMED, "padding bits set", "%s", "");
+	*out = s;
 	return 0;
 }

@@ -278,12 +278,14 @@ bool cc_wire_seq_newer(uint16_t a, uint16_t b);
 	X(CC_MSG_PLAYER_INFO, 0x0007, "player_info", CC_WIRE_CH_CONTROL, CC_WIRE_TO_CLIENT, player_info) \
 	X(CC_MSG_INPUT, 0x0100, "input", CC_WIRE_CH_INPUT, CC_WIRE_TO_SERVER, input)               \
 	X(CC_MSG_SNAPSHOT, 0x0101, "snapshot", CC_WIRE_CH_SNAPSHOT, CC_WIRE_TO_CLIENT, snapshot)   \
+	X(CC_MSG_SNAPSHOT_DELTA, 0x0102, "snapshot_delta", CC_WIRE_CH_SNAPSHOT, CC_WIRE_TO_CLIENT, snapshot_delta) \
 	X(CC_MSG_MATCH_STATE, 0x0110, "match_state", CC_WIRE_CH_CONTROL, CC_WIRE_TO_CLIENT, match_state) \
 	X(CC_MSG_GOAL, 0x0111, "goal", CC_WIRE_CH_CONTROL, CC_WIRE_TO_CLIENT, goal)                \
 	X(CC_MSG_KICKOFF, 0x0112, "kickoff", CC_WIRE_CH_CONTROL, CC_WIRE_TO_CLIENT, kickoff)       \
 	X(CC_MSG_MATCH_END, 0x0113, "match_end", CC_WIRE_CH_CONTROL, CC_WIRE_TO_CLIENT, match_end) \
 	X(CC_MSG_SPECTATE, 0x0200, "spectate", CC_WIRE_CH_CONTROL, CC_WIRE_TO_SERVER, spectate)    \
 	X(CC_MSG_RESUME, 0x0201, "resume", CC_WIRE_CH_CONTROL, CC_WIRE_TO_SERVER, resume)          \
+	X(CC_MSG_SNAPSHOT_ACK, 0x0202, "snapshot_ack", CC_WIRE_CH_INPUT, CC_WIRE_TO_SERVER, snapshot_ack) \
 	X(CC_MSG_SET_NAME, 0x0300, "set_name", CC_WIRE_CH_CONTROL, CC_WIRE_TO_SERVER, set_name)    \
 	X(CC_MSG_LOBBY_LIST_REQUEST, 0x0301, "lobby_list_request", CC_WIRE_CH_CONTROL, CC_WIRE_TO_SERVER, \
 	  lobby_list_request)                                                                      \
@@ -399,6 +401,39 @@ struct cc_wire_snapshot {
 	struct cc_wire_body ball;
 	uint16_t player_count; /* 0..CC_WIRE_MAX_PLAYERS */
 	struct cc_wire_player_state players[CC_WIRE_MAX_PLAYERS];
+};
+
+/*
+ * Delta snapshots (issue 24). A client that sends snapshot_ack (client ->
+ * server, input channel) for the snapshots it holds gets snapshot_delta
+ * instead of snapshot: the same state, encoded against a snapshot it
+ * acknowledged (the base, base_age ticks older). A client that never acks
+ * keeps getting full snapshots, so the change is additive (version 1).
+ * The delta's bytes are described in contracts/gameserver-protocol.md
+ * section 5 ("snapshot_delta"); cc_wire_delta_encode/_apply below are the
+ * codec. Only integers are predicted (position from the two velocities),
+ * so any client reconstructs exactly the snapshot the server encoded.
+ */
+#define CC_WIRE_DELTA_MAX 1024 /* bytes of delta in one snapshot_delta */
+/*
+ * A client keeps (at least) the CC_WIRE_DELTA_HISTORY newest snapshots it
+ * took; the server encodes only against a base among the
+ * CC_WIRE_DELTA_HISTORY newest it sent (older: a full snapshot), so the
+ * base of every delta is one the client still holds.
+ */
+#define CC_WIRE_DELTA_HISTORY 32
+
+/* snapshot_delta (server -> client, unreliable sequenced): tick's snapshot as a change from tick - base_age's. */
+struct cc_wire_snapshot_delta {
+	uint32_t tick;	    /* the snapshot's tick */
+	uint8_t base_age;   /* 1..255: the base is the snapshot of tick - base_age */
+	uint16_t delta_len; /* 1..CC_WIRE_DELTA_MAX */
+	uint8_t delta[CC_WIRE_DELTA_MAX]; /* the change, protocol section 5 */
+};
+
+/* snapshot_ack (client -> server, unreliable on the input channel): the client holds the snapshot of tick. */
+struct cc_wire_snapshot_ack {
+	uint32_t tick;
 };
 
 /* match_state (server -> client, reliable): the lifecycle moved. */
@@ -576,6 +611,8 @@ struct cc_wire_msg {
 		struct cc_wire_player_info player_info;
 		struct cc_wire_input_msg input;
 		struct cc_wire_snapshot snapshot;
+		struct cc_wire_snapshot_delta snapshot_delta;
+		struct cc_wire_snapshot_ack snapshot_ack;
 		struct cc_wire_match_state match_state;
 		struct cc_wire_goal goal;
 		struct cc_wire_kickoff kickoff;
@@ -671,6 +708,29 @@ bool cc_wire_peek_hello_version(const uint8_t *buf, size_t len, uint16_t *versio
  */
 size_t cc_wire_format(const struct cc_wire_msg *m, char *buf, size_t cap);
 
+/* ---- delta snapshots -------------------------------------------------------- */
+
+/*
+ * Encodes cur as a snapshot_delta against base (an older snapshot the
+ * client acknowledged) into *out. Returns 0; CC_EINVAL when either is not a
+ * valid snapshot or cur->tick - base->tick is not 1..255; CC_ETOOBIG when
+ * the delta would not fit CC_WIRE_DELTA_MAX (send the full snapshot). Pure.
+ */
+CC_MUST_CHECK int cc_wire_delta_encode(const struct cc_wire_snapshot *base, const struct cc_wire_snapshot *cur,
+				       struct cc_wire_snapshot_delta *out);
+
+/*
+ * Rebuilds the snapshot d describes from base into *out. base must be the
+ * snapshot of tick d->tick - d->base_age: another is refused ("unknown
+ * base", malformed). A delta that ends early is truncated, one with bytes
+ * left over or a count over its cap oversized, one whose values leave
+ * their ranges (or break a snapshot rule: duplicate slots) malformed; each
+ * with *fault (may be NULL) saying where, as cc_wire_decode does, and *out
+ * untouched. Returns 0 or CC_EINVAL. Never reads outside d->delta[0..delta_len).
+ */
+CC_MUST_CHECK int cc_wire_delta_apply(const struct cc_wire_snapshot *base, const struct cc_wire_snapshot_delta *d,
+				      struct cc_wire_snapshot *out, struct cc_wire_fault *fault);
+
 /* ---- the table ------------------------------------------------------------ */
 
 /* Field kinds of the wire table (the "type" strings of gameserver-messages.json). */
@@ -683,7 +743,8 @@ enum cc_wire_ftype {
 	CC_WIRE_BYTES,	/* "bytes": fixed length */
 	CC_WIRE_STRING, /* "string": u8 or u16 length prefix, then bytes, no NUL */
 	CC_WIRE_ARRAY,	/* "array": u8 count prefix, then elements of a struct type */
-	CC_WIRE_STRUCT	/* "struct": a named struct type inline */
+	CC_WIRE_STRUCT,	/* "struct": a named struct type inline */
+	CC_WIRE_BLOB	/* "blob": u16 length prefix, then opaque bytes (snapshot_delta's delta) */
 };
 
 /* String rules (the "charset" strings of the JSON table). */

@@ -38,6 +38,19 @@ struct held {
 	uint8_t kind;
 };
 
+/*
+ * A DISCONNECT that ENet delivered while packets ENet had delivered before
+ * it were still held: it is returned after them, at due, as on the wire
+ * (ENet delivers a peer's packets before its disconnect; a reliable one
+ * that the simulation holds for its retransmissions was already
+ * acknowledged, so the sender may well have disconnected since).
+ */
+struct disc {
+	int64_t due;
+	enet_uint32 data;
+	bool active;
+};
+
 struct heap {
 	struct held *v;
 	size_t len, cap;
@@ -52,6 +65,10 @@ struct cc_netsim {
 	size_t n_flows;
 	uint32_t *gen;        /* per peer slot */
 	int64_t *out_last;    /* per peer slot: latest due of anything held outgoing */
+	int64_t *in_last;     /* per peer slot: latest due of anything held incoming */
+	struct disc *disc;    /* per peer slot: a DISCONNECT held behind that peer's incoming packets */
+	ENetEvent stash;      /* a CONNECT to return at the next call (behind the slot's held DISCONNECT) */
+	bool stashed;
 	struct heap heaps[2]; /* by enum cc_netsim_dir */
 	struct cc_netsim_stats st;
 };
@@ -242,8 +259,10 @@ struct cc_netsim *cc_netsim_create(ENetHost *host, const struct cc_netsim_option
 	if (host) {
 		n->gen = calloc(host->peerCount, sizeof *n->gen);
 		n->out_last = calloc(host->peerCount, sizeof *n->out_last);
+		n->in_last = calloc(host->peerCount, sizeof *n->in_last);
+		n->disc = calloc(host->peerCount, sizeof *n->disc);
 	}
-	if (!n->flow_last || (host && (!n->gen || !n->out_last))) {
+	if (!n->flow_last || (host && (!n->gen || !n->out_last || !n->in_last || !n->disc))) {
 		cc_netsim_free(n);
 		return NULL;
 	}
@@ -334,8 +353,11 @@ static bool release_in(struct cc_netsim *n, int64_t now, ENetEvent *ev)
 	struct heap *h = &n->heaps[CC_NETSIM_IN];
 	while (h->len > 0 && h->v[0].due <= now) {
 		struct held e = pop(h);
-		if (n->gen[peer_index(n, e.peer)] != e.gen || e.peer->state == ENET_PEER_STATE_DISCONNECTED ||
-		    e.peer->state == ENET_PEER_STATE_ZOMBIE) {
+		size_t idx = peer_index(n, e.peer);
+		/* A peer ENet already disconnected still gets what it sent before, while its DISCONNECT is held. */
+		bool gone = (e.peer->state == ENET_PEER_STATE_DISCONNECTED || e.peer->state == ENET_PEER_STATE_ZOMBIE) &&
+			    !n->disc[idx].active;
+		if (n->gen[idx] != e.gen || gone) {
 			n->st.stale++;
 			enet_packet_destroy(e.packet);
 			continue;
@@ -347,6 +369,28 @@ static bool release_in(struct cc_netsim *n, int64_t now, ENetEvent *ev)
 		ev->packet = e.packet;
 		return true;
 	}
+	return false;
+}
+
+/* The DISCONNECT of slot idx into *ev; what is still held for the slot belongs to no one now. */
+static void disconnect_event(struct cc_netsim *n, size_t idx, ENetEvent *ev)
+{
+	memset(ev, 0, sizeof *ev);
+	ev->type = ENET_EVENT_TYPE_DISCONNECT;
+	ev->peer = &n->host->peers[idx];
+	ev->data = n->disc[idx].data;
+	n->disc[idx].active = false;
+	n->gen[idx]++;
+}
+
+/* A held DISCONNECT due by now into *ev. */
+static bool release_disc(struct cc_netsim *n, int64_t now, ENetEvent *ev)
+{
+	for (size_t i = 0; i < n->host->peerCount; i++)
+		if (n->disc[i].active && n->disc[i].due <= now) {
+			disconnect_event(n, i, ev);
+			return true;
+		}
 	return false;
 }
 
@@ -368,6 +412,9 @@ static bool intake(struct cc_netsim *n, ENetEvent *ev, int64_t now)
 		n->st.overflow++;
 		return true;
 	}
+	for (int c = 0; c < plan.copies; c++)
+		if (plan.due_ns[c] > n->in_last[idx])
+			n->in_last[idx] = plan.due_ns[c];
 	if (plan.copies == 2) {
 		e.packet = enet_packet_create(p->data, p->dataLength, p->flags & ENET_PACKET_FLAG_UNSEQUENCED);
 		e.due = plan.due_ns[1];
@@ -390,7 +437,12 @@ int cc_netsim_service(struct cc_netsim *n, ENetHost *host, ENetEvent *ev, enet_u
 		int64_t now = cc_clock_ns();
 		if (release_out(n, now) > 0)
 			enet_host_flush(host);
-		if (release_in(n, now, ev))
+		if (n->stashed) {
+			*ev = n->stash;
+			n->stashed = false;
+			return 1;
+		}
+		if (release_in(n, now, ev) || release_disc(n, now, ev))
 			return 1;
 		/* Past the deadline: return once ENet has been asked and is idle (or a flood had its share). */
 		if (polled && now >= deadline && (drained == 0 || drained >= DRAIN_PER_CALL))
@@ -399,6 +451,9 @@ int cc_netsim_service(struct cc_netsim *n, ENetHost *host, ENetEvent *ev, enet_u
 		for (int d = 0; d < 2; d++)
 			if (n->heaps[d].len > 0 && n->heaps[d].v[0].due < until)
 				until = n->heaps[d].v[0].due;
+		for (size_t i = 0; i < host->peerCount; i++)
+			if (n->disc[i].active && n->disc[i].due < until)
+				until = n->disc[i].due;
 		enet_uint32 wait_ms = 0;
 		if (drained == 0 && until > now)
 			wait_ms = (enet_uint32)((until - now + NS_PER_MS - 1) / NS_PER_MS);
@@ -416,11 +471,29 @@ int cc_netsim_service(struct cc_netsim *n, ENetHost *host, ENetEvent *ev, enet_u
 				return 1;
 			drained++;
 			break;
-		case ENET_EVENT_TYPE_CONNECT:
-		case ENET_EVENT_TYPE_DISCONNECT:
-			/* A new connection or the end of one: what is held for the slot belongs to no one now. */
-			n->gen[peer_index(n, ev->peer)]++;
+		case ENET_EVENT_TYPE_CONNECT: {
+			/* A new connection: what is held for the slot belongs to no one now. */
+			size_t idx = peer_index(n, ev->peer);
+			n->in_last[idx] = 0;
+			if (n->disc[idx].active) {
+				/* The slot's previous connection ended first: its DISCONNECT now, the CONNECT next call. */
+				n->stash = *ev;
+				n->stashed = true;
+				disconnect_event(n, idx, ev);
+			}
+			n->gen[idx]++;
 			return 1;
+		}
+		case ENET_EVENT_TYPE_DISCONNECT: {
+			size_t idx = peer_index(n, ev->peer);
+			if (n->in_last[idx] > cc_clock_ns()) {
+				/* Packets it sent before are still held: its DISCONNECT goes behind them. */
+				n->disc[idx] = (struct disc){ .due = n->in_last[idx], .data = ev->data, .active = true };
+				break;
+			}
+			n->gen[idx]++;
+			return 1;
+		}
 		default:
 			return 1;
 		}
@@ -485,5 +558,7 @@ void cc_netsim_free(struct cc_netsim *n)
 	free(n->flow_last);
 	free(n->gen);
 	free(n->out_last);
+	free(n->in_last);
+	free(n->disc);
 	free(n);
 }

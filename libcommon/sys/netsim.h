@@ -43,8 +43,15 @@
  * and at cc_netsim_forget_peer(). A packet whose peer moved on is destroyed
  * when it falls due, never sent to or returned for the slot's next
  * connection (ENet reuses ENetPeer slots; the memory itself lives as long
- * as the host). A DISCONNECT event is returned at once, not delayed: the
- * packets still held from that peer are dropped (counted "stale").
+ * as the host). A DISCONNECT event is returned after the packets the peer
+ * sent before it, when the last of them falls due, as ENet delivers them
+ * on the wire (a reliable packet held for simulated retransmissions was
+ * acknowledged by ENet, so its sender may have disconnected since): those
+ * packets are returned although ENet already reset the peer (ev.peer and
+ * its data stay valid until that DISCONNECT), and anything sent to the
+ * peer then is refused by ENet. If the slot's next connection arrives
+ * first, the DISCONNECT is returned at once and the CONNECT at the next
+ * call; what was still held from the old peer is dropped (counted "stale").
  * cc_netsim_disconnect_later() is enet_peer_disconnect_later() queued
  * behind the packets held for that peer, so a farewell message sent just
  * before it still goes out first.

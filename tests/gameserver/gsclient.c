@@ -45,12 +45,19 @@
  *       close the connection and adds close_kicked / close_detail (a kicked
  *       after match_end, "" none), close_data (the ENet disconnect's data,
  *       -1 none) and close_ms.
+ *       Delta snapshots (issue 24): every snapshot taken is acknowledged
+ *       (snapshot_ack) and a snapshot_delta rebuilt against the snapshot
+ *       it names; --no-ack (play and spectate) never acknowledges, so the
+ *       server must keep sending full snapshots. The line adds fulls and
+ *       deltas (snapshots that came each way) and unknown_base (deltas
+ *       against a snapshot not held).
  *
  *   gsclient spectate --port=P (--name=NAME | --token=FILE) [--max-seconds=S] [--snapshot-log=FILE]
  *                     [--await-close=MS]
  *       Watches until the match ends; prints result (ended|refused|...),
  *       reason, slot, snapshots, ignored_sent (inputs sent, which the server
- *       must ignore), score, close_kicked and close_data (as play's).
+ *       must ignore), score, close_kicked and close_data (as play's),
+ *       fulls, deltas, unknown_base and undecodable (as play's).
  *
  *   gsclient hostile --port=P --kind=KIND [--token=FILE]
  *       KIND: garbage (an unknown id: skipped, so the handshake deadline
@@ -449,10 +456,13 @@ static int play(int argc, char **argv)
 	long drop_after = arg_long(argc, argv, "drop-after-ms", -1);
 	long resume_after = arg_long(argc, argv, "resume-after-ms", 1000);
 	const char *drop = arg(argc, argv, "drop") ? arg(argc, argv, "drop") : "graceful";
-	bool resume = false;
-	for (int i = 2; i < argc; i++)
+	bool resume = false, no_ack = false;
+	for (int i = 2; i < argc; i++) {
 		if (strcmp(argv[i], "--resume") == 0)
 			resume = true;
+		if (strcmp(argv[i], "--no-ack") == 0)
+			no_ack = true;
+	}
 	const char *imp_name = arg(argc, argv, "impostor-name");
 	char *token = read_token(arg(argc, argv, "token"));
 	char *imp_token = arg(argc, argv, "impostor-token") ? read_token(arg(argc, argv, "impostor-token")) : NULL;
@@ -461,6 +471,7 @@ static int play(int argc, char **argv)
 	struct play_stats st = { .ended = { -1, -1 }, .close_data = -1 };
 	long await_close = arg_long(argc, argv, "await-close", 0);
 	int rc = 1;
+	st.no_ack = no_ack;
 	memset(&c, 0, sizeof c);
 	if (port <= 0 || !token || (strcmp(drop, "graceful") != 0 && strcmp(drop, "silent") != 0)) {
 		fprintf(stderr, "gsclient play: --port and a readable --token are required; --drop=graceful|silent\n");
@@ -551,11 +562,13 @@ report:;
 	printf("],\"dropped\":%s,\"resumed\":%s,\"resumed_slot\":%d,\"resumed_team\":%d,"
 	       "\"own_before\":{\"tick\":%u,\"pos\":[%.3f,%.3f,%.3f]},\"own_after\":{\"tick\":%u,\"pos\":[%.3f,%.3f,%.3f]},"
 	       "\"impostor_token\":\"%s\",\"impostor_name\":\"%s\",\"pi_connected\":%u,\"pi_connected_named\":%u,"
-	       "\"close_kicked\":\"%s\",\"close_detail\":\"%s\",\"close_data\":%d,\"close_ms\":%lld}\n",
+	       "\"close_kicked\":\"%s\",\"close_detail\":\"%s\",\"close_data\":%d,\"close_ms\":%lld,"
+	       "\"fulls\":%llu,\"deltas\":%llu,\"unknown_base\":%llu}\n",
 	       dropped ? "true" : "false", resumed ? "true" : "false", resumed ? c.slot : -1, resumed ? c.team : -1,
 	       before.tick, before.pos[0], before.pos[1], before.pos[2], after.tick, after.pos[0], after.pos[1],
 	       after.pos[2], imp_tok_out, imp_name_out, st.pi_connected, st.pi_connected_named, st.close_kicked,
-	       st.close_detail, st.close_data, (long long)st.close_ms);
+	       st.close_detail, st.close_data, (long long)st.close_ms, (unsigned long long)st.fulls,
+	       (unsigned long long)st.deltas, (unsigned long long)st.unknown_base);
 	rc = 0;
 out:
 	if (c.host)
@@ -578,6 +591,9 @@ static int spectate(int argc, char **argv)
 	struct play_stats st = { .ended = { -1, -1 }, .close_data = -1 };
 	long await_close = arg_long(argc, argv, "await-close", 0);
 	int rc = 1;
+	for (int i = 2; i < argc; i++)
+		if (strcmp(argv[i], "--no-ack") == 0)
+			st.no_ack = true;
 	memset(&c, 0, sizeof c);
 	if (port <= 0 || (!name && !token)) {
 		fprintf(stderr, "gsclient spectate: --port and --name or a readable --token are required\n");
@@ -609,10 +625,12 @@ static int spectate(int argc, char **argv)
 	const char *result = st.over ? "ended" : c.refused ? "refused" : c.gone ? "disconnected" : "timeout";
 	printf("{\"result\":\"%s\",\"reason\":\"%s\",\"slot\":%d,\"team\":%d,\"snapshots\":%llu,\"max_gap_ms\":%lld,"
 	       "\"ignored_sent\":%u,\"score\":[%d,%d],\"ended_score\":[%d,%d],\"bot_slots\":%u,\"goals_seen\":%llu,"
-	       "\"close_kicked\":\"%s\",\"close_data\":%d}\n",
+	       "\"close_kicked\":\"%s\",\"close_data\":%d,\"fulls\":%llu,\"deltas\":%llu,\"unknown_base\":%llu,"
+	       "\"undecodable\":%llu}\n",
 	       result, c.reason, c.slot, c.team, (unsigned long long)st.snapshots, (long long)st.max_gap, seq,
 	       st.score[0], st.score[1], st.ended[0], st.ended[1], st.bot_slots, (unsigned long long)st.goals,
-	       st.close_kicked, st.close_data);
+	       st.close_kicked, st.close_data, (unsigned long long)st.fulls, (unsigned long long)st.deltas,
+	       (unsigned long long)st.unknown_base, (unsigned long long)st.bad_messages);
 	rc = 0;
 out:
 	conn_close(&c);

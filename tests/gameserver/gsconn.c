@@ -211,6 +211,31 @@ void on_session_packet(struct conn *c, struct play_stats *st, int channel, const
 		st->bad_messages++;
 		return;
 	}
+	if (m.id == CC_MSG_SNAPSHOT_DELTA) {
+		const struct cc_wire_snapshot_delta *dl = &m.u.snapshot_delta;
+		const struct cc_wire_snapshot *base = NULL;
+		for (uint64_t k = 0; k < GS_SNAP_RING && k < st->n_ring && !base; k++) {
+			const struct cc_wire_snapshot *h = &st->ring[(st->n_ring - 1 - k) % GS_SNAP_RING];
+			if (h->tick == dl->tick - dl->base_age)
+				base = h;
+		}
+		struct cc_wire_snapshot full;
+		struct cc_wire_fault f;
+		if (!base) {
+			st->unknown_base++;
+			return;
+		}
+		if (cc_wire_delta_apply(base, dl, &full, &f) != 0) {
+			fprintf(stderr, "gsclient: %s\n", f.text);
+			st->bad_messages++;
+			return;
+		}
+		st->deltas++;
+		m.id = CC_MSG_SNAPSHOT;
+		m.u.snapshot = full;
+	} else if (m.id == CC_MSG_SNAPSHOT) {
+		st->fulls++;
+	}
 	if (m.id == CC_MSG_SNAPSHOT) {
 		int64_t now = cc_clock_ms();
 		if (st->last_snap && now - st->last_snap > st->max_gap)
@@ -218,12 +243,24 @@ void on_session_packet(struct conn *c, struct play_stats *st, int channel, const
 		st->last_snap = now;
 		st->snapshots++;
 		st->snapshot_bytes += len;
-		if (st->snaplog)
-			fprintf(st->snaplog, "%u %016llx\n", m.u.snapshot.tick, (unsigned long long)fnv1a(d, len));
+		if (st->snaplog) {
+			uint8_t canon[CC_WIRE_MAX_PACKET];
+			size_t n = encode(&m, canon, sizeof canon);
+			fprintf(st->snaplog, "%u %016llx\n", m.u.snapshot.tick, (unsigned long long)fnv1a(canon, n));
+		}
 		const struct cc_wire_snapshot *sn = &m.u.snapshot;
 		if (sn->tick <= st->last_tick)
 			return;
 		st->last_tick = sn->tick;
+		st->ring[st->n_ring++ % GS_SNAP_RING] = *sn;
+		if (!st->no_ack) {
+			struct cc_wire_msg ack = { .id = CC_MSG_SNAPSHOT_ACK };
+			uint8_t buf[16];
+			ack.u.snapshot_ack.tick = sn->tick;
+			size_t n = encode(&ack, buf, sizeof buf);
+			if (n)
+				send_raw(c, CC_WIRE_CH_INPUT, buf, n, false);
+		}
 		st->score[0] = sn->score[0];
 		st->score[1] = sn->score[1];
 		for (uint16_t i = 0; i < sn->player_count; i++) {

@@ -39,8 +39,15 @@ struct own_pos {
 	float pos[3];
 };
 
+#define GS_SNAP_RING CC_WIRE_DELTA_HISTORY /* snapshots a session keeps as bases for deltas (issue 24) */
+
 struct play_stats {
 	uint64_t snapshots, snapshot_bytes, bad_messages, goals;
+	bool no_ack;                 /* never send snapshot_ack: the server must keep sending full snapshots */
+	uint64_t fulls, deltas;      /* snapshots that came as snapshot / as snapshot_delta (and applied) */
+	uint64_t unknown_base;       /* deltas against a snapshot we do not hold (skipped) */
+	uint64_t n_ring;             /* snapshots held so far; the newest GS_SNAP_RING are in ring */
+	struct cc_wire_snapshot ring[GS_SNAP_RING];
 	int64_t last_snap, max_gap;
 	uint32_t last_ack, last_tick;
 	int score[2], ended[2];
@@ -85,7 +92,13 @@ void conn_close(struct conn *c);
 /* An input message: seq newest, count inputs (throttle forward), pad extra bytes, on channel. */
 void send_input(struct conn *c, uint16_t seq, int count, size_t pad, int channel);
 uint64_t fnv1a(const uint8_t *d, size_t n);
-/* One received packet of a session: snapshots, events, control (welcome, refused, kicked via on_control). */
+/*
+ * One received packet of a session: snapshots, events, control (welcome,
+ * refused, kicked via on_control). A snapshot_delta is rebuilt against the
+ * snapshot it names and then taken as that snapshot; each snapshot taken is
+ * acknowledged (snapshot_ack) unless st->no_ack. The snapshot log hashes the
+ * snapshot's full encoding, so a delta and the full snapshot of one tick log alike.
+ */
 void on_session_packet(struct conn *c, struct play_stats *st, int channel, const uint8_t *d, size_t len);
 
 #endif

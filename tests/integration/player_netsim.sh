@@ -71,6 +71,17 @@ if grep '"event":"peer_kicked"' "$log"; then
 	fail "cc-gameserver kicked an honest player under the simulated network (lines above, log $log)"
 fi
 
+# Delta snapshots (issue 24): cc-player acknowledges every snapshot, so after the first few each player's come as
+# snapshot_delta, rebuilt against a snapshot it acknowledged; none it could not rebuild.
+expect_eq "game_finished lines (one per player)" 6 "$(grep -c '"event":"game_finished"' "$T_DIR/player.err")"
+while read -r player full delta; do
+	echo "player $player: $delta delta snapshots, $full full"
+	((delta > 10 * full)) || fail "player $player: $delta delta snapshots against $full full (acknowledged snapshots should come as deltas)"
+done < <(grep '"event":"game_finished"' "$T_DIR/player.err" | jq -r '[.player, .full_snapshots, .delta_snapshots] | @tsv')
+if grep -E '"event":"(game_delta_unknown_base|game_bad_message)"' "$T_DIR/player.err"; then
+	fail "a player got a delta it could not rebuild (lines above)"
+fi
+
 # Prediction error, per player.
 expect_eq "prediction lines (one per player)" 6 "$(grep -c '"event":"prediction"' "$T_DIR/player.err")"
 while read -r player slot snapshots used stalled held kickoff stopped unmatched p50 p95 p99 max; do

@@ -4,7 +4,9 @@
 # (tests/integration/wire_table_check.py) reads and writes the C codec's
 # bytes for every message and dequantises its bodies to the C codec's
 # floats, and contracts/gameserver-protocol.md's tables say what the JSON
-# says. test_wire (unit) proves the JSON equal to the codec's own table;
+# says. It also rebuilds 300 of the C codec's snapshot_delta packets
+# (issue 24) against their bases from section 5's rules alone and must get
+# the C side's snapshots. test_wire (unit) proves the JSON equal to the codec's own table;
 # together the three cannot drift apart. The document's worked rot examples
 # are decoded and re-encoded from its rules alone, and the numbers it
 # states for cc-gameserver's limits are the binary's --help defaults, and

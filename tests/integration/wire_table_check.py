@@ -114,6 +114,15 @@ class Table:
             if not charset_ok(f["charset"], raw):
                 raise Refused("malformed", f"{f['name']} charset")
             return off, raw.decode("utf-8")
+        if t == "blob":
+            raw, off = self.take(data, off, 2, f)
+            (n,) = struct.unpack("<H", raw)
+            if n > f["max_length"]:
+                raise Refused("oversized", f"{f['name']} length {n}")
+            if n < f["min_length"]:
+                raise Refused("malformed", f"{f['name']} length {n}")
+            raw, off = self.take(data, off, n, f)
+            return off, raw.hex()
         if t == "array":
             raw, off = self.take(data, off, 1, f)
             n = raw[0]
@@ -175,6 +184,9 @@ class Table:
                 raw = bytes.fromhex(v)
                 assert len(raw) == f["length"]
                 out += raw
+            elif t == "blob":
+                raw = bytes.fromhex(v)
+                out += struct.pack("<H", len(raw)) + raw
             elif t == "string":
                 raw = v.encode("utf-8")
                 out += struct.pack(SCALAR[f["length_prefix"]], len(raw)) + raw
@@ -207,6 +219,114 @@ class Table:
         w = body["angvel"]
         ang = [s10((w >> (10 * i)) & 0x3FF) * fields["angvel"]["scale"] for i in range(3)]
         return pos + rot + vel + ang
+
+
+# ---- delta snapshots (protocol section 5, "The delta's bits"), from the document's prose alone ----
+GROUP_BITS = (2, 3, 4, 5, 6, 8, 12, 33)
+
+
+class Bits:
+    """The delta's bit stream: least significant bit first, bit i is bit i % 8 of byte i // 8."""
+
+    def __init__(self, data):
+        self.data, self.n, self.i = data, len(data) * 8, 0
+
+    def u(self, n):
+        if self.n - self.i < n:
+            raise Refused("truncated", "the delta ends")
+        v = 0
+        for k in range(n):
+            v |= ((self.data[self.i // 8] >> (self.i % 8)) & 1) << k
+            self.i += 1
+        return v
+
+    def group(self, k):
+        w = GROUP_BITS[self.u(3)]
+        out = []
+        for _ in range(k):
+            x = self.u(w)
+            out.append(x - (1 << w) if x >> (w - 1) else x)
+        return out
+
+
+def s10(v):
+    return v - 1024 if v >= 512 else v
+
+
+def in_range(v, lo, hi, what):
+    if not lo <= v <= hi:
+        raise Refused("malformed", f"{what} = {v}")
+    return v
+
+
+def delta_body(bits, mask, b, n):
+    if mask & 4 and mask & 8:
+        raise Refused("malformed", "rot raw and delta")
+    axes = ("x", "y", "z")
+    bv = [b["vel_" + a] for a in axes]
+    vel = list(bv)
+    if mask & 1:
+        vel = [in_range(v + d, -32768, 32767, "vel") for v, d in zip(bv, bits.group(3))]
+    pred = [b["pos_" + a] + ((bv[k] + vel[k]) * n + vel[k] - bv[k] + 15) // 30 for k, a in enumerate(axes)]
+    if mask & 2:
+        pred = [p + d for p, d in zip(pred, bits.group(3))]
+    pos = [in_range(p, -32768, 32767, "pos") for p in pred]
+    rot = b["rot"]
+    if mask & 4:
+        rot = bits.u(32)
+    if mask & 8:
+        comps = [in_range(s10((rot >> sh) & 0x3FF) + d, -512, 511, "rot") for sh, d in zip((20, 10, 0), bits.group(3))]
+        rot = (rot & 0xC0000000) | sum((c & 0x3FF) << sh for c, sh in zip(comps, (20, 10, 0)))
+    ang = b["angvel"]
+    if mask & 16:
+        comps = [in_range(s10((ang >> sh) & 0x3FF) + d, -512, 511, "angvel") for sh, d in zip((0, 10, 20), bits.group(3))]
+        ang = sum((c & 0x3FF) << sh for c, sh in zip(comps, (0, 10, 20)))
+    return {"pos_x": pos[0], "pos_y": pos[1], "pos_z": pos[2], "rot": rot, "vel_x": vel[0], "vel_y": vel[1],
+            "vel_z": vel[2], "angvel": ang}
+
+
+def apply_delta(base, tick, age, data):
+    """The snapshot (fields as the table names them) a delta rebuilds against base."""
+    if base["tick"] != tick - age:
+        raise Refused("malformed", "unknown base")
+    bits = Bits(data)
+    changes = bits.u(3)
+    out = {"tick": tick, "match_state": base["match_state"], "score_0": base["score_0"], "score_1": base["score_1"]}
+    if changes & 1:
+        out["match_state"] = bits.u(8)
+    if changes & 2:
+        out["score_0"], out["score_1"] = bits.u(8), bits.u(8)
+    out["clock_ticks"] = in_range(base["clock_ticks"] + bits.group(1)[0], 0, 2**32 - 1, "clock_ticks")
+    if changes & 4:
+        count = bits.u(5)
+        if count > 16:
+            raise Refused("oversized", "player count")
+        slots = [bits.u(4) for _ in range(count)]
+        if len(set(slots)) != len(slots):
+            raise Refused("malformed", "duplicate slot")
+    else:
+        slots = [p["slot"] for p in base["players"]]
+    out["ball"] = delta_body(bits, bits.u(5), base["ball"], age)
+    zero_body = {k: 0 for k in ("pos_x", "pos_y", "pos_z", "rot", "vel_x", "vel_y", "vel_z", "angvel")}
+    by_slot = {p["slot"]: p for p in base["players"]}
+    players = []
+    for slot in slots:
+        pb = by_slot.get(slot, {"flags": 0, "last_input_seq": 0, "boost": 0, "body": zero_body})
+        mask = bits.u(8)
+        flags = bits.u(8) if mask & 1 else pb["flags"]
+        seq = pb["last_input_seq"] + age
+        if mask & 2:
+            seq += in_range(bits.group(1)[0], -32768, 32767, "last_input_seq")
+        boost = bits.u(8) if mask & 4 else pb["boost"]
+        players.append({"slot": slot, "flags": flags, "last_input_seq": seq % 65536, "boost": boost,
+                        "body": delta_body(bits, mask >> 3, pb["body"], age)})
+    out["players"] = players
+    left = bits.n - bits.i
+    if left >= 8:
+        raise Refused("oversized", "bytes after the delta")
+    if bits.u(left):
+        raise Refused("malformed", "padding bits set")
+    return out
 
 
 def check_document(table, md, problems):
@@ -318,7 +438,7 @@ def main():
     check_document(table, md, problems)
     check_examples(table, md, problems)
     rots = check_rot_examples(table, md, problems)
-    messages = bodies = 0
+    messages = bodies = deltas = 0
     names = set()
     for lineno, line in enumerate(open(sys.argv[3], encoding="utf-8"), 1):
         v = json.loads(line)
@@ -328,7 +448,17 @@ def main():
         except Refused as e:
             problems.append(f"vector {lineno}: the table refuses the C codec's bytes: {e}")
             continue
-        if "message" in v:
+        if "delta_base" in v:
+            deltas += 1
+            f = got["fields"]
+            try:
+                mine = apply_delta(v["delta_base"]["fields"], f["tick"], f["base_age"], bytes.fromhex(f["delta"]))
+            except Refused as e:
+                problems.append(f"vector {lineno}: the document's rules refuse the C codec's delta: {e}")
+                continue
+            if mine != v["delta_result"]["fields"]:
+                problems.append(f"vector {lineno}: the delta rebuilds to {mine}\n    C says {v['delta_result']['fields']}")
+        elif "message" in v:
             messages += 1
             names.add(got["name"])
             if got != v["message"]:
@@ -359,8 +489,10 @@ def main():
         problems.append(f"no vector for {sorted(missing)}")
     for p in problems:
         print("wire_table_check:", p)
-    print(f"wire_table_check: {messages} messages and {bodies} bodies checked against the C codec, "
-          f"{rots} rot examples from the document, {len(problems)} problems")
+    if deltas < 100:
+        problems.append(f"only {deltas} delta vectors")
+    print(f"wire_table_check: {messages} messages, {bodies} bodies and {deltas} deltas (rebuilt from section 5's "
+          f"rules) checked against the C codec, {rots} rot examples from the document, {len(problems)} problems")
     sys.exit(1 if problems else 0)
 
 

@@ -50,6 +50,8 @@ struct gp {
 	uint8_t max_inputs;            /* welcome's */
 	bool have_snapshot;
 	struct cc_wire_snapshot snap;  /* the newest snapshot taken */
+	struct cc_wire_snapshot held[CC_WIRE_DELTA_HISTORY]; /* the newest snapshots taken: bases for deltas (issue 24) */
+	uint64_t n_held;               /* snapshots taken; the newest CC_WIRE_DELTA_HISTORY are in held */
 	uint8_t first_score[2];        /* score in the first snapshot (goals before we came are not ours to see) */
 	uint8_t team_of[CC_WIRE_MAX_PLAYERS]; /* from player_info and welcome; TEAM_UNKNOWN */
 	bool regressed;                /* a snapshot's score went down */
@@ -77,6 +79,7 @@ struct game_thread {
 	int n_mine;
 	int cap;                       /* of pending and mine */
 	struct cc_wire_msg msg;        /* decode scratch (a few KB: not on the stack per packet) */
+	struct cc_wire_snapshot rebuilt; /* a delta's snapshot, rebuilt */
 	uint64_t cpu_ns;               /* CPU time the thread used, written as it exits */
 	uint64_t ticks, late_ticks;    /* input ticks run; of those, begun more than a tick late */
 	uint64_t net_packets, net_dropped, net_duplicated; /* the simulation's counters, written as it exits */
@@ -336,6 +339,7 @@ static void judge_end(struct gp *p, int64_t now_ms)
 	cc_log_info("game_finished", CC_LOG_INT("player", p->index), CC_LOG_STR("match_id", p->a.match_id),
 		    CC_LOG_INT("slot", r->slot), CC_LOG_INT("team", r->team), CC_LOG_INT("score0", r->final_score[0]),
 		    CC_LOG_INT("score1", r->final_score[1]), CC_LOG_INT("snapshots", r->snapshots),
+		    CC_LOG_INT("full_snapshots", r->full_snapshots), CC_LOG_INT("delta_snapshots", r->delta_snapshots),
 		    CC_LOG_BOOL("agrees", r->score_agrees));
 	leave(p, now_ms);
 }
@@ -360,11 +364,43 @@ static void take_snapshot(struct gp *p, const struct cc_wire_snapshot *s, size_t
 	p->snap = *s;
 	p->have_snapshot = true;
 	r->snapshots++;
+	/* Held as a base and acknowledged, so the server sends deltas against it (protocol section 5). */
+	p->held[p->n_held++ % CC_WIRE_DELTA_HISTORY] = *s;
+	struct cc_wire_msg ack = { .id = CC_MSG_SNAPSHOT_ACK };
+	ack.u.snapshot_ack.tick = s->tick;
+	(void)send_msg(p, &ack);
 	pc_predict_snapshot(&p->pred, s, p->team_of, now_ms);
 	if (p->st == GP_ENDED && s->tick >= p->end_tick) {
 		p->saw_end_snapshot = true;
 		judge_end(p, now_ms);
 	}
+}
+
+/* A delta: rebuilt against the held snapshot it names, then taken like a full one. */
+static void take_delta(struct game_thread *t, struct gp *p, const struct cc_wire_snapshot_delta *d, size_t bytes,
+		       int64_t now_ms)
+{
+	const struct cc_wire_snapshot *base = NULL;
+	for (uint64_t k = 0; k < CC_WIRE_DELTA_HISTORY && k < p->n_held && !base; k++) {
+		const struct cc_wire_snapshot *h = &p->held[(p->n_held - 1 - k) % CC_WIRE_DELTA_HISTORY];
+		if (h->tick == d->tick - d->base_age)
+			base = h;
+	}
+	struct cc_wire_fault fault;
+	if (!base) {
+		/* The server encodes only against a snapshot we acknowledged, and we hold the newest we took. */
+		p->res->bad_messages++;
+		cc_log_warn("game_delta_unknown_base", CC_LOG_INT("player", p->index), CC_LOG_INT("tick", d->tick),
+			    CC_LOG_INT("base_age", d->base_age));
+		return;
+	}
+	if (cc_wire_delta_apply(base, d, &t->rebuilt, &fault) != 0) {
+		p->res->bad_messages++;
+		cc_log_warn("game_bad_message", CC_LOG_INT("player", p->index), CC_LOG_STR("fault", fault.text));
+		return;
+	}
+	p->res->delta_snapshots++;
+	take_snapshot(p, &t->rebuilt, bytes, now_ms);
 }
 
 static void on_message(struct game_thread *t, struct gp *p, const struct cc_wire_msg *m, size_t bytes, int64_t now_ms)
@@ -408,8 +444,14 @@ static void on_message(struct game_thread *t, struct gp *p, const struct cc_wire
 			p->team_of[m->u.player_info.slot] = m->u.player_info.team;
 		break;
 	case CC_MSG_SNAPSHOT:
-		if (p->st == GP_PLAYING || p->st == GP_ENDED)
+		if (p->st == GP_PLAYING || p->st == GP_ENDED) {
+			r->full_snapshots++;
 			take_snapshot(p, &m->u.snapshot, bytes, now_ms);
+		}
+		break;
+	case CC_MSG_SNAPSHOT_DELTA:
+		if (p->st == GP_PLAYING || p->st == GP_ENDED)
+			take_delta(t, p, &m->u.snapshot_delta, bytes, now_ms);
 		break;
 	case CC_MSG_GOAL:
 		r->goals_seen++;

@@ -90,6 +90,8 @@ struct pc_game_result {
 	uint32_t kickoffs;             /* kickoff messages received */
 	uint32_t snapshots;            /* snapshots taken (newer than the last) */
 	uint32_t stale_snapshots;      /* snapshots not newer than one already taken, ignored */
+	uint32_t full_snapshots;       /* of the snapshots received, those that came as snapshot */
+	uint32_t delta_snapshots;      /* and those that came as snapshot_delta, rebuilt (issue 24) */
 	uint32_t inputs_sent;          /* input messages sent */
 	uint32_t unknown_messages;     /* ids the codec does not know: skipped */
 	uint32_t bad_messages;         /* packets the codec refused */

@@ -44,7 +44,7 @@ static struct cc_wire_body sample_body(int k)
 	return b;
 }
 
-enum { SAMPLE_COUNT = 33 };
+enum { SAMPLE_COUNT = 36 };
 
 /* Fills *m with sample number i (0 .. SAMPLE_COUNT-1). */
 static void sample(int i, struct cc_wire_msg *m)
@@ -276,6 +276,35 @@ static void sample(int i, struct cc_wire_msg *m)
 		m->id = CC_MSG_LOBBY_UPDATED;
 		m->u.lobby_updated = (struct cc_wire_lobby_updated){ .revision = 12, .lobby_id = 5, .max_players = 2 };
 		set_str(m->u.lobby_updated.name, &m->u.lobby_updated.name_len, "x");
+		break;
+	case 33: {
+		/* A real delta: sample 14 four ticks later, the ball moved and one player's boost drained. */
+		struct cc_wire_msg base, cur;
+		sample(14, &base);
+		cur = base;
+		cur.u.snapshot.tick += 4;
+		cur.u.snapshot.clock_ticks -= 4;
+		cur.u.snapshot.ball.pos[0] += 3;
+		cur.u.snapshot.players[1].boost = 7;
+		m->id = CC_MSG_SNAPSHOT_DELTA;
+		if (cc_wire_delta_encode(&base.u.snapshot, &cur.u.snapshot, &m->u.snapshot_delta) != 0)
+			m->id = 0; /* fails every test that uses it */
+		break;
+	}
+	case 34: {
+		/* Framing only: the longest delta, any bytes. */
+		m->id = CC_MSG_SNAPSHOT_DELTA;
+		struct cc_wire_snapshot_delta *d = &m->u.snapshot_delta;
+		d->tick = UINT32_MAX;
+		d->base_age = 255;
+		d->delta_len = CC_WIRE_DELTA_MAX;
+		for (int k = 0; k < CC_WIRE_DELTA_MAX; k++)
+			d->delta[k] = (uint8_t)(k * 7);
+		break;
+	}
+	case 35:
+		m->id = CC_MSG_SNAPSHOT_ACK;
+		m->u.snapshot_ack.tick = 0x01020304;
 		break;
 	}
 }
@@ -556,6 +585,15 @@ struct bad_case {
 };
 
 static const struct bad_case bad_cases[] = {
+	{ "snapshot_delta base_age 0", "0201 04000000 00 0100 00", CC_EINVAL, CC_WIRE_FAULT_MALFORMED,
+	  "snapshot_delta: malformed at byte 6 (base_age): below its minimum" },
+	{ "snapshot_delta empty delta", "0201 04000000 01 0000", CC_EINVAL, CC_WIRE_FAULT_MALFORMED,
+	  "(delta): shorter than its minimum" },
+	{ "snapshot_delta delta over cap", "0201 04000000 01 0104 00", CC_EINVAL, CC_WIRE_FAULT_OVERSIZED,
+	  "(delta): length over its cap, 1025 bytes, cap 1024" },
+	{ "snapshot_delta delta cut short", "0201 04000000 01 0300 0000", CC_EINVAL, CC_WIRE_FAULT_TRUNCATED,
+	  "(delta): the packet ends inside the field" },
+	{ "snapshot_ack cut short", "0202 040000", CC_EINVAL, CC_WIRE_FAULT_TRUNCATED, "snapshot_ack: truncated" },
 	{ "empty packet", "", CC_EINVAL, CC_WIRE_FAULT_TRUNCATED, "no message id" },
 	{ "one byte", "01", CC_EINVAL, CC_WIRE_FAULT_TRUNCATED, "an id needs 2" },
 	{ "id 0", "0000", CC_ENOTFOUND, CC_WIRE_FAULT_UNKNOWN, "id 0x0000" },
@@ -1021,7 +1059,7 @@ static const char *get_str(const cJSON *o, const char *key, const char *where)
 	(void)where;
 }
 
-static const char *const ftype_names[] = { "u8", "u16", "u32", "i8", "i16", "bytes", "string", "array", "struct" };
+static const char *const ftype_names[] = { "u8", "u16", "u32", "i8", "i16", "bytes", "string", "array", "struct", "blob" };
 static const char *const charset_names[] = { "", "token", "text", "name", "slug", "credential" };
 
 /* The full range of a scalar type: what a field without min/max in the JSON means. */
@@ -1103,6 +1141,15 @@ static void compare_fields(const char *owner, const struct cc_wire_type *t, cons
 			const char *of = get_str(j, "of", where);
 			ck_assert_msg(of && !strcmp(of, f->of->name), "%s: of %s, codec %s", where, of ? of : "(none)",
 				      f->of->name);
+			break;
+		}
+		case CC_WIRE_BLOB: {
+			const char *prefix = get_str(j, "length_prefix", where);
+			ck_assert_msg(prefix && !strcmp(prefix, "u16") && f->len == 2, "%s: length_prefix", where);
+			ck_assert_msg(get_int(j, "min_length", -1, where) == f->min &&
+					      get_int(j, "max_length", -1, where) == f->max,
+				      "%s: JSON length %lld..%lld, codec %lld..%lld", where, get_int(j, "min_length", -1, where),
+				      get_int(j, "max_length", -1, where), (long long)f->min, (long long)f->max);
 			break;
 		}
 		}
@@ -1284,6 +1331,421 @@ START_TEST(format_text)
 }
 END_TEST
 
+/* ---- delta snapshots (issue 24) ------------------------------------------------------------- */
+
+static uint32_t drng = 0x2545F491u;
+static uint32_t dnext(void)
+{
+	drng ^= drng << 13;
+	drng ^= drng >> 17;
+	drng ^= drng << 5;
+	return drng;
+}
+static int32_t drange(int32_t lo, int32_t hi) { return lo + (int32_t)(dnext() % (uint32_t)(hi - lo + 1)); }
+static int16_t clamp16(int64_t v) { return (int16_t)(v < INT16_MIN ? INT16_MIN : v > INT16_MAX ? INT16_MAX : v); }
+
+static struct cc_wire_body random_body(void)
+{
+	struct cc_wire_body b;
+	for (int k = 0; k < 3; k++) {
+		b.pos[k] = (int16_t)drange(INT16_MIN, INT16_MAX);
+		b.vel[k] = (int16_t)drange(INT16_MIN, INT16_MAX);
+	}
+	b.rot = dnext();
+	b.angvel = dnext() & 0x3FFFFFFFu;
+	return b;
+}
+
+/* A body as the simulation moves one: the velocity changes a little, the position follows it, the rotation turns. */
+static struct cc_wire_body moved_body(const struct cc_wire_body *b, int age)
+{
+	struct cc_wire_body c = *b;
+	for (int k = 0; k < 3; k++) {
+		c.vel[k] = clamp16(b->vel[k] + drange(-40, 40) * (dnext() % 4 == 0 ? 0 : 1));
+		c.pos[k] = clamp16(b->pos[k] + ((int64_t)b->vel[k] + c.vel[k]) * age / 30 + drange(-3, 3));
+	}
+	if (dnext() % 3) {
+		uint32_t rot = b->rot & 0xC0000000u;
+		for (unsigned sh = 0; sh < 30; sh += 10) {
+			long v = (long)((b->rot >> sh) & 0x3FF);
+			v = (v >= 512 ? v - 1024 : v) + drange(-6, 6);
+			v = v < -512 ? -512 : v > 511 ? 511 : v;
+			rot |= ((uint32_t)v & 0x3FFu) << sh;
+		}
+		c.rot = rot;
+	}
+	if (dnext() % 2)
+		c.angvel = dnext() & 0x3FFFFFFFu;
+	return c;
+}
+
+static void random_snapshot(struct cc_wire_snapshot *s)
+{
+	memset(s, 0, sizeof *s);
+	s->tick = dnext();
+	s->match_state = (uint8_t)dnext();
+	s->score[0] = (uint8_t)dnext();
+	s->score[1] = (uint8_t)dnext();
+	s->clock_ticks = dnext() % 4 ? dnext() % 20000 : dnext();
+	s->ball = random_body();
+	s->player_count = (uint16_t)drange(0, CC_WIRE_MAX_PLAYERS);
+	uint32_t used = 0;
+	for (uint16_t i = 0; i < s->player_count; i++) {
+		uint8_t slot;
+		do
+			slot = (uint8_t)(dnext() % CC_WIRE_MAX_PLAYERS);
+		while (used & (1u << slot));
+		used |= 1u << slot;
+		s->players[i] = (struct cc_wire_player_state){ slot, (uint8_t)dnext(), (uint16_t)dnext(), (uint8_t)dnext(),
+							       random_body() };
+	}
+}
+
+/* cur: base age ticks later, changed the way kind says (0 physical, 1 anything, 2 the player list too). */
+static void next_snapshot(const struct cc_wire_snapshot *base, struct cc_wire_snapshot *cur, int age, int kind)
+{
+	*cur = *base;
+	cur->tick = base->tick + (uint32_t)age;
+	if (kind == 1 || dnext() % 8 == 0)
+		cur->match_state = (uint8_t)dnext();
+	if (kind == 1 || dnext() % 8 == 0)
+		cur->score[dnext() % 2]++;
+	cur->clock_ticks = kind == 1 ? dnext() : base->clock_ticks - (uint32_t)age;
+	cur->ball = kind == 1 ? random_body() : moved_body(&base->ball, age);
+	for (uint16_t i = 0; i < cur->player_count; i++) {
+		struct cc_wire_player_state *p = &cur->players[i];
+		p->body = kind == 1 ? random_body() : moved_body(&p->body, age);
+		p->last_input_seq = (uint16_t)(p->last_input_seq + age + (kind == 1 ? drange(-40000, 40000) : drange(-2, 2) * (int32_t)(dnext() % 2)));
+		if (kind == 1 || dnext() % 10 == 0)
+			p->flags = (uint8_t)dnext();
+		if (kind == 1 || dnext() % 4 == 0)
+			p->boost = (uint8_t)dnext();
+	}
+	if (kind == 2) {
+		/* Leave, join, reorder: a new list of slots, some of them the base's. */
+		struct cc_wire_snapshot other;
+		random_snapshot(&other);
+		cur->player_count = other.player_count;
+		for (uint16_t i = 0; i < other.player_count; i++) {
+			cur->players[i] = other.players[i];
+			for (uint16_t j = 0; j < base->player_count; j++)
+				if (base->players[j].slot == other.players[i].slot && dnext() % 2)
+					cur->players[i].body = moved_body(&base->players[j].body, age);
+		}
+	}
+}
+
+static bool body_eq(const struct cc_wire_body *a, const struct cc_wire_body *b)
+{
+	return a->rot == b->rot && a->angvel == b->angvel && !memcmp(a->pos, b->pos, sizeof a->pos) &&
+	       !memcmp(a->vel, b->vel, sizeof a->vel);
+}
+
+/* Field by field (padding aside), players up to player_count. */
+static bool snapshot_eq(const struct cc_wire_snapshot *a, const struct cc_wire_snapshot *b)
+{
+	if (a->tick != b->tick || a->match_state != b->match_state || a->score[0] != b->score[0] ||
+	    a->score[1] != b->score[1] || a->clock_ticks != b->clock_ticks || !body_eq(&a->ball, &b->ball) ||
+	    a->player_count != b->player_count)
+		return false;
+	for (uint16_t i = 0; i < a->player_count; i++) {
+		const struct cc_wire_player_state *p = &a->players[i], *q = &b->players[i];
+		if (p->slot != q->slot || p->flags != q->flags || p->last_input_seq != q->last_input_seq ||
+		    p->boost != q->boost || !body_eq(&p->body, &q->body))
+			return false;
+	}
+	return true;
+}
+
+/* Property: for random bases and changes, decode(encode_delta(base, cur)) == cur, through the wire framing too. */
+START_TEST(delta_round_trip)
+{
+	static struct cc_wire_snapshot base, cur, got;
+	static struct cc_wire_msg m, dm;
+	size_t physical_bytes = 0, physical_n = 0, full_bytes = 0;
+	for (int n = 0; n < 30000; n++) {
+		random_snapshot(&base);
+		int kind = n % 3, age = n % 5 == 0 ? drange(1, 255) : drange(1, 12);
+		next_snapshot(&base, &cur, age, kind);
+		m.id = CC_MSG_SNAPSHOT_DELTA;
+		int rc = cc_wire_delta_encode(&base, &cur, &m.u.snapshot_delta);
+		ck_assert_msg(rc == 0, "case %d: encode: %s", n, cc_strerror(rc));
+		uint8_t buf[CC_WIRE_MAX_PACKET];
+		size_t len = 0;
+		struct cc_wire_fault f;
+		ck_assert_int_eq(cc_wire_encode(&m, buf, sizeof buf, &len), 0);
+		ck_assert_msg(cc_wire_decode(buf, len, &dm, &f) == 0, "case %d: %s", n, f.text);
+		memset(&got, 0x5A, sizeof got);
+		rc = cc_wire_delta_apply(&base, &dm.u.snapshot_delta, &got, &f);
+		ck_assert_msg(rc == 0, "case %d (kind %d, age %d): apply: %s", n, kind, age, f.text);
+		ck_assert_msg(snapshot_eq(&got, &cur), "case %d (kind %d, age %d): rebuilt snapshot differs", n, kind, age);
+		if (kind == 0 && age <= 12) {
+			struct cc_wire_msg full = { .id = CC_MSG_SNAPSHOT };
+			full.u.snapshot = cur;
+			size_t flen = 0;
+			ck_assert_int_eq(cc_wire_encode(&full, buf, sizeof buf, &flen), 0);
+			physical_bytes += len, full_bytes += flen, physical_n++;
+		}
+	}
+	/* Physical changes cost well under a full snapshot, even with these random speeds and player counts
+	 * (the bench measures real matches: scripts/bench-gameserver.sh). */
+	ck_assert_msg(physical_bytes * 5 < full_bytes * 3, "deltas %zu bytes, full %zu bytes over %zu cases", physical_bytes,
+		      full_bytes, physical_n);
+	/* An unchanged state (nothing moves, inputs flow): a few bytes. */
+	random_snapshot(&base);
+	cur = base;
+	cur.tick++;
+	for (uint16_t i = 0; i < cur.player_count; i++) {
+		cur.players[i].last_input_seq++;
+		cur.players[i].body.vel[0] = cur.players[i].body.vel[1] = cur.players[i].body.vel[2] = 0;
+	}
+	for (int k = 0; k < 3; k++)
+		cur.ball.vel[k] = 0;
+	base = cur;
+	base.tick--;
+	for (uint16_t i = 0; i < base.player_count; i++)
+		base.players[i].last_input_seq--;
+	ck_assert_int_eq(cc_wire_delta_encode(&base, &cur, &m.u.snapshot_delta), 0);
+	ck_assert_msg(m.u.snapshot_delta.delta_len <= 2 + cur.player_count, "still: %u bytes for %u players",
+		      m.u.snapshot_delta.delta_len, cur.player_count);
+}
+END_TEST
+
+/* The encoder refuses an age out of 1..255 and an invalid snapshot. */
+START_TEST(delta_encode_refuses)
+{
+	static struct cc_wire_snapshot base, cur;
+	static struct cc_wire_snapshot_delta d;
+	random_snapshot(&base);
+	next_snapshot(&base, &cur, 3, 0);
+	cur.tick = base.tick;
+	ck_assert_int_eq(cc_wire_delta_encode(&base, &cur, &d), CC_EINVAL);
+	cur.tick = base.tick + 256;
+	ck_assert_int_eq(cc_wire_delta_encode(&base, &cur, &d), CC_EINVAL);
+	cur.tick = base.tick - 1;
+	ck_assert_int_eq(cc_wire_delta_encode(&base, &cur, &d), CC_EINVAL);
+	cur.tick = base.tick + 255;
+	ck_assert_int_eq(cc_wire_delta_encode(&base, &cur, &d), 0);
+	cur.player_count = CC_WIRE_MAX_PLAYERS + 1;
+	ck_assert_int_eq(cc_wire_delta_encode(&base, &cur, &d), CC_EINVAL);
+	cur.player_count = 2;
+	cur.players[1].slot = cur.players[0].slot;
+	ck_assert_int_eq(cc_wire_delta_encode(&base, &cur, &d), CC_EINVAL);
+	cur.players[1].slot = (uint8_t)((cur.players[0].slot + 1) % 16);
+	cur.ball.angvel |= 0x40000000u;
+	ck_assert_int_eq(cc_wire_delta_encode(&base, &cur, &d), CC_EINVAL);
+}
+END_TEST
+
+/* A bit writer of the test's own, LSB first, to build hostile deltas from the document's rules. */
+struct tbits {
+	uint8_t b[64];
+	unsigned n;
+};
+static void tput(struct tbits *t, uint64_t v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++, t->n++)
+		if ((v >> i) & 1)
+			t->b[t->n / 8] |= (uint8_t)(1u << (t->n % 8));
+}
+/* A group: class 3 bits, then n values of the class's width (classes 0..7: 2 3 4 5 6 8 12 33 bits). */
+static void tgroup(struct tbits *t, unsigned cls, const int64_t *v, int n)
+{
+	static const unsigned w[8] = { 2, 3, 4, 5, 6, 8, 12, 33 };
+	tput(t, cls, 3);
+	for (int k = 0; k < n; k++)
+		tput(t, (uint64_t)v[k], w[cls]);
+}
+
+struct hostile {
+	const char *what;
+	int kind; /* enum cc_wire_fault_kind */
+	const char *text;
+};
+
+/* Applies the delta of t's bits to base (exactly that many bytes on the heap) and checks the refusal. */
+static void expect_refused(const struct cc_wire_snapshot *base, uint32_t tick, uint8_t age, const uint8_t *bytes,
+			   size_t n, const struct hostile *h)
+{
+	static struct cc_wire_snapshot_delta d;
+	static struct cc_wire_snapshot out, untouched;
+	memset(&d, 0, sizeof d);
+	d.tick = tick;
+	d.base_age = age;
+	d.delta_len = (uint16_t)n;
+	memcpy(d.delta, bytes, n < sizeof d.delta ? n : sizeof d.delta);
+	memset(&out, 0x3C, sizeof out);
+	untouched = out;
+	struct cc_wire_fault f;
+	int rc = cc_wire_delta_apply(base, &d, &out, &f);
+	ck_assert_msg(rc == CC_EINVAL, "%s: applied (rc %d)", h->what, rc);
+	ck_assert_msg((int)f.kind == h->kind, "%s: fault %s, want %s (%s)", h->what, cc_wire_fault_name(f.kind),
+		      cc_wire_fault_name((enum cc_wire_fault_kind)h->kind), f.text);
+	ck_assert_msg(strstr(f.text, h->text), "%s: \"%s\" lacks \"%s\"", h->what, f.text, h->text);
+	ck_assert_msg(!memcmp(&out, &untouched, sizeof out), "%s: *out written on a refusal", h->what);
+	ck_assert_msg(cc_wire_delta_apply(base, &d, &out, NULL) == CC_EINVAL, "%s: without a fault", h->what);
+}
+
+START_TEST(delta_hostile)
+{
+	static struct cc_wire_snapshot base, cur;
+	static struct cc_wire_snapshot_delta d;
+	random_snapshot(&base);
+	base.player_count = 3;
+	for (uint16_t i = 0; i < 3; i++)
+		base.players[i].slot = (uint8_t)(2 * i);
+	next_snapshot(&base, &cur, 3, 0);
+	ck_assert_int_eq(cc_wire_delta_encode(&base, &cur, &d), 0);
+
+	/* Every strict prefix is truncated; one byte more is oversized; the real one applies. */
+	for (uint16_t cut = 0; cut < d.delta_len; cut++) {
+		char what[48];
+		snprintf(what, sizeof what, "a %u-byte prefix of %u", cut, d.delta_len);
+		struct hostile h = { what, CC_WIRE_FAULT_TRUNCATED, "the delta ends inside the field" };
+		expect_refused(&base, d.tick, d.base_age, d.delta, cut, &h);
+	}
+	uint8_t longer[CC_WIRE_DELTA_MAX];
+	memcpy(longer, d.delta, d.delta_len);
+	longer[d.delta_len] = 0;
+	expect_refused(&base, d.tick, d.base_age, longer, d.delta_len + 1u,
+		       &(struct hostile){ "a byte more", CC_WIRE_FAULT_OVERSIZED, "(delta): bytes after the end of the delta" });
+	expect_refused(&base, d.tick, d.base_age, d.delta, CC_WIRE_DELTA_MAX + 1u,
+		       &(struct hostile){ "length over the cap", CC_WIRE_FAULT_OVERSIZED, "length over its cap, 1025 bytes" });
+	/* Unknown base: the delta names another tick than the base given. */
+	expect_refused(&base, d.tick + 1, d.base_age, d.delta, d.delta_len,
+		       &(struct hostile){ "another base", CC_WIRE_FAULT_MALFORMED, "unknown base, the delta's base is tick" });
+	expect_refused(&base, d.tick, 0, d.delta, d.delta_len,
+		       &(struct hostile){ "age 0", CC_WIRE_FAULT_MALFORMED, "unknown base" });
+
+	/* Hand-made streams (document section 5). Header: changes 3 bits, clock group (class 0, value 0). */
+	const int64_t zero = 0, big3[3] = { 40000, 0, 0 }, two[3] = { 1, 1, 1 };
+	struct tbits t;
+	memset(&t, 0, sizeof t);
+	tput(&t, 0x4, 3), tgroup(&t, 0, &zero, 1), tput(&t, 20, 5);
+	expect_refused(&base, base.tick + 1, 1, t.b, (t.n + 7) / 8,
+		       &(struct hostile){ "20 players", CC_WIRE_FAULT_OVERSIZED, "(player_count): count over its cap, 20, cap 16" });
+	memset(&t, 0, sizeof t);
+	tput(&t, 0x4, 3), tgroup(&t, 0, &zero, 1), tput(&t, 2, 5), tput(&t, 7, 4), tput(&t, 7, 4);
+	expect_refused(&base, base.tick + 1, 1, t.b, (t.n + 7) / 8,
+		       &(struct hostile){ "a slot twice", CC_WIRE_FAULT_MALFORMED, "(players[1].slot): a slot appears twice, slot 7" });
+	memset(&t, 0, sizeof t);
+	tput(&t, 0, 3), tgroup(&t, 0, &zero, 1), tput(&t, 0x04 | 0x08, 5);
+	expect_refused(&base, base.tick + 1, 1, t.b, (t.n + 7) / 8,
+		       &(struct hostile){ "rot raw and delta", CC_WIRE_FAULT_MALFORMED, "(ball.mask): rot both raw and delta" });
+	/* A clock that leaves u32: the base's clock minus more than it holds. */
+	memset(&t, 0, sizeof t);
+	int64_t under = -(int64_t)base.clock_ticks - 1;
+	tput(&t, 0, 3), tgroup(&t, 7, &under, 1);
+	expect_refused(&base, base.tick + 1, 1, t.b, (t.n + 7) / 8,
+		       &(struct hostile){ "clock below 0", CC_WIRE_FAULT_MALFORMED, "(clock_ticks): the value leaves its range" });
+	/* A velocity of the ball past i16 (40000 more than the base's, whatever it is, for a base at or above -7232). */
+	base.ball.vel[0] = 0;
+	memset(&t, 0, sizeof t);
+	tput(&t, 0, 3), tgroup(&t, 0, &zero, 1), tput(&t, 0x01, 5), tgroup(&t, 7, big3, 3);
+	expect_refused(&base, base.tick + 1, 1, t.b, (t.n + 7) / 8,
+		       &(struct hostile){ "vel past i16", CC_WIRE_FAULT_MALFORMED, "(ball.vel): the value leaves its range, 40000" });
+	/* An angvel component past 10 bits (the base's 511 + 1). */
+	base.ball.angvel = 0x1FFu;
+	memset(&t, 0, sizeof t);
+	tput(&t, 0, 3), tgroup(&t, 0, &zero, 1), tput(&t, 0x10, 5), tgroup(&t, 0, two, 3);
+	expect_refused(&base, base.tick + 1, 1, t.b, (t.n + 7) / 8,
+		       &(struct hostile){ "angvel past 10 bits", CC_WIRE_FAULT_MALFORMED, "(ball.angvel): the value leaves its range, 512" });
+	/* Padding must be zero: a valid delta (nothing changed, no players) with a stray high bit. */
+	base.player_count = 0;
+	memset(&t, 0, sizeof t);
+	tput(&t, 0, 3), tgroup(&t, 0, &zero, 1), tput(&t, 0, 5);
+	t.b[(t.n - 1) / 8] |= 0x80;
+	expect_refused(&base, base.tick + 1, 1, t.b, (t.n + 7) / 8,
+		       &(struct hostile){ "padding set", CC_WIRE_FAULT_MALFORMED, "padding bits set" });
+	t.b[(t.n - 1) / 8] &= 0x7F;
+	d.tick = base.tick + 1, d.base_age = 1, d.delta_len = (uint16_t)((t.n + 7) / 8);
+	memcpy(d.delta, t.b, d.delta_len);
+	/* Still position: the ball stays put; the same stream is a valid "nothing changed". */
+	for (int k = 0; k < 3; k++)
+		base.ball.vel[k] = 0;
+	ck_assert_int_eq(cc_wire_delta_apply(&base, &d, &cur, NULL), 0);
+	ck_assert(body_eq(&cur.ball, &base.ball));
+	ck_assert_uint_eq(cur.tick, base.tick + 1);
+	/* The position rule, from the document alone: base vel 0, vel 5 two ticks later (a group of 3, class 1: 3 bits
+	 * each), no pos part: P = pos + floor(((0 + 5) * 2 + 5 - 0 + 15) / 30) = pos + 1. */
+	{
+		const int64_t vel5[3] = { 5, 0, -1 };
+		base.ball.pos[0] = 100, base.ball.pos[1] = 0, base.ball.pos[2] = -7;
+		memset(&t, 0, sizeof t);
+		tput(&t, 0, 3), tgroup(&t, 0, &zero, 1), tput(&t, 0x01, 5), tgroup(&t, 2, vel5, 3);
+		d.tick = base.tick + 2, d.base_age = 2, d.delta_len = (uint16_t)((t.n + 7) / 8);
+		memcpy(d.delta, t.b, d.delta_len);
+		ck_assert_int_eq(cc_wire_delta_apply(&base, &d, &cur, NULL), 0);
+		ck_assert_int_eq(cur.ball.vel[0], 5);
+		ck_assert_int_eq(cur.ball.vel[2], -1);
+		/* z: floor((-1 * 2 - 1 + 15) / 30) = 0; x: +1 exactly at the rounding edge (30 / 30). */
+		ck_assert_msg(cur.ball.pos[0] == 101 && cur.ball.pos[1] == 0 && cur.ball.pos[2] == -7, "predicted pos %d %d %d",
+			      cur.ball.pos[0], cur.ball.pos[1], cur.ball.pos[2]);
+	}
+	/* The document's example (section 5): the next tick, the clock one lower, nothing else: c0 00. */
+	base.clock_ticks = 100;
+	cur = base;
+	cur.tick++;
+	cur.clock_ticks--;
+	ck_assert_int_eq(cc_wire_delta_encode(&base, &cur, &d), 0);
+	ck_assert_uint_eq(d.delta_len, 2);
+	ck_assert_msg(d.delta[0] == 0xc0 && d.delta[1] == 0x00, "example: %02x %02x", d.delta[0], d.delta[1]);
+}
+END_TEST
+
+/*
+ * Garbage deltas (random bytes, and real deltas with bits flipped and
+ * lengths changed): refused or applied, never a crash, never a snapshot
+ * that breaks its rules.
+ */
+START_TEST(delta_garbage)
+{
+	static struct cc_wire_snapshot base, cur, out;
+	static struct cc_wire_snapshot_delta d;
+	int applied = 0;
+	for (int n = 0; n < 50000; n++) {
+		random_snapshot(&base);
+		uint8_t *heap = malloc(sizeof d);
+		ck_assert_ptr_nonnull(heap);
+		memset(heap, 0, sizeof d);
+		struct cc_wire_snapshot_delta *hd = (struct cc_wire_snapshot_delta *)heap;
+		if (n % 2) {
+			d.tick = base.tick + 1 + dnext() % 255;
+			d.base_age = (uint8_t)(d.tick - base.tick);
+			d.delta_len = (uint16_t)(dnext() % 40);
+			*hd = d;
+			for (uint16_t k = 0; k < d.delta_len; k++)
+				hd->delta[k] = (uint8_t)dnext();
+		} else {
+			next_snapshot(&base, &cur, drange(1, 12), n % 3);
+			ck_assert_int_eq(cc_wire_delta_encode(&base, &cur, hd), 0);
+			for (int k = drange(1, 3); k > 0; k--) {
+				uint32_t bit = dnext() % (hd->delta_len * 8u);
+				hd->delta[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+			}
+			if (dnext() % 4 == 0)
+				hd->delta_len = (uint16_t)(hd->delta_len + drange(-1, 1));
+		}
+		struct cc_wire_fault f;
+		int rc = cc_wire_delta_apply(&base, hd, &out, &f);
+		ck_assert(rc == 0 || rc == CC_EINVAL);
+		if (rc == 0) {
+			applied++;
+			struct cc_wire_msg m = { .id = CC_MSG_SNAPSHOT };
+			m.u.snapshot = out;
+			uint8_t buf[CC_WIRE_MAX_PACKET];
+			size_t len;
+			ck_assert_msg(cc_wire_encode(&m, buf, sizeof buf, &len) == 0, "case %d: an applied delta gave an invalid snapshot", n);
+		} else {
+			ck_assert(f.kind == CC_WIRE_FAULT_TRUNCATED || f.kind == CC_WIRE_FAULT_OVERSIZED || f.kind == CC_WIRE_FAULT_MALFORMED);
+			ck_assert(strncmp(f.text, "snapshot_delta: ", 16) == 0);
+		}
+		free(heap);
+	}
+	ck_assert_int_gt(applied, 0);
+}
+END_TEST
+
 /*
  * test_wire --vectors: prints every sample as {"hex", "message"} and a set
  * of bodies as a kickoff packet with the dequantised floats, one JSON object
@@ -1310,6 +1772,26 @@ static int print_vectors(void)
 		printf("{\"hex\":\"");
 		print_hex(buf, len);
 		printf("\",\"message\":%s}\n", text);
+	}
+	/* Deltas: the base, the packet, the snapshot it rebuilds to, for an independent decoder of section 5. */
+	static char text2[16384];
+	for (int i = 0; i < 300; i++) {
+		static struct cc_wire_msg base, cur, dm;
+		memset(&base, 0, sizeof base);
+		memset(&cur, 0, sizeof cur);
+		base.id = cur.id = CC_MSG_SNAPSHOT;
+		random_snapshot(&base.u.snapshot);
+		next_snapshot(&base.u.snapshot, &cur.u.snapshot, i % 5 == 0 ? drange(1, 255) : drange(1, 12), i % 3);
+		dm.id = CC_MSG_SNAPSHOT_DELTA;
+		size_t len = 0;
+		if (cc_wire_delta_encode(&base.u.snapshot, &cur.u.snapshot, &dm.u.snapshot_delta) != 0 ||
+		    cc_wire_encode(&dm, buf, sizeof(buf), &len) != 0)
+			return 1;
+		cc_wire_format(&base, text, sizeof(text));
+		cc_wire_format(&cur, text2, sizeof(text2));
+		printf("{\"hex\":\"");
+		print_hex(buf, len);
+		printf("\",\"delta_base\":%s,\"delta_result\":%s}\n", text, text2);
 	}
 	for (int i = 0; i < 400; i++) {
 		struct cc_wire_msg m;
@@ -1371,6 +1853,10 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, names);
 	tcase_add_test(tc, json_table_equals_codec);
 	tcase_add_test(tc, format_text);
+	tcase_add_test(tc, delta_round_trip);
+	tcase_add_test(tc, delta_encode_refuses);
+	tcase_add_test(tc, delta_hostile);
+	tcase_add_test(tc, delta_garbage);
 	suite_add_tcase(s, tc);
 	return s;
 }
