@@ -11,7 +11,7 @@
 # grid at the same seed), writes its plot, wait p95 at 0.2/s against spread
 # p95 at 1/s, to build/bench-results/queue_sim_frontier.svg (QUEUE_SIM_SVG
 # overrides the path), and prints greedy beside sweep at 0.2, 0.5, 1, 5 and
-# 20 arrivals/s.
+# 20 arrivals/s. It then runs issue 26's party report (--parties).
 set -Eeuo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,6 +23,9 @@ make -s --no-print-directory build/bench/queue_sim
 if [[ $# -eq 0 ]]; then
 	svg=${QUEUE_SIM_SVG:-$top/build/bench-results/queue_sim_frontier.svg}
 	mkdir -p "$(dirname "$svg")"
-	set -- --svg="$svg"
+	timeout 900 build/bench/queue_sim --svg="$svg"
+	# Issue 26: casual with 30% of the players in parties of 2-3 beside
+	# solo only, same seed and rates (fails on a split or partial party).
+	exec timeout 600 build/bench/queue_sim --parties
 fi
 exec timeout 900 build/bench/queue_sim "$@"

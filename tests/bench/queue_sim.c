@@ -950,7 +950,7 @@ static bool opt_number(const char *arg, const char *name, double lo, double hi, 
  */
 static size_t party_report(const struct settings *casual)
 {
-	static const double rates[] = { 0.2, 1, 5, 20 };
+	static const double rates[] = { 0.2, 0.5, 1, 5, 20 };
 	size_t violations = 0;
 	printf("\ncasual %dv%d, solo only beside 30%% of the players in parties of 2-3 (same seed and arrival rate):\n",
 	       casual->team_size, casual->team_size);
