@@ -67,6 +67,8 @@ const char *cc_wait_method_name(enum cc_wait_method m)
 		return "beyond_history";
 	case CC_WAIT_NOT_QUEUED:
 		return "not_queued";
+	case CC_WAIT_UNAVAILABLE:
+		return "unavailable";
 	}
 	return NULL;
 }

@@ -21,7 +21,8 @@
  *   4. else recent_matches: the median of (wait - waited_s) over the
  *      newest CC_WAIT_USE_MAX of them, rounded to whole seconds: how much
  *      longer this ticket is expected to wait until a match is proposed.
- * A ticket that is not QUEUED gets not_queued and no seconds.
+ * A ticket that is not QUEUED gets not_queued and no seconds. The caller
+ * that cannot read the history at all answers unavailable (no seconds).
  */
 #ifndef CC_GAME_WAIT_ESTIMATE_H
 #define CC_GAME_WAIT_ESTIMATE_H
@@ -43,6 +44,7 @@ enum cc_wait_method {
 	CC_WAIT_NO_HISTORY,     /* too few recent matches in the ticket's band */
 	CC_WAIT_BEYOND_HISTORY, /* the ticket already waited longer than the history knows */
 	CC_WAIT_NOT_QUEUED,     /* the ticket is not waiting (any state but QUEUED) */
+	CC_WAIT_UNAVAILABLE,    /* never from this rule: the caller could not read the history */
 };
 
 struct cc_wait_sample {
@@ -66,7 +68,7 @@ struct cc_wait_estimate {
 CC_MUST_CHECK int cc_wait_estimate(bool queued, double rating, double waited_s,
 				   const struct cc_wait_sample *samples, size_t n, struct cc_wait_estimate *out);
 
-/* "recent_matches" / "no_history" / "beyond_history" / "not_queued" (the contract's names), NULL outside the enum. */
+/* "recent_matches", "no_history", "beyond_history", "not_queued", "unavailable" (the contract's names); NULL outside the enum. */
 const char *cc_wait_method_name(enum cc_wait_method m);
 
 #endif

@@ -28,6 +28,7 @@
 #include "sys/service.h"
 #include "game/playlist.h"
 #include "game/tiers.h"
+#include "game/wait_estimate.h"
 
 #define API_MAX_REGIONS 16
 #define API_REGION_MAX 32
@@ -358,6 +359,16 @@ cJSON *api_ranked_profile(const struct api *api, double rating, double deviation
 /* ---- route handlers ------------------------------------------------------ */
 
 int api_session_steam(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+/*
+ * The estimated wait (issue 26) of the ticket ticket_id as an answer shows
+ * it in state: QUEUED is estimated over its wait history on pg
+ * (store/queue_stats.h, game/wait_estimate.h; RTT reach at SPEC 6's limit,
+ * cc-matcher's default), any other state is not_queued without a read.
+ * Returns 0, or the read's error (*e then says not_queued: the caller
+ * answers unavailable or fails).
+ */
+int api_ticket_estimate(struct cc_pg *pg, const char *ticket_id, const char *state, struct cc_wait_estimate *e)
+	CC_MUST_CHECK;
 int api_queue_create(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_queue_get(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_queue_heartbeat(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);

@@ -27,6 +27,7 @@ START_TEST(test_method_names)
 	ck_assert_str_eq(cc_wait_method_name(CC_WAIT_NO_HISTORY), "no_history");
 	ck_assert_str_eq(cc_wait_method_name(CC_WAIT_BEYOND_HISTORY), "beyond_history");
 	ck_assert_str_eq(cc_wait_method_name(CC_WAIT_NOT_QUEUED), "not_queued");
+	ck_assert_str_eq(cc_wait_method_name(CC_WAIT_UNAVAILABLE), "unavailable");
 	ck_assert_ptr_null(cc_wait_method_name((enum cc_wait_method)42));
 }
 END_TEST
