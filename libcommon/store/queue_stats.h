@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "game/wait_estimate.h"
 #include "sys/cc.h"
@@ -33,6 +34,7 @@ struct cc_wait_history {
 	bool queued;       /* the ticket's state is QUEUED now */
 	double rating;     /* the rating it queued with */
 	double waited_s;   /* now() - queued_at, PostgreSQL's clock */
+	int64_t now_ms;    /* PostgreSQL's now() of the read, ms since the epoch */
 	size_t n;          /* samples, newest first */
 	struct cc_wait_sample v[CC_WAIT_SAMPLES_MAX];
 };
@@ -51,6 +53,17 @@ struct cc_wait_history {
  * error.
  */
 CC_MUST_CHECK int cc_queue_wait_history(struct cc_pg *pg, const char *ticket_id, double max_rtt_ms,
+					struct cc_wait_history *out);
+
+/*
+ * The same samples for a queue named by its playlist and the regions a
+ * ticket reaches (regions_pg_array, a PostgreSQL text[] literal such as
+ * "{\"eu-west\"}"), for a caller that has the ticket's rating and
+ * queued_at already and may share one read among many tickets (cc-api's
+ * heartbeat). Fills now_ms, n and v; queued, rating and waited_s are the
+ * caller's. Returns 0 or cc_pg_exec's error.
+ */
+CC_MUST_CHECK int cc_queue_wait_samples(struct cc_pg *pg, const char *playlist, const char *regions_pg_array,
 					struct cc_wait_history *out);
 
 #endif

@@ -36,78 +36,10 @@
 #include "sys/crypto.h"
 #include "sys/json.h"
 #include "sys/log.h"
-#include "game/formation.h"
-#include "game/wait_estimate.h"
 #include "store/idempotency.h"
 #include "store/proposals.h"
-#include "store/queue_stats.h"
 #include "store/sessions.h"
 #include "sys/banned.h"
-
-/* ---- the estimated wait of every ticket answer (issue 26) ---------------- */
-
-int api_ticket_estimate(struct cc_pg *pg, const char *ticket_id, const char *state, struct cc_wait_estimate *e)
-{
-	*e = (struct cc_wait_estimate){ .method = CC_WAIT_NOT_QUEUED };
-	if (strcmp(state, "QUEUED") != 0)
-		return 0;
-	struct cc_wait_history h;
-	int rc = cc_queue_wait_history(pg, ticket_id, CC_FORMATION_DEFAULT_MAX_RTT_MS, &h);
-	if (rc == 0)
-		rc = cc_wait_estimate(true, h.rating, h.waited_s, h.v, h.n, e);
-	return rc;
-}
-
-/*
- * Adds estimated_wait_seconds and estimated_wait_method to a Ticket answer
- * (200/201 with a body; anything else is left alone), from the ticket as
- * the answer shows it. Runs after the route's transaction committed, as
- * its own READ COMMITTED statement: inside the SERIALIZABLE transaction its
- * read of proposals and tickets would take predicate locks that concurrent
- * enqueues and claims write into, and they would abort each other (see the
- * top of this file). So a replayed POST /v1/queue answer carries a fresh
- * estimate. A history that cannot be read is method unavailable: the
- * ticket's change already committed and must still be answered.
- */
-static void answer_estimate(struct cc_pg *pg, struct api_answer *a)
-{
-	if (!a->body || (a->status != 200 && a->status != 201))
-		return;
-	cJSON *o = cJSON_Parse(a->body);
-	const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
-	const cJSON *state = cJSON_GetObjectItemCaseSensitive(o, "state");
-	if (!cJSON_IsObject(o) || !cJSON_IsString(id) || !cJSON_IsString(state) ||
-	    cJSON_GetObjectItemCaseSensitive(o, "estimated_wait_method")) {
-		cJSON_Delete(o);
-		return; /* not a Ticket, or already estimated */
-	}
-	struct cc_wait_estimate e;
-	int rc = api_ticket_estimate(pg, id->valuestring, state->valuestring, &e);
-	if (rc != 0) {
-		cc_log_warn("wait_estimate_unavailable", CC_LOG_STR("ticket_id", id->valuestring),
-			    CC_LOG_STR("error", cc_strerror(rc)));
-		e = (struct cc_wait_estimate){ .method = CC_WAIT_UNAVAILABLE };
-	}
-	cJSON_Delete(o);
-	/* Spliced before the closing brace, so the rest of the text stays byte for byte PostgreSQL's. */
-	char *end = strrchr(a->body, '}');
-	if (!end)
-		return;
-	char seconds[32];
-	if (e.method == CC_WAIT_RECENT_MATCHES)
-		snprintf(seconds, sizeof seconds, "%.0f", e.seconds);
-	else
-		snprintf(seconds, sizeof seconds, "null");
-	size_t head = (size_t)(end - a->body);
-	size_t len = head + 128;
-	char *text = malloc(len);
-	if (!text)
-		return; /* the answer goes out without the estimate rather than not at all */
-	snprintf(text, len, "%.*s, \"estimated_wait_seconds\" : %s, \"estimated_wait_method\" : \"%s\"}", (int)head,
-		 a->body, seconds, cc_wait_method_name(e.method));
-	free(a->body);
-	a->body = text;
-}
 
 /* ---- POST /v1/queue ------------------------------------------------------ */
 
@@ -328,7 +260,7 @@ int api_queue_create(const struct cc_http_request *req, struct cc_http_response 
 	if (rc == 0 && tx.answer.status == 201)
 		cc_log_info("ticket_requested", CC_LOG_STR("player_id", player.id), CC_LOG_STR("playlist", tx.playlist));
 	if (rc == 0)
-		answer_estimate(pg, &tx.answer);
+		api_answer_estimate(pg, &tx.answer);
 	api_respond(resp, rc, &tx.answer);
 	if (rc == 0)
 		api_index_apply(api, &tx.moves);
@@ -397,7 +329,7 @@ int api_queue_get(const struct cc_http_request *req, struct cc_http_response *re
 		tx.ticket_id = id;
 		int rc = cc_pg_run_serializable(pg, read_tx_run, &tx);
 		if (rc == 0)
-			answer_estimate(pg, &tx.answer);
+			api_answer_estimate(pg, &tx.answer);
 		api_respond(resp, rc, &tx.answer);
 		if (rc == 0)
 			api_index_apply(api, &tx.moves);
@@ -568,7 +500,7 @@ static int revision_route(const struct cc_http_request *req, struct cc_http_resp
 	if (rc == 0 && cancel && tx.answer.status == 200)
 		cc_log_info("ticket_cancelled", CC_LOG_STR("ticket_id", id));
 	if (rc == 0)
-		answer_estimate(pg, &tx.answer);
+		api_answer_estimate(pg, &tx.answer);
 	api_respond(resp, rc, &tx.answer);
 out:
 	cJSON_Delete(body);
@@ -635,6 +567,8 @@ int api_queue_heartbeat(const struct cc_http_request *req, struct cc_http_respon
 	case CC_HEARTBEAT_DONE:
 		rc = api_answer_body(&tx.answer, 200, json);
 		api_index_apply(api, &tx.moves);
+		if (rc == 0)
+			api_answer_estimate_shared(pg, &ticket, &tx.answer);
 		break;
 	case CC_HEARTBEAT_NOT_FOUND:
 		rc = explain_miss(&tx, false, &ticket);
@@ -649,7 +583,7 @@ int api_queue_heartbeat(const struct cc_http_request *req, struct cc_http_respon
 		break;
 	}
 	if (rc == 0)
-		answer_estimate(pg, &tx.answer);
+		api_answer_estimate(pg, &tx.answer);
 	api_respond(resp, rc, &tx.answer);
 out:
 	free(json);
