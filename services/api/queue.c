@@ -580,10 +580,10 @@ int api_queue_heartbeat(const struct cc_http_request *req, struct cc_http_respon
 		rc = cc_pg_run_serializable(pg, revision_tx_run, &tx);
 		if (rc == 0)
 			api_index_apply(api, &tx.moves);
+		if (rc == 0)
+			api_answer_estimate(pg, &tx.answer);
 		break;
 	}
-	if (rc == 0)
-		api_answer_estimate(pg, &tx.answer);
 	api_respond(resp, rc, &tx.answer);
 out:
 	free(json);
