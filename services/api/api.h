@@ -28,6 +28,7 @@
 #include "sys/service.h"
 #include "game/playlist.h"
 #include "game/tiers.h"
+#include "game/wait_estimate.h"
 
 #define API_MAX_REGIONS 16
 #define API_REGION_MAX 32
@@ -358,6 +359,26 @@ cJSON *api_ranked_profile(const struct api *api, double rating, double deviation
 /* ---- route handlers ------------------------------------------------------ */
 
 int api_session_steam(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+/* ---- wait.c: the estimated wait of every Ticket answer (issue 26) ---- */
+
+/*
+ * The estimated wait of the ticket ticket_id as an answer shows it in
+ * state: QUEUED is estimated over its wait history on pg
+ * (store/queue_stats.h, game/wait_estimate.h; RTT reach at SPEC 6's limit,
+ * cc-matcher's default), any other state is not_queued without a read.
+ * Returns 0, or the read's error (the caller answers unavailable or fails).
+ */
+int api_ticket_estimate(struct cc_pg *pg, const char *ticket_id, const char *state, struct cc_wait_estimate *e)
+	CC_MUST_CHECK;
+/*
+ * Adds estimated_wait_seconds and estimated_wait_method to a Ticket answer
+ * a (200/201 with a body; anything else, or one that has them, is left
+ * alone), from the ticket as a shows it; after the route's commit.
+ */
+void api_answer_estimate(struct cc_pg *pg, struct api_answer *a);
+/* The same for the heartbeat's 200 of ticket t, over a history shared per queue for up to a second. */
+void api_answer_estimate_shared(struct cc_pg *pg, const struct cc_ticket *t, struct api_answer *a);
+
 int api_queue_create(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_queue_get(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_queue_heartbeat(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);

@@ -33,9 +33,11 @@
  * The documented PlayerView from the text cc_player_view built: its rating, when
  * present, carries only the stored numbers and becomes the full ranked
  * profile (tier, provisional, season_end) that GET /v1/profile/ranked
- * shows, with the running season's end (pg: the transaction's connection).
- * Returns malloc'd JSON text, or NULL when out of memory or the season
- * could not be read.
+ * shows, with the running season's end; its active ticket, when present,
+ * gets the estimated wait every Ticket answer carries (api_ticket_estimate)
+ * (pg: the transaction's connection, when in one). Returns malloc'd JSON
+ * text, or NULL when out of memory or the season or the wait history could
+ * not be read.
  */
 static char *player_view_text(const struct api *api, struct cc_pg *pg, const char *stored)
 {
@@ -43,6 +45,20 @@ static char *player_view_text(const struct api *api, struct cc_pg *pg, const cha
 	char *text = NULL;
 	if (!view)
 		return NULL;
+	cJSON *ticket = cJSON_GetObjectItemCaseSensitive(view, "active_ticket");
+	if (cJSON_IsObject(ticket)) {
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(ticket, "id");
+		const cJSON *state = cJSON_GetObjectItemCaseSensitive(ticket, "state");
+		struct cc_wait_estimate e;
+		if (!cJSON_IsString(id) || !cJSON_IsString(state))
+			CC_BUG("cc_player_view built an active ticket without id and state");
+		if (api_ticket_estimate(pg, id->valuestring, state->valuestring, &e) != 0)
+			goto out;
+		if (!(e.method == CC_WAIT_RECENT_MATCHES ? cJSON_AddNumberToObject(ticket, "estimated_wait_seconds", e.seconds)
+							 : cJSON_AddNullToObject(ticket, "estimated_wait_seconds")) ||
+		    !cJSON_AddStringToObject(ticket, "estimated_wait_method", cc_wait_method_name(e.method)))
+			goto out;
+	}
 	cJSON *rating = cJSON_GetObjectItemCaseSensitive(view, "rating");
 	if (cJSON_IsObject(rating)) {
 		const cJSON *r = cJSON_GetObjectItemCaseSensitive(rating, "rating");

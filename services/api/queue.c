@@ -259,6 +259,8 @@ int api_queue_create(const struct cc_http_request *req, struct cc_http_response 
 	rc = cc_pg_run_serializable(pg, create_tx_run, &tx);
 	if (rc == 0 && tx.answer.status == 201)
 		cc_log_info("ticket_requested", CC_LOG_STR("player_id", player.id), CC_LOG_STR("playlist", tx.playlist));
+	if (rc == 0)
+		api_answer_estimate(pg, &tx.answer);
 	api_respond(resp, rc, &tx.answer);
 	if (rc == 0)
 		api_index_apply(api, &tx.moves);
@@ -326,6 +328,8 @@ int api_queue_get(const struct cc_http_request *req, struct cc_http_response *re
 		tx.player_id = player.id;
 		tx.ticket_id = id;
 		int rc = cc_pg_run_serializable(pg, read_tx_run, &tx);
+		if (rc == 0)
+			api_answer_estimate(pg, &tx.answer);
 		api_respond(resp, rc, &tx.answer);
 		if (rc == 0)
 			api_index_apply(api, &tx.moves);
@@ -495,6 +499,8 @@ static int revision_route(const struct cc_http_request *req, struct cc_http_resp
 		api_index_apply(api, &tx.moves);
 	if (rc == 0 && cancel && tx.answer.status == 200)
 		cc_log_info("ticket_cancelled", CC_LOG_STR("ticket_id", id));
+	if (rc == 0)
+		api_answer_estimate(pg, &tx.answer);
 	api_respond(resp, rc, &tx.answer);
 out:
 	cJSON_Delete(body);
@@ -561,6 +567,8 @@ int api_queue_heartbeat(const struct cc_http_request *req, struct cc_http_respon
 	case CC_HEARTBEAT_DONE:
 		rc = api_answer_body(&tx.answer, 200, json);
 		api_index_apply(api, &tx.moves);
+		if (rc == 0)
+			api_answer_estimate_shared(pg, &ticket, &tx.answer);
 		break;
 	case CC_HEARTBEAT_NOT_FOUND:
 		rc = explain_miss(&tx, false, &ticket);
@@ -572,6 +580,8 @@ int api_queue_heartbeat(const struct cc_http_request *req, struct cc_http_respon
 		rc = cc_pg_run_serializable(pg, revision_tx_run, &tx);
 		if (rc == 0)
 			api_index_apply(api, &tx.moves);
+		if (rc == 0)
+			api_answer_estimate(pg, &tx.answer);
 		break;
 	}
 	api_respond(resp, rc, &tx.answer);

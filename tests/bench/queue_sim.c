@@ -46,6 +46,8 @@
  *                             playlists; the goal rows; then the greedy sweep and
  *                             its recommendation
  *   queue_sim --once [opts]   one run with the given settings
+ *   queue_sim --wait-estimate the estimated wait's error (issue 26) alone; the
+ *                             full report prints it before the greedy sweep
  * Options: --seed=N --playlist=casual|ranked --team-size=N --rate=R
  *   --hours=H --tolerance-start=X --tolerance-growth=X --tolerance-cap=X
  *   --patience=S --accept=P --response-delay=S --low-rate=R --high-rate=R
@@ -63,6 +65,7 @@
 #include "game/formation.h"
 #include "game/playlist.h"
 #include "game/queue_pass.h"
+#include "game/wait_estimate.h"
 #include "sys/banned.h"
 
 #define STEP_MS CC_QUEUE_PASS_MIN_INTERVAL_MS /* cc-matcher's default --min-pass-interval-ms */
@@ -407,6 +410,38 @@ static void compact_queue(const struct settings *s)
 	sim.n_queue = kept;
 }
 
+/* ---- issue 26: the estimated wait's history ------------------------------------- */
+
+/*
+ * Every formation's tickets, as store/queue_stats.h reads them from
+ * proposals: when it formed, the ticket's wait until then and its rating,
+ * one array per region (the proposal's), oldest first. Reset with the sim.
+ */
+struct wait_rec {
+	int64_t at_ms;
+	struct cc_wait_sample sample;
+};
+static struct {
+	struct wait_rec *v[N_REGIONS];
+	size_t n[N_REGIONS], cap[N_REGIONS];
+} wait_history;
+
+static void wait_history_record(const struct cc_formation *f)
+{
+	int r = 0;
+	while (r < N_REGIONS && strcmp(region_names[r], f->region) != 0)
+		r++;
+	if (r == N_REGIONS)
+		return;
+	for (size_t k = 0; k < f->n_players; k++) {
+		const struct cc_candidate *c = &qp.cands[f->index[k]];
+		wait_history.v[r] = grow(wait_history.v[r], &wait_history.cap[r], wait_history.n[r] + 1,
+					 sizeof *wait_history.v[r]);
+		wait_history.v[r][wait_history.n[r]++] = (struct wait_rec){
+			sim.now_ms, { (double)(sim.now_ms - c->queued_at_ms) / 1000.0, c->rating } };
+	}
+}
+
 /* The claim callback: no database, so every formation is claimed; it opens a proposal. */
 static int claim(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION_MAX_PLAYERS])
 {
@@ -424,6 +459,7 @@ static int claim(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION
 	pr->spread = f->rating_spread;
 	pr->team_diff = fabs(f->team_mean[0] - f->team_mean[1]);
 	pr->worst_rtt = f->worst_rtt_ms;
+	wait_history_record(f);
 	return 0;
 }
 
@@ -540,6 +576,7 @@ static void sim_reset(void)
 	free(sim.props);
 	free(sim.matches);
 	memset(&sim, 0, sizeof sim);
+	memset(wait_history.n, 0, sizeof wait_history.n); /* issue 26: keeps the arrays for the next run */
 }
 
 /* One run of settings s; false when the queue overflowed MAX_QUEUE. */
@@ -921,6 +958,92 @@ static void frontier(const struct settings base[N_SERIES], const char *svg_path)
 	}
 }
 
+/* ---- issue 26: how well the estimated wait tracks the real one --------------------- */
+
+/*
+ * The estimate a player's enqueue answer would have shown (cc_wait_estimate
+ * at zero wait, over the history formed before he queued: the newest
+ * CC_WAIT_SAMPLES_MAX of the last CC_WAIT_WINDOW_SECONDS in the regions he
+ * reaches within the RTT limit, merged newest first as the store's ORDER
+ * BY does), against his real wait (to the proposal he accepted), over the
+ * measured matched players of the last run(). Fills the median absolute
+ * error (NAN without estimates), the share estimated and the real p50.
+ */
+static void wait_estimate_errors(double *mae, double *covered, double *real_p50, size_t *measured)
+{
+	size_t n = 0, m = 0;
+	double *err = calloc(sim.n_players + 1, sizeof *err), *real = calloc(sim.n_players + 1, sizeof *real);
+	if (!err || !real)
+		exit(1);
+	for (size_t i = 0; i < sim.n_players; i++) {
+		const struct player *p = &sim.players[i];
+		if (p->arrived_ms < WARMUP_MS || p->state != MATCHED)
+			continue;
+		size_t top[N_REGIONS]; /* per region: how many samples formed before he queued */
+		for (int r = 0; r < N_REGIONS; r++) {
+			/* The simulated matcher's limit (run()'s params): CC_FORMATION_DEFAULT_MAX_RTT_MS. */
+			size_t lo = 0, hi = p->cand.rtt[r].rtt_ms <= CC_FORMATION_DEFAULT_MAX_RTT_MS ? wait_history.n[r] : 0;
+			while (lo < hi) {
+				size_t mid = lo + (hi - lo) / 2;
+				if (wait_history.v[r][mid].at_ms <= p->arrived_ms)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			top[r] = lo;
+		}
+		struct cc_wait_sample s[CC_WAIT_SAMPLES_MAX];
+		size_t k = 0;
+		while (k < CC_WAIT_SAMPLES_MAX) {
+			int best = -1;
+			for (int r = 0; r < N_REGIONS; r++)
+				if (top[r] && (best < 0 || wait_history.v[r][top[r] - 1].at_ms >
+							      wait_history.v[best][top[best] - 1].at_ms))
+					best = r;
+			if (best < 0 || wait_history.v[best][top[best] - 1].at_ms <=
+						p->arrived_ms - (int64_t)CC_WAIT_WINDOW_SECONDS * 1000)
+				break;
+			s[k++] = wait_history.v[best][--top[best]].sample;
+		}
+		struct cc_wait_estimate e;
+		if (cc_wait_estimate(true, p->cand.rating, 0, s, k, &e) != 0)
+			exit(1);
+		double w = (double)(p->matched_ms - p->arrived_ms) / 1000.0;
+		real[m++] = w;
+		if (e.method == CC_WAIT_RECENT_MATCHES)
+			err[n++] = fabs(e.seconds - w);
+	}
+	*mae = quantile(err, n, 0.5);
+	*covered = m ? (double)n / (double)m : 0;
+	*real_p50 = quantile(real, m, 0.5);
+	*measured = m;
+	free(err);
+	free(real);
+}
+
+/* The section: ranked and casual at cc-matcher's defaults (greedy), at each rate of the main table. */
+static void wait_estimate_report(const struct settings *ranked, const struct settings *casual, const double *rates,
+				 size_t n_rates)
+{
+	printf("\nestimated wait (issue 26): median absolute error of the enqueue answer's estimate against the real "
+	       "wait\n  (game/wait_estimate.h: median of the last %d s of the queue's waits in the player's regions, "
+	       "rating +-%.0f, >= %d samples; covered = players who got a number, the rest no_history)\n",
+	       CC_WAIT_WINDOW_SECONDS, CC_WAIT_RATING_BAND, CC_WAIT_MIN_SAMPLES);
+	printf("  %-8s %7s | %8s %8s %9s %9s\n", "playlist", "rate/s", "players", "covered", "real p50", "MAE");
+	for (int pl = 0; pl < 2; pl++)
+		for (size_t i = 0; i < n_rates; i++) {
+			struct settings s = pl ? *casual : *ranked;
+			struct outcome o;
+			double mae, covered, real_p50;
+			size_t measured;
+			s.rate = rates[i];
+			run_or_die(&s, &o);
+			wait_estimate_errors(&mae, &covered, &real_p50, &measured);
+			printf("  %-8s %7.2f | %8zu %7.1f%% %8.1fs %8.1fs\n", s.playlist, s.rate, measured, 100 * covered,
+			       real_p50, mae);
+		}
+}
+
 /* ---- options ----------------------------------------------------------------------- */
 
 /* Parses "--name=number" into *v when arg names it; false when it names something else. */
@@ -993,7 +1116,7 @@ int main(int argc, char **argv)
 	double low_rate = 0.2, high_rate = 5, seed = 1, team = 0;
 	const double rate_ref_default = CC_FORMATION_DEFAULT_RATE_REFERENCE; /* cc-matcher's default */
 	const char *svg_path = NULL;
-	bool once = false, parties = false;
+	bool once = false, parties = false, wait_only = false; /* --wait-estimate: only issue 26's section */
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -1001,6 +1124,8 @@ int main(int argc, char **argv)
 			once = true;
 		else if (strcmp(a, "--parties") == 0)
 			parties = true;
+		else if (strcmp(a, "--wait-estimate") == 0)
+			wait_only = true;
 		else if (strcmp(a, "--playlist=ranked") == 0 || strcmp(a, "--playlist=casual") == 0)
 			s.playlist = a + strlen("--playlist=");
 		else if (strncmp(a, "--svg=", 6) == 0)
@@ -1023,7 +1148,7 @@ int main(int argc, char **argv)
 					"[--rate=R] [--hours=H] [--tolerance-start=X] [--tolerance-growth=X] "
 					"[--tolerance-cap=X] [--patience=S] [--accept=P] [--response-delay=S] "
 					"[--low-rate=R] [--high-rate=R] [--rule=greedy|pairing|sweep] [--hold=S] "
-					"[--rate-reference=R] [--svg=PATH] [--parties]\n");
+					"[--rate-reference=R] [--svg=PATH] [--parties] [--wait-estimate]\n");
 			return 2;
 		}
 	}
@@ -1072,6 +1197,12 @@ int main(int argc, char **argv)
 	struct settings rn = r, cn = c;
 	rn.rule = cn.rule = CC_FORMATION_RULE_SWEEP;
 	rn.rate_ref = cn.rate_ref = rate_ref_default;
+	static const double wait_rates[] = { 0.2, 0.5, 1, 5, 20 };
+	if (wait_only) { /* the estimate's error under cc-matcher's default rule */
+		wait_estimate_report(&rn, &cn, wait_rates, CC_ARRAY_LEN(wait_rates));
+		sim_reset();
+		return 0;
+	}
 	struct settings series[N_SERIES] = { r, r, rn };
 	series[1].rate_ref = rate_ref_default;
 	frontier(series, svg_path);
@@ -1118,6 +1249,7 @@ int main(int argc, char **argv)
 		printf("  casual 3v3 at 0.5/s: formation has no rating to trade, so no rule moves it; its wait is players "
 		       "meeting within %.0f ms (a region's share of 0.5/s filling 6 seats). Only filling seats (bots) or a "
 		       "wider RTT bound would.\n", CC_FORMATION_DEFAULT_MAX_RTT_MS);
+	wait_estimate_report(&rn, &cn, wait_rates, CC_ARRAY_LEN(wait_rates));
 	sweep(&r, low_rate, high_rate);
 	sim_reset();
 	return 0;

@@ -1,0 +1,1 @@
+DROP INDEX proposals_recent;
