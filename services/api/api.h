@@ -376,6 +376,8 @@ int api_ticket_estimate(struct cc_pg *pg, const char *ticket_id, const char *sta
  * alone), from the ticket as a shows it; after the route's commit.
  */
 void api_answer_estimate(struct cc_pg *pg, struct api_answer *a);
+/* The same for every ticket of the party queue's answer (POST /v1/parties/{id}/queue). */
+void api_answer_estimate_tickets(struct cc_pg *pg, struct api_answer *a);
 /* The same for the heartbeat's 200 of ticket t, over a history shared per queue for up to a second. */
 void api_answer_estimate_shared(struct cc_pg *pg, const struct cc_ticket *t, struct api_answer *a);
 

@@ -552,6 +552,8 @@ static int party_route(const struct cc_http_request *req, struct cc_http_respons
 	}
 	tx.player_id = player.id;
 	int rc = cc_pg_run_serializable(pg, party_tx_run, &tx);
+	if (rc == 0 && op == OP_QUEUE)
+		api_answer_estimate_tickets(pg, &tx.answer); /* after the commit, as the ticket routes do (wait.c) */
 	if (rc == 0 && tx.answer.status < 300 && op != OP_GET)
 		cc_log_info("party_change", CC_LOG_STR("op", op_names[op]), CC_LOG_STR("player_id", player.id),
 			    CC_LOG_STR("party_id", tx.party_id ? tx.party_id : tx.found_id));

@@ -91,6 +91,49 @@ void api_answer_estimate(struct cc_pg *pg, struct api_answer *a)
 	splice(a, &e);
 }
 
+/*
+ * The party queue's answer ({"party", "tickets": [Ticket...]}): each
+ * ticket gets its own estimate, the same read as one POST /v1/queue. The
+ * body is printed again by cJSON (same members, its own spacing).
+ */
+void api_answer_estimate_tickets(struct cc_pg *pg, struct api_answer *a)
+{
+	if (!a->body || (a->status != 200 && a->status != 201))
+		return;
+	cJSON *o = cJSON_Parse(a->body);
+	cJSON *tickets = cJSON_GetObjectItemCaseSensitive(o, "tickets");
+	if (!cJSON_IsObject(o) || !cJSON_IsArray(tickets)) {
+		cJSON_Delete(o);
+		return;
+	}
+	cJSON *t;
+	cJSON_ArrayForEach(t, tickets)
+	{
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(t, "id");
+		const cJSON *state = cJSON_GetObjectItemCaseSensitive(t, "state");
+		if (!cJSON_IsString(id) || !cJSON_IsString(state) ||
+		    cJSON_GetObjectItemCaseSensitive(t, "estimated_wait_method"))
+			continue;
+		struct cc_wait_estimate e;
+		int rc = api_ticket_estimate(pg, id->valuestring, state->valuestring, &e);
+		if (rc != 0)
+			unavailable(id->valuestring, rc, &e);
+		bool ok = e.method == CC_WAIT_RECENT_MATCHES
+				  ? cJSON_AddNumberToObject(t, "estimated_wait_seconds", e.seconds) != NULL
+				  : cJSON_AddNullToObject(t, "estimated_wait_seconds") != NULL;
+		if (!ok || !cJSON_AddStringToObject(t, "estimated_wait_method", cc_wait_method_name(e.method))) {
+			cJSON_Delete(o);
+			return; /* out of memory: the answer goes out without the estimates rather than not at all */
+		}
+	}
+	char *text = cc_json_print(o);
+	cJSON_Delete(o);
+	if (!text)
+		return;
+	free(a->body);
+	a->body = text;
+}
+
 /* ---- the heartbeat's shared history -------------------------------------------- */
 
 struct wait_slot {
