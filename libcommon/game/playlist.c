@@ -20,7 +20,9 @@ static const struct cc_playlist playlists[] = {
 	  .team_size = 3,
 	  .ranked = false,
 	  .arenas = CC_PLAYLIST_ARENAS_ALL,
-	  .requeue_on_server_loss = false },
+	  .requeue_on_server_loss = false,
+	  .backfill = true,
+	  .backfill_cutoff_seconds = 60 },
 	{ .name = "ranked",
 	  .team_size = 1,
 	  .ranked = true,
@@ -101,6 +103,10 @@ static int check_one(const struct cc_playlist *pl, char *why, size_t whylen)
 	}
 	if (!cc_playlist_arenas_name(pl->arenas)) {
 		snprintf(why, whylen, "playlist '%s': arena rule %d is not one of the enum", pl->name, (int)pl->arenas);
+		return CC_EINVAL;
+	}
+	if ((pl->backfill && pl->ranked) || pl->backfill_cutoff_seconds < 0 || pl->backfill_cutoff_seconds > 3600) {
+		snprintf(why, whylen, "playlist '%s': backfill is for unranked playlists, with a cut-off of 0..3600 s", pl->name);
 		return CC_EINVAL;
 	}
 	if (pl->profile && !pl->ranked) {

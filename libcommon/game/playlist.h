@@ -59,6 +59,14 @@ struct cc_playlist {
 	 * (store/match_settle.h, cc_match_settle_server_lost).
 	 */
 	bool requeue_on_server_loss;
+	/*
+	 * Backfill (SPEC 9, issue 26; compiled only): a human slot vacated
+	 * for good is offered to a queued ticket (store/backfill.h) when
+	 * backfill is true (never for a ranked playlist: the check refuses
+	 * it), unless fewer than backfill_cutoff_seconds of play remain.
+	 */
+	bool backfill;
+	int backfill_cutoff_seconds; /* 0..3600 */
 };
 
 /* Every playlist in definition order; *n receives the count. Never NULL. */
