@@ -62,7 +62,7 @@ static const char sql_settle[] =
 	"WHERE id = $1 AND state = 'OPEN' RETURNING revision";
 
 static const char sql_view[] =
-	"SELECT json_build_object('offer_id', o.id, 'match_id', o.match_id, 'ticket_id', o.ticket_id, "
+	"SELECT json_build_object('id', o.id, 'match_id', o.match_id, 'ticket_id', o.ticket_id, "
 	"  'slot', o.slot, 'team', o.team, 'state', o.state, 'revision', o.revision, "
 	"  'created_at', " CC_PG_RFC3339("o.created_at") ", 'expires_at', " CC_PG_RFC3339("o.expires_at") ", "
 	"  'responded_at', CASE WHEN o.responded_at IS NULL THEN NULL ELSE " CC_PG_RFC3339("o.responded_at") " END)::text "
