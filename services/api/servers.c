@@ -1343,11 +1343,8 @@ static int vacated_run(struct cc_pg *pg, void *arg)
 				 s->match.state);
 		return 0;
 	}
-	if (!current) {
-		api_answer_error(&s->answer, 409, "stale_generation", "slot %d is no longer player %s at generation %d",
-				 tx->slot, tx->player_id, (int)tx->generation);
-		return 0;
-	}
+	if (!current) /* replaced without a live offer: cannot happen (a replacement is an ACCEPTED offer) */
+		return CC_EDB;
 	if (tx->remaining < pl->backfill_cutoff_seconds) {
 		tx->outcome = "last_minute";
 		return vacated_answer(tx);
