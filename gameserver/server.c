@@ -75,6 +75,7 @@ struct gs_server {
 	/* Players a roster reload replaced (casual backfill): still in the result, with what they scored. */
 	struct former { char player_id[CC_UUID_BUF]; int team; int goals; } former[GS_MATCH_MAX_SLOTS * 2];
 	int n_former;
+	int64_t vacated_ms[GS_MATCH_MAX_SLOTS]; /* monotonic time of the slot's last vacated report (0: not vacated) */
 	bool loading_over;                        /* the match left LOADING (no-shows settled) */
 	int64_t left_ms[GS_MATCH_MAX_SLOTS];      /* monotonic time the slot's player last left (logs) */
 	uint64_t next_peer_id;
@@ -845,6 +846,26 @@ static void report_vacated(struct gs_server *s, int slot)
 		cc_log_info("slot_vacated", CC_LOG_INT("slot", slot), CC_LOG_STR("player_id", e->player_id),
 			    CC_LOG_INT("generation", e->generation), CC_LOG_INT("remaining_seconds", life->remaining_ticks / CC_WIRE_TICK_RATE));
 		(void)cc_reporter_post(s->reporter, "vacated", body, 30000);
+		s->vacated_ms[slot] = cc_clock_ms();
+	}
+}
+
+/*
+ * Repeats the vacated report of every slot still vacated (no holder, a bot
+ * driving) every GS_VACATED_REPEAT_MS: cc-api expires an offer nobody
+ * answered and offers the slot to the next queued ticket, or to one that
+ * queued since.
+ */
+#define GS_VACATED_REPEAT_MS 12000
+static void repeat_vacated(struct gs_server *s, int64_t now)
+{
+	for (int slot = 0; slot < GS_MATCH_MAX_SLOTS; slot++) {
+		if (!s->vacated_ms[slot])
+			continue;
+		if (s->by_slot[slot] || s->ended || gs_match_driver(s->match, slot) != GS_DRIVER_BOT)
+			s->vacated_ms[slot] = 0;
+		else if (now - s->vacated_ms[slot] >= GS_VACATED_REPEAT_MS)
+			report_vacated(s, slot);
 	}
 }
 
@@ -881,6 +902,7 @@ int gs_server_reload_roster(struct gs_server *s, const struct cc_roster *next)
 		struct peer *p = s->by_slot[slot];
 		if (p && holders[slot] == p->id)
 			kick(s, p, CC_REASON_NOT_IN_ROSTER, "this slot was given to another player");
+		s->vacated_ms[slot] = 0; /* filled: no more reports */
 		count_session(s, "backfilled");
 		cc_log_info("slot_reassigned", CC_LOG_INT("slot", slot), CC_LOG_STR("player_id", now->player_id),
 			    CC_LOG_INT("generation", now->generation), CC_LOG_STR("replaced", old ? old->player_id : NULL),
@@ -904,6 +926,7 @@ static void tick(struct gs_server *s)
 		if (s->opts.bots && !s->by_slot[slot] && !s->ended)
 			report_vacated(s, slot);
 	}
+	repeat_vacated(s, cc_clock_ms());
 	int64_t now = cc_clock_ms();
 	bool grace = in_grace(s, now);
 	for (int i = 0; i < GS_MATCH_MAX_SLOTS; i++) {

@@ -1304,7 +1304,9 @@ static int vacated_answer(struct vacated_tx *tx)
  * than the playlist's cut-off left is not offered; otherwise the vacancy
  * goes to the oldest qualifying ticket (store/backfill.h). A second report
  * of one vacancy answers its live offer ("already_offered"), so replays
- * and twins make one offer.
+ * and twins make one offer; an OPEN offer past its window is expired
+ * first, so the game server's repeated report passes on an offer nobody
+ * answered.
  */
 static int vacated_run(struct cc_pg *pg, void *arg)
 {
@@ -1323,6 +1325,12 @@ static int vacated_run(struct cc_pg *pg, void *arg)
 	if ((rc = cc_backfill_vacancy(pg, s->match.id, tx->slot, tx->player_id, tx->generation, &current, &team, &live,
 				      &tx->offer)) != 0)
 		return rc;
+	if (live && tx->offer.overdue) {
+		/* Its player never answered: the expiry is recorded and the vacancy passed on (the server re-reports). */
+		if ((rc = cc_backfill_settle(pg, &tx->offer, "EXPIRED")) != 0)
+			return rc == CC_ESTATE ? CC_ESERIALIZATION : rc;
+		live = false;
+	}
 	if (live) {
 		tx->has_offer = true;
 		tx->outcome = "already_offered";

@@ -6,9 +6,11 @@
 #  - six players match and connect; slot 0's player leaves for good (an ENet
 #    disconnect, no resume); its 2 s reservation lapses, a bot takes the
 #    ship and the game server POSTs vacated;
-#  - a solo player queued with the match's build receives the offer
-#    (backfill.offered on the outbox, GET /v1/backfill-offers/{id} OPEN),
-#    accepts; its ticket is ASSIGNED into the match, its assignment is slot
+#  - two solo players queued with the match's build: the older one gets
+#    the offer and ignores it; its 3 s window passes, the game server's
+#    repeated report expires it (no penalty, the ticket stays QUEUED) and
+#    the next receives the offer (backfill.offered on the outbox,
+#    GET /v1/backfill-offers/{id} OPEN), accepts; its ticket is ASSIGNED into the match, its assignment is slot
 #    0 at generation 2;
 #  - cc-supervisor re-fetches the roster and SIGHUPs the game server, which
 #    reloads it; the newcomer connects with its new token, is admitted to
@@ -26,7 +28,7 @@ GSCLIENT="$TOP/build/tests/gsclient"
 scratch_database backfill
 loop_secrets
 cat >"$T_DIR/gameserver.conf" <<'CONF'
-match-seconds = 72
+match-seconds = 90
 warmup-seconds = 2
 goal-pause-seconds = 1
 overtime-max-seconds = 2
@@ -35,7 +37,7 @@ slot-reserve-seconds = 2
 end-linger-ms = 500
 CONF
 start_api A --regions=eu-west --workload-secret-file="$T_DIR/workload.secret" --join-keys-file="$T_DIR/join.json" \
-	--join-key-id=k1 --backfill-window-seconds=10
+	--join-key-id=k1 --backfill-window-seconds=3 --ticket-ttl-seconds=300
 start_loop "$BIN/cc-supervisor --join-keys-file=$T_DIR/join.json --gameserver-config=$T_DIR/gameserver.conf --roster-poll-ms=200"
 
 make_match bf casual 3
@@ -62,7 +64,7 @@ assignment() {
 	jq -r .slot <<<"$BODY"
 }
 
-# Everyone connects; the player of slot 0 leaves for good 3 s after its welcome (72 s of play: the
+# Everyone connects; the player of slot 0 leaves for good 3 s after its welcome (90 s of play: the
 # vacancy comes well before the casual cut-off, the last 60 s).
 leaver=""
 for i in 0 1 2 3 4 5; do
@@ -78,7 +80,12 @@ done
 [[ -n $leaver ]] || fail "no participant was assigned slot 0"
 leaver_id=${PLAYERS[$leaver]}
 
-# The solo player queues with the match's build before the slot lapses.
+# Two solo players queue with the match's build before the slot lapses: the first will ignore its offer.
+idle_tok=$(login "$A_URL" "bf-idle-$RANDOM$RANDOM")
+probe "$A_URL" "$idle_tok" eu-west
+http POST "$A_URL/v1/queue" "$idle_tok" '{"playlist":"casual","protocol_version":1,"build":"bf"}' -H "Idempotency-Key: bf-idle"
+expect_http "the first solo player queues" 201
+idle_id=$(jq -r .player_id <<<"$BODY")
 solo_tok=$(login "$A_URL" "bf-solo-$RANDOM$RANDOM")
 probe "$A_URL" "$solo_tok" eu-west
 http POST "$A_URL/v1/queue" "$solo_tok" '{"playlist":"casual","protocol_version":1,"build":"bf"}' -H "Idempotency-Key: bf-solo"
@@ -89,6 +96,19 @@ solo_id=$(jq -r .player_id <<<"$BODY")
 wait_log "$GAME_LOG" '"event":"slot_reservation_lapsed","slot":0' 40
 wait_log "$GAME_LOG" '"event":"bot_took_slot","slot":0' 5
 wait_log "$T_DIR/A.log" '"event":"slot_vacated".*"outcome":"offered"' 20
+idle_offer=$(sql "SELECT id FROM backfill_offers WHERE match_id = '$MATCH' AND player_id = '$idle_id'")
+[[ $idle_offer =~ ^[0-9a-f-]{36}$ ]] || fail "the oldest queued ticket got no offer: $(sql "SELECT player_id FROM backfill_offers")"
+pass "the oldest queued ticket got the first offer; it does not answer"
+# Its 3 s window passes; the game server's repeated report (every 12 s) expires it and offers the next ticket.
+deadline=$((SECONDS + 30))
+until [[ -n $(sql "SELECT id FROM backfill_offers WHERE match_id = '$MATCH' AND player_id = '$solo_id'") ]]; do
+	((SECONDS < deadline)) || fail "the second solo player got no offer within 30 s: $(sql "SELECT player_id || ' ' || state FROM backfill_offers")"
+	sleep 0.1
+done
+expect_eq "the unanswered offer" EXPIRED "$(sql "SELECT state FROM backfill_offers WHERE id = '$idle_offer'")"
+expect_eq "the ignoring player's ticket (no penalty, still queued)" "QUEUED|0" \
+	"$(sql "SELECT t.state || '|' || (SELECT count(*) FROM penalties p WHERE p.player_id = t.player_id) FROM tickets t WHERE t.player_id = '$idle_id'")"
+pass "the unanswered offer expired and the vacancy went to the next queued ticket"
 offer=$(sql "SELECT id FROM backfill_offers WHERE match_id = '$MATCH' AND player_id = '$solo_id'")
 [[ $offer =~ ^[0-9a-f-]{36}$ ]] || fail "no backfill offer to the solo player: $(sql "SELECT count(*) FROM backfill_offers")"
 expect_eq "backfill.offered events to the solo player" 1 \
