@@ -46,7 +46,7 @@ make_match bf casual 3
 wait_log() {
 	local deadline=$((SECONDS + $3))
 	until grep -qE -- "$2" "$1" 2>/dev/null; do
-		((SECONDS < deadline)) || fail "no line matching $2 in $1 within $3 s; logs copied to /tmp/bf/last$(cp -r "$T_DIR" /tmp/bf/last 2>/dev/null)"
+		((SECONDS < deadline)) || fail "no line matching $2 in $1 within $3 s"
 		sleep 0.05
 	done
 }
