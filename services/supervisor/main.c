@@ -38,7 +38,10 @@
  *      "match_past_registration" is logged, and /shutdown reports
  *      "server_lost", so the match fails as for a killed game server;
  *   6. wait for the child, forwarding SIGTERM/SIGINT to it; classify its
- *      exit (code, signal, core) and log "child_exited";
+ *      exit (code, signal, core) and log "child_exited". Meanwhile the
+ *      roster is fetched again every --roster-poll-ms: a newer one (casual
+ *      backfill seated a player, SPEC 9) is verified, written over the
+ *      child's file and the child sent SIGHUP to reload it;
  *   7. POST /shutdown {reason}, delete the allocation and roster files, and
  *      wait for the next allocation. The allocation file is kept when it
  *      already names another allocation (cc-api may release ours before
