@@ -189,6 +189,43 @@ int gs_admission_next_lapsed(struct gs_admission *a, int64_t now_ms)
 	return -1;
 }
 
+/* The entry of slot in r, or NULL. */
+static const struct cc_roster_entry *entry_of(const struct cc_roster *r, int slot)
+{
+	for (size_t i = 0; i < r->count; i++)
+		if (r->entries[i].slot == slot)
+			return &r->entries[i];
+	return NULL;
+}
+
+int gs_admission_reload(struct gs_admission *a, const struct cc_roster *next, bool changed[CC_ROSTER_MAX_ENTRIES],
+			uint64_t holders[CC_ROSTER_MAX_ENTRIES])
+{
+	const struct cc_roster *cur = &a->roster;
+	if (strcmp(cur->match_id, next->match_id) != 0 || strcmp(cur->allocation_id, next->allocation_id) != 0 ||
+	    strcmp(cur->server_id, next->server_id) != 0 || cur->count != next->count)
+		return CC_EINVAL;
+	for (size_t i = 0; i < next->count; i++) {
+		const struct cc_roster_entry *n = &next->entries[i], *o = entry_of(cur, n->slot);
+		if (!o || o->team != n->team || n->generation < o->generation)
+			return CC_EINVAL;
+	}
+	for (int i = 0; i < CC_ROSTER_MAX_ENTRIES; i++) {
+		changed[i] = false;
+		holders[i] = 0;
+	}
+	for (size_t i = 0; i < next->count; i++) {
+		const struct cc_roster_entry *n = &next->entries[i], *o = entry_of(cur, n->slot);
+		if (o->generation == n->generation && strcmp(o->player_id, n->player_id) == 0)
+			continue;
+		changed[n->slot] = true;
+		holders[n->slot] = a->slots[n->slot].holder;
+		memset(&a->slots[n->slot], 0, sizeof a->slots[n->slot]);
+	}
+	a->roster = *next;
+	return 0;
+}
+
 const struct cc_roster *gs_admission_roster(const struct gs_admission *a)
 {
 	return &a->roster;

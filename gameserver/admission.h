@@ -126,6 +126,20 @@ int gs_admission_release(struct gs_admission *a, uint64_t holder, int64_t now_ms
  */
 int gs_admission_next_lapsed(struct gs_admission *a, int64_t now_ms);
 
+/*
+ * Casual backfill (SPEC 9, issue 26): replaces the roster with next, a
+ * later version of the same match's roster (same match, allocation and
+ * server, the same slots on the same teams). Every slot whose player or
+ * generation changed starts over: no holder, no resume key, no
+ * reservation, so the old token (its old generation or player) is refused
+ * from now on (not_in_roster / wrong_generation) and the new one is
+ * admitted as a newcomer. changed[slot] is set for each such slot and
+ * holders[slot] names its connection that must be kicked (0: none).
+ * Returns 0, or CC_EINVAL (nothing changed) when next is not such a roster.
+ */
+int gs_admission_reload(struct gs_admission *a, const struct cc_roster *next, bool changed[CC_ROSTER_MAX_ENTRIES],
+			uint64_t holders[CC_ROSTER_MAX_ENTRIES]) CC_MUST_CHECK;
+
 /* The roster (read-only, valid until free). */
 const struct cc_roster *gs_admission_roster(const struct gs_admission *a);
 

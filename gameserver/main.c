@@ -29,6 +29,7 @@
  * few lines of TCP (gameserver/probe.h), the receipts use sys/http_client.
  */
 #include <enet/enet.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -250,19 +251,40 @@ static struct cc_service service;
 
 struct loop_ctx {
 	struct gs_server *server;
+	const struct gameserver_config *cfg; /* allocated mode: the roster file to reload on SIGHUP */
 	int result; /* gs_server_run's */
 };
 
+static bool load_roster(const struct gameserver_config *cfg, struct cc_roster *out);
+
+/*
+ * Also the tick thread's look at SIGHUP (blocked in every thread since
+ * main's start, so it waits pending here): cc-supervisor wrote a newer
+ * roster (casual backfill), which is read, verified and handed to the
+ * server between two ticks.
+ */
 static bool stopping(void *ctx)
 {
-	(void)ctx;
+	struct loop_ctx *lc = ctx;
+	sigset_t hup;
+	sigemptyset(&hup);
+	sigaddset(&hup, SIGHUP);
+	struct timespec zero = { 0, 0 };
+	if (lc && lc->cfg && sigtimedwait(&hup, NULL, &zero) == SIGHUP) {
+		struct cc_roster next;
+		if (load_roster(lc->cfg, &next)) {
+			if (gs_server_reload_roster(lc->server, &next) != 0)
+				cc_log_warn("roster_reload_kept_old", CC_LOG_STR("match_id", next.match_id));
+		} else
+			cc_log_warn("roster_reload_refused", CC_LOG_STR("why", "the roster file did not verify (see stderr)"));
+	}
 	return cc_service_stopping(&service);
 }
 
 static void *game_loop(void *arg)
 {
 	struct loop_ctx *lc = arg;
-	lc->result = gs_server_run(lc->server, stopping, NULL);
+	lc->result = gs_server_run(lc->server, stopping, lc);
 	return NULL;
 }
 
@@ -488,6 +510,12 @@ int main(int argc, char **argv)
 		status = run_community(&cfg, argc, argv, started_ns);
 		goto out;
 	}
+	/* SIGHUP (a newer roster: casual backfill) waits pending for the tick thread, in every thread's mask. */
+	sigset_t hup;
+	sigemptyset(&hup);
+	sigaddset(&hup, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &hup, NULL);
+	lc.cfg = &cfg;
 	/* Everything the options imply is checked before anything starts; each problem is printed. */
 	bool ok = refuse_given(argc, argv, community_only, CC_ARRAY_LEN(community_only), "allocated") == 0;
 	static const struct {

@@ -82,6 +82,10 @@ struct gs_server {
 	struct peer *spectators[GS_MAX_SPECTATORS]; /* SPECTATING peers, the first n_spectators */
 	int n_spectators;
 	bool bot_played[GS_MATCH_MAX_SLOTS];      /* a bot drove the slot at some time: marked in the result */
+	/* Players a roster reload replaced (casual backfill): still in the result, with what they scored. */
+	struct former { char player_id[CC_UUID_BUF]; int team; int goals; } former[GS_MATCH_MAX_SLOTS * 2];
+	int n_former;
+	int64_t vacated_ms[GS_MATCH_MAX_SLOTS]; /* monotonic time of the slot's last vacated report (0: not vacated) */
 	bool loading_over;                        /* the match left LOADING (no-shows settled) */
 	int64_t left_ms[GS_MATCH_MAX_SLOTS];      /* monotonic time the slot's player last left (logs) */
 	uint64_t next_peer_id;
@@ -766,6 +770,11 @@ static void post_result(struct gs_server *s, const int score[2])
 					/* A bot drove this slot at some time: recorded, never rated (cc-api). */
 					e->slot >= 0 && e->slot < GS_MATCH_MAX_SLOTS && s->bot_played[e->slot] ? ",\"bot\":true" : "");
 	}
+	/* Players a backfill replaced: listed for the part they played, their slot marked bot (never rated). */
+	for (int i = 0; r && i < s->n_former && off < sizeof body; i++)
+		off += (size_t)snprintf(body + off, sizeof body - off,
+					",{\"player_id\":\"%s\",\"team\":%d,\"goals\":%d,\"assists\":0,\"saves\":0,\"shots\":0,\"bot\":true}",
+					s->former[i].player_id, s->former[i].team, s->former[i].goals);
 	if (off < sizeof body)
 		snprintf(body + off, sizeof body - off, "]}");
 	cc_reporter_post(s->reporter, "result", body, s->opts.result_deadline_ms > 0 ? s->opts.result_deadline_ms : 60000);
@@ -887,6 +896,91 @@ const char *gs_server_called_off(const struct gs_server *s)
 	return s->called_off ? s->called_off : "";
 }
 
+/*
+ * Casual backfill (SPEC 9, issue 26): the slot's player left for good (its
+ * reservation lapsed, nobody holds it): POST vacated {player_id, slot,
+ * generation, remaining_seconds} so cc-api can offer the slot to a queued
+ * player. The bot keeps the ship until a newcomer's roster arrives.
+ */
+static void report_vacated(struct gs_server *s, int slot)
+{
+	const struct cc_roster *r = s->admission ? gs_admission_roster(s->admission) : NULL;
+	const struct cc_match *life = gs_match_lifecycle(s->match);
+	for (size_t i = 0; r && s->reporter && i < r->count; i++) {
+		const struct cc_roster_entry *e = &r->entries[i];
+		if (e->slot != slot)
+			continue;
+		char body[256];
+		snprintf(body, sizeof body, "{\"player_id\":\"%s\",\"slot\":%d,\"generation\":%lld,\"remaining_seconds\":%u}",
+			 e->player_id, slot, (long long)e->generation, life->remaining_ticks / CC_WIRE_TICK_RATE);
+		cc_log_info("slot_vacated", CC_LOG_INT("slot", slot), CC_LOG_STR("player_id", e->player_id),
+			    CC_LOG_INT("generation", e->generation), CC_LOG_INT("remaining_seconds", life->remaining_ticks / CC_WIRE_TICK_RATE));
+		(void)cc_reporter_post(s->reporter, "vacated", body, 30000);
+		s->vacated_ms[slot] = cc_clock_ms();
+	}
+}
+
+/*
+ * Repeats the vacated report of every slot still vacated (no holder, a bot
+ * driving) every GS_VACATED_REPEAT_MS: cc-api expires an offer nobody
+ * answered and offers the slot to the next queued ticket, or to one that
+ * queued since.
+ */
+#define GS_VACATED_REPEAT_MS 12000
+static void repeat_vacated(struct gs_server *s, int64_t now)
+{
+	for (int slot = 0; slot < GS_MATCH_MAX_SLOTS; slot++) {
+		if (!s->vacated_ms[slot])
+			continue;
+		if (s->by_slot[slot] || s->ended || gs_match_driver(s->match, slot) != GS_DRIVER_BOT)
+			s->vacated_ms[slot] = 0;
+		else if (now - s->vacated_ms[slot] >= GS_VACATED_REPEAT_MS)
+			report_vacated(s, slot);
+	}
+}
+
+int gs_server_reload_roster(struct gs_server *s, const struct cc_roster *next)
+{
+	bool changed[CC_ROSTER_MAX_ENTRIES];
+	uint64_t holders[CC_ROSTER_MAX_ENTRIES];
+	if (!s->admission)
+		return CC_EINVAL;
+	struct cc_roster before = *gs_admission_roster(s->admission);
+	int rc = gs_admission_reload(s->admission, next, changed, holders);
+	if (rc != 0) {
+		cc_log_warn("roster_reload_refused", CC_LOG_STR("why", "not a later roster of this match, server and slots"));
+		return rc;
+	}
+	for (int slot = 0; slot < CC_ROSTER_MAX_ENTRIES && slot < GS_MATCH_MAX_SLOTS; slot++) {
+		if (!changed[slot])
+			continue;
+		const struct cc_roster_entry *old = NULL, *now = NULL;
+		for (size_t i = 0; i < before.count; i++)
+			if (before.entries[i].slot == slot)
+				old = &before.entries[i];
+		for (size_t i = 0; i < next->count; i++)
+			if (next->entries[i].slot == slot)
+				now = &next->entries[i];
+		if (old && strcmp(old->player_id, now->player_id) != 0 &&
+		    s->n_former < (int)(sizeof s->former / sizeof s->former[0])) {
+			struct former *f = &s->former[s->n_former++];
+			snprintf(f->player_id, sizeof f->player_id, "%s", old->player_id);
+			f->team = old->team;
+			f->goals = s->goals[slot];
+			s->goals[slot] = 0; /* from here on the newcomer's */
+		}
+		struct peer *p = s->by_slot[slot];
+		if (p && holders[slot] == p->id)
+			kick(s, p, CC_REASON_NOT_IN_ROSTER, "this slot was given to another player");
+		s->vacated_ms[slot] = 0; /* filled: no more reports */
+		count_session(s, "backfilled");
+		cc_log_info("slot_reassigned", CC_LOG_INT("slot", slot), CC_LOG_STR("player_id", now->player_id),
+			    CC_LOG_INT("generation", now->generation), CC_LOG_STR("replaced", old ? old->player_id : NULL),
+			    CC_LOG_INT("tick", gs_match_tick(s->match)));
+	}
+	return 0;
+}
+
 /* One simulation tick: settle lapsed reservations, consume inputs, step, maybe snapshot, kick slow handshakes. */
 static void tick(struct gs_server *s)
 {
@@ -899,7 +993,10 @@ static void tick(struct gs_server *s)
 		count_session(s, "lapsed");
 		if (gs_match_driver(s->match, slot) == GS_DRIVER_AWAY)
 			vacate_ship(s, slot, "reservation_lapsed");
+		if (s->opts.bots && !s->by_slot[slot] && !s->ended)
+			report_vacated(s, slot);
 	}
+	repeat_vacated(s, cc_clock_ms());
 	int64_t now = cc_clock_ms();
 	bool grace = in_grace(s, now);
 	for (int i = 0; i < GS_MATCH_MAX_SLOTS; i++) {

@@ -95,6 +95,8 @@
 #include "input.h"
 #include "sys/netsim.h"
 
+struct cc_roster;
+
 struct gs_admission;
 struct gs_replay;
 struct gs_match;
@@ -171,6 +173,18 @@ enum gs_run_result {
  * shutting_down, and returns GS_RUN_CALLED_OFF after the end linger.
  */
 int gs_server_run(struct gs_server *s, bool (*stopping)(void *ctx), void *ctx);
+
+/*
+ * Casual backfill (SPEC 9, issue 26): next replaces the roster (SIGHUP:
+ * cc-supervisor wrote a newer one). Each slot whose player changed starts
+ * over (gs_admission_reload): its old token is refused from now on, a
+ * connection still holding it is kicked not_in_roster, and the newcomer
+ * enters at the next kickoff, taking the ship over from the bot. The
+ * replaced player stays in the result with the goals it scored, and the
+ * slot is marked bot there (so neither is rated: README "Backfill").
+ * Tick thread only. 0, or CC_EINVAL (logged; the old roster stays).
+ */
+int gs_server_reload_roster(struct gs_server *s, const struct cc_roster *next) CC_MUST_CHECK;
 
 /* Why the match was called off ("control_plane", "no_show"), or "" when it was not. */
 const char *gs_server_called_off(const struct gs_server *s);

@@ -21,7 +21,9 @@ static const struct cc_playlist playlists[] = {
 	  .ranked = false,
 	  .arenas = CC_PLAYLIST_ARENAS_ALL,
 	  .requeue_on_server_loss = false,
-	  .max_party_size = 3 },
+	  .max_party_size = 3,
+	  .backfill = true,
+	  .backfill_cutoff_seconds = 60 },
 	{ .name = "ranked",
 	  .team_size = 1,
 	  .ranked = true,
@@ -108,6 +110,10 @@ static int check_one(const struct cc_playlist *pl, char *why, size_t whylen)
 	if (pl->max_party_size < 0 || pl->max_party_size > pl->team_size) {
 		snprintf(why, whylen, "playlist '%s': max_party_size %d is outside 0..team_size %d", pl->name,
 			 pl->max_party_size, pl->team_size);
+		return CC_EINVAL;
+	}
+	if ((pl->backfill && pl->ranked) || pl->backfill_cutoff_seconds < 0 || pl->backfill_cutoff_seconds > 3600) {
+		snprintf(why, whylen, "playlist '%s': backfill is for unranked playlists, with a cut-off of 0..3600 s", pl->name);
 		return CC_EINVAL;
 	}
 	if (pl->profile && !pl->ranked) {

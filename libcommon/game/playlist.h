@@ -66,6 +66,14 @@ struct cc_playlist {
 	 * Compiled only, like requeue_on_server_loss: no database column.
 	 */
 	int max_party_size;
+	/*
+	 * Backfill (SPEC 9, issue 26; compiled only): a human slot vacated
+	 * for good is offered to a queued ticket (store/backfill.h) when
+	 * backfill is true (never for a ranked playlist: the check refuses
+	 * it), unless fewer than backfill_cutoff_seconds of play remain.
+	 */
+	bool backfill;
+	int backfill_cutoff_seconds; /* 0..3600 */
 };
 
 /* Every playlist in definition order; *n receives the count. Never NULL. */

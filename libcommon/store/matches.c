@@ -6,6 +6,7 @@
 
 #include "store/outbox.h"
 #include "sys/charset.h"
+#include "sys/crypto.h"
 #include "sys/banned.h"
 
 /* The match and its roster in one statement: one row per player, by team then player. */
@@ -143,6 +144,32 @@ static int move(struct cc_pg *pg, struct cc_match *m, const char *from, const ch
 	rc = cc_outbox_append(pg, &ev);
 out:
 	PQclear(res);
+	return rc;
+}
+
+static const char sql_add_backfill[] =
+	"INSERT INTO match_players (match_id, player_id, ticket_id, team, joined_at) "
+	"SELECT m.id, $2, $3, $4::smallint, now() FROM matches m WHERE m.id = $1 AND m.state = 'IN_PROGRESS'";
+
+int cc_match_add_backfill_player(struct cc_pg *pg, struct cc_match *m, const char *player_id, const char *ticket_id,
+				 int team)
+{
+	if (!m || !cc_uuid_valid(player_id) || !cc_uuid_valid(ticket_id) || (team != 0 && team != 1))
+		return CC_EINVAL;
+	if (m->n_players >= CC_FORMATION_MAX_PLAYERS)
+		return CC_ETOOBIG;
+	char t[4];
+	snprintf(t, sizeof t, "%d", team);
+	const char *p[] = { m->id, player_id, ticket_id, t };
+	PGresult *res = NULL;
+	int rc = cc_pg_exec(pg, sql_add_backfill, 4, p, &res);
+	if (rc == 0 && strcmp(PQcmdTuples(res), "1") != 0)
+		rc = CC_ESTATE;
+	PQclear(res);
+	if (rc == 0) {
+		snprintf(m->player_ids[m->n_players], CC_UUID_BUF, "%s", player_id);
+		m->teams[m->n_players++] = (uint8_t)team;
+	}
 	return rc;
 }
 

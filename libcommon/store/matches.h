@@ -88,6 +88,16 @@ int cc_match_complete(struct cc_pg *pg, struct cc_match *m) CC_MUST_CHECK;
 /* Any state but COMPLETED and FAILED -> FAILED; reason (a [a-z_] word) goes into the event's payload. */
 int cc_match_fail(struct cc_pg *pg, struct cc_match *m, const char *reason) CC_MUST_CHECK;
 
+/*
+ * Backfill (store/backfill.h): player_id (ticket_id) joins m, IN_PROGRESS,
+ * on team, its match_players row stamped joined_at = now(); m gains the
+ * player. No event: the ticket's ticket.assigned tells the player. Returns
+ * 0; CC_ESTATE when m is not IN_PROGRESS; CC_ETOOBIG when m is full;
+ * CC_ECONFLICT when the player is already in it; or a database error.
+ */
+int cc_match_add_backfill_player(struct cc_pg *pg, struct cc_match *m, const char *player_id, const char *ticket_id,
+				 int team) CC_MUST_CHECK;
+
 /* True when state is COMPLETED or FAILED. */
 bool cc_match_state_terminal(const char *state);
 

@@ -320,3 +320,56 @@ out:
 		free(arr[k]);
 	return rc;
 }
+
+static const char sql_lock[] = "SELECT manifest::text, key_id FROM rosters WHERE match_id = $1 FOR UPDATE";
+
+int cc_roster_lock(struct cc_pg *pg, const char *match_id, char **manifest, char key_id[CC_ROSTER_KEY_ID_BUF])
+{
+	if (!cc_uuid_valid(match_id) || !manifest)
+		return CC_EINVAL;
+	const char *p[] = { match_id };
+	PGresult *res = NULL;
+	int rc = cc_pg_exec(pg, sql_lock, 1, p, &res);
+	if (rc == 0 && PQntuples(res) != 1)
+		rc = CC_ENOTFOUND;
+	if (rc == 0 && !(*manifest = strdup(PQgetvalue(res, 0, 0))))
+		rc = CC_ENOMEM;
+	if (rc == 0)
+		snprintf(key_id, CC_ROSTER_KEY_ID_BUF, "%s", PQgetvalue(res, 0, 1));
+	PQclear(res);
+	return rc;
+}
+
+/* The vacated assignment replaced, the newcomer's inserted, the roster rewritten: one statement. */
+static const char sql_backfill_seat[] =
+	"WITH old AS (UPDATE assignments SET replaced_at = now() WHERE match_id = $1 AND slot = $3::smallint "
+	"  AND player_id = $2 AND generation = $4::int AND replaced_at IS NULL RETURNING match_id), "
+	"ins AS (INSERT INTO assignments (match_id, player_id, slot, team, generation, join_token, expires_at) "
+	"  SELECT old.match_id, $5, $3::smallint, $6::smallint, $7::int, $8, to_timestamp($9::bigint) FROM old RETURNING 1), "
+	"r AS (UPDATE rosters SET digest = $10, manifest = $11::jsonb FROM old WHERE rosters.match_id = old.match_id "
+	"  RETURNING 1) "
+	"SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM r)";
+
+int cc_roster_backfill_seat(struct cc_pg *pg, const char *match_id, const char *old_player_id, int old_generation,
+			    const struct cc_roster_seat *s, const char *digest, const char *manifest_json)
+{
+	if (!cc_uuid_valid(match_id) || !cc_uuid_valid(old_player_id) || !s || !cc_uuid_valid(s->player_id) ||
+	    s->generation != old_generation + 1 || !plain_text(s->join_token) || !digest ||
+	    strlen(digest) != CC_SHA256_HEX_LEN || !manifest_json)
+		return CC_EINVAL;
+	char slot[8], og[16], team[4], gen[16], exp[24];
+	snprintf(slot, sizeof slot, "%d", s->slot);
+	snprintf(og, sizeof og, "%d", old_generation);
+	snprintf(team, sizeof team, "%d", s->team);
+	snprintf(gen, sizeof gen, "%d", s->generation);
+	snprintf(exp, sizeof exp, "%lld", (long long)s->expires_unix);
+	const char *p[] = { match_id, old_player_id, slot, og, s->player_id, team, gen, s->join_token, exp, digest,
+			    manifest_json };
+	PGresult *res = NULL;
+	int rc = cc_pg_exec(pg, sql_backfill_seat, 11, p, &res);
+	if (rc == 0 && (PQntuples(res) != 1 || strcmp(PQgetvalue(res, 0, 0), "1") != 0 ||
+			strcmp(PQgetvalue(res, 0, 1), "1") != 0))
+		rc = CC_ESTATE;
+	PQclear(res);
+	return rc;
+}

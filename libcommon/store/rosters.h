@@ -87,4 +87,22 @@ int cc_roster_participants_many(struct cc_pg *pg, const char *const *match_ids, 
 int cc_rosters_publish_many(struct cc_pg *pg, const struct cc_roster_record *recs,
 			    const struct cc_roster_seat *const *seats, const size_t *counts, size_t n) CC_MUST_CHECK;
 
+/*
+ * Backfill (store/backfill.h). cc_roster_lock reads (FOR UPDATE) the
+ * roster row of match_id: its manifest text (malloc'd into *manifest, the
+ * caller frees) and key id. CC_ENOTFOUND when none.
+ */
+int cc_roster_lock(struct cc_pg *pg, const char *match_id, char **manifest, char key_id[CC_ROSTER_KEY_ID_BUF]) CC_MUST_CHECK;
+
+/*
+ * Seats s (generation = the vacated one + 1) on s->slot of match_id: the
+ * current assignment of that slot, which must be old_player_id at
+ * old_generation, is marked replaced (its lease history stays), the new
+ * assignment inserted, and the rosters row gets the new manifest and
+ * digest. Returns 0; CC_ESTATE when the slot's current assignment is not
+ * the one named (another accept came first); CC_EINVAL; or a database error.
+ */
+int cc_roster_backfill_seat(struct cc_pg *pg, const char *match_id, const char *old_player_id, int old_generation,
+			    const struct cc_roster_seat *s, const char *digest, const char *manifest_json) CC_MUST_CHECK;
+
 #endif

@@ -185,6 +185,10 @@ static const char sql_assign[] =
 	"UPDATE tickets AS t SET state = 'ASSIGNED', revision = t.revision + 1, updated_at = now() "
 	"WHERE t.match_id = $1 AND t.state = 'MATCHED' RETURNING " COLUMNS;
 
+static const char sql_backfill_assign[] =
+	"UPDATE tickets AS t SET state = 'ASSIGNED', match_id = $2, revision = t.revision + 1, updated_at = now() "
+	"WHERE t.id = $1 AND t.state = 'QUEUED' RETURNING " COLUMNS;
+
 static const char sql_complete[] =
 	"UPDATE tickets AS t SET state = 'COMPLETED', revision = t.revision + 1, updated_at = now() "
 	"WHERE t.match_id = $1 AND t.state = 'ASSIGNED' RETURNING " COLUMNS;
@@ -596,6 +600,15 @@ int cc_tickets_assign(struct cc_pg *pg, const char *match_id, int *n, struct cc_
 {
 	const char *p[] = { match_id };
 	return transition(pg, sql_assign, 1, p, "ticket.assigned", NULL, n, NULL, moves);
+}
+
+int cc_ticket_backfill_assign(struct cc_pg *pg, const char *ticket_id, const char *match_id, int *n,
+			      struct cc_ticket_moves *moves)
+{
+	if (!cc_uuid_valid(ticket_id) || !cc_uuid_valid(match_id))
+		return CC_EINVAL;
+	const char *p[] = { ticket_id, match_id };
+	return transition(pg, sql_backfill_assign, 2, p, "ticket.assigned", "{\"backfill\":true}", n, NULL, moves);
 }
 
 int cc_tickets_complete(struct cc_pg *pg, const char *match_id, int *n, struct cc_ticket_moves *moves)

@@ -21,6 +21,7 @@
  *   cc_tickets_requeue    PROPOSED -> QUEUED            ticket.requeued
  *   cc_tickets_match      PROPOSED -> MATCHED           ticket.matched
  *   cc_tickets_assign     MATCHED -> ASSIGNED           ticket.assigned
+ *   cc_ticket_backfill_assign  QUEUED -> ASSIGNED       ticket.assigned {"backfill": true}
  *   cc_tickets_complete   ASSIGNED -> COMPLETED         ticket.completed
  *   cc_tickets_fail_match MATCHED|ASSIGNED -> FAILED    ticket.failed {"reason": ...}
  *   cc_tickets_requeue_match  MATCHED|ASSIGNED -> QUEUED  ticket.requeued {"reason": ...}
@@ -288,6 +289,14 @@ int cc_tickets_match(struct cc_pg *pg, const char *proposal_id, const char *matc
 
 /* Every ticket MATCHED into match_id -> ASSIGNED (the match reached ASSIGNMENT_READY); *n (may be NULL) how many. */
 int cc_tickets_assign(struct cc_pg *pg, const char *match_id, int *n, struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
+/*
+ * Backfill (store/backfill.h): the QUEUED ticket_id -> ASSIGNED into
+ * match_id (an accepted offer seats it in a match in progress). *n (may be
+ * NULL): 1, or 0 when the ticket is no longer QUEUED (nothing changed).
+ */
+int cc_ticket_backfill_assign(struct cc_pg *pg, const char *ticket_id, const char *match_id, int *n,
+			      struct cc_ticket_moves *moves) CC_MUST_CHECK;
 
 /* Every ticket ASSIGNED in match_id -> COMPLETED (its result was recorded); *n (may be NULL) how many. */
 int cc_tickets_complete(struct cc_pg *pg, const char *match_id, int *n, struct cc_ticket_moves *moves) CC_MUST_CHECK;

@@ -64,6 +64,10 @@ struct api_config {
 	bool steam_reject_vac_banned;   /* 403 for VAC-banned accounts */
 	bool steam_reject_publisher_banned; /* 403 for publisher-banned accounts */
 	char *workload_secret_file;     /* key set verifying workload tokens (servers.c); unset = server routes 503 */
+	char *join_keys_file;           /* key set signing backfill join tokens (backfill.c); unset = no backfill */
+	char *join_key_id;              /* its active key, as cc-allocator's --join-key-id */
+	int64_t join_token_ttl_seconds; /* lifetime of a backfill join token */
+	int64_t backfill_window_seconds; /* an offer's window (SPEC 9: 10 s) */
 	double rating_tau;              /* Glicko-2 system constant of the result route */
 	bool events;                    /* serve GET /v1/events */
 	int64_t events_max_connections; /* streams one replica holds */
@@ -97,6 +101,7 @@ struct api {
 	char regions_pg_array[API_MAX_REGIONS * (API_REGION_MAX + 3) + 3]; /* "{a,b}" for SQL */
 	char probe_urls[API_MAX_REGIONS][API_PROBE_URL_MAX + 1]; /* by region index; "" = this server */
 	struct cc_keyset *workload_keys;          /* from --workload-secret-file; NULL = not configured */
+	struct cc_keyset *join_keys;              /* from --join-keys-file; NULL = backfill off */
 	struct cc_metric *server_conflicts;       /* 409s of the server routes, by kind (route) */
 	struct cc_metric *workload_refusals;      /* refused workload tokens, by reason */
 	struct api_events *events;                /* the event stream (events.c); NULL = off */
@@ -406,6 +411,19 @@ int api_server_shutdown(const struct cc_http_request *req, struct cc_http_respon
 int api_server_result(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_server_heartbeat(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_server_no_show(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_server_vacated(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+
+/*
+ * Backfill (backfill.c; SPEC 9, issue 26). GET /v1/backfill-offers/{offer_id}
+ * and POST /v1/backfill-offers/{offer_id}/response {response}.
+ */
+extern const char *const api_vacated_fields[];          /* POST /v1/servers/{id}/vacated */
+int api_backfill_get(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_backfill_respond(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+struct cc_backfill_rules;
+struct cc_playlist;
+/* The rules an offer of a pl match follows (its window from the config). */
+void api_backfill_rules(const struct api *api, const struct cc_playlist *pl, struct cc_backfill_rules *out);
 int api_match_assignment(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 
 /* Parties (parties.c, issue 26). */

@@ -119,6 +119,17 @@ static const struct cc_config_option api_options[] = {
 	  .help = "key set file verifying the game servers' workload tokens, as cc-allocator's (a JSON map "
 		  "id -> base64 secret, or one raw secret); unset: the /v1/servers routes answer 503",
 	  .offset = OPT(workload_secret_file) },
+	{ .name = "join-keys-file", .type = CC_CFG_STRING,
+	  .help = "key set file signing join tokens, as cc-allocator's: cc-api signs a backfilled player's "
+		  "(casual backfill, SPEC 9); unset: no slot is ever backfilled",
+	  .offset = OPT(join_keys_file) },
+	{ .name = "join-key-id", .type = CC_CFG_STRING, .default_value = "",
+	  .help = "the active key of --join-keys-file, as cc-allocator's --join-key-id", .offset = OPT(join_key_id) },
+	{ .name = "join-token-ttl-seconds", .type = CC_CFG_INT, .default_value = "900", .min = 30, .max = 86400,
+	  .help = "lifetime of a backfilled player's join token", .offset = OPT(join_token_ttl_seconds) },
+	{ .name = "backfill-window-seconds", .type = CC_CFG_INT, .default_value = "10", .min = 1, .max = 3600,
+	  .help = "how long a backfill offer waits for its player's answer (SPEC 9: 10 s)",
+	  .offset = OPT(backfill_window_seconds) },
 	{ .name = "rating-tau", .type = CC_CFG_DOUBLE, .default_value = CC_STRINGIFY(CC_GLICKO2_DEFAULT_TAU),
 	  .min = CC_GLICKO2_TAU_MIN, .max = CC_GLICKO2_TAU_MAX,
 	  .help = "Glicko-2 system constant tau of the rating update (SPEC 9)", .offset = OPT(rating_tau) },
@@ -442,6 +453,7 @@ out:
 	cc_candidate_index_free(api.index);
 	cc_ratelimiter_free(api.limiter);
 	cc_keyset_free(api.workload_keys);
+	cc_keyset_free(api.join_keys);
 	cc_pg_pool_free(api.pool);
 	free(atomic_load(&api.tier_bands));
 	cc_service_release(&service);

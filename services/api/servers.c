@@ -43,6 +43,8 @@
 
 #include "api.h"
 #include "game/glicko2.h"
+#include "game/join_token.h"
+#include "game/playlist.h"
 #include "game/match_result.h"
 #include "game/workload_token.h"
 #include "store/match_settle.h"
@@ -52,6 +54,7 @@
 #include "store/results.h"
 #include "store/seasons.h"
 #include "store/server_routes.h"
+#include "store/backfill.h"
 #include "store/tickets.h"
 #include "sys/charset.h"
 #include "sys/crypto.h"
@@ -60,9 +63,9 @@
 #include "sys/banned.h"
 
 /* The routes, as the conflict counter's kind label. */
-enum server_route { R_REGISTER, R_ROSTER, R_CONNECT, R_DISCONNECT, R_SHUTDOWN, R_RESULT, R_HEARTBEAT, R_NO_SHOW, R_COUNT };
+enum server_route { R_REGISTER, R_ROSTER, R_CONNECT, R_DISCONNECT, R_SHUTDOWN, R_RESULT, R_HEARTBEAT, R_NO_SHOW, R_VACATED, R_COUNT };
 static const char *const route_names[R_COUNT] = { "register", "roster", "connect", "disconnect",
-						  "shutdown", "result", "heartbeat", "no_show" };
+						  "shutdown", "result", "heartbeat", "no_show", "vacated" };
 
 /*
  * Why a workload token was refused, the refusal counter's reason label:
@@ -84,6 +87,18 @@ int api_servers_open(struct api *api)
 	/* Series exist from the start, so a dashboard sees 0 rather than nothing. */
 	for (int i = 0; i < R_COUNT; i++)
 		cc_metric_add(api->server_conflicts, (const char *const[]){ route_names[i] }, 0);
+	if (api->cfg->join_keys_file) {
+		size_t len = 0;
+		int rc = cc_keyset_load_file(api->cfg->join_keys_file, &api->join_keys, err, sizeof err);
+		if (rc != 0) {
+			fprintf(stderr, "cc-api: --join-keys-file: %s\n", err);
+			return rc;
+		}
+		if (!cc_keyset_find(api->join_keys, api->cfg->join_key_id, &len)) {
+			fprintf(stderr, "cc-api: --join-key-id: no key '%.64s' in --join-keys-file\n", api->cfg->join_key_id);
+			return CC_EINVAL;
+		}
+	}
 	if (!api->cfg->workload_secret_file)
 		return 0;
 	int rc = cc_keyset_load_file(api->cfg->workload_secret_file, &api->workload_keys, err, sizeof err);
@@ -1250,6 +1265,135 @@ int api_server_no_show(const struct cc_http_request *req, struct cc_http_respons
 				    CC_LOG_INT("no_shows", (int64_t)tx.settled.n_no_shows),
 				    CC_LOG_INT("penalised", tx.settled.penalised), CC_LOG_INT("requeued", tx.settled.requeued));
 	}
+out:
+	cJSON_Delete(body);
+	api_db_release(api, pg);
+	return 0;
+}
+
+/* ---- vacated (casual backfill, SPEC 9, issue 26) ------------------------------------ */
+
+const char *const api_vacated_fields[] = { "player_id", "slot", "generation", "remaining_seconds", NULL };
+
+struct vacated_tx {
+	struct server_tx s;
+	const char *player_id;
+	int slot;
+	int32_t generation;
+	int64_t remaining;
+	const char *outcome; /* offered, already_offered, no_candidate, not_backfilled, last_minute */
+	struct cc_backfill_offer offer;
+	bool has_offer;
+};
+
+static int vacated_answer(struct vacated_tx *tx)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (o && cJSON_AddStringToObject(o, "match_id", tx->s.match.id) && cJSON_AddNumberToObject(o, "slot", tx->slot) &&
+	    cJSON_AddNumberToObject(o, "generation", tx->generation) && cJSON_AddStringToObject(o, "outcome", tx->outcome) &&
+	    (tx->has_offer ? cJSON_AddStringToObject(o, "offer_id", tx->offer.id) != NULL
+			   : cJSON_AddNullToObject(o, "offer_id") != NULL))
+		return answer_json(&tx->s, o);
+	cJSON_Delete(o);
+	return answer_json(&tx->s, NULL);
+}
+
+/*
+ * The game server says slot's player (at generation) left for good: its
+ * reservation lapsed. Ranked never backfills; a casual match with less
+ * than the playlist's cut-off left is not offered; otherwise the vacancy
+ * goes to the oldest qualifying ticket (store/backfill.h). A second report
+ * of one vacancy answers its live offer ("already_offered"), so replays
+ * and twins make one offer; an OPEN offer past its window is expired
+ * first, so the game server's repeated report passes on an offer nobody
+ * answered.
+ */
+static int vacated_run(struct cc_pg *pg, void *arg)
+{
+	struct vacated_tx *tx = arg;
+	struct server_tx *s = &tx->s;
+	bool ok, current = false, live = false;
+	int team = -1;
+	api_answer_reset(&s->answer);
+	s->refusal = NULL;
+	tx->has_offer = false;
+	int rc = caller_allocation(pg, s, &ok);
+	if (rc != 0 || !ok)
+		return rc;
+	if ((rc = cc_match_get(pg, s->alloc.match_id, true, &s->match)) != 0)
+		return rc;
+	if ((rc = cc_backfill_vacancy(pg, s->match.id, tx->slot, tx->player_id, tx->generation, &current, &team, &live,
+				      &tx->offer)) != 0)
+		return rc;
+	if (live && tx->offer.overdue) {
+		/* Its player never answered: the expiry is recorded and the vacancy passed on (the server re-reports). */
+		if ((rc = cc_backfill_settle(pg, &tx->offer, "EXPIRED")) != 0)
+			return rc == CC_ESTATE ? CC_ESERIALIZATION : rc;
+		live = false;
+	}
+	if (live) {
+		tx->has_offer = true;
+		tx->outcome = "already_offered";
+		return vacated_answer(tx);
+	}
+	if (team < 0) {
+		api_answer_error(&s->answer, 422, "not_in_roster", "slot %d of this match was never player %s at generation %d",
+				 tx->slot, tx->player_id, (int)tx->generation);
+		return 0;
+	}
+	const struct cc_playlist *pl = cc_playlist_find(s->match.playlist);
+	if (!pl || !pl->backfill || !s->api->join_keys) {
+		tx->outcome = "not_backfilled";
+		return vacated_answer(tx);
+	}
+	if (strcmp(s->match.state, "IN_PROGRESS") != 0) {
+		api_answer_error(&s->answer, 409, "invalid_state", "the match is %s; only a match in progress is backfilled",
+				 s->match.state);
+		return 0;
+	}
+	if (!current) /* replaced without a live offer: cannot happen (a replacement is an ACCEPTED offer) */
+		return CC_EDB;
+	if (tx->remaining < pl->backfill_cutoff_seconds) {
+		tx->outcome = "last_minute";
+		return vacated_answer(tx);
+	}
+	struct cc_backfill_rules rules;
+	bool offered = false;
+	api_backfill_rules(s->api, pl, &rules);
+	if ((rc = cc_backfill_offer_next(pg, s->match.id, tx->slot, team, tx->generation, tx->player_id, &rules, &offered,
+					 &tx->offer)) != 0)
+		return rc;
+	tx->has_offer = offered;
+	tx->outcome = offered ? "offered" : "no_candidate";
+	return vacated_answer(tx);
+}
+
+int api_server_vacated(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	struct api *api = ctx;
+	struct vacated_tx tx = { .s = { .api = api, .route = R_VACATED } };
+	struct cc_json_error err = { 0 };
+	cJSON *body = NULL;
+	int64_t slot = 0, generation = 0;
+	int rc;
+	struct cc_pg *pg = server_begin(api, req, resp, &tx.s, api_vacated_fields, &body);
+	if (!pg)
+		return 0;
+	if ((rc = player_read(body, &tx.player_id, &err)) != 0 ||
+	    (rc = cc_json_get_int(body, "slot", true, 0, CC_JOIN_SLOT_MAX, &slot, &err)) != 0 ||
+	    (rc = cc_json_get_int(body, "generation", true, 1, INT32_MAX, &generation, &err)) != 0 ||
+	    (rc = cc_json_get_int(body, "remaining_seconds", true, 0, 86400, &tx.remaining, &err)) != 0) {
+		api_bad_field(resp, &err);
+		goto out;
+	}
+	tx.slot = (int)slot;
+	tx.generation = (int32_t)generation;
+	server_run(pg, &tx.s, vacated_run, resp);
+	if (resp->status == 200)
+		cc_log_info("slot_vacated", CC_LOG_STR("server_id", tx.s.server_id), CC_LOG_STR("match_id", tx.s.match.id),
+			    CC_LOG_INT("slot", tx.slot), CC_LOG_STR("outcome", tx.outcome),
+			    CC_LOG_STR("offer_id", tx.has_offer ? tx.offer.id : NULL),
+			    CC_LOG_STR("ticket_id", tx.has_offer ? tx.offer.ticket_id : NULL));
 out:
 	cJSON_Delete(body);
 	api_db_release(api, pg);

@@ -38,7 +38,10 @@
  *      "match_past_registration" is logged, and /shutdown reports
  *      "server_lost", so the match fails as for a killed game server;
  *   6. wait for the child, forwarding SIGTERM/SIGINT to it; classify its
- *      exit (code, signal, core) and log "child_exited";
+ *      exit (code, signal, core) and log "child_exited". Meanwhile the
+ *      roster is fetched again every --roster-poll-ms: a newer one (casual
+ *      backfill seated a player, SPEC 9) is verified, written over the
+ *      child's file and the child sent SIGHUP to reload it;
  *   7. POST /shutdown {reason}, delete the allocation and roster files, and
  *      wait for the next allocation. The allocation file is kept when it
  *      already names another allocation (cc-api may release ours before
@@ -152,6 +155,7 @@ struct supervisor_config {
 	int64_t ready_timeout_ms;
 	int64_t register_attempts;
 	int64_t roster_timeout_ms;
+	int64_t roster_poll_ms;
 	int64_t api_timeout_ms;
 	int64_t stop_grace_ms;
 	int64_t sdk_timeout_ms;
@@ -198,6 +202,10 @@ static const struct cc_config_option supervisor_options[] = {
 	  .help = "the child must answer its ready probe within this", .offset = OPT(ready_timeout_ms) },
 	{ .name = "register-attempts", .type = CC_CFG_INT, .default_value = "5", .min = 1, .max = 100,
 	  .help = "tries of each registration (backoff 200 ms doubling, 3 s cap)", .offset = OPT(register_attempts) },
+	{ .name = "roster-poll-ms", .type = CC_CFG_INT, .default_value = "1000", .min = 0, .max = 600000,
+	  .help = "while the child plays, fetch the roster again this often; a newer one (casual backfill) is written "
+		  "and the child sent SIGHUP to reload it (0: never)",
+	  .offset = OPT(roster_poll_ms) },
 	{ .name = "roster-timeout-ms", .type = CC_CFG_INT, .default_value = "30000", .min = 100, .max = 600000,
 	  .help = "keep asking for the roster this long while cc-api says it is not published yet", .offset = OPT(roster_timeout_ms) },
 	{ .name = "api-timeout-ms", .type = CC_CFG_INT, .default_value = "3000", .min = 100, .max = 60000,
@@ -413,7 +421,7 @@ static bool http_ok(int st)
  * Fetches and verifies the roster, writes it to path (tmp + rename, 0600).
  * Returns true, or false with the reason logged.
  */
-static bool fetch_roster(const struct allocation *a, const char *path)
+static bool fetch_roster(const struct allocation *a, const char *path, bool once, char known[CC_SHA256_HEX_LEN + 1])
 {
 	char *body = NULL, tmp[2 * PATH_MAX];
 	struct cc_roster roster;
@@ -442,6 +450,10 @@ static bool fetch_roster(const struct allocation *a, const char *path)
 		 * arrived), one more "not yet".
 		 */
 		bool retry = st < 0 || st >= 500 || st == 429 || st == 404 || st == 409;
+		if (once && st != 200) {
+			free(body);
+			return false; /* a re-fetch: the next poll asks again */
+		}
 		if (st == 200 || !retry || cc_clock_ms() + backoff > end || !cc_service_nap(&service, backoff))
 			break;
 		backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
@@ -462,6 +474,8 @@ static bool fetch_roster(const struct allocation *a, const char *path)
 			     CC_LOG_STR("why", "the roster names another match, allocation or server"));
 		goto out;
 	}
+	if (strcmp(digest, known) == 0)
+		goto out; /* a re-fetch of the roster the child has */
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	size_t len = strlen(body);
@@ -472,7 +486,8 @@ static bool fetch_roster(const struct allocation *a, const char *path)
 		goto out;
 	}
 	cc_log_info("roster_verified", CC_LOG_STR("match_id", a->match_id), CC_LOG_INT("players", (int64_t)roster.count),
-		    CC_LOG_STR("digest", digest));
+		    CC_LOG_STR("digest", digest), CC_LOG_BOOL("refetched", once));
+	memcpy(known, digest, CC_SHA256_HEX_LEN + 1);
 	ok = true;
 out:
 	free(body);
@@ -882,7 +897,8 @@ static bool serve(struct allocation *a, const char *roster_path, char *end, size
 		snprintf(end, cap, "%s", "protocol_mismatch");
 		return true;
 	}
-	if (!fetch_roster(a, roster_path)) {
+	char digest[CC_SHA256_HEX_LEN + 1] = "";
+	if (!fetch_roster(a, roster_path, false, digest)) {
 		if (cc_service_stopping(&service))
 			return leave_for_restart(a, &c, "roster", keep);
 		snprintf(end, cap, "%s", "roster_unavailable");
@@ -941,12 +957,26 @@ static bool serve(struct allocation *a, const char *roster_path, char *end, size
 	register_state(a, "assignment_ready", body, sizeof body);
 	if (!http_ok(api_post_retry(a, "register", body, (int)cfg.register_attempts, "register_assignment_ready", NULL, 0)))
 		cc_log_error("register_failed", CC_LOG_STR("state", "assignment_ready"), CC_LOG_STR("action", "the child keeps running"));
-	/* Serve until the child ends or we are asked to stop (then the child is asked too). */
+	/*
+	 * Serve until the child ends or we are asked to stop (then the child is
+	 * asked too). Every --roster-poll-ms the roster is fetched again: a
+	 * newer one (casual backfill seated a player: SPEC 9) is verified,
+	 * written over the child's file and the child told with SIGHUP.
+	 */
+	int64_t next_poll = cc_clock_ms() + cfg.roster_poll_ms;
 	while (!child_exited(&c, &status)) {
 		if (cc_service_stopping(&service)) {
 			cc_log_info("forwarding_stop", CC_LOG_INT("pid", c.pid));
 			status = child_stop(&c, SIGTERM);
 			break;
+		}
+		if (cfg.roster_poll_ms > 0 && cc_clock_ms() >= next_poll) {
+			if (fetch_roster(a, roster_path, true, digest)) {
+				cc_log_info("roster_reloaded", CC_LOG_STR("match_id", a->match_id), CC_LOG_STR("digest", digest),
+					    CC_LOG_INT("pid", c.pid));
+				(void)kill(c.pid, SIGHUP);
+			}
+			next_poll = cc_clock_ms() + cfg.roster_poll_ms;
 		}
 		(void)cc_service_nap(&service, 20);
 	}

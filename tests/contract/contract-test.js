@@ -94,6 +94,9 @@ const UNPROVOKABLE = {
   'POST /v1/parties/{party_id}/promote 503 retry_exhausted': RETRY_EXHAUSTED,
   'POST /v1/parties/{party_id}/disband 503 retry_exhausted': RETRY_EXHAUSTED,
   'POST /v1/parties/{party_id}/queue 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/servers/{server_id}/vacated 503 retry_exhausted': RETRY_EXHAUSTED,
+  'GET /v1/backfill-offers/{offer_id} 503 retry_exhausted': RETRY_EXHAUSTED,
+  'POST /v1/backfill-offers/{offer_id}/response 503 retry_exhausted': RETRY_EXHAUSTED,
 };
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'];
@@ -516,6 +519,8 @@ function playerRoutes(id) {
     { op: 'GET /v1/profile/ranked' },
     { op: 'GET /v1/matches/{match_id}/assignment', params: { match_id: id } },
     { op: 'GET /v1/matches/{match_id}', params: { match_id: id } },
+    { op: 'GET /v1/backfill-offers/{offer_id}', params: { offer_id: id } },
+    { op: 'POST /v1/backfill-offers/{offer_id}/response', params: { offer_id: id }, json: { response: 'accept' } },
     ...partyRoutes(id),
   ];
 }
@@ -999,6 +1004,7 @@ function serverRoutes(server) {
       ({ player_id: NO_SUCH_ID(), team, goals: 0, assists: 0, saves: 0, shots: 0 })) } },
     { op: 'POST /v1/servers/{server_id}/heartbeat', params, json: { phase: 'playing', tick: 1 } },
     { op: 'POST /v1/servers/{server_id}/no_show', params, json: { player_ids: [pid] } },
+    { op: 'POST /v1/servers/{server_id}/vacated', params, json: { player_id: pid, slot: 0, generation: 1, remaining_seconds: 100 } },
   ];
 }
 
@@ -1551,6 +1557,60 @@ async function rateLimitCases(S) {
     why: 'one player enqueues again and again' }, 80);
   await untilLimited({ server: S, op: 'POST /v1/proposals/{proposal_id}/response', params: { proposal_id: NO_SUCH_ID() }, as: p,
     json: { response: 'accept', revision: 1 }, why: 'one player answers proposals again and again' }, 150);
+  // Backfill responses share the proposal responses' bucket.
+  await untilLimited({ server: S, op: 'POST /v1/backfill-offers/{offer_id}/response', params: { offer_id: NO_SUCH_ID() }, as: p,
+    json: { response: 'accept' }, why: 'one player answers backfill offers right after proposals' }, 150);
+}
+
+// Casual backfill (SPEC 9): the game server's vacated report, and the player's offer routes over
+// seeded offers (the accept that seats a player is backfill_e2e.sh's, through the real binaries).
+async function backfillCases(S) {
+  const vacated = 'POST /v1/servers/{server_id}/vacated';
+  const get = 'GET /v1/backfill-offers/{offer_id}';
+  const respond = 'POST /v1/backfill-offers/{offer_id}/response';
+  const tag = crypto.randomBytes(4).toString('hex');
+  const m = await acceptedMatch(S, 'backfill player');
+  const [a, b] = m.players;
+  const al = seedAllocation(m.id, `contract-${tag}-bf`, 17301);
+  sql(`INSERT INTO assignments (match_id, player_id, slot, team, join_token, expires_at)
+       VALUES (:'p1', :'p2', 0, 0, 'token', now() + interval '1 hour'), (:'p1', :'p3', 1, 1, 'token', now() + interval '1 hour')`,
+    m.id, a.id, b.id);
+  const sp = { server_id: al.server };
+  await call({ server: S, op: vacated, params: sp, as: al.as, json: { player_id: a.id, slot: 0, generation: 1, remaining_seconds: 100 },
+    expect: [200], why: 'a ranked slot vacated: never backfilled',
+    check: (j) => (j.outcome === 'not_backfilled' && j.offer_id === null && j.match_id === m.id ? null : `vacated ${JSON.stringify(j)}`) });
+  await call({ server: S, op: vacated, params: sp, as: al.as, json: { player_id: a.id, slot: 0, generation: 2, remaining_seconds: 100 },
+    expect: [422, 'not_in_roster'], why: 'a generation the slot never had' });
+  await call({ server: S, op: vacated, params: sp, as: al.as, json: { player_id: a.id, slot: 16, generation: 1, remaining_seconds: 100 },
+    expect: [400, 'invalid_request'], why: 'slot 16' });
+
+  const q = await queuedPlayer(S, 'backfill candidate');
+  // Two vacancies of slot 0 (generations 1 and 2): a ticket is offered one vacancy at most once.
+  const seed = (generation, expires) => sql(
+    `INSERT INTO backfill_offers (match_id, slot, team, generation, vacated_player_id, ticket_id, player_id, state, expires_at)
+     VALUES (:'p1', 0, 0, :'p6'::int, :'p2', :'p3', :'p4', 'OPEN', now() + :'p5'::interval) RETURNING id`,
+    m.id, a.id, q.ticketId, q.id, expires, generation);
+  const o1 = seed(1, '1 hour');
+  await call({ server: S, op: get, params: { offer_id: o1 }, as: q, expect: [200], why: 'the offered player reads its offer',
+    check: (j) => (j.state === 'OPEN' && j.id === o1 && j.revision === 1 && j.responded_at === null ? null : `offer ${JSON.stringify(j)}`) });
+  await call({ server: S, op: get, params: { offer_id: o1 }, as: a, expect: [404, 'not_found'], why: "another player's offer" });
+  await call({ server: S, op: get, params: { offer_id: NO_SUCH_ID() }, as: q, expect: [404, 'not_found'], why: 'no such offer' });
+  await call({ server: S, op: get, params: { offer_id: 'NOT-A-UUID' }, as: q, expect: [400, 'invalid_request'], why: 'offer_id not a lowercase UUID' });
+  await call({ server: S, op: respond, params: { offer_id: o1 }, as: q, json: { response: 'maybe' }, expect: [400, 'invalid_request'], why: 'response maybe' });
+  await call({ server: S, op: respond, params: { offer_id: o1 }, as: q, raw: '{"response":', expect: [400, 'invalid_json'], why: 'truncated JSON' });
+  await call({ server: S, op: respond, params: { offer_id: o1 }, as: q, raw: OVERSIZED, expect: [413, 'body_too_large'], why: 'body over 64 KiB' });
+  await call({ server: S, op: respond, params: { offer_id: NO_SUCH_ID() }, as: q, json: { response: 'decline' }, expect: [404, 'not_found'], why: 'no such offer' });
+  await call({ server: S, op: respond, params: { offer_id: o1 }, as: q, json: { response: 'decline' }, expect: [200], why: 'decline (no penalty)',
+    check: (j) => (j.state === 'DECLINED' && j.revision === 2 && j.responded_at ? null : `offer ${JSON.stringify(j)}`) });
+  await call({ server: S, op: respond, params: { offer_id: o1 }, as: q, json: { response: 'decline' }, expect: [200], why: 'the same decline again' });
+  await call({ server: S, op: respond, params: { offer_id: o1 }, as: q, json: { response: 'accept' }, expect: [409, 'offer_closed'], why: 'accept after the decline' });
+  const o2 = seed(2, '-1 second');
+  await call({ server: S, op: respond, params: { offer_id: o2 }, as: q, json: { response: 'accept' }, expect: [409, 'offer_expired'], why: 'accept after the window' });
+  await call({ server: S, op: get, params: { offer_id: o2 }, as: q, expect: [200], why: 'the expiry was committed',
+    check: (j) => (j.state === 'EXPIRED' ? null : `offer ${JSON.stringify(j)}`) });
+  const penalties = sql(`SELECT count(*) FROM penalties WHERE player_id = :'p1'`, q.id);
+  if (penalties === '0') ok(`${respond}: a declined or expired backfill offer records no penalty`);
+  else fail(`${respond}: ${penalties} penalties after a decline and an expiry`);
 }
 
 const SERVER_CODES = (doc['x-cosmic-clash'] || {}).server_error_codes || {};
@@ -1785,6 +1845,7 @@ async function main() {
   await scenario('server routes', () => serverCases(api));
   await scenario('match summary', () => matchCases(api));
   await scenario('parties', () => partyCases(api));
+  await scenario('backfill', () => backfillCases(api));
   await scenario('auth', () => authCases(api, expired));
   await scenario('ban', () => banCases(api, banned));
   await scenario('dead letters', () => deadLetterCases(api));
