@@ -265,28 +265,31 @@ async function playerPage(mine, id, keepForm) {
   });
   const unban = el('button', { type: 'button', id: 'unban' }, 'Lift the ban');
   unban.addEventListener('click', () => act(out, `/v1/admin/players/${id}/unban`, { expected_banned_until: p.banned_until }, id));
+  const facts = table(['', ''], [
+    ['Steam id', p.steam_id], ['Since', fmtTime(p.created_at)],
+    ['Rating', r ? `${r.rating.toFixed(1)} ± ${r.deviation.toFixed(1)}` : 'unrated'],
+    ['Tier', r ? `${r.tier}${r.provisional ? ' (provisional)' : ''}` : null],
+    ['Ranked games', r ? String(r.ranked_games) : null], ['Active sessions', String(p.active_sessions)],
+    ['Ticket', p.active_ticket ? `${p.active_ticket.state} in ${p.active_ticket.playlist}` : null],
+  ].map(([k, v]) => el('tr', {}, el('th', {}, k), cell(v))));
+  const status = el('p', { id: 'ban-status', class: banned ? 'banned' : '' },
+    banned ? `Banned until ${fmtTime(p.banned_until)}: ${p.ban_reason}` : 'Not banned.');
+  const matches = h.matches.length === 0 ? el('p', { class: 'muted' }, 'None.') :
+    table(['Match', 'Playlist', 'State', 'Score', 'Rating'], h.matches.map((m) => el('tr', {}, el('td', {}, matchLink(m.match_id)),
+      cell(m.playlist), cell(m.state), cell(m.score ? `${m.score[0]} – ${m.score[1]}` : null),
+      cell(m.rating_after === null ? null : `${m.rating_before.toFixed(1)} → ${m.rating_after.toFixed(1)}`))));
+  const penalties = h.penalties.length === 0 ? el('p', { class: 'muted' }, 'None.') :
+    table(['Kind', 'When', 'Cooldown until'], h.penalties.map((n) => el('tr', {}, cell(n.kind), cell(fmtTime(n.created_at)),
+      cell(`${fmtTime(n.cooldown_until)}${n.active ? ' (active)' : ''}`))));
+  const sessions = h.sessions.length === 0 ? el('p', { class: 'muted' }, 'None.') :
+    table(['Session', 'Created', 'Expires', 'Revoked'], h.sessions.map((s) => el('tr', {}, cell(s.session_id.slice(0, 8)),
+      cell(fmtTime(s.created_at)), cell(fmtTime(s.expires_at)),
+      cell(s.revoked_at ? fmtTime(s.revoked_at) : (s.active ? 'active' : 'expired')))), { id: 'sessions' });
   view.append(
     el('p', {}, el('a', { href: '#/players' }, '← find another player')),
-    el('div', { class: 'grid2' },
-      section(`Player ${p.player_id}`, table(['', ''], [
-        ['Steam id', p.steam_id], ['Since', fmtTime(p.created_at)],
-        ['Rating', r ? `${r.rating.toFixed(1)} ± ${r.deviation.toFixed(1)}` : 'unrated'], ['Tier', r ? `${r.tier}${r.provisional ? ' (provisional)' : ''}` : null],
-        ['Ranked games', r ? String(r.ranked_games) : null], ['Active sessions', String(p.active_sessions)],
-        ['Ticket', p.active_ticket ? `${p.active_ticket.state} in ${p.active_ticket.playlist}` : null]].map(([k, v]) => el('tr', {}, el('th', {}, k), cell(v))))),
-      section('Ban', el('p', { id: 'ban-status', class: banned ? 'banned' : '' },
-        banned ? `Banned until ${fmtTime(p.banned_until)}: ${p.ban_reason}` : 'Not banned.'),
-      banned ? unban : banForm, out)),
-    el('div', { class: 'grid2' },
-      section('Recent matches', h.matches.length === 0 ? el('p', { class: 'muted' }, 'None.') :
-        table(['Match', 'Playlist', 'State', 'Score', 'Rating'], h.matches.map((m) => el('tr', {}, el('td', {}, matchLink(m.match_id)),
-          cell(m.playlist), cell(m.state), cell(m.score ? `${m.score[0]} – ${m.score[1]}` : null),
-          cell(m.rating_after === null ? null : `${m.rating_before.toFixed(1)} → ${m.rating_after.toFixed(1)}`))))),
-      section('Penalties', h.penalties.length === 0 ? el('p', { class: 'muted' }, 'None.') :
-        table(['Kind', 'When', 'Cooldown until'], h.penalties.map((n) => el('tr', {}, cell(n.kind), cell(fmtTime(n.created_at)),
-          cell(`${fmtTime(n.cooldown_until)}${n.active ? ' (active)' : ''}`)))))),
-    section('Sessions', h.sessions.length === 0 ? el('p', { class: 'muted' }, 'None.') :
-      table(['Session', 'Created', 'Expires', 'Revoked'], h.sessions.map((s) => el('tr', {}, cell(s.session_id.slice(0, 8)),
-        cell(fmtTime(s.created_at)), cell(fmtTime(s.expires_at)), cell(s.revoked_at ? fmtTime(s.revoked_at) : (s.active ? 'active' : 'expired'))))))));
+    el('div', { class: 'grid2' }, section(`Player ${p.player_id}`, facts), section('Ban', status, banned ? unban : banForm, out)),
+    el('div', { class: 'grid2' }, section('Recent matches', matches), section('Penalties', penalties)),
+    section('Sessions', sessions));
 }
 
 // act: a fenced operator action (the banned_until this page showed); 409 means someone changed it first.
