@@ -29,7 +29,7 @@ const struct cc_http_route api_routes[] = {
 	{ "GET", "/v1/admin/players", api_console_players },
 	{ "GET", "/v1/admin/players/{player_id}/history", api_console_player_history },
 	{ "GET", "/v1/admin/servers", api_console_servers },
-	{ "GET", "/console/", api_console_index },
+	{ "GET", "/console", api_console_index },
 	{ "GET", "/console/{asset}", api_console_asset },
 	{ "POST", "/v1/servers/{server_id}/register", api_server_register },
 	{ "GET", "/v1/servers/{server_id}/roster", api_server_roster },

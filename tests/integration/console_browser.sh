@@ -47,7 +47,7 @@ T_LOGS+=("$T_DIR/state/local-$game_port.log")
 
 # ---- the page's assets and refusals, over plain HTTP ------------------------------
 head_of() { curl -s -D - -o "$T_DIR/asset.body" "$@"; }
-for asset in "/console/ text/html" "/console/app.js text/javascript" "/console/ui.js text/javascript" \
+for asset in "/console text/html" "/console/app.js text/javascript" "/console/ui.js text/javascript" \
 	"/console/style.css text/css" "/console/icon.svg image/svg+xml"; do
 	read -r path ctype <<<"$asset"
 	h=$(head_of "$A_URL$path" | tr -d '\r')
@@ -60,7 +60,7 @@ for asset in "/console/ text/html" "/console/app.js text/javascript" "/console/u
 	[[ $etag =~ ^\"[0-9a-f]{32}\"$ ]] || fail "$path: ETag '$etag'"
 	expect_eq "$path: 304 for its own ETag" 304 "$(curl -s -o /dev/null -w '%{http_code}' -H "If-None-Match: $etag" "$A_URL$path")"
 done
-for path in /console/nope.js /console/a/b /console; do
+for path in /console/nope.js /console/a/b /console/; do
 	http GET "$A_URL$path"
 	expect_http "$path" 404 not_found
 	jq -e '.error.retryable == false and (.error.message | length > 0)' <<<"$BODY" >/dev/null || fail "$path: not the API's error shape: $BODY"
@@ -84,7 +84,7 @@ expect_http "the victim before the ban" 404 no_rating
 steps="$T_DIR/steps"
 mkdir -p "$steps"
 T_LOGS+=("$T_DIR/browser.log")
-TMPDIR="$CHROME_TMP" CONSOLE_URL="$A_URL/console/" OPERATOR_TOKEN="$TOKEN" STEPS="$steps" OUT_DIR="$OUT" CHROMIUM="$CHROMIUM" \
+TMPDIR="$CHROME_TMP" CONSOLE_URL="$A_URL/console" OPERATOR_TOKEN="$TOKEN" STEPS="$steps" OUT_DIR="$OUT" CHROMIUM="$CHROMIUM" \
 	VICTIM="$victim" VICTIM_TOKEN="$victim_token" NODE_PATH="$TOP/build/node/node_modules" \
 	node "$TOP/tests/integration/console_browser.js" >"$T_DIR/browser.log" 2>&1 &
 browser=$!
