@@ -177,6 +177,11 @@ async function main() {
     await other.setViewport({ width: 1280, height: 720 });
     await other.evaluateOnNewDocument(() => {
       document.addEventListener('securitypolicyviolation', (e) => console.error(`CSP violation: ${e.violatedDirective}`));
+      // Whether the app was ever shown, even for a moment, before the token was refused.
+      document.addEventListener('DOMContentLoaded', () => {
+        const app = document.getElementById('app');
+        new MutationObserver(() => { if (!app.hidden) window.appShown = true; }).observe(app, { attributes: true });
+      });
     });
     watch(other);
     refusalsExpected = true;
@@ -187,9 +192,10 @@ async function main() {
       login: !document.getElementById('login').hidden,
       view: document.getElementById('view').childElementCount,
       stored: sessionStorage.getItem('cc-operator-token'),
+      shown: window.appShown === true,
       text: document.body.innerText,
     }));
-    if (!seen.app || !seen.login || seen.view !== 0 || seen.stored !== null || /Players queued|Matches by state/.test(seen.text))
+    if (!seen.app || seen.shown || !seen.login || seen.view !== 0 || seen.stored !== null || /Players queued|Matches by state/.test(seen.text))
       throw new Error(`a wrong token saw more than the login form: ${JSON.stringify(seen)}`);
     await shot(other, 'wrong-token');
     refusalsExpected = false;
