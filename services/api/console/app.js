@@ -69,12 +69,21 @@ async function signIn(event) {
 // ---- live status -------------------------------------------------------------
 
 function stopPolling() {
+  paused = false;
   if (pollTimer) clearTimeout(pollTimer);
   pollTimer = null;
 }
 
+let paused = false; // a page read once (the player search): nothing to go stale
+
 function markLive() {
   const live = $('live');
+  if (paused) {
+    live.classList.remove('stale');
+    live.textContent = `read once at ${new Date(lastOk).toLocaleTimeString()} (search again to refresh; other pages poll every ${POLL_MS / 1000} s)`;
+    live.dataset.stale = 'false';
+    return;
+  }
   const age = Date.now() - lastOk;
   const stale = !lastOk || age > STALE_MS;
   live.classList.toggle('stale', stale);
@@ -349,6 +358,7 @@ function route() {
   const render = pages[page] || ((g) => overviewPage(g));
   if (once) {
     stopPolling();
+    paused = true;
     render(generation).then(() => { lastOk = Date.now(); markLive(); }).catch((e) => (e instanceof Unauthorized ? showLogin('The operator token was refused; sign in again.') : showProblem(e)));
   } else poll(render);
 }
