@@ -133,6 +133,18 @@ $(B)/bin/cc-testkit-allocator: $(patsubst %.c,$(B)/rel/%.o,$(wildcard services/a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(call pkg_libs_for,cc-testkit-allocator)
 
+# ---- the operator console's assets ------------------------------------------------
+# scripts/embed.sh turns services/api/console/* into one C fragment that
+# services/api/console.c includes: cc-api carries the page, nothing to deploy beside it.
+CONSOLE_ASSETS := $(wildcard services/api/console/*)
+$(B)/gen/console_assets.inc: scripts/embed.sh $(CONSOLE_ASSETS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  EMBED   $@")
+	$(Q)scripts/embed.sh services/api/console $@
+CONSOLE_OBJS := $(B)/rel/services/api/console.o $(B)/asan/services/api/console.o $(B)/fuzz/services/api/console.o
+$(CONSOLE_OBJS): $(B)/gen/console_assets.inc
+$(CONSOLE_OBJS): EXTRA_CFLAGS = -I$(B)/gen
+
 # ---- a third playlist, for one test ------------------------------------------
 # tests/integration/third_playlist.sh proves that adding a playlist is one
 # entry in libcommon/game/playlist.c: it runs cc-matcher and cc-testkit-api

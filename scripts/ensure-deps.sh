@@ -16,6 +16,7 @@ packages=(
 	prometheus curl jq procps iproute2 util-linux
 	clang libclang-rt-14-dev # make fuzz: libFuzzer (tests/fuzz)
 	python3 # /usr/bin/python3 runs tests/golden/tokens.py, the independent token implementation
+	chromium fonts-dejavu-core # tests/integration/console_browser.sh: headless Chromium driven by puppeteer-core (no browser download)
 	podman buildah mmdebstrap runc # make images, the image smoke test and the disposable stack (runc: scripts/containers.conf)
 )
 

@@ -6,6 +6,7 @@
 # package-lock.json: Redocly CLI (scripts/lint-openapi.sh) and ajv +
 # ajv-formats (tests/contract/contract-test.js), and @asyncapi/parser
 # (scripts/openapi-lint/lint-asyncapi.js, for contracts/v1/events.json;
+# puppeteer-core, tests/integration/console_browser.sh's browser driver;
 # its Spectral packages want "^18.18 || >=20.17", inside the floor). The tree is reinstalled when
 # build/node is missing, half-installed, or was installed from another
 # lockfile. When npm is missing and we are root, Debian's nodejs and npm are
@@ -77,6 +78,9 @@ ensure_tree() {
 	cp "$tooldir/package-lock.json" "$stamp"
 }
 
+# puppeteer-core (tests/integration/console_browser.sh) drives Debian's
+# Chromium; nothing here may fetch a browser of its own.
+export PUPPETEER_SKIP_DOWNLOAD=1 PUPPETEER_SKIP_CHROMIUM_DOWNLOAD=1
 ensure_npm
 if ! node_ok; then
 	say "node $(node --version 2>&1) is older than $min_node or does not run (output above)"

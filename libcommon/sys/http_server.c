@@ -760,7 +760,8 @@ static enum MHD_Result answer(struct request_state *st, struct MHD_Connection *c
 	}
 	if (*ctype)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL,
+				resp->cache_control && !resp->json && !resp->oom__ ? resp->cache_control : "no-store");
 	MHD_add_response_header(r, "X-Request-Id", st->request_id);
 	for (size_t i = 0; i < resp->n_headers; i++)
 		MHD_add_response_header(r, resp->headers[i].name, resp->headers[i].value);

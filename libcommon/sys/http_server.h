@@ -66,8 +66,10 @@
  * as "http_request_unanswered" and counted with status "unanswered".
  *
  * Every answer carries X-Request-Id (the client's when it is 1-64 bytes of
- * [A-Za-z0-9._-], else 32 random hex digits) and Cache-Control: no-store;
- * JSON answers carry Content-Type: application/json.
+ * [A-Za-z0-9._-], else 32 random hex digits) and Cache-Control: no-store
+ * unless the handler chose another (cache_control: static assets that a
+ * browser may keep and revalidate); JSON answers carry Content-Type:
+ * application/json.
  *
  * Per request: one log line "http_request" (server, method, route, path,
  * status, duration_ms, request_id, remote, bytes_in, bytes_out; never
@@ -150,6 +152,7 @@ struct cc_http_response {
 	char content_type[96];	/* of the raw body */
 	size_t n_headers;	/* extra headers in use */
 	struct cc_http_header headers[CC_HTTP_MAX_HEADERS];
+	const char *cache_control; /* static text; NULL = "no-store"; JSON answers are always no-store */
 	bool oom__;		/* private: a body could not be built */
 	struct cc_ws_hub *ws_hub__; /* private: a WebSocket upgrade (cc_http_respond_websocket) */
 	void *ws_user__;

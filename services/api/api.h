@@ -194,6 +194,13 @@ int api_proposal_response_read(const cJSON *body, bool *accept, int64_t *revisio
 extern const char *const api_ban_fields[];            /* POST /v1/admin/players/{id}/ban */
 int api_ban_read(const cJSON *body, const char **until, const char **reason,
 		 struct cc_json_error *err) CC_MUST_CHECK;
+/*
+ * The optional fence of a ban or unban: expected_banned_until, null (not
+ * banned) or RFC 3339, the banned_until the operator read. *fenced says
+ * whether it was given; *expected points into the tree (NULL for null).
+ */
+extern const char *const api_unban_fields[];          /* POST /v1/admin/players/{id}/unban (optional body) */
+int api_ban_fence_read(const cJSON *body, bool *fenced, const char **expected, struct cc_json_error *err) CC_MUST_CHECK;
 extern const char *const api_replay_fields[];         /* POST /v1/admin/outbox/dead-letters/{id}/replay */
 int api_replay_read(const cJSON *body, int64_t *replays, struct cc_json_error *err) CC_MUST_CHECK;
 /* The game-server routes (servers.c); the result body's reader is cc_match_result_parse (fuzz_match_result). */
@@ -436,6 +443,16 @@ int api_party_kick(const struct cc_http_request *req, struct cc_http_response *r
 int api_party_promote(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_party_disband(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 int api_party_queue(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+
+/* The operator console: its page (console.c) and its reads (console_api.c). */
+int api_console_index(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_console_asset(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_console_overview(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_console_matches(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_console_match(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_console_players(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_console_player_history(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
+int api_console_servers(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);
 
 /* The player's match summary (matches.c). */
 int api_match_get(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx);

@@ -20,6 +20,7 @@
 #include "sys/crypto.h"
 #include "sys/json.h"
 #include "sys/log.h"
+#include "store/console_reads.h"
 #include "store/outbox.h"
 #include "store/tickets.h"
 #include "store/players.h"
@@ -123,6 +124,8 @@ struct ban_tx {
 	const char *player_id;
 	const char *until; /* NULL = unban */
 	const char *reason;
+	bool fenced;                   /* expected_banned_until was given */
+	const char *expected;          /* the banned_until the operator saw; NULL = not banned */
 	int ticket_ttl;                /* requeued tickets' fresh heartbeat deadline */
 	struct api_answer answer;
 	struct cc_ticket_moves moves;  /* tickets cancelled or requeued, for the index after the commit */
@@ -162,6 +165,34 @@ static int ban_tx_run(struct cc_pg *pg, void *arg)
 
 	api_answer_reset(&tx->answer);
 	cc_ticket_moves_reset(&tx->moves);
+	if (tx->fenced) {
+		/*
+		 * The fence: the ban the operator saw must still be the ban in
+		 * place, unless what they ask for already is (their own retry,
+		 * answered as the first time, writing nothing).
+		 */
+		bool matches = false, applied = false;
+		rc = cc_console_ban_fence(pg, tx->player_id, tx->expected, tx->until, tx->reason, &matches, &applied);
+		if (rc == CC_EDB && tx->until) {
+			api_answer_error(&tx->answer, 400, "invalid_request", "a timestamp is not valid");
+			rc = CC_EINVAL;
+			goto out;
+		}
+		if (rc == CC_ENOTFOUND) {
+			api_answer_error(&tx->answer, 404, "not_found", "no such player");
+			goto out;
+		}
+		if (rc != 0)
+			goto out;
+		if (applied)
+			goto view;
+		if (!matches) {
+			api_answer_error(&tx->answer, 409, "revision_conflict",
+					 "the player's ban changed since expected_banned_until was read; read the player again");
+			rc = CC_ESTATE;
+			goto out;
+		}
+	}
 	if (tx->until)
 		rc = cc_player_ban(pg, tx->player_id, tx->until, tx->reason, &in_future);
 	else
@@ -192,6 +223,7 @@ static int ban_tx_run(struct cc_pg *pg, void *arg)
 		if ((rc = cc_ticket_cancel(pg, NULL, tx->player_id, "banned", &cancelled, NULL, &tx->moves)) != 0)
 			goto out;
 	}
+view:
 	if ((rc = cc_player_view(pg, tx->player_id, &stored)) != 0)
 		goto out;
 	view = player_view_text(tx->api, pg, stored);
@@ -219,7 +251,24 @@ static void run_ban(struct api *api, const struct cc_http_request *req, struct c
 	api_db_release(api, pg);
 }
 
-const char *const api_ban_fields[] = { "until", "reason", NULL };
+const char *const api_ban_fields[] = { "until", "reason", "expected_banned_until", NULL };
+const char *const api_unban_fields[] = { "expected_banned_until", NULL };
+
+int api_ban_fence_read(const cJSON *body, bool *fenced, const char **expected, struct cc_json_error *err)
+{
+	const cJSON *item = cJSON_GetObjectItemCaseSensitive(body, "expected_banned_until");
+	*fenced = item != NULL;
+	*expected = NULL;
+	if (!item || cJSON_IsNull(item))
+		return 0;
+	if (!cJSON_IsString(item) || strlen(item->valuestring) > 40 || !rfc3339_valid(item->valuestring)) {
+		cc_json_error_set(err, "expected_banned_until",
+				  "field 'expected_banned_until' must be null or an RFC 3339 timestamp");
+		return CC_EINVAL;
+	}
+	*expected = item->valuestring;
+	return 0;
+}
 
 int api_ban_read(const cJSON *body, const char **until, const char **reason,
 		 struct cc_json_error *err)
@@ -250,7 +299,8 @@ int api_operator_ban(const struct cc_http_request *req, struct cc_http_response 
 		return 0;
 	if (!(body = api_body_object(req, resp, fields)))
 		return 0;
-	if (api_ban_read(body, &tx.until, &tx.reason, &err) != 0) {
+	if (api_ban_read(body, &tx.until, &tx.reason, &err) != 0 ||
+	    api_ban_fence_read(body, &tx.fenced, &tx.expected, &err) != 0) {
 		api_bad_field(resp, &err);
 		goto out;
 	}
@@ -264,11 +314,24 @@ int api_operator_unban(const struct cc_http_request *req, struct cc_http_respons
 {
 	struct api *api = ctx;
 	struct ban_tx tx = { .api = ctx };
+	struct cc_json_error err = { 0 };
+	cJSON *body = NULL;
 	if (!api_operator_authorized(api, req, resp))
 		return 0;
 	if (!(tx.player_id = player_param(req, resp)))
 		return 0;
+	/* The body is optional: without one the unban is unfenced, as it always was. */
+	if (req->body_len > 0) {
+		if (!(body = api_body_object(req, resp, api_unban_fields)))
+			return 0;
+		if (api_ban_fence_read(body, &tx.fenced, &tx.expected, &err) != 0) {
+			api_bad_field(resp, &err);
+			goto out;
+		}
+	}
 	run_ban(api, req, resp, &tx);
+out:
+	cJSON_Delete(body);
 	return 0;
 }
 

@@ -557,6 +557,13 @@ function adminRoutes(playerId) {
     { op: 'GET /v1/admin/queue/stats' },
     { op: 'GET /v1/admin/outbox/dead-letters' },
     { op: 'POST /v1/admin/outbox/dead-letters/{outbox_id}/replay', params: { outbox_id: 1 }, json: { replays: 0 } },
+    // The operator console's reads (issue 27).
+    { op: 'GET /v1/admin/overview' },
+    { op: 'GET /v1/admin/matches', query: { q: 'a' } },
+    { op: 'GET /v1/admin/matches/{match_id}', params: { match_id: NO_SUCH_ID() } },
+    { op: 'GET /v1/admin/players', query: { q: playerId } },
+    { op: 'GET /v1/admin/players/{player_id}/history', params: { player_id: playerId } },
+    { op: 'GET /v1/admin/servers' },
   ];
 }
 
@@ -1340,6 +1347,80 @@ async function deadLetterCases(S) {
   await call({ server: S, op: replay, params: { outbox_id: b }, as: OPERATOR, raw: OVERSIZED, expect: [413, 'body_too_large'], why: 'body over 64 KiB' });
 }
 
+// The operator console (issue 27): its page and assets, its reads, and the ban's fence.
+async function consoleCases(S, p) {
+  const page = 'GET /console';
+  const asset = 'GET /console/{asset}';
+  const headersOk = (j, res) => {
+    const csp = res.headers.get('content-security-policy') || '';
+    if (res.headers.get('cache-control') !== 'no-cache') return `Cache-Control ${res.headers.get('cache-control')}`;
+    return /script-src 'self'/.test(csp) && !/unsafe-(inline|eval)/.test(csp) ? null : `CSP ${csp}`;
+  };
+  const index = await call({ server: S, op: page, expect: [200], why: 'the console page', check: headersOk });
+  await call({ server: S, op: page, headers: { 'If-None-Match': index.headers.get('etag') }, expect: [304], why: 'the page, its ETag still current' });
+  const js = await call({ server: S, op: asset, params: { asset: 'app.js' }, expect: [200], why: 'the console script',
+    check: (j, res) => (/^text\/javascript/.test(res.headers.get('content-type')) ? headersOk(j, res) : `Content-Type ${res.headers.get('content-type')}`) });
+  await call({ server: S, op: asset, params: { asset: 'app.js' }, headers: { 'If-None-Match': `"0000", ${js.headers.get('etag')}` }, expect: [304], why: 'the script, its ETag in a list' });
+  await call({ server: S, op: asset, params: { asset: 'style.css' }, headers: { 'If-None-Match': '"0123456789abcdef0123456789abcdef"' }, expect: [200], why: 'a stale ETag gets the asset' });
+  await call({ server: S, op: asset, params: { asset: 'nope.js' }, expect: [404, 'not_found'], why: 'not an asset' });
+
+  const ov = 'GET /v1/admin/overview';
+  await call({ server: S, op: ov, as: OPERATOR, expect: [200], why: 'the overview',
+    check: (j) => (j.queues.length === cfg.regions.length * 2 && j.series.queue_depth.length === 30 ? null : `overview ${clip(JSON.stringify(j))}`) });
+  const list = 'GET /v1/admin/matches';
+  const m = await acceptedMatch(S, 'console');
+  await call({ server: S, op: list, as: OPERATOR, expect: [200], why: 'every match, newest first' });
+  await call({ server: S, op: list, query: { q: m.id.slice(0, 8), limit: 5 }, as: OPERATOR, expect: [200], why: 'a match by the start of its id',
+    check: (j) => (j.matches.some((x) => x.match_id === m.id) ? null : `${m.id} not listed`) });
+  await call({ server: S, op: list, query: { q: m.players[0].id }, as: OPERATOR, expect: [200], why: 'a match by a player in it',
+    check: (j) => (j.matches.length === 1 && j.matches[0].match_id === m.id ? null : `for player: ${clip(JSON.stringify(j))}`) });
+  await call({ server: S, op: list, query: { state: 'COMPLETED', limit: 100 }, as: OPERATOR, expect: [200], why: 'completed matches',
+    check: (j) => (j.matches.every((x) => x.state === 'COMPLETED') ? null : 'a match of another state') });
+  await call({ server: S, op: list, query: { limit: 0 }, as: OPERATOR, expect: [400, 'invalid_request'], why: 'limit 0' });
+  await call({ server: S, op: list, query: { limit: '1x' }, as: OPERATOR, expect: [400, 'invalid_request'], why: 'limit not a number' });
+  await call({ server: S, op: list, query: { state: 'PLAYING' }, as: OPERATOR, expect: [400, 'invalid_request'], why: 'not a match state' });
+  await call({ server: S, op: list, query: { q: 'x'.repeat(65) }, as: OPERATOR, expect: [400, 'invalid_request'], why: 'a search of 65 characters' });
+  await call({ server: S, op: list, query: { q: '' }, as: OPERATOR, expect: [400, 'invalid_request'], why: 'an empty search' });
+  const one = 'GET /v1/admin/matches/{match_id}';
+  await call({ server: S, op: one, params: { match_id: m.id }, as: OPERATOR, expect: [200], why: 'one match',
+    check: (j) => (j.match.match_id === m.id && j.players.length === 2 && j.timeline[0].step === 'proposal' && j.timeline[0].at ? null : `match ${clip(JSON.stringify(j))}`) });
+  await call({ server: S, op: one, params: { match_id: NO_SUCH_ID() }, as: OPERATOR, expect: [404, 'not_found'], why: 'no such match' });
+  await call({ server: S, op: one, params: { match_id: 'nope' }, as: OPERATOR, expect: [400, 'invalid_request'], why: 'match_id not a UUID' });
+  const find = 'GET /v1/admin/players';
+  await call({ server: S, op: find, query: { q: p.id }, as: OPERATOR, expect: [200], why: 'a player by id',
+    check: (j) => (j.players.length === 1 && j.players[0].player_id === p.id ? null : `found ${clip(JSON.stringify(j))}`) });
+  await call({ server: S, op: find, query: { q: '%_\\' }, as: OPERATOR, expect: [200], why: 'LIKE wildcards are searched literally',
+    check: (j) => (j.players.length === 0 ? null : `found ${j.players.length}`) });
+  await call({ server: S, op: find, as: OPERATOR, expect: [400, 'invalid_request'], why: 'no search' });
+  await call({ server: S, op: find, query: { q: 'caf\u00e9' }, as: OPERATOR, expect: [400, 'invalid_request'], why: 'a search that is not ASCII' });
+  const hist = 'GET /v1/admin/players/{player_id}/history';
+  await call({ server: S, op: hist, params: { player_id: m.players[0].id }, as: OPERATOR, expect: [200], why: 'a player\'s history',
+    check: (j) => (j.matches.length === 1 && j.matches[0].match_id === m.id && j.sessions.length >= 1 ? null : `history ${clip(JSON.stringify(j))}`) });
+  await call({ server: S, op: hist, params: { player_id: NO_SUCH_ID() }, as: OPERATOR, expect: [404, 'not_found'], why: 'no such player' });
+  await call({ server: S, op: hist, params: { player_id: 'x' }, as: OPERATOR, expect: [400, 'invalid_request'], why: 'player_id not a UUID' });
+  await call({ server: S, op: 'GET /v1/admin/servers', as: OPERATOR, expect: [200], why: 'every game server' });
+
+  // The fence: the ban the operator read, null for none; a retry of what is already in place is answered, not refused.
+  const ban = 'POST /v1/admin/players/{player_id}/ban';
+  const unban = 'POST /v1/admin/players/{player_id}/unban';
+  const pid = { player_id: p.id };
+  const until = new Date(Math.floor(Date.now() / 1000) * 1000 + 86400e3).toISOString();
+  const later = new Date(Math.floor(Date.now() / 1000) * 1000 + 2 * 86400e3).toISOString();
+  const same = (j) => (j.banned_until === until && j.ban_reason === 'fenced' ? null : `after: ${JSON.stringify(j)}`);
+  await call({ server: S, op: ban, params: pid, as: OPERATOR, json: { until, reason: 'fenced', expected_banned_until: null }, expect: [200], why: 'fenced ban of a player not banned', check: same });
+  await call({ server: S, op: ban, params: pid, as: OPERATOR, json: { until, reason: 'fenced', expected_banned_until: null }, expect: [200], why: 'the same fenced ban again (a retry)', check: same });
+  await call({ server: S, op: ban, params: pid, as: OPERATOR, json: { until: later, reason: 'fenced', expected_banned_until: null }, expect: [409, 'revision_conflict'], why: 'a fence the ban has moved past' });
+  await call({ server: S, op: ban, params: pid, as: OPERATOR, json: { until, reason: 'fenced', expected_banned_until: 'soon' }, expect: [400, 'invalid_request'], why: 'a fence that is not a timestamp' });
+  await call({ server: S, op: ban, params: pid, as: OPERATOR, json: { until: later, reason: 'longer', expected_banned_until: until }, expect: [200], why: 'fenced extension of the ban',
+    check: (j) => (j.banned_until === later ? null : `after: ${JSON.stringify(j)}`) });
+  await call({ server: S, op: unban, params: pid, as: OPERATOR, json: { expected_banned_until: until }, expect: [409, 'revision_conflict'], why: 'unban fenced by a stale ban' });
+  await call({ server: S, op: unban, params: pid, as: OPERATOR, raw: '{"expected_banned_until"', expect: [400, 'invalid_json'], why: 'truncated JSON' });
+  await call({ server: S, op: unban, params: pid, as: OPERATOR, json: { expected_banned_until: later, force: true }, expect: [400, 'invalid_request'], why: 'unknown field' });
+  await call({ server: S, op: unban, params: pid, as: OPERATOR, json: { expected_banned_until: later }, expect: [200], why: 'fenced unban',
+    check: (j) => (j.banned_until === null ? null : `after: ${JSON.stringify(j)}`) });
+  await call({ server: S, op: unban, params: pid, as: OPERATOR, json: { expected_banned_until: later }, expect: [200], why: 'the same fenced unban again (a retry)' });
+}
+
 // ---- scenarios on the servers that cannot reach their database ---------------------------
 
 async function outageCases(S, p) {
@@ -1849,6 +1930,7 @@ async function main() {
   await scenario('auth', () => authCases(api, expired));
   await scenario('ban', () => banCases(api, banned));
   await scenario('dead letters', () => deadLetterCases(api));
+  await scenario('operator console', async () => consoleCases(api, await login(api, hexTicket(), 'player the console fences')));
   await scenario('database down', () => outageCases(steam, main));
   await scenario('not configured', () => unconfiguredCases(bare, main));
   await scenario('every route', () => everyRouteCases(api, main));

@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 enum {
 	LOGIN, ENQUEUE, REVISION, PROBE_ANSWER, PROPOSAL_RESPONSE, BAN, REGISTER, CONNECT, DISCONNECT, SHUTDOWN, HEARTBEAT,
-	NO_SHOW, N_ROUTES
+	NO_SHOW, UNBAN, N_ROUTES
 };
 
 static const char *const *const route_fields[N_ROUTES] = {
@@ -36,6 +36,7 @@ static const char *const *const route_fields[N_ROUTES] = {
 	[SHUTDOWN] = api_shutdown_fields,
 	[HEARTBEAT] = api_heartbeat_fields,
 	[NO_SHOW] = api_no_show_fields,
+	[UNBAN] = api_unban_fields,
 };
 
 /* What a game-server route's reader promises of a text field: length and alphabet. */
@@ -85,7 +86,13 @@ static void read_route(int route, const cJSON *body)
 	case BAN:
 		if (api_ban_read(body, &s1, &s2, &err) == 0)
 			FUZZ_ASSERT(strlen(s1) >= 20 && strlen(s1) <= 40 && *s2);
+		/* fallthrough: a ban body carries the fence too */
+	case UNBAN: {
+		bool fenced = false;
+		if (api_ban_fence_read(body, &fenced, &s1, &err) == 0)
+			FUZZ_ASSERT(!s1 || (fenced && strlen(s1) >= 20 && strlen(s1) <= 40));
 		break;
+	}
 	case REGISTER:
 		if (api_register_read(body, &s1, &n, &s2, &err) == 0)
 			FUZZ_ASSERT((strcmp(s1, "process_ready") == 0 || strcmp(s1, "assignment_ready") == 0) && n >= 1 &&
