@@ -6,7 +6,9 @@
  * pages, formation, the cursor) its two kinds of I/O: reading a page (the
  * head from the Redis index when it answers with entries, PostgreSQL when
  * Redis is down or empty; the pages behind it from PostgreSQL by keyset)
- * and claiming a formation (one transaction). Every per-pass failure (database blip,
+ * and claiming formations (queued as the pass forms them, then claimed in
+ * one transaction of one statement at its end, CC_CLAIM_BATCH_MAX at a
+ * time: flush_claims). Every per-pass failure (database blip,
  * lost claim, nothing to do) ends only this pass: it is logged and
  * counted, and the loop in main.c runs the next one.
  */
@@ -144,10 +146,16 @@ static void count_read(struct matcher *m, const char *source, size_t n)
 	cc_metric_add(m->metrics.candidates, lv, (double)n);
 }
 
-/* What a pass's reads found, for its report. */
+/* What a pass's claims came to (its formations are counted formed when queued). */
+struct pass_claims {
+	unsigned lost; /* queued formations that did not commit */
+};
+
+/* What a pass's reads and claims found, for its report. */
 struct pass_reads {
 	struct matcher *m;
-	const char *source; /* of the head page: "redis" or "postgres" */
+	const char *source;       /* of the head page: "redis" or "postgres" */
+	struct pass_claims claims; /* this pass's batches */
 };
 
 /*
@@ -240,46 +248,121 @@ static void index_forget(struct matcher *m, const struct cc_claim_request *req, 
 	}
 }
 
-/* The claim callback of cc_queue_pass_run: one transaction per formation over m->qp's working set. */
-static int claim(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION_MAX_PLAYERS])
+/* One request per pending formation, pointing into m->pending. */
+static void pending_request(struct matcher *m, const struct matcher_pending *p, struct cc_claim_request *req)
 {
-	struct matcher *m = ((struct pass_reads *)ctx)->m;
-	const char *playlist = m->cfg->playlist;
-	struct cc_claim_request req;
-	struct cc_claim_result res;
+	memset(req, 0, sizeof *req);
+	req->playlist = m->cfg->playlist;
+	req->matcher = m->id;
+	req->window_seconds = (int)m->cfg->proposal_window_seconds;
+	req->team_size = (int)(p->f.n_players / 2);
+	req->build = p->build;
+	req->protocol_version = p->protocol_version;
+	req->region = p->f.region;
+	req->max_rtt_ms = m->params.max_rtt_ms;
+	req->n = p->f.n_players;
+	for (size_t k = 0; k < p->f.n_players; k++) {
+		req->ticket_id[k] = p->ticket_id[k];
+		req->team[k] = p->f.team[k];
+	}
+}
 
-	cc_claim_request_from(&req, f, m->qp.cands, playlist, m->id, (int)m->cfg->proposal_window_seconds,
-			      m->params.max_rtt_ms);
-	int rc = cc_formation_claim(m->pg, &req, &res);
-	if (rc == 0) {
-		const char *lv[] = { playlist };
-		cc_metric_add(m->metrics.proposals, lv, 1);
-		cc_log_info("proposal_opened", CC_LOG_STR("proposal_id", res.proposal_id),
-			    CC_LOG_STR("playlist", playlist), CC_LOG_STR("region", f->region),
-			    CC_LOG_STR("arena", res.arena), CC_LOG_INT("players", f->n_players),
-			    CC_LOG_DBL("worst_rtt_ms", f->worst_rtt_ms), CC_LOG_DBL("rating_spread", f->rating_spread),
-			    CC_LOG_DBL("team0_mean", f->team_mean[0]), CC_LOG_DBL("team1_mean", f->team_mean[1]));
-		index_forget(m, &req, NULL);
+/*
+ * Claims every pending formation in one batch (store cc_formation_claim_batch:
+ * one transaction, one statement, each formation with the single claim's
+ * fence and outbox rows), then logs, counts and forgets each one as a
+ * single claim did. A lost formation's tickets already left this pass's
+ * working set; the next pass (at once: this one formed) reads them again if
+ * they are still queued. Returns 0, or the error that failed the whole
+ * batch (nothing was written; logged here).
+ */
+static int flush_claims(struct matcher *m, struct pass_claims *pc)
+{
+	const char *playlist = m->cfg->playlist;
+	size_t n = m->n_pending;
+	struct cc_claim_request reqs[CC_CLAIM_BATCH_MAX]; /* about 20 KiB: the worker thread's stack holds it */
+	struct cc_claim_result res[CC_CLAIM_BATCH_MAX];
+	int rcs[CC_CLAIM_BATCH_MAX];
+
+	if (n == 0)
+		return 0;
+	m->n_pending = 0;
+	for (size_t i = 0; i < n; i++)
+		pending_request(m, &m->pending[i], &reqs[i]);
+	int rc = cc_formation_claim_batch(m->pg, reqs, n, res, rcs);
+	if (rc == CC_ERETRY_EXHAUSTED) {
+		/* Could not serialize: every formation of it is lost for this pass. */
+		const char *lv[] = { playlist, "retry_exhausted" };
+		cc_metric_add(m->metrics.claim_conflicts, lv, (double)n);
+		cc_log_info("claim_lost", CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(rc)),
+			    CC_LOG_INT("proposals", n));
+		pc->lost += (unsigned)n;
 		return 0;
 	}
-	if (rc == CC_ECONFLICT || rc == CC_ERETRY_EXHAUSTED) {
-		/* Lost the race (or could not serialize): drop the lost ones for this pass. */
-		const char *lv[] = { playlist, rc == CC_ECONFLICT ? "lost" : "retry_exhausted" };
+	if (rc != 0) {
+		cc_log_warn("claim_failed", CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(rc)),
+			    CC_LOG_STR("sqlstate", cc_pg_sqlstate(m->pg)),
+			    CC_LOG_STR("detail", cc_pg_error_message(m->pg)), CC_LOG_INT("proposals", n));
+		pc->lost += (unsigned)n;
+		return rc;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct cc_formation *f = &m->pending[i].f;
+		if (rcs[i] == 0) {
+			const char *lv[] = { playlist };
+			cc_metric_add(m->metrics.proposals, lv, 1);
+			cc_log_info("proposal_opened", CC_LOG_STR("proposal_id", res[i].proposal_id),
+				    CC_LOG_STR("playlist", playlist), CC_LOG_STR("region", f->region),
+				    CC_LOG_STR("arena", res[i].arena), CC_LOG_INT("players", f->n_players),
+				    CC_LOG_DBL("worst_rtt_ms", f->worst_rtt_ms),
+				    CC_LOG_DBL("rating_spread", f->rating_spread),
+				    CC_LOG_DBL("team0_mean", f->team_mean[0]), CC_LOG_DBL("team1_mean", f->team_mean[1]));
+			index_forget(m, &reqs[i], NULL);
+			continue;
+		}
+		pc->lost++;
+		if (rcs[i] == CC_ENOTFOUND) {
+			cc_log_warn("claim_failed", CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(rcs[i])));
+			continue;
+		}
+		/* Lost the race: the ones gone for good leave the index. */
+		const char *lv[] = { playlist, "lost" };
 		cc_metric_add(m->metrics.claim_conflicts, lv, 1);
 		size_t n_lost = 0;
-		for (size_t k = 0; k < req.n && rc == CC_ECONFLICT; k++) {
-			lost[k] = res.lost[k];
-			n_lost += res.lost[k];
-		}
-		cc_log_info("claim_lost", CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(rc)),
-			    CC_LOG_INT("lost", rc == CC_ECONFLICT ? n_lost : req.n));
-		if (rc == CC_ECONFLICT)
-			index_forget(m, &req, res.gone);
-		return CC_ECONFLICT;
+		for (size_t k = 0; k < reqs[i].n; k++)
+			n_lost += res[i].lost[k];
+		cc_log_info("claim_lost", CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(rcs[i])),
+			    CC_LOG_INT("lost", n_lost));
+		index_forget(m, &reqs[i], res[i].gone);
 	}
-	cc_log_warn("claim_failed", CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(rc)),
-		    CC_LOG_STR("sqlstate", cc_pg_sqlstate(m->pg)), CC_LOG_STR("detail", cc_pg_error_message(m->pg)));
-	return rc;
+	return 0;
+}
+
+/*
+ * The claim callback of cc_queue_pass_run: queues the formation for the
+ * pass's batch (flushed here when full, and at the end of the pass). It
+ * answers "claimed" for every queued formation, so formation takes its
+ * tickets out of the working set either way.
+ */
+static int claim(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION_MAX_PLAYERS])
+{
+	struct pass_reads *pr = ctx;
+	struct matcher *m = pr->m;
+	(void)lost;
+	if (m->n_pending == CC_CLAIM_BATCH_MAX) {
+		int rc = flush_claims(m, &pr->claims);
+		if (rc != 0)
+			return rc;
+	}
+	struct matcher_pending *p = &m->pending[m->n_pending++];
+	const struct cc_candidate *anchor = &m->qp.cands[f->index[0]];
+	p->f = *f;
+	_Static_assert(sizeof p->build == sizeof anchor->build, "build buffers differ");
+	memcpy(p->build, anchor->build, sizeof p->build);
+	p->protocol_version = anchor->protocol_version;
+	for (size_t k = 0; k < f->n_players; k++)
+		memcpy(p->ticket_id[k], m->qp.cands[f->index[k]].ticket_id, sizeof p->ticket_id[k]);
+	return 0;
 }
 
 /* Counts and logs a pass's outcome. */
@@ -441,9 +524,15 @@ int matcher_pass(struct matcher *m)
 	}
 
 	ran = true;
+	m->n_pending = 0;
 	rc = cc_queue_pass_run(&m->qp, &m->pass_cfg, read_page, claim, &pr, &qst);
+	/* What the pass formed is claimed now, in one batch (also after a failed read). */
+	int frc = flush_claims(m, &pr.claims);
+	rc = rc != 0 ? rc : frc;
 	/* A pass that formed matches may have left more: the next one starts at once. */
 	m->run_again = rc == 0 && qst.formation.formed > 0;
+	qst.formation.lost_claims += pr.claims.lost;
+	qst.formation.formed -= pr.claims.lost < qst.formation.formed ? pr.claims.lost : qst.formation.formed;
 out:
 	if (rc != 0 && m->pg)
 		(void)cc_pg_rollback(m->pg); /* acknowledge a connection lost mid-transaction */
