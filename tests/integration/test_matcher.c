@@ -12,6 +12,10 @@
  *    loser's other tickets stay QUEUED, untouched and unannounced; a claim
  *    holds nothing beyond its first miss; the SQL functions refuse
  *    malformed calls
+ *  - batches (cc_formation_claim_batch, what cc-matcher runs): two claims
+ *    of one batch sharing a ticket commit one and lose the other cleanly,
+ *    the rest of the batch committing; four threads racing overlapping
+ *    batches never put a ticket in two proposals
  *  - a failed pass leaves the matcher at the queue head, and outliers at
  *    the head match as soon as they can while deeper pages are worked
  *  - the 21 tickets of issue 9: ticket 1's only partner is on the second
