@@ -99,7 +99,9 @@ struct matcher {
  * Runs one pass: take the pass lease (without it: a standby pass that
  * does nothing), expiry hook, then cc_queue_pass_run (game/queue_pass.h)
  * over pages read here (the head from Redis, else PostgreSQL; later pages
- * from PostgreSQL) with claims made here, give the lease back. Sets
+ * from PostgreSQL), again while it keeps forming and the batch has room,
+ * then claim everything formed in one batch (CC_CLAIM_BATCH_MAX at most
+ * per transaction), give the lease back. Sets
  * run_again and standby; m->qp keeps the cursor. Returns 0, or the error that
  * ended it (already logged and counted); the caller just carries on.
  */

@@ -20,6 +20,7 @@
 #include "store/arenas.h"
 #include "store/formation_claim.h"
 #include "sys/clock.h"
+#include "sys/hash.h"
 #include "sys/log.h"
 #include "matcher.h"
 #include "store/playlists.h"
@@ -159,6 +160,42 @@ struct pass_reads {
 };
 
 /*
+ * Drops the candidates whose tickets a formation of this pass already holds
+ * (queued for the batch, not claimed yet: still QUEUED in PostgreSQL and
+ * the index) and compacts the rest of out[0..n). The page's more and last
+ * stay the source's, so the keyset goes on past them. Returns how many remain.
+ */
+static size_t drop_pending(const struct matcher *m, struct cc_candidate *out, size_t n)
+{
+	enum { SLOTS = 1024 }; /* > CC_CLAIM_BATCH_MAX * CC_FORMATION_MAX_PLAYERS: probes stay short */
+	const char *slot[SLOTS] = { 0 };
+	size_t kept = 0;
+	if (m->n_pending == 0)
+		return n;
+	for (size_t i = 0; i < m->n_pending; i++)
+		for (size_t k = 0; k < m->pending[i].f.n_players; k++) {
+			const char *id = m->pending[i].ticket_id[k];
+			size_t h = cc_hash_fnv1a32(id, strlen(id)) % SLOTS;
+			while (slot[h])
+				h = (h + 1) % SLOTS;
+			slot[h] = id;
+		}
+	for (size_t i = 0; i < n; i++) {
+		const char *id = out[i].ticket_id;
+		size_t h = cc_hash_fnv1a32(id, strlen(id)) % SLOTS;
+		bool held = false;
+		while (slot[h] && !(held = strcmp(slot[h], id) == 0))
+			h = (h + 1) % SLOTS;
+		if (held)
+			continue;
+		if (kept != i)
+			out[kept] = out[i];
+		kept++;
+	}
+	return kept;
+}
+
+/*
  * Reads the head of the queue (the oldest limit candidates) into out. The
  * index is tried first; "down" (an error) and "empty" (0 entries) both
  * fall back to PostgreSQL, but only "empty" repopulates the index:
@@ -217,8 +254,10 @@ static int read_page(void *ctx, const char *after, size_t limit, struct cc_candi
 	int rc;
 	if (!after) {
 		rc = read_head(pr, limit, out, page);
-		if (rc == 0)
+		if (rc == 0) {
 			count_read(m, pr->source, page->n);
+			page->n = drop_pending(m, out, page->n);
+		}
 		return rc;
 	}
 	size_t n = 0;
@@ -229,6 +268,7 @@ static int read_page(void *ctx, const char *after, size_t limit, struct cc_candi
 	page->more = n == limit;
 	snprintf(page->last, sizeof page->last, "%s", n ? out[n - 1].ticket_id : "");
 	count_read(m, "postgres", n);
+	page->n = drop_pending(m, out, n);
 	return 0;
 }
 
@@ -367,7 +407,7 @@ static int claim(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION
 
 /* Counts and logs a pass's outcome. */
 static void pass_report(struct matcher *m, int rc, const char *source, const struct cc_queue_pass_stats *qst,
-			double seconds)
+			int runs, double seconds)
 {
 	const struct cc_formation_pass_stats *st = qst ? &qst->formation : NULL;
 	const char *playlist = m->cfg->playlist;
@@ -402,6 +442,7 @@ static void pass_report(struct matcher *m, int rc, const char *source, const str
 		CC_LOG_STR("playlist", playlist),
 		CC_LOG_STR("source", source),
 		CC_LOG_INT("candidates", qst ? qst->read : 0),
+		CC_LOG_INT("runs", runs),
 		CC_LOG_INT("pages", qst ? qst->pages : 0),
 		CC_LOG_INT("working_set", qst ? qst->working : 0),
 		CC_LOG_BOOL("cursor", m->qp.cursor[0] != '\0'),
@@ -473,12 +514,31 @@ static void give_lease(struct matcher *m)
 	PQclear(res);
 }
 
+#define MATCHER_RUNS_PER_BATCH 16 /* queue runs one pass may make to fill its batch */
+
+/* Adds run b's figures to a (the pass's). */
+static void stats_add(struct cc_queue_pass_stats *a, const struct cc_queue_pass_stats *b)
+{
+	a->formation.formed += b->formation.formed;
+	a->formation.refused_not_enough += b->formation.refused_not_enough;
+	a->formation.refused_no_region += b->formation.refused_no_region;
+	a->formation.lost_claims += b->formation.lost_claims;
+	a->formation.excluded += b->formation.excluded;
+	a->formation.out_of_attempts |= b->formation.out_of_attempts;
+	a->pages += b->pages;
+	a->read += b->read;
+	a->working = a->working > b->working ? a->working : b->working;
+	a->reached_end = b->reached_end;
+	a->left_cursor = b->left_cursor;
+}
+
 int matcher_pass(struct matcher *m)
 {
 	double t0 = cc_clock_seconds();
 	struct cc_queue_pass_stats qst;
 	struct pass_reads pr = { .m = m, .source = "postgres" };
 	bool ran = false, leased = false;
+	int runs = 0; /* queue runs made (cc_queue_pass_run) */
 
 	memset(&qst, 0, sizeof qst);
 
@@ -526,6 +586,23 @@ int matcher_pass(struct matcher *m)
 	ran = true;
 	m->n_pending = 0;
 	rc = cc_queue_pass_run(&m->qp, &m->pass_cfg, read_page, claim, &pr, &qst);
+	/*
+	 * A run that formed ends at once (queue_pass.h); while runs keep forming
+	 * and the batch has room, run again over what the formations left (the
+	 * reads skip their tickets), so one batch claims up to
+	 * CC_CLAIM_BATCH_MAX matches however small the head page is.
+	 */
+	runs = 1;
+	while (rc == 0 && qst.formation.formed > 0 && runs < MATCHER_RUNS_PER_BATCH && m->n_pending > 0 &&
+	       m->n_pending < CC_CLAIM_BATCH_MAX) {
+		struct cc_queue_pass_stats more;
+		unsigned formed = qst.formation.formed;
+		runs++;
+		rc = cc_queue_pass_run(&m->qp, &m->pass_cfg, read_page, claim, &pr, &more);
+		stats_add(&qst, &more);
+		if (qst.formation.formed == formed)
+			break;
+	}
 	/* What the pass formed is claimed now, in one batch (also after a failed read). */
 	int frc = flush_claims(m, &pr.claims);
 	rc = rc != 0 ? rc : frc;
@@ -540,6 +617,6 @@ out:
 		give_lease(m);
 	/* Reaching PostgreSQL is what readiness means; a lost claim is not an outage. */
 	matcher_set_db_state(m, rc == CC_EUNAVAILABLE || rc == CC_ETIMEOUT || !m->pg ? rc : 0);
-	pass_report(m, rc, pr.source, ran ? &qst : NULL, cc_clock_seconds() - t0);
+	pass_report(m, rc, pr.source, ran ? &qst : NULL, runs, cc_clock_seconds() - t0);
 	return rc;
 }
