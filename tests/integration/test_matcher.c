@@ -980,6 +980,48 @@ START_TEST(test_claim_function_refuses_malformed_input)
 			4, p, st, NULL);
 		ck_assert_msg(strcmp(st, "22023") == 0, "%s: SQLSTATE '%s' (%s)", bad[i].what, st, PQerrorMessage(db));
 	}
+	/* The batch function refuses a malformed batch whole (22023), before any proposal is fenced. */
+	static const struct {
+		const char *what, *pids, *ids, *teams, *builds, *picks, *window;
+	} bad_batch[] = {
+		{ "no proposals", "{}", "{}", "{}", "{}", "{}", "10" },
+		{ "tickets short of the proposals", "{P,Q}", "{A,B}", "{0,1}", "{race,race}", "{0,0}", "10" },
+		{ "teams short of the tickets", "{P}", "{A,B}", "{0}", "{race}", "{0}", "10" },
+		{ "a team other than 0 or 1", "{P}", "{A,B}", "{0,5}", "{race}", "{0}", "10" },
+		{ "builds short of the proposals", "{P}", "{A,B}", "{0,1}", "{}", "{0}", "10" },
+		{ "a repeated proposal id", "{P,P}", "{A,B,A,B}", "{0,1,0,1}", "{race,race}", "{0,0}", "10" },
+		{ "a null proposal id", "{NULL}", "{A,B}", "{0,1}", "{race}", "{0}", "10" },
+		{ "a null ticket", "{P}", "{A,NULL}", "{0,1}", "{race}", "{0}", "10" },
+		{ "a negative arena pick", "{P}", "{A,B}", "{0,1}", "{race}", "{-1}", "10" },
+		{ "a window of 0 s", "{P}", "{A,B}", "{0,1}", "{race}", "{0}", "0" },
+	};
+	for (size_t i = 0; i < CC_ARRAY_LEN(bad_batch); i++) {
+		char pids[128], ids[256], st[6];
+		const char *subst[2] = { bad_batch[i].pids, bad_batch[i].ids };
+		char *outs[2] = { pids, ids };
+		size_t sizes[2] = { sizeof pids, sizeof ids };
+		for (int f = 0; f < 2; f++) {
+			size_t used = 0;
+			outs[f][0] = '\0';
+			/* A and B: the two seeded tickets; P and Q: two fresh proposal ids */
+			for (const char *x = subst[f]; *x && used + 40 < sizes[f]; x++)
+				used += (size_t)snprintf(outs[f] + used, sizes[f] - used, "%s",
+							 *x == 'A'   ? a.ticket
+							 : *x == 'B' ? b.ticket
+							 : *x == 'P' ? "0b6f2a38-8d1e-4a57-9b0e-6f0f2d4c1a01"
+							 : *x == 'Q' ? "0b6f2a38-8d1e-4a57-9b0e-6f0f2d4c1a02"
+								     : (char[]){ *x, 0 });
+		}
+		const char *p[] = { pids, ids, bad_batch[i].teams, bad_batch[i].builds, bad_batch[i].picks,
+				    bad_batch[i].window };
+		exec_on(db,
+			"SELECT k FROM cc_claim_proposals($1::uuid[], 'casual', $2::uuid[], $3::smallint[], $4::text[], "
+			"array_fill(1, ARRAY[cardinality($1::uuid[])]), array_fill('eu'::text, ARRAY[cardinality($1::uuid[])]), "
+			"100, 1, 'direct', $6::int, $5::bigint[])",
+			6, p, st, NULL);
+		ck_assert_msg(strcmp(st, "22023") == 0, "batch, %s: SQLSTATE '%s' (%s)", bad_batch[i].what, st,
+			      PQerrorMessage(db));
+	}
 	char st[6];
 	const char *pn[] = { a.ticket };
 	exec_on(db, "SELECT cc_outbox_append('ticket.proposed', 'ticket', $1, 2, ARRAY[NULL]::uuid[], NULL)", 1, pn,
