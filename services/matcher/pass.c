@@ -149,7 +149,8 @@ static void count_read(struct matcher *m, const char *source, size_t n)
 
 /* What a pass's claims came to (its formations are counted formed when queued). */
 struct pass_claims {
-	unsigned lost; /* queued formations that did not commit */
+	unsigned lost;    /* queued formations that did not commit */
+	unsigned batches; /* batches claimed while the pass was still forming (it was full) */
 };
 
 /* What a pass's reads and claims found, for its report. */
@@ -390,6 +391,7 @@ static int claim(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION
 	struct matcher *m = pr->m;
 	(void)lost;
 	if (m->n_pending == CC_CLAIM_BATCH_MAX) {
+		pr->claims.batches++;
 		int rc = flush_claims(m, &pr->claims);
 		if (rc != 0)
 			return rc;
@@ -590,11 +592,13 @@ int matcher_pass(struct matcher *m)
 	 * A run that formed ends at once (queue_pass.h); while runs keep forming
 	 * and the batch has room, run again over what the formations left (the
 	 * reads skip their tickets), so one batch claims up to
-	 * CC_CLAIM_BATCH_MAX matches however small the head page is.
+	 * CC_CLAIM_BATCH_MAX matches however small the head page is. A batch
+	 * that filled up ends the pass after this run (short passes keep the
+	 * expiry sweep and the lease hand-over as frequent as before).
 	 */
 	runs = 1;
-	while (rc == 0 && qst.formation.formed > 0 && runs < MATCHER_RUNS_PER_BATCH && m->n_pending > 0 &&
-	       m->n_pending < CC_CLAIM_BATCH_MAX) {
+	while (rc == 0 && qst.formation.formed > 0 && runs < MATCHER_RUNS_PER_BATCH && pr.claims.batches == 0 &&
+	       m->n_pending > 0 && m->n_pending < CC_CLAIM_BATCH_MAX) {
 		struct cc_queue_pass_stats more;
 		unsigned formed = qst.formation.formed;
 		runs++;
