@@ -4,7 +4,8 @@
  * the proposal, or changes nothing.
  *
  * The claim is one call of the SQL function cc_claim_proposal (migration
- * 0006), so it costs three round trips (BEGIN, the call, COMMIT) however
+ * 0006; cc_formation_claim_batch below runs it for many in one call), so
+ * it costs three round trips (BEGIN, the call, COMMIT) however
  * many tickets it holds. Its fence is FOR UPDATE SKIP LOCKED on each ticket in
  * ticket-id order, stopping at the first one that does not come back; it
  * re-checks everything a stale candidate (Redis) might have wrong:
@@ -87,6 +88,36 @@ void cc_claim_request_from(struct cc_claim_request *req, const struct cc_formati
  */
 int cc_formation_claim(struct cc_pg *pg, const struct cc_claim_request *req, struct cc_claim_result *out)
 	CC_MUST_CHECK;
+
+/*
+ * A batch of claims in one SERIALIZABLE transaction of one statement (SQL
+ * cc_claim_proposals, migration 0022): each request gets exactly the fence,
+ * rows and outbox events of cc_formation_claim, one after the other in
+ * array order, and the proposals that were claimed commit together. So a
+ * batch costs three round trips and one commit however many matches it
+ * holds. A request that loses writes nothing and does not stop the others:
+ * two requests of one batch sharing a ticket is one claimed and the later
+ * one lost (the shared ticket gone). What differs from n single claims:
+ * the locks a lost request took before its miss are held until the batch
+ * commits instead of being dropped at once.
+ *
+ * Every request must share playlist, matcher, window_seconds, team_size
+ * and max_rtt_ms (one matcher's pass); build, protocol, region and tickets
+ * are each its own. n is 1..CC_CLAIM_BATCH_MAX.
+ *
+ * Returns 0 when the transaction committed: rcs[i] is then request i's
+ * outcome, 0 (out[i].proposal_id and arena set), CC_ECONFLICT (out[i].lost
+ * and gone set) or CC_ENOTFOUND (no eligible arena). Otherwise nothing was
+ * written and rcs is untouched: CC_EINVAL for a malformed batch (any
+ * request malformed, shared fields differing, n out of range), CC_ENOMEM,
+ * CC_ERETRY_EXHAUSTED, or cc_pg_run_serializable's errors as for
+ * cc_formation_claim (an unknown outcome on CC_EUNAVAILABLE/CC_ETIMEOUT
+ * from COMMIT).
+ */
+#define CC_CLAIM_BATCH_MAX 64
+
+int cc_formation_claim_batch(struct cc_pg *pg, const struct cc_claim_request *reqs, size_t n,
+			     struct cc_claim_result *out, int *rcs) CC_MUST_CHECK;
 
 /* The index of the arena for proposal_id among n arenas (n > 0). */
 size_t cc_claim_arena_index(const char *proposal_id, size_t n);

@@ -17,6 +17,7 @@
 
 #include "store/candidate_index.h"
 #include "store/candidates.h"
+#include "store/formation_claim.h"
 #include "sys/config.h"
 #include "game/formation.h"
 #include "game/playlist.h"
@@ -26,6 +27,18 @@
 #include "sys/service.h"
 
 #define MATCHER_ID_MAX 96
+
+/*
+ * A formation claimed at the end of its pass, in one batch with the rest
+ * (pass.c): the ticket ids and build are copied, so the batch does not
+ * depend on the working set staying put until then.
+ */
+struct matcher_pending {
+	struct cc_formation f;                                 /* region, teams, quality for the log */
+	char ticket_id[CC_FORMATION_MAX_PLAYERS][CC_UUID_BUF]; /* f's tickets, in f's order */
+	char build[CC_CANDIDATE_BUILD_MAX + 1];
+	int32_t protocol_version;
+};
 
 /* cc-matcher's configuration, filled from the option table in main.c. */
 struct matcher_config {
@@ -80,13 +93,17 @@ struct matcher {
 	bool db_ready;                           /* the last pass reached PostgreSQL */
 	char db_why[192];                        /* why not, for /readyz */
 	struct cc_queue_pass qp;                 /* the working set and the cursor past a deep wall */
+	size_t n_pending;                        /* formations of this pass not claimed yet */
+	struct matcher_pending pending[CC_CLAIM_BATCH_MAX];
 };
 
 /*
  * Runs one pass: take the pass lease (without it: a standby pass that
  * does nothing), expiry hook, then cc_queue_pass_run (game/queue_pass.h)
  * over pages read here (the head from Redis, else PostgreSQL; later pages
- * from PostgreSQL) with claims made here, give the lease back. Sets
+ * from PostgreSQL), again while it keeps forming and the batch has room,
+ * then claim everything formed in one batch (CC_CLAIM_BATCH_MAX at most
+ * per transaction), give the lease back. Sets
  * run_again and standby; m->qp keeps the cursor. Returns 0, or the error that
  * ended it (already logged and counted); the caller just carries on.
  */

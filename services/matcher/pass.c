@@ -6,7 +6,9 @@
  * pages, formation, the cursor) its two kinds of I/O: reading a page (the
  * head from the Redis index when it answers with entries, PostgreSQL when
  * Redis is down or empty; the pages behind it from PostgreSQL by keyset)
- * and claiming a formation (one transaction). Every per-pass failure (database blip,
+ * and claiming formations (queued as the pass forms them, then claimed in
+ * one transaction of one statement at its end, CC_CLAIM_BATCH_MAX at a
+ * time: flush_claims). Every per-pass failure (database blip,
  * lost claim, nothing to do) ends only this pass: it is logged and
  * counted, and the loop in main.c runs the next one.
  */
@@ -18,6 +20,7 @@
 #include "store/arenas.h"
 #include "store/formation_claim.h"
 #include "sys/clock.h"
+#include "sys/hash.h"
 #include "sys/log.h"
 #include "matcher.h"
 #include "store/playlists.h"
@@ -144,11 +147,54 @@ static void count_read(struct matcher *m, const char *source, size_t n)
 	cc_metric_add(m->metrics.candidates, lv, (double)n);
 }
 
-/* What a pass's reads found, for its report. */
+/* What a pass's claims came to (its formations are counted formed when queued). */
+struct pass_claims {
+	unsigned lost;    /* queued formations that did not commit */
+	unsigned batches; /* batches claimed while the pass was still forming (it was full) */
+};
+
+/* What a pass's reads and claims found, for its report. */
 struct pass_reads {
 	struct matcher *m;
-	const char *source; /* of the head page: "redis" or "postgres" */
+	const char *source;       /* of the head page: "redis" or "postgres" */
+	struct pass_claims claims; /* this pass's batches */
 };
+
+/*
+ * Drops the candidates whose tickets a formation of this pass already holds
+ * (queued for the batch, not claimed yet: still QUEUED in PostgreSQL and
+ * the index) and compacts the rest of out[0..n). The page's more and last
+ * stay the source's, so the keyset goes on past them. Returns how many remain.
+ */
+static size_t drop_pending(const struct matcher *m, struct cc_candidate *out, size_t n)
+{
+	enum { SLOTS = 1024 }; /* > CC_CLAIM_BATCH_MAX * CC_FORMATION_MAX_PLAYERS: probes stay short */
+	const char *slot[SLOTS] = { 0 };
+	size_t kept = 0;
+	if (m->n_pending == 0)
+		return n;
+	for (size_t i = 0; i < m->n_pending; i++)
+		for (size_t k = 0; k < m->pending[i].f.n_players; k++) {
+			const char *id = m->pending[i].ticket_id[k];
+			size_t h = cc_hash_fnv1a32(id, strlen(id)) % SLOTS;
+			while (slot[h])
+				h = (h + 1) % SLOTS;
+			slot[h] = id;
+		}
+	for (size_t i = 0; i < n; i++) {
+		const char *id = out[i].ticket_id;
+		size_t h = cc_hash_fnv1a32(id, strlen(id)) % SLOTS;
+		bool held = false;
+		while (slot[h] && !(held = strcmp(slot[h], id) == 0))
+			h = (h + 1) % SLOTS;
+		if (held)
+			continue;
+		if (kept != i)
+			out[kept] = out[i];
+		kept++;
+	}
+	return kept;
+}
 
 /*
  * Reads the head of the queue (the oldest limit candidates) into out. The
@@ -209,8 +255,10 @@ static int read_page(void *ctx, const char *after, size_t limit, struct cc_candi
 	int rc;
 	if (!after) {
 		rc = read_head(pr, limit, out, page);
-		if (rc == 0)
+		if (rc == 0) {
 			count_read(m, pr->source, page->n);
+			page->n = drop_pending(m, out, page->n);
+		}
 		return rc;
 	}
 	size_t n = 0;
@@ -221,6 +269,7 @@ static int read_page(void *ctx, const char *after, size_t limit, struct cc_candi
 	page->more = n == limit;
 	snprintf(page->last, sizeof page->last, "%s", n ? out[n - 1].ticket_id : "");
 	count_read(m, "postgres", n);
+	page->n = drop_pending(m, out, n);
 	return 0;
 }
 
@@ -240,51 +289,127 @@ static void index_forget(struct matcher *m, const struct cc_claim_request *req, 
 	}
 }
 
-/* The claim callback of cc_queue_pass_run: one transaction per formation over m->qp's working set. */
-static int claim(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION_MAX_PLAYERS])
+/* One request per pending formation, pointing into m->pending. */
+static void pending_request(struct matcher *m, const struct matcher_pending *p, struct cc_claim_request *req)
 {
-	struct matcher *m = ((struct pass_reads *)ctx)->m;
-	const char *playlist = m->cfg->playlist;
-	struct cc_claim_request req;
-	struct cc_claim_result res;
+	memset(req, 0, sizeof *req);
+	req->playlist = m->cfg->playlist;
+	req->matcher = m->id;
+	req->window_seconds = (int)m->cfg->proposal_window_seconds;
+	req->team_size = (int)(p->f.n_players / 2);
+	req->build = p->build;
+	req->protocol_version = p->protocol_version;
+	req->region = p->f.region;
+	req->max_rtt_ms = m->params.max_rtt_ms;
+	req->n = p->f.n_players;
+	for (size_t k = 0; k < p->f.n_players; k++) {
+		req->ticket_id[k] = p->ticket_id[k];
+		req->team[k] = p->f.team[k];
+	}
+}
 
-	cc_claim_request_from(&req, f, m->qp.cands, playlist, m->id, (int)m->cfg->proposal_window_seconds,
-			      m->params.max_rtt_ms);
-	int rc = cc_formation_claim(m->pg, &req, &res);
-	if (rc == 0) {
-		const char *lv[] = { playlist };
-		cc_metric_add(m->metrics.proposals, lv, 1);
-		cc_log_info("proposal_opened", CC_LOG_STR("proposal_id", res.proposal_id),
-			    CC_LOG_STR("playlist", playlist), CC_LOG_STR("region", f->region),
-			    CC_LOG_STR("arena", res.arena), CC_LOG_INT("players", f->n_players),
-			    CC_LOG_DBL("worst_rtt_ms", f->worst_rtt_ms), CC_LOG_DBL("rating_spread", f->rating_spread),
-			    CC_LOG_DBL("team0_mean", f->team_mean[0]), CC_LOG_DBL("team1_mean", f->team_mean[1]));
-		index_forget(m, &req, NULL);
+/*
+ * Claims every pending formation in one batch (store cc_formation_claim_batch:
+ * one transaction, one statement, each formation with the single claim's
+ * fence and outbox rows), then logs, counts and forgets each one as a
+ * single claim did. A lost formation's tickets already left this pass's
+ * working set; the next pass (at once: this one formed) reads them again if
+ * they are still queued. Returns 0, or the error that failed the whole
+ * batch (nothing was written; logged here).
+ */
+static int flush_claims(struct matcher *m, struct pass_claims *pc)
+{
+	const char *playlist = m->cfg->playlist;
+	size_t n = m->n_pending;
+	struct cc_claim_request reqs[CC_CLAIM_BATCH_MAX]; /* about 20 KiB: the worker thread's stack holds it */
+	struct cc_claim_result res[CC_CLAIM_BATCH_MAX];
+	int rcs[CC_CLAIM_BATCH_MAX];
+
+	if (n == 0)
+		return 0;
+	m->n_pending = 0;
+	for (size_t i = 0; i < n; i++)
+		pending_request(m, &m->pending[i], &reqs[i]);
+	int rc = cc_formation_claim_batch(m->pg, reqs, n, res, rcs);
+	if (rc == CC_ERETRY_EXHAUSTED) {
+		/* Could not serialize: every formation of it is lost for this pass. */
+		const char *lv[] = { playlist, "retry_exhausted" };
+		cc_metric_add(m->metrics.claim_conflicts, lv, (double)n);
+		cc_log_info("claim_lost", CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(rc)),
+			    CC_LOG_INT("proposals", n));
+		pc->lost += (unsigned)n;
 		return 0;
 	}
-	if (rc == CC_ECONFLICT || rc == CC_ERETRY_EXHAUSTED) {
-		/* Lost the race (or could not serialize): drop the lost ones for this pass. */
-		const char *lv[] = { playlist, rc == CC_ECONFLICT ? "lost" : "retry_exhausted" };
+	if (rc != 0) {
+		cc_log_warn("claim_failed", CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(rc)),
+			    CC_LOG_STR("sqlstate", cc_pg_sqlstate(m->pg)),
+			    CC_LOG_STR("detail", cc_pg_error_message(m->pg)), CC_LOG_INT("proposals", n));
+		pc->lost += (unsigned)n;
+		return rc;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct cc_formation *f = &m->pending[i].f;
+		if (rcs[i] == 0) {
+			const char *lv[] = { playlist };
+			cc_metric_add(m->metrics.proposals, lv, 1);
+			cc_log_info("proposal_opened", CC_LOG_STR("proposal_id", res[i].proposal_id),
+				    CC_LOG_STR("playlist", playlist), CC_LOG_STR("region", f->region),
+				    CC_LOG_STR("arena", res[i].arena), CC_LOG_INT("players", f->n_players),
+				    CC_LOG_DBL("worst_rtt_ms", f->worst_rtt_ms),
+				    CC_LOG_DBL("rating_spread", f->rating_spread),
+				    CC_LOG_DBL("team0_mean", f->team_mean[0]), CC_LOG_DBL("team1_mean", f->team_mean[1]));
+			index_forget(m, &reqs[i], NULL);
+			continue;
+		}
+		pc->lost++;
+		if (rcs[i] == CC_ENOTFOUND) {
+			cc_log_warn("claim_failed", CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(rcs[i])));
+			continue;
+		}
+		/* Lost the race: the ones gone for good leave the index. */
+		const char *lv[] = { playlist, "lost" };
 		cc_metric_add(m->metrics.claim_conflicts, lv, 1);
 		size_t n_lost = 0;
-		for (size_t k = 0; k < req.n && rc == CC_ECONFLICT; k++) {
-			lost[k] = res.lost[k];
-			n_lost += res.lost[k];
-		}
-		cc_log_info("claim_lost", CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(rc)),
-			    CC_LOG_INT("lost", rc == CC_ECONFLICT ? n_lost : req.n));
-		if (rc == CC_ECONFLICT)
-			index_forget(m, &req, res.gone);
-		return CC_ECONFLICT;
+		for (size_t k = 0; k < reqs[i].n; k++)
+			n_lost += res[i].lost[k];
+		cc_log_info("claim_lost", CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(rcs[i])),
+			    CC_LOG_INT("lost", n_lost));
+		index_forget(m, &reqs[i], res[i].gone);
 	}
-	cc_log_warn("claim_failed", CC_LOG_STR("playlist", playlist), CC_LOG_STR("error", cc_errname(rc)),
-		    CC_LOG_STR("sqlstate", cc_pg_sqlstate(m->pg)), CC_LOG_STR("detail", cc_pg_error_message(m->pg)));
-	return rc;
+	return 0;
+}
+
+/*
+ * The claim callback of cc_queue_pass_run: queues the formation for the
+ * pass's batch (flushed here when full, and at the end of the pass). It
+ * answers "claimed" for every queued formation, so formation takes its
+ * tickets out of the working set either way.
+ */
+static int claim(void *ctx, const struct cc_formation *f, bool lost[CC_FORMATION_MAX_PLAYERS])
+{
+	struct pass_reads *pr = ctx;
+	struct matcher *m = pr->m;
+	(void)lost;
+	if (m->n_pending == CC_CLAIM_BATCH_MAX) {
+		pr->claims.batches++;
+		int rc = flush_claims(m, &pr->claims);
+		if (rc != 0)
+			return rc;
+	}
+	struct matcher_pending *p = &m->pending[m->n_pending++];
+	const struct cc_candidate *anchor = &m->qp.cands[f->index[0]];
+	p->f = *f;
+	_Static_assert(sizeof p->build == sizeof anchor->build, "build buffers differ");
+	memcpy(p->build, anchor->build, sizeof p->build);
+	p->protocol_version = anchor->protocol_version;
+	for (size_t k = 0; k < f->n_players; k++)
+		memcpy(p->ticket_id[k], m->qp.cands[f->index[k]].ticket_id, sizeof p->ticket_id[k]);
+	return 0;
 }
 
 /* Counts and logs a pass's outcome. */
 static void pass_report(struct matcher *m, int rc, const char *source, const struct cc_queue_pass_stats *qst,
-			double seconds)
+			int runs, double seconds)
 {
 	const struct cc_formation_pass_stats *st = qst ? &qst->formation : NULL;
 	const char *playlist = m->cfg->playlist;
@@ -319,6 +444,7 @@ static void pass_report(struct matcher *m, int rc, const char *source, const str
 		CC_LOG_STR("playlist", playlist),
 		CC_LOG_STR("source", source),
 		CC_LOG_INT("candidates", qst ? qst->read : 0),
+		CC_LOG_INT("runs", runs),
 		CC_LOG_INT("pages", qst ? qst->pages : 0),
 		CC_LOG_INT("working_set", qst ? qst->working : 0),
 		CC_LOG_BOOL("cursor", m->qp.cursor[0] != '\0'),
@@ -392,12 +518,31 @@ static void give_lease(struct matcher *m)
 	PQclear(res);
 }
 
+#define MATCHER_RUNS_PER_BATCH 16 /* queue runs one pass may make to fill its batch */
+
+/* Adds run b's figures to a (the pass's). */
+static void stats_add(struct cc_queue_pass_stats *a, const struct cc_queue_pass_stats *b)
+{
+	a->formation.formed += b->formation.formed;
+	a->formation.refused_not_enough += b->formation.refused_not_enough;
+	a->formation.refused_no_region += b->formation.refused_no_region;
+	a->formation.lost_claims += b->formation.lost_claims;
+	a->formation.excluded += b->formation.excluded;
+	a->formation.out_of_attempts |= b->formation.out_of_attempts;
+	a->pages += b->pages;
+	a->read += b->read;
+	a->working = a->working > b->working ? a->working : b->working;
+	a->reached_end = b->reached_end;
+	a->left_cursor = b->left_cursor;
+}
+
 int matcher_pass(struct matcher *m)
 {
 	double t0 = cc_clock_seconds();
 	struct cc_queue_pass_stats qst;
 	struct pass_reads pr = { .m = m, .source = "postgres" };
 	bool ran = false, leased = false;
+	int runs = 0; /* queue runs made (cc_queue_pass_run) */
 
 	memset(&qst, 0, sizeof qst);
 
@@ -443,9 +588,34 @@ int matcher_pass(struct matcher *m)
 	}
 
 	ran = true;
+	m->n_pending = 0;
 	rc = cc_queue_pass_run(&m->qp, &m->pass_cfg, read_page, claim, &pr, &qst);
+	/*
+	 * A run that formed ends at once (queue_pass.h); while runs keep forming
+	 * and the batch has room, run again over what the formations left (the
+	 * reads skip their tickets), so one batch claims up to
+	 * CC_CLAIM_BATCH_MAX matches however small the head page is. A batch
+	 * that filled up ends the pass after this run (short passes keep the
+	 * expiry sweep and the lease hand-over as frequent as before).
+	 */
+	runs = 1;
+	while (rc == 0 && qst.formation.formed > 0 && runs < MATCHER_RUNS_PER_BATCH && pr.claims.batches == 0 &&
+	       m->n_pending > 0 && m->n_pending < CC_CLAIM_BATCH_MAX) {
+		struct cc_queue_pass_stats more;
+		unsigned formed = qst.formation.formed;
+		runs++;
+		rc = cc_queue_pass_run(&m->qp, &m->pass_cfg, read_page, claim, &pr, &more);
+		stats_add(&qst, &more);
+		if (qst.formation.formed == formed)
+			break;
+	}
+	/* What the pass formed is claimed now, in one batch (also after a failed read). */
+	int frc = flush_claims(m, &pr.claims);
+	rc = rc != 0 ? rc : frc;
 	/* A pass that formed matches may have left more: the next one starts at once. */
 	m->run_again = rc == 0 && qst.formation.formed > 0;
+	qst.formation.lost_claims += pr.claims.lost;
+	qst.formation.formed -= pr.claims.lost < qst.formation.formed ? pr.claims.lost : qst.formation.formed;
 out:
 	if (rc != 0 && m->pg)
 		(void)cc_pg_rollback(m->pg); /* acknowledge a connection lost mid-transaction */
@@ -453,6 +623,6 @@ out:
 		give_lease(m);
 	/* Reaching PostgreSQL is what readiness means; a lost claim is not an outage. */
 	matcher_set_db_state(m, rc == CC_EUNAVAILABLE || rc == CC_ETIMEOUT || !m->pg ? rc : 0);
-	pass_report(m, rc, pr.source, ran ? &qst : NULL, cc_clock_seconds() - t0);
+	pass_report(m, rc, pr.source, ran ? &qst : NULL, runs, cc_clock_seconds() - t0);
 	return rc;
 }

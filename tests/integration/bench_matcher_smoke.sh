@@ -3,8 +3,8 @@
 # scratch database: the benchmarks and the queue simulation keep running as
 # the schema and the claim evolve, and what they check holds: the candidate
 # read uses tickets_queued_by_age, racing matcher loops leave no audit
-# violation (tests/integration/audit.sql), the pgbench reference proposes 6
-# tickets per committed claim, and the simulation is deterministic for a
+# violation (tests/integration/audit.sql), the pgbench references propose
+# 6 tickets per committed claim (the batched one per proposal of a batch), and the simulation is deterministic for a
 # seed and prints a recommendation. Numbers are not judged here: a loaded
 # test machine says nothing about speed.
 source "$(dirname "$0")/lib.sh"
@@ -48,6 +48,8 @@ done
 expect_eq "reads planned on tickets_queued_by_age" 6 "$(grep -c 'uses tickets_queued_by_age: yes' "$out")"
 expect_eq "audits (after the last level) found clean" 1 "$(grep -c '^proposals/s claim loops=3 (no lease): .*audit clean' "$out")"
 grep -q 'pgbench same txn: [1-9]' "$out" || fail "the pgbench reference measured nothing: $(grep pgbench "$out")"
+grep -q 'pgbench same batched statement, [1-9][0-9]* proposals a transaction, 1 client: [1-9]' "$out" ||
+	fail "the batched pgbench reference measured nothing: $(grep 'cc-matcher binary' "$out")"
 pass "bench-matcher.sh: every figure printed, reads indexed, audits clean"
 
 # Same seed, same output; another seed, another one.

@@ -123,7 +123,13 @@ api() {
 	COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" start_bg "$T_DIR/api-$1.log" "$BIN/cc-testkit-api" \
 		--port="$2" --admin-port="$3" --regions=r-one,eu-west --ticket-ttl-seconds=$TTL "${redis[@]}" \
 		--workload-secret-file="$T_DIR/workload.secret" \
-		--max-connections-per-address=1000 # every player's event stream comes from 127.0.0.1, as do the REST ones
+		--max-connections-per-address=1000 \
+		--rate-login-per-address=0 --rate-probe-per-address=0 --rate-enqueue-per-address=0 \
+		--rate-response-per-address=0
+	# Every player's event stream and REST calls come from 127.0.0.1: the
+	# connection cap and the per-address rates are for real clients. Fresh
+	# players log in every round, and as matching got faster (batched claims)
+	# the rounds outran 300 logins a minute: 429s, an empty queue, no match.
 	wait_http "http://127.0.0.1:$3/readyz" "$LAST_PID" 30
 	printf -v "API_$1_PID" '%s' "$LAST_PID"
 }

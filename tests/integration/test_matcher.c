@@ -12,6 +12,10 @@
  *    loser's other tickets stay QUEUED, untouched and unannounced; a claim
  *    holds nothing beyond its first miss; the SQL functions refuse
  *    malformed calls
+ *  - batches (cc_formation_claim_batch, what cc-matcher runs): two claims
+ *    of one batch sharing a ticket commit one and lose the other cleanly,
+ *    the rest of the batch committing; four threads racing overlapping
+ *    batches never put a ticket in two proposals
  *  - a failed pass leaves the matcher at the queue head, and outliers at
  *    the head match as soon as they can while deeper pages are worked
  *  - the 21 tickets of issue 9: ticket 1's only partner is on the second
@@ -663,6 +667,221 @@ START_TEST(test_racing_claims)
 }
 END_TEST
 
+/* ---- batches of claims (migration 0022) ------------------------------------------------- */
+
+/* The number of outbox rows of event naming resource id. */
+static long long outbox_rows(const char *event, const char *id)
+{
+	const char *p[] = { event, id };
+	return sql_ll("SELECT count(*) FROM outbox WHERE event = $1 AND resource_id = $2", 2, p);
+}
+
+/*
+ * One batch of three 2v2 claims where the second shares a ticket with the
+ * first: the first and third commit with every row and event of a single
+ * claim, the second loses cleanly (its shared ticket lost and gone, its
+ * other tickets QUEUED, untouched, unannounced) without aborting the
+ * others, and a later claim of its free tickets succeeds.
+ */
+START_TEST(test_claim_batch_overlapping_matches)
+{
+	struct seeded t[12];
+	for (int k = 0; k < 12; k++)
+		t[k] = seed("casual", "race", 1, 1500, "{\"eu\": 20}", 1000);
+	struct seeded *s0[4] = { &t[0], &t[1], &t[2], &t[3] };
+	struct seeded *s1[4] = { &t[4], &t[5], &t[3], &t[6] }; /* t[3] is the first one's */
+	struct seeded *s2[4] = { &t[8], &t[9], &t[10], &t[11] };
+	struct cc_claim_request reqs[3];
+	struct cc_claim_result res[3];
+	int rcs[3] = { 99, 99, 99 };
+	claim_request(&reqs[0], s0, 4, "batch");
+	claim_request(&reqs[1], s1, 4, "batch");
+	claim_request(&reqs[2], s2, 4, "batch");
+	struct cc_pg *pg = NULL;
+	char err[256];
+	ck_assert_int_eq(cc_pg_connect(db_dsn, NULL, &pg, err, sizeof err), 0);
+	int rc = cc_formation_claim_batch(pg, reqs, 3, res, rcs);
+	ck_assert_msg(rc == 0, "batch: %s (%s)", cc_errname(rc), cc_pg_error_message(pg));
+	ck_assert_int_eq(rcs[0], 0);
+	ck_assert_msg(rcs[1] == CC_ECONFLICT, "the overlapping claim got %s", cc_errname(rcs[1]));
+	ck_assert_int_eq(rcs[2], 0);
+	/* Only the shared ticket is lost, and it is gone for good (PROPOSED by the first). */
+	for (size_t k = 0; k < 4; k++) {
+		ck_assert_msg(res[1].lost[k] == (k == 2), "lost[%zu] = %d", k, res[1].lost[k]);
+		ck_assert_msg(res[1].gone[k] == (k == 2), "gone[%zu] = %d", k, res[1].gone[k]);
+	}
+	ck_assert_str_ne(res[0].proposal_id, res[2].proposal_id);
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM proposals", 0, NULL), 2);
+	for (int i = 0; i < 3; i += 2) {
+		for (size_t k = 0; k < 4; k++) {
+			const char *p[] = { reqs[i].ticket_id[k], res[i].proposal_id };
+			ck_assert_int_eq(sql_ll("SELECT count(*) FROM tickets WHERE id = $1 AND state = 'PROPOSED' "
+						"AND proposal_id = $2 AND revision = 2",
+						2, p),
+					 1);
+			ck_assert_int_eq(outbox_rows("ticket.proposed", reqs[i].ticket_id[k]), 1);
+		}
+		ck_assert_int_eq(outbox_rows("proposal.opened", res[i].proposal_id), 1);
+		ck_assert_int_eq(sql_ll1("SELECT count(*) FROM proposal_participants WHERE proposal_id = $1",
+					 res[i].proposal_id),
+				 4);
+	}
+	const int untouched[] = { 4, 5, 6, 7 };
+	for (size_t k = 0; k < 4; k++) {
+		const char *id = t[untouched[k]].ticket;
+		ck_assert_int_eq(sql_ll1("SELECT count(*) FROM tickets WHERE id = $1 AND state = 'QUEUED' "
+					 "AND proposal_id IS NULL AND revision = 1",
+					 id),
+				 1);
+		ck_assert_int_eq(sql_ll1("SELECT count(*) FROM outbox WHERE resource_id = $1", id), 0);
+		ck_assert_int_eq(sql_ll1("SELECT count(*) FROM proposal_participants WHERE ticket_id = $1", id), 0);
+	}
+	/* The loser's free tickets are claimable once the batch has committed. */
+	struct seeded *s3[4] = { &t[4], &t[5], &t[6], &t[7] };
+	struct cc_claim_request again;
+	struct cc_claim_result again_res;
+	claim_request(&again, s3, 4, "single");
+	rc = cc_formation_claim(pg, &again, &again_res);
+	ck_assert_msg(rc == 0, "claim after the batch: %s", cc_errname(rc));
+
+	/* A malformed batch (shared fields differing) is refused whole, before any SQL. */
+	claim_request(&reqs[0], s2, 4, "batch");
+	claim_request(&reqs[1], s3, 4, "another-matcher");
+	ck_assert_int_eq(cc_formation_claim_batch(pg, reqs, 2, res, rcs), CC_EINVAL);
+	ck_assert_int_eq(cc_formation_claim_batch(pg, reqs, 0, res, rcs), CC_EINVAL);
+	ck_assert_int_eq(sql_ll("SELECT count(*) FROM proposals", 0, NULL), 3);
+	cc_pg_free(pg);
+	audit();
+}
+END_TEST
+
+/* One racing batch claimer: its own connection, a batch per round. */
+struct batch_racer {
+	pthread_barrier_t *start;
+	struct cc_pg *pg;
+	size_t n;
+	struct cc_claim_request reqs[6];
+	struct cc_claim_result res[6];
+	int rcs[6];
+	int rc;
+	char matcher[32];
+};
+
+static void *batch_race_one(void *arg)
+{
+	struct batch_racer *r = arg;
+	pthread_barrier_wait(r->start);
+	r->rc = cc_formation_claim_batch(r->pg, r->reqs, r->n, r->res, r->rcs);
+	return NULL;
+}
+
+/*
+ * Four threads, each claiming a batch of six 2v2 claims drawn at random
+ * from the same 24 tickets (so claims overlap inside a batch and across
+ * batches), released together, many rounds: no ticket is ever in two
+ * proposals, every proposal is whole (4 PROPOSED tickets, its outbox rows),
+ * what each batch says it claimed is exactly what the database holds, and
+ * every ticket no proposal took is QUEUED and untouched.
+ */
+START_TEST(test_racing_claim_batches)
+{
+	enum { THREADS = 4, TICKETS = 24, ROUNDS = 25 };
+	struct batch_racer *r = calloc(THREADS, sizeof *r);
+	pthread_barrier_t start;
+	char err[256];
+	unsigned seedv = 424242;
+	long long committed_total = 0, lost_total = 0;
+	ck_assert_ptr_nonnull(r);
+	for (int i = 0; i < THREADS; i++) {
+		ck_assert_int_eq(cc_pg_connect(db_dsn, NULL, &r[i].pg, err, sizeof err), 0);
+		snprintf(r[i].matcher, sizeof r[i].matcher, "batch-%d", i);
+	}
+	pthread_barrier_init(&start, NULL, THREADS);
+	for (int round = 0; round < ROUNDS; round++) {
+		struct seeded t[TICKETS];
+		for (int k = 0; k < TICKETS; k++)
+			t[k] = seed("casual", "race", 1, 1500, "{\"eu\": 20}", 1000);
+		for (int i = 0; i < THREADS; i++) {
+			r[i].n = 6;
+			for (size_t j = 0; j < r[i].n; j++) {
+				/* Four distinct tickets of the 24, at random. */
+				struct seeded *pick[4];
+				int idx[4];
+				for (int k = 0; k < 4; k++) {
+					bool dup;
+					do {
+						idx[k] = (int)(rand_r(&seedv) % TICKETS);
+						dup = false;
+						for (int q = 0; q < k; q++)
+							dup |= idx[q] == idx[k];
+					} while (dup);
+					pick[k] = &t[idx[k]];
+				}
+				claim_request(&r[i].reqs[j], pick, 4, "racer");
+				r[i].reqs[j].matcher = r[i].matcher;
+			}
+			r[i].start = &start;
+		}
+		pthread_t th[THREADS];
+		for (int i = 0; i < THREADS; i++)
+			pthread_create(&th[i], NULL, batch_race_one, &r[i]);
+		for (int i = 0; i < THREADS; i++)
+			pthread_join(th[i], NULL);
+
+		long long committed = 0;
+		for (int i = 0; i < THREADS; i++) {
+			ck_assert_msg(r[i].rc == 0 || r[i].rc == CC_ERETRY_EXHAUSTED, "round %d racer %d: %s (%s)", round,
+				      i, cc_errname(r[i].rc), cc_pg_error_message(r[i].pg));
+			if (r[i].rc != 0)
+				continue;
+			for (size_t j = 0; j < r[i].n; j++) {
+				ck_assert_msg(r[i].rcs[j] == 0 || r[i].rcs[j] == CC_ECONFLICT, "round %d racer %d claim %zu: %s",
+					      round, i, j, cc_errname(r[i].rcs[j]));
+				if (r[i].rcs[j] != 0) {
+					lost_total++;
+					continue;
+				}
+				committed++;
+				const char *pid = r[i].res[j].proposal_id;
+				for (size_t k = 0; k < 4; k++) {
+					const char *p[] = { r[i].reqs[j].ticket_id[k], pid };
+					ck_assert_int_eq(sql_ll("SELECT count(*) FROM tickets WHERE id = $1 AND "
+								"state = 'PROPOSED' AND proposal_id = $2 AND revision = 2",
+								2, p),
+							 1);
+				}
+				ck_assert_int_eq(outbox_rows("proposal.opened", pid), 1);
+			}
+		}
+		committed_total += committed;
+		/* Exactly the proposals the batches reported, and no ticket in two of them. */
+		ck_assert_int_eq(sql_ll("SELECT count(*) FROM proposals", 0, NULL), committed_total);
+		ck_assert_int_eq(sql_ll("SELECT count(*) FROM (SELECT ticket_id FROM proposal_participants "
+					"GROUP BY ticket_id HAVING count(*) > 1) d",
+					0, NULL),
+				 0);
+		for (int k = 0; k < TICKETS; k++) {
+			if (sql_ll1("SELECT count(*) FROM proposal_participants WHERE ticket_id = $1", t[k].ticket) > 0)
+				continue;
+			ck_assert_int_eq(sql_ll1("SELECT count(*) FROM tickets WHERE id = $1 AND state = 'QUEUED' "
+						 "AND proposal_id IS NULL AND revision = 1",
+						 t[k].ticket),
+					 1);
+			ck_assert_int_eq(sql_ll1("SELECT count(*) FROM outbox WHERE resource_id = $1", t[k].ticket), 0);
+		}
+	}
+	fprintf(stderr, "racing claim batches: %lld proposals committed, %lld claims lost in %d rounds\n",
+		committed_total, lost_total, ROUNDS);
+	ck_assert_msg(committed_total >= ROUNDS, "only %lld proposals in %d rounds", committed_total, ROUNDS);
+	ck_assert_msg(lost_total > 0, "no claim was ever lost: the batches did not overlap");
+	pthread_barrier_destroy(&start);
+	for (int i = 0; i < THREADS; i++)
+		cc_pg_free(r[i].pg);
+	free(r);
+	audit();
+}
+END_TEST
+
 /* ---- the claim function itself ---------------------------------------------------------- */
 
 /* Runs sql on conn; returns its SQLSTATE ("" on success), the result in *out when wanted. */
@@ -760,6 +979,48 @@ START_TEST(test_claim_function_refuses_malformed_input)
 			"'race', 1, 'eu', 100, $3::int, 'direct', 10, $4::bigint)",
 			4, p, st, NULL);
 		ck_assert_msg(strcmp(st, "22023") == 0, "%s: SQLSTATE '%s' (%s)", bad[i].what, st, PQerrorMessage(db));
+	}
+	/* The batch function refuses a malformed batch whole (22023), before any proposal is fenced. */
+	static const struct {
+		const char *what, *pids, *ids, *teams, *builds, *picks, *window;
+	} bad_batch[] = {
+		{ "no proposals", "{}", "{}", "{}", "{}", "{}", "10" },
+		{ "tickets short of the proposals", "{P,Q}", "{A,B}", "{0,1}", "{race,race}", "{0,0}", "10" },
+		{ "teams short of the tickets", "{P}", "{A,B}", "{0}", "{race}", "{0}", "10" },
+		{ "a team other than 0 or 1", "{P}", "{A,B}", "{0,5}", "{race}", "{0}", "10" },
+		{ "builds short of the proposals", "{P}", "{A,B}", "{0,1}", "{}", "{0}", "10" },
+		{ "a repeated proposal id", "{P,P}", "{A,B,A,B}", "{0,1,0,1}", "{race,race}", "{0,0}", "10" },
+		{ "a null proposal id", "{NULL}", "{A,B}", "{0,1}", "{race}", "{0}", "10" },
+		{ "a null ticket", "{P}", "{A,NULL}", "{0,1}", "{race}", "{0}", "10" },
+		{ "a negative arena pick", "{P}", "{A,B}", "{0,1}", "{race}", "{-1}", "10" },
+		{ "a window of 0 s", "{P}", "{A,B}", "{0,1}", "{race}", "{0}", "0" },
+	};
+	for (size_t i = 0; i < CC_ARRAY_LEN(bad_batch); i++) {
+		char pids[128], ids[256], st[6];
+		const char *subst[2] = { bad_batch[i].pids, bad_batch[i].ids };
+		char *outs[2] = { pids, ids };
+		size_t sizes[2] = { sizeof pids, sizeof ids };
+		for (int f = 0; f < 2; f++) {
+			size_t used = 0;
+			outs[f][0] = '\0';
+			/* A and B: the two seeded tickets; P and Q: two fresh proposal ids */
+			for (const char *x = subst[f]; *x && used + 40 < sizes[f]; x++)
+				used += (size_t)snprintf(outs[f] + used, sizes[f] - used, "%s",
+							 *x == 'A'   ? a.ticket
+							 : *x == 'B' ? b.ticket
+							 : *x == 'P' ? "0b6f2a38-8d1e-4a57-9b0e-6f0f2d4c1a01"
+							 : *x == 'Q' ? "0b6f2a38-8d1e-4a57-9b0e-6f0f2d4c1a02"
+								     : (char[]){ *x, 0 });
+		}
+		const char *p[] = { pids, ids, bad_batch[i].teams, bad_batch[i].builds, bad_batch[i].picks,
+				    bad_batch[i].window };
+		exec_on(db,
+			"SELECT k FROM cc_claim_proposals($1::uuid[], 'casual', $2::uuid[], $3::smallint[], $4::text[], "
+			"array_fill(1, ARRAY[cardinality($1::uuid[])]), array_fill('eu'::text, ARRAY[cardinality($1::uuid[])]), "
+			"100, 1, 'direct', $6::int, $5::bigint[])",
+			6, p, st, NULL);
+		ck_assert_msg(strcmp(st, "22023") == 0, "batch, %s: SQLSTATE '%s' (%s)", bad_batch[i].what, st,
+			      PQerrorMessage(db));
 	}
 	char st[6];
 	const char *pn[] = { a.ticket };
@@ -1494,7 +1755,12 @@ START_TEST(test_pair_across_pages)
 		expect_state(t[i].ticket, "QUEUED");
 	char line[1024];
 	WAIT_FOR((first_pass_line(m, line, sizeof line), line[0] != '\0'), 5000, "the first pass's log line");
-	ck_assert_msg(strstr(line, "\"formed\":1") && strstr(line, "\"pages\":2"),
+	/*
+	 * Its first run formed the pair from its two pages; the pass ran again
+	 * for its batch over the 19 left (2 pages: the head without the pair,
+	 * then the end of the queue) and formed nothing more.
+	 */
+	ck_assert_msg(strstr(line, "\"runs\":2") && strstr(line, "\"formed\":1") && strstr(line, "\"pages\":4"),
 		      "the first pass did not form the pair from its two pages: %s", line);
 	stop_matcher(m);
 	audit();
@@ -1630,6 +1896,8 @@ static Suite *matcher_suite(void)
 	tcase_add_checked_fixture(tc, scratch_setup, scratch_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_racing_claims);
+	tcase_add_test(tc, test_claim_batch_overlapping_matches);
+	tcase_add_test(tc, test_racing_claim_batches);
 	tcase_add_test(tc, test_claim_rechecks_candidates);
 	tcase_add_test(tc, test_claim_skips_locked);
 	tcase_add_test(tc, test_unmatchable_head);
