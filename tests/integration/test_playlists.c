@@ -161,9 +161,11 @@ START_TEST(test_unknown_rows_are_tolerated_foreign_keys_hold)
 			 0);
 	/*
 	 * rating_changes (migration 0010) names the playlist each result moved a
-	 * rating in; season_resets (0014) the playlist each season's soft reset did.
+	 * rating in; season_resets (0014) the playlist each season's soft reset did;
+	 * cc_parties (0020) the playlist a party queues for.
 	 */
-	ck_assert_str_eq(PQgetvalue(res, 0, 0), "matches:matches_playlist_fk proposals:proposals_playlist_fk "
+	ck_assert_str_eq(PQgetvalue(res, 0, 0), "cc_parties:cc_parties_playlist_fkey "
+						 "matches:matches_playlist_fk proposals:proposals_playlist_fk "
 						 "rating_changes:rating_changes_playlist_fkey "
 						 "ratings:ratings_playlist_fk season_resets:season_resets_playlist_fkey "
 						 "tickets:tickets_playlist_fk");
