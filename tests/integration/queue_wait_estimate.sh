@@ -17,6 +17,17 @@
 # proposals: the history is per playlist and region, not per build.
 source "$(dirname "$0")/lib.sh"
 
+# Its own database: the estimate reads every proposal of the last 15
+# minutes, and the suite's shared database holds those of the tests before.
+db="queue_wait_estimate_$$"
+psql -qAtX -v ON_ERROR_STOP=1 "$CC_TEST_PG_ADMIN_DSN" -c "CREATE DATABASE $db" >/dev/null
+drop_db() { psql -qAtX "$CC_TEST_PG_ADMIN_DSN" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true; }
+trap 'rc=$?; drop_db; t_cleanup $rc' EXIT
+CC_TEST_PG_DSN="${CC_TEST_PG_DSN%/*}/$db"
+export CC_TEST_PG_DSN
+COSMIC_CLASH_DATABASE_URL="$CC_TEST_PG_DSN" COSMIC_CLASH_MIGRATIONS_DIR="$TOP/migrations" "$BIN/cc-migrate" up \
+	>"$T_DIR/migrate.log" 2>&1 || fail "cc-migrate up on the scratch database: $(cat "$T_DIR/migrate.log")"
+
 OPTOK=optok-wait-estimate-fixture
 RACERS=()
 start_api A --regions=eu-west --operator-token-file=<(echo "$OPTOK")
