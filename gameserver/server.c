@@ -1251,6 +1251,13 @@ static void sleep_until(struct gs_server *s, int64_t next)
 	cc_metric_add(s->m.wakes, NULL, 1);
 }
 
+/* Whether a datagram waits in the socket (poll with no wait). */
+static bool socket_readable(const struct gs_server *s)
+{
+	enet_uint32 cond = ENET_SOCKET_WAIT_RECEIVE;
+	return enet_socket_wait(s->host->socket, &cond, 0) == 0 && (cond & ENET_SOCKET_WAIT_RECEIVE);
+}
+
 /*
  * Takes in every event ENet has waiting, without blocking: datagrams that
  * arrived since the last pass (the socket read until EAGAIN) and what they
@@ -1265,10 +1272,14 @@ static bool drain_network(struct gs_server *s, int64_t next)
 	ENetEvent ev;
 	for (int n = 1;; n++) {
 		int rc = enet_host_service(s->host, &ev, 0);
-		if (rc <= 0)
-			return false; /* nothing more (or a socket error, which the next pass meets again) */
-		handle(s, &ev);
-		if (n % DRAIN_CLOCK_EVERY == 0) {
+		if (rc < 0)
+			return false; /* a socket error: the next pass meets it again */
+		if (rc > 0)
+			handle(s, &ev);
+		else if (!socket_readable(s))
+			return false; /* the socket is empty: drained */
+		/* (rc 0 with datagrams left: ENet reads at most 256 per call, e.g. a kicked flooder's, which make no event) */
+		if (rc == 0 || n % DRAIN_CLOCK_EVERY == 0) {
 			s->service_ns = cc_clock_ns();
 			if (s->service_ns >= limit || n >= DRAIN_MAX_EVENTS)
 				return true;
