@@ -35,6 +35,10 @@
 #define STALL_LOG_MS 100        /* a tick this late is a server_stalled line (and opens the grace) */
 #define REFUSE_SPARE 4          /* ENet slots past max_peers: room to tell a newcomer server_full */
 #define IDLE_EVICT_MIN_MS 500   /* a silent peer younger than this is never evicted (its hello may be in flight) */
+#define DRAIN_BUDGET_NS 2000000LL /* a drain after the deadline stops here (2 ms): the tick comes first */
+#define DRAIN_MAX_EVENTS 4096   /* ... or after this many events */
+#define DRAIN_CLOCK_EVERY 32    /* the drain reads the clock once per this many events */
+#define RCVBUF_BYTES (4 << 20)  /* UDP receive buffer asked for: a burst between two ticks waits, not dropped */
 #define CLOSE_MS 1000           /* after the end linger: how long the disconnects of a finished match may take */
 
 enum peer_phase {
@@ -105,12 +109,14 @@ struct gs_server {
 	int64_t grace_until_ms;        /* server-stall grace: nobody is kicked for what the stall caused until then */
 	int64_t stall_seen_next;       /* the tick deadline whose lateness was already logged */
 	int64_t service_ns;            /* monotonic time the last network service returned (rate limits charge at it) */
+	int64_t wakes;                 /* times the loop woke from a wait (gs_server_run) */
+	int64_t ticks_run;             /* ticks run, for the loop_wakeups line */
 	struct gs_rate_limits limits;  /* the per-peer rate limits (play.h), shared with community mode */
 	struct cc_wire_snapshot history[SNAP_HISTORY]; /* by (snapshot number % SNAP_HISTORY) */
 	uint64_t n_history;            /* snapshots taken so far */
 	struct {
 		struct cc_metric *ticks, *missed, *kicks, *bad, *unknown, *tick_seconds, *peers;
-		struct cc_metric *snapshot_bytes, *sessions, *rl_packets, *rl_bytes, *input, *stalls, *lateness;
+		struct cc_metric *snapshot_bytes, *sessions, *rl_packets, *rl_bytes, *input, *stalls, *lateness, *wakes;
 	} m;
 };
 
@@ -1072,6 +1078,7 @@ static void tick(struct gs_server *s)
 			kick(s, p, CC_REASON_HANDSHAKE_TIMEOUT, "no hello in time");
 	}
 	cc_metric_add(s->m.ticks, NULL, 1);
+	s->ticks_run++;
 }
 
 /*
@@ -1203,21 +1210,103 @@ static int open_connections(const struct gs_server *s)
 	return n;
 }
 
+/* The loop's wake-ups over its ticks, logged once as it returns result. */
+static int log_wakes(const struct gs_server *s, int result)
+{
+	cc_log_info("loop_wakeups", CC_LOG_INT("wakeups", s->wakes), CC_LOG_INT("ticks", s->ticks_run),
+		    CC_LOG_DBL("per_tick", s->ticks_run ? (double)s->wakes / (double)s->ticks_run : 0.0));
+	return result;
+}
+
+/*
+ * The wait before a tick batch, in net-sim mode: ENet is serviced until the
+ * tick is due, since sys/netsim releases held packets only when serviced.
+ * Every service call is a wake (it may block in poll until a packet).
+ */
+static void netsim_wait(struct gs_server *s, int64_t next)
+{
+	ENetEvent ev;
+	for (;;) {
+		int64_t left_ms = (next - cc_clock_ns()) / 1000000;
+		int rc = cc_netsim_service(s->sim, s->host, &ev, left_ms > 0 ? (enet_uint32)left_ms : 0);
+		s->wakes++;
+		cc_metric_add(s->m.wakes, NULL, 1);
+		note_stall(s, next);
+		if (rc > 0)
+			handle(s, &ev);
+		/* The tick is due: a steady stream of packets (a flood) must not keep it waiting. */
+		if (cc_clock_ns() >= next)
+			break;
+	}
+}
+
+/* Sleeps until the monotonic deadline next, unless it has passed; a sleep is one wake. */
+static void sleep_until(struct gs_server *s, int64_t next)
+{
+	if (cc_clock_ns() >= next)
+		return;
+	struct timespec ts = cc_clock_timespec(next);
+	(void)clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL); /* EINTR: early, drained and rechecked */
+	s->wakes++;
+	cc_metric_add(s->m.wakes, NULL, 1);
+}
+
+/* Whether a datagram waits in the socket (poll with no wait). */
+static bool socket_readable(const struct gs_server *s)
+{
+	enet_uint32 cond = ENET_SOCKET_WAIT_RECEIVE;
+	return enet_socket_wait(s->host->socket, &cond, 0) == 0 && (cond & ENET_SOCKET_WAIT_RECEIVE);
+}
+
+/*
+ * Takes in every event ENet has waiting, without blocking: datagrams that
+ * arrived since the last pass (the socket read until EAGAIN) and what they
+ * produced. Bounded: before the deadline next it stops there, after it at
+ * DRAIN_BUDGET_NS or DRAIN_MAX_EVENTS, so a flood cannot starve the tick.
+ * Returns true when it stopped at its bound with more possibly waiting.
+ */
+static bool drain_network(struct gs_server *s, int64_t next)
+{
+	note_stall(s, next); /* also the time every packet of this pass is charged at */
+	int64_t limit = s->service_ns < next ? next : s->service_ns + DRAIN_BUDGET_NS;
+	ENetEvent ev;
+	for (int n = 1;; n++) {
+		int rc = enet_host_service(s->host, &ev, 0);
+		if (rc < 0)
+			return false; /* a socket error: the next pass meets it again */
+		if (rc > 0)
+			handle(s, &ev);
+		else if (!socket_readable(s))
+			return false; /* the socket is empty: drained */
+		/* (rc 0 with datagrams left: ENet reads at most 256 per call, e.g. a kicked flooder's, which make no event) */
+		if (rc == 0 || n % DRAIN_CLOCK_EVERY == 0) {
+			s->service_ns = cc_clock_ns();
+			if (s->service_ns >= limit || n >= DRAIN_MAX_EVENTS)
+				return true;
+		}
+	}
+}
+
+/*
+ * The tick loop: sleep until the next tick is due (one wake per tick, not
+ * one per packet), drain the network in one pass, tick, flush. A packet
+ * arriving mid-tick waits in the socket for the next pass (at most a tick,
+ * 16.7 ms). After a drain cut short by its bound (a flood) there is no
+ * sleep: the loop keeps draining until the tick is due, as ticks come first.
+ */
 int gs_server_run(struct gs_server *s, bool (*stopping)(void *ctx), void *ctx)
 {
 	int64_t next = cc_clock_ns();
+	bool backlog = false;
 	while (!stopping(ctx)) {
-		/* Service the network until the next tick is due. */
-		ENetEvent ev;
-		for (;;) {
-			int64_t left_ms = (next - cc_clock_ns()) / 1000000;
-			int rc = cc_netsim_service(s->sim, s->host, &ev, left_ms > 0 ? (enet_uint32)left_ms : 0);
-			note_stall(s, next);
-			if (rc > 0)
-				handle(s, &ev);
-			/* The tick is due: a steady stream of packets (a flood) must not keep it waiting. */
-			if (cc_clock_ns() >= next)
-				break;
+		if (s->sim)
+			netsim_wait(s, next);
+		else {
+			if (!backlog)
+				sleep_until(s, next);
+			backlog = drain_network(s, next);
+			if (cc_clock_ns() < next)
+				continue; /* a backlog drained before the deadline (or an early wake) */
 		}
 		int64_t started = cc_clock_ns();
 		note_stall(s, next);
@@ -1243,12 +1332,12 @@ int gs_server_run(struct gs_server *s, bool (*stopping)(void *ctx), void *ctx)
 			if (!s->closing_ms)
 				close_finished(s);
 			if (!open_connections(s) || cc_clock_ms() - s->closing_ms >= CLOSE_MS)
-				return GS_RUN_ENDED;
+				return log_wakes(s, GS_RUN_ENDED);
 		}
 		if (s->called_off && cc_clock_ms() - s->called_off_ms >= s->opts.end_linger_ms)
-			return GS_RUN_CALLED_OFF;
+			return log_wakes(s, GS_RUN_CALLED_OFF);
 	}
-	return GS_RUN_STOPPED;
+	return log_wakes(s, GS_RUN_STOPPED);
 }
 
 bool gs_server_ready(void *server, char *why, size_t whylen)
@@ -1292,6 +1381,9 @@ struct gs_server *gs_server_create(const struct gs_server_options *opts, struct 
 			     CC_LOG_STR("bind", opts->bind), CC_LOG_INT("port", opts->port));
 		goto out_fail;
 	}
+	/* The loop reads the socket once per tick: room for what arrives between two passes (the kernel may cap it). */
+	if (enet_socket_set_option(s->host->socket, ENET_SOCKOPT_RCVBUF, RCVBUF_BYTES) != 0)
+		cc_log_warn("udp_rcvbuf_kept", CC_LOG_INT("asked", RCVBUF_BYTES));
 	/* Caps on what one peer can make us hold: our largest message is far below these. */
 	s->host->maximumPacketSize = 64 * 1024;
 	s->host->maximumWaitingData = 256 * 1024;
@@ -1349,6 +1441,9 @@ struct gs_server *gs_server_create(const struct gs_server_options *opts, struct 
 	s->m.lateness = cc_histogram("cosmic_clash_gameserver_tick_lateness_seconds",
 				     "How late each tick batch started after its deadline.", NULL, 1, late_buckets,
 				     CC_ARRAY_LEN(late_buckets));
+	s->m.wakes = cc_counter("cosmic_clash_gameserver_loop_wakeups_total",
+				"Times the tick loop woke from a wait: once per tick (net-sim mode: once per ENet service).",
+				NULL, 1);
 	s->m.sessions = cc_counter("cosmic_clash_gameserver_session_events_total",
 				   "Slot and spectator events: reserved, resumed, taken_over, lapsed, bot_took_slot, spectator, ...",
 				   event_l, 16);

@@ -74,8 +74,15 @@
  * leaking at half the packet limit) is kicked rate_limited. When the loop
  * itself ran over 100 ms late (server_stalled), nobody is kicked for
  * input stalls, rate limits or handshake deadlines for --stall-grace-ms.
- * The loop ticks on time under any packet stream: it leaves the network
- * service as soon as a tick is due. Silent peers (no hello) give way to
+ * The loop (issue 24) sleeps until the next tick's monotonic deadline, then
+ * drains ENet in one non-blocking pass and ticks: one wake-up per tick
+ * (counted: cosmic_clash_gameserver_loop_wakeups_total, and a
+ * "loop_wakeups" line as gs_server_run returns), a message arriving
+ * mid-tick waits for the next pass. It ticks on time under any packet
+ * stream: a drain past the deadline stops after 2 ms or 4096 events, and
+ * while a backlog remains the loop drains instead of sleeping. With
+ * opts.netsim set it services ENet until each tick instead (sys/netsim
+ * releases held packets only when serviced). Silent peers (no hello) give way to
  * newcomers (the oldest one of an address holding --max-silent-per-address,
  * or of the server when --max-peers are taken); with none to evict a
  * newcomer is refused server_full. ENet's own peer timeout (5 s minimum)
