@@ -72,15 +72,17 @@ int cc_console_overview(struct cc_pg *pg, const char *regions_pg_array, char **j
 	"'ended_at', " TS("m.ended_at") ", 'end_reason', m.end_reason, 'server_id', a.server_id, "    \
 	"'score', CASE WHEN r.match_id IS NULL THEN NULL ELSE json_build_array(r.score_team0, r.score_team1) END)"
 
-/* $1 query ('' = all), $2 state ('' = any), $3 limit. */
+/* $1 query ('' = all; a prefix, its LIKE wildcards escaped in k.p as the player search does), $2 state ('' = any), $3 limit. */
 static const char sql_matches[] =
 	"SELECT json_build_object('matches', coalesce(json_agg(x.j ORDER BY x.created_at DESC, x.id), '[]'::json))::text "
-	"FROM (SELECT " MATCH_ROW " AS j, m.created_at, m.id FROM matches m "
+	"FROM (SELECT " MATCH_ROW " AS j, m.created_at, m.id "
+	"  FROM (SELECT replace(replace(replace(lower($1), '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%' AS p) k "
+	"  CROSS JOIN matches m "
 	"  LEFT JOIN allocations a ON a.match_id = m.id LEFT JOIN match_results r ON r.match_id = m.id "
 	"  WHERE ($2 = '' OR m.state = $2) AND ($1 = '' "
-	"    OR m.id::text LIKE lower($1) || '%' OR m.proposal_id::text LIKE lower($1) || '%' "
-	"    OR lower(a.server_id) LIKE lower($1) || '%' OR lower(m.state) LIKE lower($1) || '%' "
-	"    OR m.playlist LIKE lower($1) || '%' OR m.region LIKE lower($1) || '%' OR m.arena LIKE lower($1) || '%' "
+	"    OR m.id::text LIKE k.p OR m.proposal_id::text LIKE k.p "
+	"    OR lower(a.server_id) LIKE k.p OR lower(m.state) LIKE k.p "
+	"    OR m.playlist LIKE k.p OR m.region LIKE k.p OR m.arena LIKE k.p "
 	"    OR EXISTS (SELECT 1 FROM match_players mp JOIN players p ON p.id = mp.player_id "
 	"      WHERE mp.match_id = m.id AND (p.id::text = lower($1) OR p.steam_id = $1))) "
 	"  ORDER BY m.created_at DESC, m.id LIMIT $3::int) x";

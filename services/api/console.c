@@ -1,5 +1,5 @@
 /*
- * console.c - the operator console's page: GET /console/ and
+ * console.c - the operator console's page: GET /console and
  * /console/{asset}, the files of services/api/console/ built into the
  * binary by scripts/embed.sh (build/gen/console_assets.inc), so there is
  * nothing to deploy beside cc-api and nothing comes from a CDN.

@@ -111,24 +111,32 @@ int api_console_matches(const struct cc_http_request *req, struct cc_http_respon
 	return 0;
 }
 
-int api_console_match(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+/* The routes that read one resource by the UUID in path parameter param: auth, check, read, answer. */
+static int read_by_id(const struct cc_http_request *req, struct cc_http_response *resp, struct api *api,
+		      const char *param, int (*read)(struct cc_pg *, const char *, char **), const char *missing)
 {
-	struct api *api = ctx;
 	if (!api_operator_authorized(api, req, resp))
 		return 0;
-	const char *id = cc_http_param(req, "match_id");
+	const char *id = cc_http_param(req, param);
 	if (!id || !cc_uuid_valid(id)) {
-		cc_http_error(resp, 400, "invalid_request", "match_id must be a lowercase UUID", false);
+		char msg[64];
+		snprintf(msg, sizeof msg, "%s must be a lowercase UUID", param);
+		cc_http_error(resp, 400, "invalid_request", msg, false);
 		return 0;
 	}
 	struct cc_pg *pg = api_db(api, resp);
 	if (!pg)
 		return 0;
 	char *text = NULL;
-	int rc = cc_console_match(pg, id, &text);
-	answer(resp, rc, text, "no such match");
+	int rc = read(pg, id, &text);
+	answer(resp, rc, text, missing);
 	api_db_release(api, pg);
 	return 0;
+}
+
+int api_console_match(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
+{
+	return read_by_id(req, resp, ctx, "match_id", cc_console_match, "no such match");
 }
 
 int api_console_players(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
@@ -155,22 +163,7 @@ int api_console_players(const struct cc_http_request *req, struct cc_http_respon
 
 int api_console_player_history(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)
 {
-	struct api *api = ctx;
-	if (!api_operator_authorized(api, req, resp))
-		return 0;
-	const char *id = cc_http_param(req, "player_id");
-	if (!id || !cc_uuid_valid(id)) {
-		cc_http_error(resp, 400, "invalid_request", "player_id must be a lowercase UUID", false);
-		return 0;
-	}
-	struct cc_pg *pg = api_db(api, resp);
-	if (!pg)
-		return 0;
-	char *text = NULL;
-	int rc = cc_console_player_history(pg, id, &text);
-	answer(resp, rc, text, "no such player");
-	api_db_release(api, pg);
-	return 0;
+	return read_by_id(req, resp, ctx, "player_id", cc_console_player_history, "no such player");
 }
 
 int api_console_servers(const struct cc_http_request *req, struct cc_http_response *resp, void *ctx)

@@ -71,6 +71,14 @@ static void unavailable(const char *ticket_id, int rc, struct cc_wait_estimate *
 	*e = (struct cc_wait_estimate){ .method = CC_WAIT_UNAVAILABLE };
 }
 
+/* The estimate of ticket_id in state, or unavailable (logged) when its history cannot be read. */
+static void estimate_or_unavailable(struct cc_pg *pg, const char *ticket_id, const char *state, struct cc_wait_estimate *e)
+{
+	int rc = api_ticket_estimate(pg, ticket_id, state, e);
+	if (rc != 0)
+		unavailable(ticket_id, rc, e);
+}
+
 void api_answer_estimate(struct cc_pg *pg, struct api_answer *a)
 {
 	if (!a->body || (a->status != 200 && a->status != 201))
@@ -84,9 +92,7 @@ void api_answer_estimate(struct cc_pg *pg, struct api_answer *a)
 		return; /* not a Ticket, or already estimated */
 	}
 	struct cc_wait_estimate e;
-	int rc = api_ticket_estimate(pg, id->valuestring, state->valuestring, &e);
-	if (rc != 0)
-		unavailable(id->valuestring, rc, &e);
+	estimate_or_unavailable(pg, id->valuestring, state->valuestring, &e);
 	cJSON_Delete(o);
 	splice(a, &e);
 }
@@ -115,9 +121,7 @@ void api_answer_estimate_tickets(struct cc_pg *pg, struct api_answer *a)
 		    cJSON_GetObjectItemCaseSensitive(t, "estimated_wait_method"))
 			continue;
 		struct cc_wait_estimate e;
-		int rc = api_ticket_estimate(pg, id->valuestring, state->valuestring, &e);
-		if (rc != 0)
-			unavailable(id->valuestring, rc, &e);
+		estimate_or_unavailable(pg, id->valuestring, state->valuestring, &e);
 		bool ok = e.method == CC_WAIT_RECENT_MATCHES
 				  ? cJSON_AddNumberToObject(t, "estimated_wait_seconds", e.seconds) != NULL
 				  : cJSON_AddNullToObject(t, "estimated_wait_seconds") != NULL;
