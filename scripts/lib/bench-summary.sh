@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # bench-summary.sh - sourced (bash) by every part of `make bench`: the one
 # summary table (issue 24). Each part records every figure it measures with
 # bench_row, beside the reference measured in the same run and the target;
@@ -37,5 +38,14 @@ bench_row() {
 }
 
 # bench_met EXPR: "yes" when the awk condition EXPR holds, else "no"
-# (e.g. bench_met "$ratio >= 0.9").
-bench_met() { awk "BEGIN { exit !($1) }" && echo yes || echo no; }
+# (e.g. bench_met "$ratio >= 0.9"). EXPR is numbers and operators only: a
+# figure that came out as "nan" or empty must not pass as awk's 0, so a
+# word in it (and any expression awk cannot parse) is "no", said on stderr.
+bench_met() {
+	if [[ ${1//[0-9][eE]/} == *[A-Za-z_]* ]]; then
+		echo "bench_met: not a number in '$1': the target counts as missed" >&2
+		echo no
+		return 0
+	fi
+	if awk "BEGIN { exit !($1) }" 2>/dev/null; then echo yes; else echo no; fi
+}
