@@ -322,11 +322,15 @@ demo-community:
 	$(Q)$(MAKE) --no-print-directory all tools
 	$(Q)scripts/demo-community.sh
 
+# make bench: every part (scripts/bench-all.sh: heartbeat, matcher, allocator,
+# events, gameserver, and the density part once scripts/bench-density.sh is
+# there), then one summary table of every figure beside its same-run
+# reference and target (scripts/bench-summary.sh print). Fails when a part
+# failed; BENCH_STRICT=1 also fails on a missed target. BENCH_PARTS picks parts.
 bench:
 	$(Q)scripts/ensure-deps.sh
 	$(Q)$(MAKE) --no-print-directory all tools $(BENCH_BINS) $(GSCLIENT) $(FAKE_BINS)
-	$(Q)tests/harness/with-services.sh scripts/bench.sh
-	$(Q)scripts/bench-gameserver.sh
+	$(Q)scripts/bench-all.sh
 
 # ---- images and the disposable stack (issue 21) ----------------------------------
 # make images: every Dockerfile target built with podman from the Debian archive
