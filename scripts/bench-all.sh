@@ -16,7 +16,8 @@
 #   events      scripts/bench-events.sh
 #   gameserver  scripts/bench-gameserver.sh
 #   density     scripts/bench-density.sh, once it exists (see below)
-# BENCH_PARTS (all of them) picks some, in that order; BENCH_HEARTBEAT_ONLY=1
+# BENCH_PARTS (all of them) picks some, in that order ("none": only the
+# reset and the print, for tests/integration/bench_summary.sh); BENCH_HEARTBEAT_ONLY=1
 # keeps only the heartbeat part, as it did when bench.sh ran the others.
 # Expects the binaries built (make bench builds them first).
 set -Euo pipefail
@@ -25,6 +26,7 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$top" || exit 1
 all="heartbeat matcher allocator events gameserver density"
 parts=${BENCH_PARTS:-$all}
+[[ $parts == none ]] && parts=""
 [[ ${BENCH_HEARTBEAT_ONLY:-0} == 1 ]] && parts=heartbeat
 for p in $parts; do
 	[[ " $all " == *" $p "* ]] || { echo "bench-all: unknown part '$p' (BENCH_PARTS: some of: $all)" >&2; exit 2; }
