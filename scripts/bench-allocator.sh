@@ -305,7 +305,7 @@ for w in $WORKERS; do
 	a=$(best "alloc-w$w")
 	p=$(best "pgbench-w$w")
 	verdict=$(awk -v a="$(kv "$a" rate)" 'BEGIN { print ((a >= 1000) ? "met" : "NOT met") }')
-	ratio=$(awk -v a="$(kv "$a" rate)" -v b="$(kv "$p" rate)" 'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }')
+	ratio=$(awk -v a="$(kv "$a" rate)" -v b="$(kv "$p" rate)" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
 	bench_row "allocations/s, cc-allocator W=$w" "$(kv "$a" rate)/s" "pgbench, same SQL, -c $w: $(kv "$p" rate)/s" \
 		">= 0.90 x reference (ratio $ratio)" "$(bench_met "$ratio >= 0.9")"
 	if awk -v a="$(kv "$a" rate)" -v b="$best_rate" 'BEGIN { exit !(a > b) }'; then best_rate=$(kv "$a" rate) best_w=$w best_file=$a; fi

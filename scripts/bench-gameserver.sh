@@ -153,7 +153,7 @@ bench_row "downstream bytes per client, 3v3 at 20 Hz (ENet)" "$delta_enet_bps B/
 bench_row "downstream bytes per client, full snapshots (ENet)" "$enet_bps B/s" "-" "<= 4096 B/s" \
 	"$(bench_met "$enet_bps <= 4096")"
 bench_row "CPU per simulated 3v3 tick (compute only)" "$tick_ns ns" "issue-11 input path, same run: $tick_ns_before ns" "-" n/a
-pipe_ratio=$(awk -v a="$per_core" -v b="$per_core_before" 'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }')
+pipe_ratio=$(awk -v a="$per_core" -v b="$per_core_before" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
 bench_row "3v3 matches per core, compute only" "$per_core" "issue-11 input path, same run: $per_core_before" \
 	">= 0.90 x reference (ratio $pipe_ratio)" "$(bench_met "$pipe_pct >= -10")"
 bench_row "cc-gameserver start to ready probe, median" "$ready_med ms" "-" "< 50 ms" "$(bench_met "$ready_med < 50")"

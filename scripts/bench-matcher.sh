@@ -248,7 +248,7 @@ if [[ $replicas_run == 1 ]]; then
 		-v by_replica="$one_split" -v spread="${spread[*]}" 'BEGIN {
 		ratio = ref > 0 ? rate / ref : 0
 		printf "proposals/s cc-matcher binary, 1 replica at its defaults: %.0f (pgbench same batched statement, %d proposals a transaction, 1 client: %.0f/s, ratio %.2f; cc-matcher averaged %s a transaction; rounds ours/ref %s; single-claim pgbench: %.0f/s; proposals by replica: %s) (target >= 1000/s: %s; ratio >= 0.90: %s)\n", rate, bs, ref, ratio, b, spread, single, by_replica, (rate >= 1000 ? "met" : "MISSED"), (ratio >= 0.9 ? "met" : "MISSED") }'
-	ratio=$(awk -v rate="$best_rate" -v ref="$best_ref" 'BEGIN { printf "%.2f", ref > 0 ? rate / ref : 0 }')
+	ratio=$(awk -v rate="$best_rate" -v ref="$best_ref" 'BEGIN { printf "%.2f", (ref > 0 ? rate / ref : 0) }')
 	bench_row "proposals/s, one cc-matcher at its defaults" "$best_rate/s" \
 		"pgbench, same batched statement ($bsize_out a transaction): $best_ref/s" ">= 1000/s" "$(bench_met "$best_rate >= 1000")"
 	bench_row "proposals/s, one cc-matcher vs the same SQL" "$best_rate/s" \

@@ -33,8 +33,9 @@ COSMIC_CLASH_DATABASE_URL="$dsn" COSMIC_CLASH_MIGRATIONS_DIR="$TOP/migrations" "
 out=$T_DIR/bench.out
 T_LOGS+=("$out")
 rc=0
+# Its summary rows go to a table of its own, not build/bench-results/summary.tsv.
 CC_TEST_PG_DSN="$dsn" CC_BENCH_DEPTHS="1000 3000" CC_BENCH_TICKETS=1200 CC_BENCH_SECONDS=1 \
-	CC_BENCH_MATCHERS="1 3" timeout 600 "$TOP/scripts/bench-matcher.sh" >"$out" 2>&1 || rc=$?
+	CC_BENCH_MATCHERS="1 3" BENCH_SUMMARY="$T_DIR/summary.tsv" timeout 600 "$TOP/scripts/bench-matcher.sh" >"$out" 2>&1 || rc=$?
 # Its own checks (plans, audits, the reference's work) fail it; show why, minus plans and tables.
 [[ $rc -eq 0 ]] || fail "bench-matcher.sh exited $rc:$(grep -v -e '^    |' -e '^ *[0-9]' "$out" | sed 's/^/\n    /')"
 
@@ -50,7 +51,12 @@ expect_eq "audits (after the last level) found clean" 1 "$(grep -c '^proposals/s
 grep -q 'pgbench same txn: [1-9]' "$out" || fail "the pgbench reference measured nothing: $(grep pgbench "$out")"
 grep -q 'pgbench same batched statement, [1-9][0-9]* proposals a transaction, 1 client: [1-9]' "$out" ||
 	fail "the batched pgbench reference measured nothing: $(grep 'cc-matcher binary' "$out")"
-pass "bench-matcher.sh: every figure printed, reads indexed, audits clean"
+# make bench's summary rows (scripts/bench-summary.sh print): each target's figure, once.
+for want in "one matching pass, 3000 queued (CPU)" "pass CPU, sweep rule (default), 3000 queued" \
+	"proposals/s, one cc-matcher at its defaults" "proposals/s, one cc-matcher vs the same SQL"; do
+	expect_eq "summary rows '$want'" 1 "$(awk -F'\t' -v f="$want" 'NF == 5 && $1 == f && $2 ~ /^[0-9]/' "$T_DIR/summary.tsv" | wc -l)"
+done
+pass "bench-matcher.sh: every figure printed, reads indexed, audits clean, summary rows recorded"
 
 # Same seed, same output; another seed, another one.
 sim() { "$TOP/build/bench/queue_sim" --once --hours=1 --rate=1 "$@"; }
