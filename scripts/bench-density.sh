@@ -139,7 +139,7 @@ scrape() {
 }
 
 ramp_start=$SECONDS
-held=0 held_cpu="" held_json="" stop_reason="" last_k=0
+held=0 held_cpu="" held_json="" stop_reason="" last_k=0 last_cpu="no level measured"
 for k in $LEVELS; do
 	if ((SECONDS - ramp_start >= TIMEOUT)); then
 		stop_reason="timeout: ${TIMEOUT} s passed before K=$k"
@@ -238,6 +238,7 @@ for k in $LEVELS; do
 			printf "\"server_core_busy_pct\":%.2f,\"client_cpu_pct\":%.2f,\"clients\":%d}\n", busy, (cl1 - cl0) / hz / w * 100, 6 * k
 		}' "$lvl/m0" "$lvl/m1")
 	level=$(jq -c --argjson done "$done_line" '. + {client_result: $done}' <<<"$level")
+	last_cpu="K=$k: $(printf '%.2f' "$(jq .cpu_per_match_pct <<<"$level")")% of a core a match"
 	echo "$level" >>"$OUT/levels.jsonl"
 	read -r tps min_tps p99 within cpu_match srv_cpu busy cl_cpu playing < <(jq -r \
 		'[.ticks_per_s, .min_ticks_per_s, .lateness_p99_le_s, .within_3_3ms, .cpu_per_match_pct, .servers_cpu_pct,
@@ -271,7 +272,7 @@ echo "density: 3v3 matches per core (p99 lateness < 3.3 ms, >= 59 ticks/s): $hel
 if [[ -n $held_cpu ]]; then
 	printf 'density: CPU per match at K=%d: %.2f%% of a core\n' "$held" "$held_cpu"
 else
-	echo "density: CPU per match: none (no level held)"
+	echo "density: CPU per match: none held ($last_cpu)"
 fi
 jq -n --argjson held "$held" --arg stop "$stop_reason" --arg load "$load" --argjson level "${held_json:-null}" \
 	--arg at "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
@@ -280,5 +281,5 @@ jq -n --argjson held "$held" --arg stop "$stop_reason" --arg load "$load" --argj
 bench_row "3v3 matches per core (p99 lateness <3.3 ms, ≥59 ticks/s)" "$held" \
 	"Colyseus 65 rooms/core (issue 24, not run here)" "≥260 (4×)" "$(bench_met "$held >= 260")"
 bench_row "CPU per match (3v3, real ENet clients)" \
-	"$([[ -n $held_cpu ]] && printf '%.2f%% of a core at K=%d' "$held_cpu" "$held" || echo "none held")" \
+	"$([[ -n $held_cpu ]] && printf '%.2f%% of a core at K=%d' "$held_cpu" "$held" || echo "none held ($last_cpu)")" \
 	"Colyseus 0.91% of a core per room (issue 24, not run here)" "-" "n/a"
