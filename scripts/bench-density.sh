@@ -24,7 +24,9 @@
 # K ramps through $DENSITY_LEVELS ("1 5 10 20 40 80 160") until p99 tick
 # lateness passes 3.3 ms or ticks/s fall below 59 (the level fails), the
 # list ends (the cap) or $DENSITY_TIMEOUT_SECONDS (900) pass. The figure:
-# matches per core = the largest level that held.
+# matches per core = the largest level that held. DENSITY_RAMP_ALL=1 runs
+# every level anyway (each still printed with its verdict; the figure is
+# the same), to see how the cost scales on a machine too noisy to hold K=1.
 #
 # Output: one "density K=..." line per level, then "density: 3v3 matches
 # per core ..." and "density: CPU per match ..."; build/bench-results/
@@ -51,6 +53,7 @@ CLIENT_CPU=${DENSITY_CLIENT_CPU:-1}
 P99_MAX=0.0033 # seconds: a fifth of a tick
 MIN_TICKS=59
 CLIENT_BOUND=90 # % of the client's core
+RAMP_ALL=${DENSITY_RAMP_ALL:-0}
 source "$top/scripts/lib/ports.sh"
 source "$top/scripts/lib/bench-summary.sh"
 
@@ -139,10 +142,10 @@ scrape() {
 }
 
 ramp_start=$SECONDS
-held=0 held_cpu="" held_json="" stop_reason="" last_k=0 last_cpu="no level measured"
+held=0 held_cpu="" held_json="" stop_reason="" last_k=0 first_cpu=""
 for k in $LEVELS; do
 	if ((SECONDS - ramp_start >= TIMEOUT)); then
-		stop_reason="timeout: ${TIMEOUT} s passed before K=$k"
+		[[ -n $stop_reason ]] || stop_reason="timeout: ${TIMEOUT} s passed before K=$k"
 		break
 	fi
 	last_k=$k
@@ -181,7 +184,7 @@ for k in $LEVELS; do
 	done
 	connected=$(grep -m1 '"event":"connected"' "$lvl/client.out")
 	if (($(jq .failed <<<"$connected") > 0)); then
-		stop_reason="K=$k: not every client could join ($connected)"
+		[[ -n $stop_reason ]] || stop_reason="K=$k: not every client could join ($connected)"
 		stop_level
 		break
 	fi
@@ -238,7 +241,7 @@ for k in $LEVELS; do
 			printf "\"server_core_busy_pct\":%.2f,\"client_cpu_pct\":%.2f,\"clients\":%d}\n", busy, (cl1 - cl0) / hz / w * 100, 6 * k
 		}' "$lvl/m0" "$lvl/m1")
 	level=$(jq -c --argjson done "$done_line" '. + {client_result: $done}' <<<"$level")
-	last_cpu="K=$k: $(printf '%.2f' "$(jq .cpu_per_match_pct <<<"$level")")% of a core a match"
+	[[ -n $first_cpu ]] || first_cpu="K=$k: $(printf '%.2f' "$(jq .cpu_per_match_pct <<<"$level")")% of a core a match"
 	echo "$level" >>"$OUT/levels.jsonl"
 	read -r tps min_tps p99 within cpu_match srv_cpu busy cl_cpu playing < <(jq -r \
 		'[.ticks_per_s, .min_ticks_per_s, .lateness_p99_le_s, .within_3_3ms, .cpu_per_match_pct, .servers_cpu_pct,
@@ -258,9 +261,11 @@ for k in $LEVELS; do
 		"$k" "$k" "$cpu_match" "$tps" "$min_tps" "$p99_txt" "$(awk -v w="$within" 'BEGIN { print w * 100 }')" "$srv_cpu" \
 		"$SERVER_CPU" "$busy" "$cl_cpu" "$((6 * k))" "$verdict"
 	if [[ $verdict != held ]]; then
-		stop_reason="K=$k: ${verdict#STOP: }"
+		[[ -n $stop_reason ]] || stop_reason="K=$k: ${verdict#STOP: }"
+		[[ $RAMP_ALL == 1 && $verdict != *"clients still playing"* ]] && continue
 		break
 	fi
+	[[ -z $stop_reason ]] || continue # DENSITY_RAMP_ALL: a level after the stop is printed, not counted
 	held=$k
 	held_cpu=$cpu_match
 	held_json=$level
@@ -272,7 +277,7 @@ echo "density: 3v3 matches per core (p99 lateness < 3.3 ms, >= 59 ticks/s): $hel
 if [[ -n $held_cpu ]]; then
 	printf 'density: CPU per match at K=%d: %.2f%% of a core\n' "$held" "$held_cpu"
 else
-	echo "density: CPU per match: none held ($last_cpu)"
+	echo "density: CPU per match: none held (${first_cpu:-no level measured})"
 fi
 jq -n --argjson held "$held" --arg stop "$stop_reason" --arg load "$load" --argjson level "${held_json:-null}" \
 	--arg at "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
@@ -281,5 +286,5 @@ jq -n --argjson held "$held" --arg stop "$stop_reason" --arg load "$load" --argj
 bench_row "3v3 matches per core (p99 lateness <3.3 ms, ≥59 ticks/s)" "$held" \
 	"Colyseus 65 rooms/core (issue 24, not run here)" "≥260 (4×)" "$(bench_met "$held >= 260")"
 bench_row "CPU per match (3v3, real ENet clients)" \
-	"$([[ -n $held_cpu ]] && printf '%.2f%% of a core at K=%d' "$held_cpu" "$held" || echo "none held ($last_cpu)")" \
+	"$([[ -n $held_cpu ]] && printf '%.2f%% of a core at K=%d' "$held_cpu" "$held" || echo "none held (${first_cpu:-no level measured})")" \
 	"Colyseus 0.91% of a core per room (issue 24, not run here)" "-" "n/a"
