@@ -20,7 +20,9 @@
 #   - CPU per match: the servers' summed CPU / window / K, in % of a core;
 #   - client CPU: the client's CPU / window, so a reader sees it was not
 #     the bottleneck (a level whose client used >= 90% of its core stops
-#     the ramp as client-bound: its figures would measure the client).
+#     the ramp as client-bound: its figures would measure the client),
+#     and the client loop's worst lag (a client starved by other work on
+#     its core shows there even when its own CPU is low).
 # K ramps through $DENSITY_LEVELS ("1 5 10 20 40 80 160") until p99 tick
 # lateness passes 3.3 ms or ticks/s fall below 59 (the level fails), the
 # list ends (the cap) or $DENSITY_TIMEOUT_SECONDS (900) pass. The figure:
@@ -243,9 +245,9 @@ for k in $LEVELS; do
 	level=$(jq -c --argjson done "$done_line" '. + {client_result: $done}' <<<"$level")
 	[[ -n $first_cpu ]] || first_cpu="K=$k: $(printf '%.2f' "$(jq .cpu_per_match_pct <<<"$level")")% of a core a match"
 	echo "$level" >>"$OUT/levels.jsonl"
-	read -r tps min_tps p99 within cpu_match srv_cpu busy cl_cpu playing < <(jq -r \
+	read -r tps min_tps p99 within cpu_match srv_cpu busy cl_cpu playing cl_lag < <(jq -r \
 		'[.ticks_per_s, .min_ticks_per_s, .lateness_p99_le_s, .within_3_3ms, .cpu_per_match_pct, .servers_cpu_pct,
-		  .server_core_busy_pct, .client_cpu_pct, .client_result.playing] | @tsv' <<<"$level")
+		  .server_core_busy_pct, .client_cpu_pct, .client_result.playing, .client_result.max_lag_ms] | @tsv' <<<"$level")
 	if [[ $p99 == +Inf ]]; then p99_txt="> 1000 ms"; else p99_txt="<= $(awk -v v="$p99" 'BEGIN { printf "%g", v * 1000 }') ms"; fi
 	verdict=held
 	if ((playing != 6 * k)); then
@@ -257,9 +259,9 @@ for k in $LEVELS; do
 	elif awk -v t="$tps" -v m="$MIN_TICKS" 'BEGIN { exit !(t < m) }'; then
 		verdict="STOP: ticks/s $tps < $MIN_TICKS"
 	fi
-	printf 'density K=%d: matches %d, CPU per match %.2f%% of a core, ticks/s %.2f (min %.2f), lateness p99 %s (%.1f%% within 3.3 ms), servers %.1f%% of their core (cpu%s busy %.1f%%, all processes), client CPU %.1f%% of a core (%d clients), %s\n' \
+	printf 'density K=%d: matches %d, CPU per match %.2f%% of a core, ticks/s %.2f (min %.2f), lateness p99 %s (%.1f%% within 3.3 ms), servers %.1f%% of their core (cpu%s busy %.1f%%, all processes), client CPU %.1f%% of a core (%d clients, loop max lag %.1f ms), %s\n' \
 		"$k" "$k" "$cpu_match" "$tps" "$min_tps" "$p99_txt" "$(awk -v w="$within" 'BEGIN { print w * 100 }')" "$srv_cpu" \
-		"$SERVER_CPU" "$busy" "$cl_cpu" "$((6 * k))" "$verdict"
+		"$SERVER_CPU" "$busy" "$cl_cpu" "$((6 * k))" "$cl_lag" "$verdict"
 	if [[ $verdict != held ]]; then
 		[[ -n $stop_reason ]] || stop_reason="K=$k: ${verdict#STOP: }"
 		[[ $RAMP_ALL == 1 && $verdict != *"clients still playing"* ]] && continue

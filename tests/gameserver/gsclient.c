@@ -98,8 +98,10 @@
  *       SIGTERM/SIGINT or S seconds (600), and prints {"result":"done",
  *       "clients","playing" (still playing at the end),"failed","seconds"
  *       (since connected),"snapshots","min_snapshots" (of a client still
- *       playing),"inputs","undecodable","unknown_base","reason" (the first
- *       failure's, "" none)}.
+ *       playing),"inputs","undecodable","unknown_base","max_lag_ms" (the
+ *       latest its loop woke past a tick's time once connected: a starved
+ *       client shows here even when its own CPU is low),"late_loops" (wakes
+ *       more than a tick late),"reason" (the first failure's, "" none)}.
  *
  *   gsclient community-e2e|community-property|community-slow|community-matches|community-hostile ...
  *       Community mode (issue 23): see community.c.
@@ -937,8 +939,14 @@ static int multi(int argc, char **argv)
 	int playing = 0, failed = 0;
 	char first_reason[400] = "";
 	bool told = false;
+	int64_t max_lag = 0, late_loops = 0; /* once connected: how late the loop woke, and times by over a tick */
 	while (!multi_stop && cc_clock_ms() < end_ms) {
 		int64_t now_ms = cc_clock_ms();
+		if (told) {
+			int64_t lag = cc_clock_ns() - next;
+			max_lag = lag > max_lag ? lag : max_lag;
+			late_loops += lag > tick_ns;
+		}
 		for (int i = 0; i < n; i++) {
 			struct mclient *m = &v[i];
 			if (m->phase == MC_IDLE && inflight[m->server] < per_server) {
@@ -1021,10 +1029,12 @@ static int multi(int argc, char **argv)
 		free(m->token);
 	}
 	printf("{\"result\":\"done\",\"clients\":%d,\"playing\":%d,\"failed\":%d,\"seconds\":%.2f,\"snapshots\":%llu,"
-	       "\"min_snapshots\":%llu,\"inputs\":%llu,\"undecodable\":%llu,\"unknown_base\":%llu,\"reason\":\"%s\"}\n",
+	       "\"min_snapshots\":%llu,\"inputs\":%llu,\"undecodable\":%llu,\"unknown_base\":%llu,\"max_lag_ms\":%.2f,"
+	       "\"late_loops\":%lld,\"reason\":\"%s\"}\n",
 	       n, playing, failed, told ? (double)(cc_clock_ms() - connected_ms) / 1000.0 : 0.0, (unsigned long long)snaps,
 	       (unsigned long long)(min_snaps == UINT64_MAX ? 0 : min_snaps), (unsigned long long)inputs,
-	       (unsigned long long)bad, (unsigned long long)unknown, first_reason);
+	       (unsigned long long)bad, (unsigned long long)unknown, (double)max_lag / 1e6, (long long)late_loops,
+	       first_reason);
 	free(inflight);
 	free(v);
 	return 0;

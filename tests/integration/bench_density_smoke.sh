@@ -21,14 +21,14 @@ DENSITY_LEVELS="1 2" DENSITY_WINDOW_SECONDS=3 DENSITY_SETTLE_SECONDS=1 DENSITY_O
 
 # density K=1: matches 1, CPU per match 2.31% of a core, ticks/s 60.00 (min 60.00), lateness p99 <= 0.5 ms
 # (100.0% within 3.3 ms), servers 2.3% of their core (cpu0 busy 40.1%, all processes), client CPU 1.5% of a core
-# (6 clients), held
-line_re='^density K=([0-9]+): matches ([0-9]+), CPU per match ([0-9.]+)% of a core, ticks/s ([0-9.]+) \(min ([0-9.]+)\), lateness p99 (<=|>) ([0-9.]+) ms \(([0-9.]+)% within 3\.3 ms\), servers ([0-9.]+)% of their core \(cpu[0-9]+ busy ([0-9.]+)%, all processes\), client CPU ([0-9.]+)% of a core \(([0-9]+) clients\), (held|STOP: .*)$'
+# (6 clients, loop max lag 0.4 ms), held
+line_re='^density K=([0-9]+): matches ([0-9]+), CPU per match ([0-9.]+)% of a core, ticks/s ([0-9.]+) \(min ([0-9.]+)\), lateness p99 (<=|>) ([0-9.]+) ms \(([0-9.]+)% within 3\.3 ms\), servers ([0-9.]+)% of their core \(cpu[0-9]+ busy ([0-9.]+)%, all processes\), client CPU ([0-9.]+)% of a core \(([0-9]+) clients, loop max lag ([0-9.]+) ms\), (held|STOP: .*)$'
 levels=0
 last_verdict=""
 while IFS= read -r l; do
 	[[ $l =~ $line_re ]] || fail "a level line not in the format: '$l'"
 	k=${BASH_REMATCH[1]} cpu=${BASH_REMATCH[3]} tps=${BASH_REMATCH[4]} p99=${BASH_REMATCH[7]} within=${BASH_REMATCH[8]}
-	clcpu=${BASH_REMATCH[11]} clients=${BASH_REMATCH[12]} last_verdict=${BASH_REMATCH[13]}
+	clcpu=${BASH_REMATCH[11]} clients=${BASH_REMATCH[12]} last_verdict=${BASH_REMATCH[14]}
 	# "> 1000 ms": past the last finite bound (+Inf).
 	[[ ${BASH_REMATCH[6]} == "<=" ]] || { [[ $p99 == 1000 ]] || fail "K=$k: p99 > $p99 ms, only > 1000 ms is a bound: '$l'"; p99=inf; }
 	levels=$((levels + 1))
