@@ -6,7 +6,11 @@
 # one 3v3 match of its own minted roster) all pinned to CPU
 # $DENSITY_SERVER_CPU (0) with taskset, and one `gsclient multi` process
 # pinned to CPU $DENSITY_CLIENT_CPU (1) driving the 6K real ENet clients
-# (60 Hz input, every snapshot acknowledged, delta snapshots rebuilt).
+# (60 Hz input, every snapshot acknowledged, delta snapshots rebuilt) in
+# $DENSITY_CLIENT_PROCS (2) processes, each with whole matches: on a
+# machine shared with other work the scheduler gives each process a share
+# (one process with all 720 clients of K=120 was seen starved: every player
+# kicked input_stalled at 3% client CPU); on a quiet machine one suffices.
 # Once every client is playing and $DENSITY_SETTLE_SECONDS (2) have passed
 # (warm-up), the counters are read at the start and at the end of a window
 # of $DENSITY_WINDOW_SECONDS (10): each server's ticks and tick-lateness
@@ -18,7 +22,7 @@
 #   - lateness p99: the upper bound of the bucket holding the 99th
 #     percentile of the K histograms' merged deltas;
 #   - CPU per match: the servers' summed CPU / window / K, in % of a core;
-#   - client CPU: the client's CPU / window, so a reader sees it was not
+#   - client CPU: the client processes' CPU / window, so a reader sees it was not
 #     the bottleneck (a level whose client used >= 90% of its core stops
 #     the ramp as client-bound: its figures would measure the client),
 #     and the client loop's worst lag (a client starved by other work on
@@ -56,6 +60,7 @@ P99_MAX=0.0033 # seconds: a fifth of a tick
 MIN_TICKS=59
 CLIENT_BOUND=90 # % of the client's core
 RAMP_ALL=${DENSITY_RAMP_ALL:-0}
+CLIENT_PROCS=${DENSITY_CLIENT_PROCS:-2}
 source "$top/scripts/lib/ports.sh"
 source "$top/scripts/lib/bench-summary.sh"
 
@@ -71,22 +76,21 @@ for t in taskset curl jq; do command -v "$t" >/dev/null || die "$t is not instal
 (($(nproc) >= 2)) || die "needs 2 CPUs (servers on one, clients on the other); this machine has $(nproc)"
 [[ $WINDOW =~ ^[1-9][0-9]*$ && $SETTLE =~ ^[0-9]+$ && $TIMEOUT =~ ^[1-9][0-9]*$ ]] ||
 	die "DENSITY_WINDOW_SECONDS, DENSITY_SETTLE_SECONDS and DENSITY_TIMEOUT_SECONDS must be whole seconds (window >= 1)"
+[[ $CLIENT_PROCS =~ ^[1-9]$ ]] || die "DENSITY_CLIENT_PROCS must be 1 to 9"
 for k in $LEVELS; do [[ $k =~ ^[1-9][0-9]*$ ]] || die "DENSITY_LEVELS: '$k' is not a positive whole number"; done
 HZ=$(getconf CLK_TCK)
 
 rm -rf "$OUT"
 mkdir -p "$OUT/mint"
 server_pids=()
-client_pid=""
+client_pids=()
 stop_level() {
 	local p
 	# A server stopped before its match's end exits 4: expected here.
-	[[ -n $client_pid ]] && { kill -TERM "$client_pid" 2>/dev/null || true; }
-	for p in "${server_pids[@]:-}"; do [[ -n $p ]] && { kill -TERM "$p" 2>/dev/null || true; }; done
-	[[ -n $client_pid ]] && { wait "$client_pid" 2>/dev/null || true; }
-	for p in "${server_pids[@]:-}"; do [[ -n $p ]] && { wait "$p" 2>/dev/null || true; }; done
+	for p in "${client_pids[@]:-}" "${server_pids[@]:-}"; do [[ -n $p ]] && { kill -TERM "$p" 2>/dev/null || true; }; done
+	for p in "${client_pids[@]:-}" "${server_pids[@]:-}"; do [[ -n $p ]] && { wait "$p" 2>/dev/null || true; }; done
 	server_pids=()
-	client_pid=""
+	client_pids=()
 	return 0
 }
 cleanup() {
@@ -155,7 +159,8 @@ for k in $LEVELS; do
 	lvl="$OUT/k$k"
 	mkdir -p "$lvl"
 	ports=()
-	: >"$lvl/clients.list"
+	procs=$((CLIENT_PROCS < k ? CLIENT_PROCS : k))
+	for c in $(seq 0 $((procs - 1))); do : >"$lvl/clients.$c.list"; done
 	for i in $(seq "$k"); do
 		port=$(free_port)
 		while [[ " ${ports[*]:-} " == *" $port "* ]]; do port=$(free_port); done
@@ -165,7 +170,7 @@ for k in $LEVELS; do
 			--warmup-seconds=1 --connect-window-seconds=120 --result-timeout-ms=200 --end-linger-ms=0 \
 			>"$lvl/gs.$i.log" 2>&1 &
 		server_pids+=("$!")
-		for slot in 0 1 2 3 4 5; do echo "$port $OUT/mint/$i/token.$slot" >>"$lvl/clients.list"; done
+		for slot in 0 1 2 3 4 5; do echo "$port $OUT/mint/$i/token.$slot" >>"$lvl/clients.$((i % procs)).list"; done
 	done
 	deadline=$((SECONDS + 30 + k / 2))
 	for i in $(seq 0 $((k - 1))); do
@@ -175,16 +180,22 @@ for k in $LEVELS; do
 			sleep 0.05
 		done
 	done
-	taskset -c "$CLIENT_CPU" "$GSCLIENT" multi --list="$lvl/clients.list" --max-seconds=$((WINDOW + SETTLE + 600)) \
-		>"$lvl/client.out" 2>"$lvl/client.log" &
-	client_pid=$!
-	deadline=$((SECONDS + 60 + k))
-	until grep -q '"event":"connected"' "$lvl/client.out" 2>/dev/null; do
-		kill -0 "$client_pid" 2>/dev/null || die "K=$k: gsclient multi exited before connecting: $(tail -n 3 "$lvl/client.log")"
-		((SECONDS < deadline)) || die "K=$k: the clients did not all connect in time"
-		sleep 0.05
+	for c in $(seq 0 $((procs - 1))); do
+		taskset -c "$CLIENT_CPU" "$GSCLIENT" multi --list="$lvl/clients.$c.list" --max-seconds=$((WINDOW + SETTLE + 600)) \
+			>"$lvl/client.$c.out" 2>"$lvl/client.$c.log" &
+		client_pids+=("$!")
 	done
-	connected=$(grep -m1 '"event":"connected"' "$lvl/client.out")
+	deadline=$((SECONDS + 60 + k))
+	for c in $(seq 0 $((procs - 1))); do
+		until grep -q '"event":"connected"' "$lvl/client.$c.out" 2>/dev/null; do
+			kill -0 "${client_pids[$c]}" 2>/dev/null ||
+				die "K=$k: gsclient multi $c exited before connecting: $(tail -n 3 "$lvl/client.$c.log")"
+			((SECONDS < deadline)) || die "K=$k: the clients did not all connect in time"
+			sleep 0.05
+		done
+	done
+	connected=$(cat "$lvl"/client.*.out | jq -sc 'map(select(.event == "connected")) |
+		{clients: map(.clients) | add, playing: map(.playing) | add, failed: map(.failed) | add, ms: map(.ms) | max}')
 	if (($(jq .failed <<<"$connected") > 0)); then
 		[[ -n $stop_reason ]] || stop_reason="K=$k: not every client could join ($connected)"
 		stop_level
@@ -195,19 +206,28 @@ for k in $LEVELS; do
 	# Window start: metrics first, then CPU; at the end CPU first, then metrics (scrapes stay outside the CPU window).
 	scrape "$lvl/m0" "${ports[@]}"
 	c0=$(cpu_ticks "${server_pids[@]}" | paste -sd' ')
-	cl0=$(cpu_ticks "$client_pid")
+	cl0=$(cpu_ticks "${client_pids[@]}" | awk '{ s += $1 } END { print s }')
 	b0=$(cpu_busy)
 	t0=$(date +%s%N)
 	sleep "$WINDOW"
 	t1=$(date +%s%N)
 	c1=$(cpu_ticks "${server_pids[@]}" | paste -sd' ')
-	cl1=$(cpu_ticks "$client_pid")
+	cl1=$(cpu_ticks "${client_pids[@]}" | awk '{ s += $1 } END { print s }')
 	b1=$(cpu_busy)
 	scrape "$lvl/m1" "${ports[@]}"
-	kill -TERM "$client_pid"
-	wait "$client_pid" || die "K=$k: gsclient multi exited $?: $(tail -n 3 "$lvl/client.log")"
-	client_pid=""
-	done_line=$(grep '"result":"done"' "$lvl/client.out") || die "K=$k: gsclient multi printed no result"
+	kill -TERM "${client_pids[@]}"
+	for c in $(seq 0 $((procs - 1))); do
+		wait "${client_pids[$c]}" || die "K=$k: gsclient multi $c exited $?: $(tail -n 3 "$lvl/client.$c.log")"
+		grep -q '"result":"done"' "$lvl/client.$c.out" || die "K=$k: gsclient multi $c printed no result"
+	done
+	client_pids=()
+	# The processes' results as one: sums, the worst lag, the first failure.
+	done_line=$(cat "$lvl"/client.*.out | jq -sc 'map(select(.result == "done")) | {result: "done", processes: length,
+		clients: map(.clients) | add, playing: map(.playing) | add, failed: map(.failed) | add,
+		snapshots: map(.snapshots) | add, min_snapshots: map(.min_snapshots) | min, inputs: map(.inputs) | add,
+		undecodable: map(.undecodable) | add, unknown_base: map(.unknown_base) | add,
+		max_lag_ms: map(.max_lag_ms) | max, late_loops: map(.late_loops) | add,
+		reason: (map(.reason | select(. != "")) | first // "")}')
 	stop_level
 
 	# Figures from the deltas.
