@@ -197,8 +197,9 @@ for k in $LEVELS; do
 	connected=$(cat "$lvl"/client.*.out | jq -sc 'map(select(.event == "connected")) |
 		{clients: map(.clients) | add, playing: map(.playing) | add, failed: map(.failed) | add, ms: map(.ms) | max}')
 	if (($(jq .failed <<<"$connected") > 0)); then
-		[[ -n $stop_reason ]] || stop_reason="K=$k: not every client could join ($connected)"
-		stop_level
+		stop_level # the clients print their results (the first failure's reason) as they stop
+		echo "density K=$k: matches $k, STOP: only $(jq .playing <<<"$connected") of $((6 * k)) clients could join ($(cat "$lvl"/client.*.out | jq -rs 'map(.reason // empty | select(. != "")) | first // "no reason"'))"
+		[[ -n $stop_reason ]] || stop_reason="K=$k: not every client could join"
 		break
 	fi
 	sleep "$SETTLE" # the matches' warm-up (1 s) ends; nothing is measured yet
