@@ -224,7 +224,7 @@ for k in $LEVELS; do
 	client_pids=()
 	# The processes' results as one: sums, the worst lag, the first failure.
 	done_line=$(cat "$lvl"/client.*.out | jq -sc 'map(select(.result == "done")) | {result: "done", processes: length,
-		clients: map(.clients) | add, playing: map(.playing) | add, failed: map(.failed) | add,
+		clients: map(.clients) | add, playing: map(.playing) | add, failed: map(.failed) | add, seconds: map(.seconds) | max,
 		snapshots: map(.snapshots) | add, min_snapshots: map(.min_snapshots) | min, inputs: map(.inputs) | add,
 		undecodable: map(.undecodable) | add, unknown_base: map(.unknown_base) | add,
 		max_lag_ms: map(.max_lag_ms) | max, late_loops: map(.late_loops) | add,

@@ -65,6 +65,9 @@ while IFS= read -r l; do
 		.lateness_samples >= .ticks / 5' <<<"$j" >/dev/null ||
 		fail "K=$k: $(jq .lateness_samples <<<"$j") lateness samples, $(jq .ticks <<<"$j") ticks in $(jq .window_s <<<"$j") s"
 	jq -e '.client_cpu_pct | type == "number"' <<<"$j" >/dev/null || fail "K=$k: no client CPU in $j"
+	# Real players: every client sent inputs and was sent snapshots.
+	jq -e '.client_result | .inputs >= 60 * .clients and .min_snapshots > 0' <<<"$j" >/dev/null ||
+		fail "K=$k: the clients did not play: $(jq -c .client_result <<<"$j")"
 done < <(grep '^density K=' "$out")
 ((levels >= 1)) || fail "no level line in the output:$(sed 's/^/\n    /' "$out")"
 ((levels == 2)) || [[ $last_verdict == STOP* ]] || fail "only $levels level line(s), the last not a STOP"
