@@ -34,7 +34,7 @@
 #include "sys/cc.h"
 
 #define CC_METRICS_MAX_LABELS 4
-#define CC_METRICS_MAX_BUCKETS 16
+#define CC_METRICS_MAX_BUCKETS 20
 
 enum cc_metric_type { CC_METRIC_COUNTER, CC_METRIC_GAUGE, CC_METRIC_HISTOGRAM };
 

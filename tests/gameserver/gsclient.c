@@ -82,6 +82,27 @@
  *       after 5 s), then after S seconds (default 8) {"result":"idle",
  *       "connected":K,"refused":{"reason":count...},"disconnected":D}.
  *
+ *   gsclient multi --list=FILE [--max-seconds=S] [--handshakes-per-server=N]
+ *       One process driving many honest players (scripts/bench-density.sh:
+ *       K matches' 6K clients from one process on one core). FILE has one
+ *       line per client, "PORT TOKENFILE" (a cc-gameserver on 127.0.0.1).
+ *       Each client has its own ENet host (its own socket, as a real
+ *       client); one loop wakes once per 1/60 s, sends every playing
+ *       client's input, services every host (receives, acknowledges
+ *       snapshots, delta snapshots rebuilt as play's) and sleeps to the next
+ *       tick. At most N (3) handshakes per server are in flight at once,
+ *       under the server's per-address cap on silent peers (all clients
+ *       share 127.0.0.1). Prints {"event":"connected","clients":N,
+ *       "playing":P,"failed":F,"ms":T} once every client is playing or has
+ *       failed (refused, gone or 10 s without a welcome), then plays until
+ *       SIGTERM/SIGINT or S seconds (600), and prints {"result":"done",
+ *       "clients","playing" (still playing at the end),"failed","seconds"
+ *       (since connected),"snapshots","min_snapshots" (of a client still
+ *       playing),"inputs","undecodable","unknown_base","max_lag_ms" (the
+ *       latest its loop woke past a tick's time once connected: a starved
+ *       client shows here even when its own CPU is low),"late_loops" (wakes
+ *       more than a tick late),"reason" (the first failure's, "" none)}.
+ *
  *   gsclient community-e2e|community-property|community-slow|community-matches|community-hostile ...
  *       Community mode (issue 23): see community.c.
  *
@@ -89,6 +110,8 @@
  */
 #include <enet/enet.h>
 #include <errno.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -777,10 +800,250 @@ static int idle(int argc, char **argv)
 	return 0;
 }
 
+
+/* ---- multi ------------------------------------------------------------------------------ */
+
+enum mc_phase { MC_IDLE, MC_CONNECTING, MC_HELLO, MC_PLAYING, MC_FAILED };
+
+struct mclient {
+	struct conn c;
+	struct play_stats st;
+	char *token;
+	int port;
+	int server; /* index of its port among the list's distinct ports */
+	enum mc_phase phase;
+	int64_t phase_ms; /* when its handshake began */
+	uint32_t seq;
+};
+
+static volatile sig_atomic_t multi_stop;
+static void multi_on_signal(int sig)
+{
+	(void)sig;
+	multi_stop = 1;
+}
+
+/* Input like send_input's, queued without a flush: the service that follows sends it. */
+static void queue_input(struct conn *c, uint32_t seq)
+{
+	struct cc_wire_msg m = { .id = CC_MSG_INPUT };
+	int count = seq < 4 ? (int)seq : 4;
+	m.u.input.newest_seq = (uint16_t)seq;
+	m.u.input.count = (uint16_t)count;
+	for (int i = 0; i < count; i++) {
+		m.u.input.inputs[i].thrust[2] = 100;
+		m.u.input.inputs[i].turn[1] = (int8_t)((seq - (uint32_t)i) % 50 - 25);
+	}
+	uint8_t buf[CC_WIRE_MAX_PACKET];
+	size_t n = encode(&m, buf, sizeof buf);
+	if (n)
+		enet_peer_send(c->peer, CC_WIRE_CH_INPUT, enet_packet_create(buf, n, 0));
+}
+
+/* Reads FILE's "PORT TOKENFILE" lines into *out (count returned), or -1 with a message. */
+static int multi_list(const char *file, struct mclient **out, int *n_servers)
+{
+	FILE *f = fopen(file, "r");
+	if (!f) {
+		fprintf(stderr, "gsclient multi: cannot read %s: %s\n", file, strerror(errno));
+		return -1;
+	}
+	struct mclient *v = NULL;
+	int n = 0, cap = 0, ports[4096], np = 0, line_no = 0;
+	char line[4400], path[4096];
+	while (fgets(line, sizeof line, f)) {
+		line_no++;
+		int port = 0;
+		if (line[0] == '\n' || line[0] == '#')
+			continue;
+		if (sscanf(line, "%d %4095s", &port, path) != 2 || port <= 0 || port > 65535) {
+			fprintf(stderr, "gsclient multi: %s line %d: want \"PORT TOKENFILE\"\n", file, line_no);
+			goto fail;
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			struct mclient *w = realloc(v, (size_t)cap * sizeof *v);
+			if (!w)
+				goto fail;
+			v = w;
+		}
+		struct mclient *m = &v[n];
+		memset(m, 0, sizeof *m);
+		m->st = (struct play_stats){ .ended = { -1, -1 }, .close_data = -1 };
+		m->port = port;
+		if (!(m->token = read_token(path))) {
+			fprintf(stderr, "gsclient multi: %s line %d: cannot read the token %s\n", file, line_no, path);
+			goto fail;
+		}
+		n++;
+		int k = 0;
+		while (k < np && ports[k] != port)
+			k++;
+		if (k == np) {
+			if (np == (int)CC_ARRAY_LEN(ports)) {
+				fprintf(stderr, "gsclient multi: more than %d servers\n", np);
+				goto fail;
+			}
+			ports[np++] = port;
+		}
+		m->server = k;
+	}
+	fclose(f);
+	if (n == 0) {
+		fprintf(stderr, "gsclient multi: %s lists no client\n", file);
+		free(v);
+		return -1;
+	}
+	*out = v;
+	*n_servers = np;
+	return n;
+fail:
+	for (int i = 0; i < n; i++)
+		free(v[i].token);
+	free(v);
+	fclose(f);
+	return -1;
+}
+
+static int multi(int argc, char **argv)
+{
+	const char *list = arg(argc, argv, "list");
+	long max_seconds = arg_long(argc, argv, "max-seconds", 600);
+	long per_server = arg_long(argc, argv, "handshakes-per-server", 3);
+	if (!list || max_seconds < 1 || per_server < 1) {
+		fprintf(stderr, "gsclient multi: --list=FILE is required; --max-seconds >= 1, --handshakes-per-server >= 1\n");
+		return 2;
+	}
+	struct mclient *v = NULL;
+	int n_servers = 0, n = multi_list(list, &v, &n_servers);
+	if (n < 0)
+		return 2;
+	/* One socket a client: lift the descriptor limit to its hard cap. */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	signal(SIGTERM, multi_on_signal);
+	signal(SIGINT, multi_on_signal);
+	int *inflight = calloc((size_t)n_servers, sizeof *inflight);
+	if (!inflight) {
+		free(v);
+		return 1;
+	}
+	ENetAddress a;
+	enet_address_set_host_ip(&a, "127.0.0.1");
+	const int64_t tick_ns = 1000000000LL / CC_WIRE_TICK_RATE;
+	int64_t start_ms = cc_clock_ms(), connected_ms = 0, end_ms = start_ms + max_seconds * 1000;
+	int64_t next = cc_clock_ns();
+	int playing = 0, failed = 0;
+	char first_reason[400] = "";
+	bool told = false;
+	int64_t max_lag = 0, late_loops = 0; /* once connected: how late the loop woke, and times by over a tick */
+	while (!multi_stop && cc_clock_ms() < end_ms) {
+		int64_t now_ms = cc_clock_ms();
+		if (told) {
+			int64_t lag = cc_clock_ns() - next;
+			max_lag = lag > max_lag ? lag : max_lag;
+			late_loops += lag > tick_ns;
+		}
+		for (int i = 0; i < n; i++) {
+			struct mclient *m = &v[i];
+			if (m->phase == MC_IDLE && inflight[m->server] < per_server) {
+				memset(&m->c, 0, sizeof m->c);
+				m->c.slot = m->c.team = -1;
+				a.port = (enet_uint16)m->port;
+				m->c.host = enet_host_create(NULL, 1, 3, 0, 0);
+				m->c.peer = m->c.host ? enet_host_connect(m->c.host, &a, 3, 0) : NULL;
+				m->phase = MC_CONNECTING;
+				m->phase_ms = now_ms;
+				inflight[m->server]++;
+				if (!m->c.peer)
+					m->c.gone = true; /* failed below */
+			}
+			if (m->phase == MC_PLAYING)
+				queue_input(&m->c, ++m->seq);
+			ENetEvent ev;
+			while (m->phase != MC_IDLE && m->phase != MC_FAILED && !m->c.gone &&
+			       enet_host_service(m->c.host, &ev, 0) > 0) {
+				if (ev.type == ENET_EVENT_TYPE_CONNECT) {
+					m->c.connected = true;
+					send_hello(&m->c, PROTOCOL, m->token);
+					m->phase = MC_HELLO;
+				} else if (ev.type == ENET_EVENT_TYPE_DISCONNECT) {
+					m->c.gone = true;
+				} else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
+					on_session_packet(&m->c, &m->st, ev.channelID, ev.packet->data, ev.packet->dataLength);
+					enet_packet_destroy(ev.packet);
+				}
+			}
+			bool handshaking = m->phase == MC_CONNECTING || m->phase == MC_HELLO;
+			if (handshaking && m->c.welcomed && !m->c.refused && !m->c.gone) {
+				m->phase = MC_PLAYING;
+				inflight[m->server]--;
+				playing++;
+			} else if ((m->phase != MC_IDLE && m->phase != MC_FAILED) &&
+				   (m->c.refused || m->c.gone || m->st.over || (handshaking && now_ms - m->phase_ms > 10000))) {
+				if (handshaking)
+					inflight[m->server]--;
+				else
+					playing--;
+				if (!first_reason[0])
+					snprintf(first_reason, sizeof first_reason, "client %d (port %d): %s%s%s", i, m->port,
+						 m->st.over	? "match_ended"
+						 : m->c.refused ? m->c.reason
+						 : m->c.gone	? "disconnected"
+								: "no_welcome_in_10s",
+						 m->c.detail[0] ? " " : "", m->c.detail);
+				m->phase = MC_FAILED;
+				failed++;
+			}
+		}
+		if (!told && playing + failed == n) {
+			connected_ms = cc_clock_ms();
+			printf("{\"event\":\"connected\",\"clients\":%d,\"playing\":%d,\"failed\":%d,\"ms\":%lld}\n", n, playing,
+			       failed, (long long)(connected_ms - start_ms));
+			told = true;
+		}
+		/* Sleep to the next tick; a loop that fell behind starts afresh rather than bursting. */
+		next += tick_ns;
+		if (next < cc_clock_ns() - tick_ns)
+			next = cc_clock_ns();
+		struct timespec ts = { .tv_sec = (time_t)(next / 1000000000LL), .tv_nsec = (long)(next % 1000000000LL) };
+		while (!multi_stop && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+	}
+	uint64_t snaps = 0, min_snaps = UINT64_MAX, inputs = 0, bad = 0, unknown = 0;
+	for (int i = 0; i < n; i++) {
+		struct mclient *m = &v[i];
+		snaps += m->st.snapshots;
+		inputs += m->seq;
+		bad += m->st.bad_messages;
+		unknown += m->st.unknown_base;
+		if (m->phase == MC_PLAYING && m->st.snapshots < min_snaps)
+			min_snaps = m->st.snapshots;
+		if (m->c.peer && !m->c.gone)
+			enet_peer_disconnect_now(m->c.peer, 0); /* one datagram, no wait: hundreds of clients end at once */
+		if (m->c.host)
+			enet_host_destroy(m->c.host);
+		free(m->token);
+	}
+	printf("{\"result\":\"done\",\"clients\":%d,\"playing\":%d,\"failed\":%d,\"seconds\":%.2f,\"snapshots\":%llu,"
+	       "\"min_snapshots\":%llu,\"inputs\":%llu,\"undecodable\":%llu,\"unknown_base\":%llu,\"max_lag_ms\":%.2f,"
+	       "\"late_loops\":%lld,\"reason\":\"%s\"}\n",
+	       n, playing, failed, told ? (double)(cc_clock_ms() - connected_ms) / 1000.0 : 0.0, (unsigned long long)snaps,
+	       (unsigned long long)(min_snaps == UINT64_MAX ? 0 : min_snaps), (unsigned long long)inputs,
+	       (unsigned long long)bad, (unsigned long long)unknown, (double)max_lag / 1e6, (long long)late_loops,
+	       first_reason);
+	free(inflight);
+	free(v);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: gsclient mint|play|spectate|hostile|flood|idle|community-{e2e,property,slow,matches,hostile} --name=value...\n");
+		fprintf(stderr, "usage: gsclient mint|play|spectate|hostile|flood|idle|multi|community-{e2e,property,slow,matches,hostile} --name=value...\n");
 		return 2;
 	}
 	if (cc_crypto_init() != 0 || enet_initialize() != 0)
@@ -792,6 +1055,7 @@ int main(int argc, char **argv)
 		 : strcmp(argv[1], "spectate") == 0 ? spectate(argc, argv)
 		 : strcmp(argv[1], "flood") == 0 ? flood(argc, argv)
 		 : strcmp(argv[1], "idle") == 0	 ? idle(argc, argv)
+		 : strcmp(argv[1], "multi") == 0 ? multi(argc, argv)
 		 : strncmp(argv[1], "community-", 10) == 0 ? community_main(argc, argv)
 						 : 2;
 	enet_deinitialize();

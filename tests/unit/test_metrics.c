@@ -147,7 +147,7 @@ static const struct bad_declaration bad_declarations[] = {
 	{ "unsorted buckets", CC_METRIC_HISTOGRAM, "cosmic_clash_x", "h", { NULL }, 0, { 2, 1 }, 2 },
 	{ "equal buckets", CC_METRIC_HISTOGRAM, "cosmic_clash_x", "h", { NULL }, 0, { 1, 1 }, 2 },
 	{ "too many buckets", CC_METRIC_HISTOGRAM, "cosmic_clash_x", "h", { NULL }, 0,
-	  { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17 }, 17 },
+	  { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21 }, 21 },
 	{ "buckets on a gauge", CC_METRIC_GAUGE, "cosmic_clash_x", "h", { NULL }, 0, { 1 }, 1 },
 };
 
