@@ -14,8 +14,8 @@
 #   matcher     scripts/bench-matcher.sh
 #   allocator   scripts/bench-allocator.sh
 #   events      scripts/bench-events.sh
+#   density     scripts/bench-density.sh (before gameserver, which quotes it)
 #   gameserver  scripts/bench-gameserver.sh
-#   density     scripts/bench-density.sh, once it exists (see below)
 # BENCH_PARTS (all of them) picks some, in that order ("none": only the
 # reset and the print, for tests/integration/bench_summary.sh); BENCH_HEARTBEAT_ONLY=1
 # keeps only the heartbeat part, as it did when bench.sh ran the others.
@@ -24,7 +24,7 @@ set -Euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$top" || exit 1
-all="heartbeat matcher allocator events gameserver density"
+all="heartbeat matcher allocator events density gameserver"
 parts=${BENCH_PARTS:-$all}
 [[ $parts == none ]] && parts=""
 [[ ${BENCH_HEARTBEAT_ONLY:-0} == 1 ]] && parts=heartbeat
@@ -57,19 +57,7 @@ for p in $parts; do
 	allocator) part allocator scripts/bench-allocator.sh ;;
 	events) part events scripts/bench-events.sh ;;
 	gameserver) part gameserver scripts/bench-gameserver.sh ;;
-	density)
-		# ---- DENSITY PART (issue 24) -------------------------------------------
-		# scripts/bench-density.sh (another branch) measures K real 3v3 matches
-		# on one pinned core with real ENet clients on the other, and records its
-		# rows with bench_row; it replaces bench-gameserver.sh's computed
-		# "matches per core, ENet packets costed". Until it is merged there is
-		# nothing to run.
-		if [[ -x scripts/bench-density.sh ]]; then
-			part density scripts/bench-density.sh
-		else
-			say "part density: scripts/bench-density.sh is not there yet: skipped"
-		fi
-		;;
+	density) part density scripts/bench-density.sh ;; # K real 3v3 matches on one pinned core
 	esac
 done
 

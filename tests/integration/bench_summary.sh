@@ -118,7 +118,7 @@ rc=0
 BENCH_PARTS=nonsense "$TOP/scripts/bench-all.sh" >/dev/null 2>&1 || rc=$?
 expect_eq "bench-all.sh with an unknown part: exit" 2 "$rc"
 parts=(bench.sh bench-matcher.sh bench-allocator.sh bench-events.sh bench-gameserver.sh)
-[[ -f $TOP/scripts/bench-density.sh ]] && parts+=(bench-density.sh) # issue 24's density part, once merged
+parts+=(bench-density.sh) # issue 24's density part
 for p in "${parts[@]}"; do
 	grep -q '^[[:space:]]*\(\[\[.*\]\] || \)\?bench_row ' "$TOP/scripts/$p" || fail "scripts/$p records no summary row (bench_row)"
 	! grep -n 'BENCH_STRICT' "$TOP/scripts/$p" | grep -v ':[[:space:]]*#' | grep -q . ||
