@@ -16,7 +16,8 @@
  *   cc_ticket_expire_*    QUEUED -> EXPIRED (overdue)   ticket.expired
  *   cc_tickets_expire_unanswered  PROPOSED -> EXPIRED   ticket.expired {"reason":"proposal_timeout"}
  *   cc_ticket_cancel      QUEUED -> CANCELLED           ticket.cancelled
- *   cc_tickets_cancel_proposed  PROPOSED -> CANCELLED   ticket.cancelled
+ *   cc_tickets_cancel_proposed  PROPOSED -> CANCELLED   ticket.cancelled (the decliner's)
+ *   cc_tickets_cancel_proposed_party  PROPOSED -> CANCELLED  ticket.cancelled {"reason": ...} (mates, party gone)
  *   propose               QUEUED -> PROPOSED            ticket.proposed
  *   cc_tickets_requeue    PROPOSED -> QUEUED            ticket.requeued
  *   cc_tickets_match      PROPOSED -> MATCHED           ticket.matched
