@@ -51,6 +51,7 @@ static const char sql_remove_member[] = "DELETE FROM cc_party_members WHERE part
 static const char sql_set_leader[] = "UPDATE cc_parties SET leader = $2 WHERE id = $1";
 static const char sql_set_playlist[] = "UPDATE cc_parties SET playlist = $2 WHERE id = $1";
 static const char sql_delete[] = "DELETE FROM cc_parties WHERE id = $1";
+static const char sql_lock[] = "SELECT 1 FROM cc_parties WHERE id = $1 FOR UPDATE";
 
 /* The revision after the change and who hears it (the members as they are now). */
 static const char sql_bump[] =
@@ -231,6 +232,33 @@ int cc_party_delete(struct cc_pg *pg, const char *party_id)
 	return cc_pg_exec(pg, sql_delete, 1, p, NULL);
 }
 
+int cc_party_lock(struct cc_pg *pg, const char *party_id)
+{
+	const char *p[] = { party_id };
+	return cc_pg_exec(pg, sql_lock, 1, p, NULL);
+}
+
+int cc_party_member_declined(struct cc_pg *pg, const char *party_id, const char *player_id, bool *removed)
+{
+	struct cc_party_view v;
+	int64_t revision;
+	*removed = false;
+	int rc = cc_party_read(pg, party_id, true, &v);
+	if (rc == CC_ENOTFOUND)
+		return 0;
+	int me = rc == 0 ? cc_party_member_index(&v, player_id) : -1;
+	if (rc != 0 || me < 0 || v.n_members < 2)
+		return rc;
+	if ((rc = cc_party_remove_member(pg, v.id, player_id)) != 0)
+		return rc;
+	if (strcmp(v.leader, player_id) == 0 && /* the lead passes to the longest-standing member left */
+	    (rc = cc_party_set_leader(pg, v.id, v.members[me == 0 ? 1 : 0].player_id)) != 0)
+		return rc;
+	if ((rc = cc_party_commit_change(pg, v.id, CC_PARTY_CHANGE_DECLINED, player_id, NULL, 0, &revision)) == 0)
+		*removed = true;
+	return rc;
+}
+
 const char *cc_party_change_name(enum cc_party_change c)
 {
 	switch (c) {
@@ -250,6 +278,8 @@ const char *cc_party_change_name(enum cc_party_change c)
 		return "queued";
 	case CC_PARTY_CHANGE_DISBANDED:
 		return "disbanded";
+	case CC_PARTY_CHANGE_DECLINED:
+		return "declined";
 	}
 	return "unknown";
 }

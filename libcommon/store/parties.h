@@ -96,6 +96,30 @@ int cc_party_set_playlist(struct cc_pg *pg, const char *party_id, const char *pl
 /* Deletes the party, its members and invitations (disband, or the last member left). */
 int cc_party_delete(struct cc_pg *pg, const char *party_id) CC_MUST_CHECK;
 
+/*
+ * Locks party_id's row (FOR UPDATE) for the rest of the transaction, and
+ * reads nothing else: the first step of the lock order (store/README.md)
+ * on a decline, which may change the party after the proposal and its
+ * tickets (cc_party_member_declined). 0 also when there is no such party.
+ */
+int cc_party_lock(struct cc_pg *pg, const char *party_id) CC_MUST_CHECK;
+
+/*
+ * A member declined (or cancelled in) a proposal its party mates are in
+ * (store/proposals.c, in the decline's transaction, the party locked
+ * first with cc_party_lock): player_id leaves the party as on a leave;
+ * when it led, the lead passes to the longest-standing member left; the
+ * change ends with cc_party_commit_change(DECLINED, player_id), so the
+ * revision bumps and "party.updated" {"change": "declined"} goes to the
+ * members left and the decliner. The party's tickets are the caller's
+ * (the mates' go back to the queue as the smaller party). A party of one
+ * is left as it is (the decliner stays its member and leader). *removed
+ * says whether player_id was taken out; 0 with !*removed also when there
+ * is no such party or player_id is not a member.
+ */
+int cc_party_member_declined(struct cc_pg *pg, const char *party_id, const char *player_id, bool *removed)
+	CC_MUST_CHECK;
+
 /* What a change was (the "change" of party.updated's payload). */
 enum cc_party_change {
 	CC_PARTY_CHANGE_CREATED,
@@ -106,6 +130,7 @@ enum cc_party_change {
 	CC_PARTY_CHANGE_PROMOTED,
 	CC_PARTY_CHANGE_QUEUED,
 	CC_PARTY_CHANGE_DISBANDED,
+	CC_PARTY_CHANGE_DECLINED,
 };
 const char *cc_party_change_name(enum cc_party_change c);
 

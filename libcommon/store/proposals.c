@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "store/outbox.h"
+#include "store/parties.h"
 #include "store/penalties.h"
 #include "store/purge.h"
 #include "sys/banned.h"
@@ -164,20 +165,52 @@ int cc_proposals_expire_overdue(struct cc_pg *pg, int64_t grace_seconds, int lim
 	return rc;
 }
 
-/* Declines: the decliner's ticket ends with a DECLINE penalty, the rest requeue. */
+/*
+ * The decliner's party first (store/README.md's lock order: a decline may
+ * change the party, after the proposal and its tickets), then the
+ * proposal. The party is read from the ticket without a lock: the
+ * transaction's one snapshot, so a change after it fails the lock.
+ */
+static int lock_party_of(struct cc_pg *pg, const char *proposal_id, const char *player_id)
+{
+	char party_id[CC_UUID_BUF];
+	int rc = cc_ticket_party_in_proposal(pg, proposal_id, player_id, party_id);
+	if (rc == 0 && party_id[0])
+		rc = cc_party_lock(pg, party_id);
+	return rc;
+}
+
+int cc_proposal_lock_as_decliner(struct cc_pg *pg, const char *proposal_id, const char *player_id)
+{
+	int rc = lock_party_of(pg, proposal_id, player_id);
+	return rc == 0 ? cc_proposal_lock(pg, proposal_id) : rc;
+}
+
+/*
+ * Declines: the decliner's ticket ends with a DECLINE penalty and the
+ * decliner leaves its party; the rest requeue, its party mates as the
+ * smaller party (issue 26). A party that is gone has no mates to requeue
+ * as: they are cancelled with the decliner.
+ */
 static int decline(struct cc_pg *pg, const char *proposal_id, const char *player_id, int ttl,
 		   struct cc_ticket_moves *moves)
 {
+	char party_id[CC_UUID_BUF];
 	int64_t revision = 0;
-	bool settled = false;
+	int mates = 0;
+	bool settled = false, removed = false;
 	int rc = settle(pg, proposal_id, "DECLINED", &settled, &revision);
 	if (rc != 0 || !settled)
 		return rc ? rc : CC_ESTATE;
-	if ((rc = cc_tickets_cancel_proposed(pg, proposal_id, player_id, moves)) != 0)
+	if ((rc = cc_tickets_cancel_proposed(pg, proposal_id, player_id, party_id, &mates, moves)) != 0)
 		return rc;
 	if ((rc = cc_penalty_record(pg, player_id, CC_PENALTY_DECLINE, proposal_id, NULL)) != 0)
 		return rc;
 	if ((rc = announce_proposal(pg, "proposal.declined", proposal_id, revision)) != 0)
+		return rc;
+	if (mates > 0 && (rc = cc_party_member_declined(pg, party_id, player_id, &removed)) != 0)
+		return rc;
+	if (mates > 0 && !removed && (rc = cc_tickets_cancel_proposed_party(pg, proposal_id, player_id, moves)) != 0)
 		return rc;
 	return cc_tickets_requeue(pg, proposal_id, ttl, NULL, moves);
 }
@@ -212,7 +245,9 @@ int cc_proposal_respond(struct cc_pg *pg, const char *proposal_id, const char *p
 	const char *p[] = { proposal_id, player_id };
 	if (match)
 		match->id[0] = '\0';
-	int rc = cc_pg_exec(pg, sql_lock_for_player, 2, p, &res);
+	int rc = accept ? 0 : lock_party_of(pg, proposal_id, player_id);
+	if (rc == 0)
+		rc = cc_pg_exec(pg, sql_lock_for_player, 2, p, &res);
 	if (rc != 0)
 		goto out;
 	if (PQntuples(res) == 0) {

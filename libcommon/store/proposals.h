@@ -9,12 +9,15 @@
  * requests settle a proposal once:
  *   all accept  -> ACCEPTED; tickets MATCHED; a match in ALLOCATING.
  *   a decline   -> DECLINED; the decliner's ticket CANCELLED with a DECLINE
- *                  penalty (its party mates' tickets CANCELLED with it, no
- *                  penalty: store/tickets.h); every other participant
- *                  requeued at once (another party whole).
+ *                  penalty and the decliner out of its party; every other
+ *                  participant requeued at once, its party mates as the
+ *                  smaller party, another party whole (no penalty; see
+ *                  cc_proposal_decline_by_cancel).
  *   window over -> EXPIRED; each non-responder's ticket ends EXPIRED with
  *                  exactly one PROPOSAL_TIMEOUT (its client may be gone,
- *                  and must never hold live players twice); the players
+ *                  and must never hold live players twice), its party
+ *                  mates' tickets CANCELLED with it (party_member_timed_out,
+ *                  no penalty; the party keeps its members); the players
  *                  who accepted are requeued at once.
  * Requeued tickets keep queued_at (their place in the queue). After a
  * decline those who accepted get a fresh heartbeat deadline (SPEC 7);
@@ -49,6 +52,14 @@
  * error.
  */
 int cc_proposal_lock(struct cc_pg *pg, const char *proposal_id) CC_MUST_CHECK;
+
+/*
+ * cc_proposal_lock for a path that may decline the proposal on player_id's
+ * behalf (cc_proposal_decline_by_cancel: a cancel, a ban): first the party
+ * of the player's ticket in it, if any (cc_party_lock), since the decline
+ * changes the party (store/README.md's lock order), then the proposal.
+ */
+int cc_proposal_lock_as_decliner(struct cc_pg *pg, const char *proposal_id, const char *player_id) CC_MUST_CHECK;
 
 /*
  * Expires proposal_id if it is OPEN and its window has passed (PostgreSQL's
@@ -97,8 +108,21 @@ int cc_proposal_respond(struct cc_pg *pg, const char *proposal_id, const char *p
 /*
  * The cancel cascade: the ticket of player_id is PROPOSED in OPEN proposal
  * proposal_id and its player cancels. Declines the proposal (the canceller
- * counts as the decliner: DECLINE penalty, ticket CANCELLED) and requeues
- * the others. Returns 0, or CC_ESTATE when the proposal is not OPEN.
+ * counts as the decliner: DECLINE penalty, ticket CANCELLED, out of its
+ * party as below) and requeues the others. The caller locked with
+ * cc_proposal_lock_as_decliner. Returns 0, or CC_ESTATE when the proposal
+ * is not OPEN.
+ *
+ * A decline and a party (issue 26), here and in cc_proposal_respond: the
+ * decliner's ticket is CANCELLED with the DECLINE penalty, the decliner's
+ * alone; the decliner leaves its party (cc_party_member_declined: the lead
+ * passes to the longest-standing member left, party.updated {"change":
+ * "declined"}); its party mates are requeued like every other participant,
+ * keeping party_id and queued_at, their party_size now how many of them
+ * are left and their deadlines aligned (the party's one lease), so they
+ * form again as the smaller party (one mate left: a party of one, formed as
+ * a solo). A party of one (no mates in the proposal) is left as it is. A
+ * party that is gone has its mates cancelled ("party_member_declined").
  */
 int cc_proposal_decline_by_cancel(struct cc_pg *pg, const char *proposal_id, const char *player_id,
 				  int ticket_ttl_seconds, struct cc_ticket_moves *moves) CC_MUST_CHECK;

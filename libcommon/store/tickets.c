@@ -154,13 +154,24 @@ static const char sql_expire_unanswered[] =
 	"  AND t.proposal_id = $1 AND t.state = 'PROPOSED' RETURNING " COLUMNS;
 
 /*
- * Parties in a proposal (issue 26). A decliner's party mates leave with it
- * (cancelled, no penalty: store/proposals.c records the decliner's only);
- * so do the party mates of a member whose ticket timed out; and a party
- * requeued after someone else's decline gets its members' deadlines
- * aligned to the latest (one lease for the party, store/tickets.h), so
- * the party goes back to the queue whole and goes silent whole.
+ * Parties in a proposal (issue 26). A decliner's party mates go back to
+ * the queue as the smaller party: their party_size becomes how many of
+ * them are left, so formation (game/formation.h) waits for those and no
+ * more (no revision bump, no event: the requeue that follows has both);
+ * only when the party itself is gone are they cancelled with the decliner
+ * (store/proposals.c). The party mates of a member whose ticket timed out
+ * are cancelled with it. A party requeued after a decline gets its
+ * members' deadlines aligned to the latest (one lease for the party,
+ * store/tickets.h), so it goes back to the queue whole and goes silent
+ * whole.
  */
+static const char sql_shrink_proposed_party[] =
+	"UPDATE tickets AS t SET party_size = greatest(1, (SELECT count(*) FROM tickets m "
+	"  WHERE m.proposal_id = $1 AND m.party_id = $2::uuid AND m.state = 'PROPOSED'))::smallint "
+	"WHERE t.proposal_id = $1 AND t.party_id = $2::uuid AND t.state = 'PROPOSED' RETURNING " COLUMNS;
+static const char sql_party_in_proposal[] =
+	"SELECT coalesce(party_id::text, '') FROM tickets WHERE proposal_id = $1 AND player_id = $2 "
+	"AND state = 'PROPOSED'";
 static const char sql_cancel_proposed_party[] =
 	"UPDATE tickets AS t SET state = 'CANCELLED', revision = t.revision + 1, updated_at = now() "
 	"FROM tickets d WHERE d.proposal_id = $1 AND d.player_id = $2 AND d.party_id IS NOT NULL "
@@ -555,15 +566,47 @@ int cc_ticket_set_rtt(struct cc_pg *pg, const char *player_id, const char *regio
 	return transition(pg, sql_set_rtt, 3, p, NULL, NULL, NULL, NULL, moves);
 }
 
+int cc_ticket_party_in_proposal(struct cc_pg *pg, const char *proposal_id, const char *player_id,
+				char party_id[CC_UUID_BUF])
+{
+	PGresult *res = NULL;
+	const char *p[] = { proposal_id, player_id };
+	int rc = cc_pg_exec(pg, sql_party_in_proposal, 2, p, &res);
+	party_id[0] = '\0';
+	if (rc == 0 && PQntuples(res) == 1)
+		snprintf(party_id, CC_UUID_BUF, "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return rc;
+}
+
 int cc_tickets_cancel_proposed(struct cc_pg *pg, const char *proposal_id, const char *player_id,
-			       struct cc_ticket_moves *moves)
+			       char party_id[CC_UUID_BUF], int *mates, struct cc_ticket_moves *moves)
+{
+	PGresult *res = NULL;
+	struct cc_ticket t;
+	const char *p[] = { proposal_id, player_id };
+	party_id[0] = '\0';
+	*mates = 0;
+	int rc = cc_pg_exec(pg, sql_cancel_proposed, 2, p, &res);
+	if (rc == 0 && PQntuples(res) == 1 && (rc = ticket_from_row(res, 0, &t)) == 0) {
+		note(moves, &t);
+		rc = announce(pg, "ticket.cancelled", &t, NULL);
+		snprintf(party_id, CC_UUID_BUF, "%s", t.cand.party_id);
+	}
+	PQclear(res);
+	if (rc == 0 && party_id[0]) {
+		const char *ps[] = { proposal_id, party_id };
+		rc = transition(pg, sql_shrink_proposed_party, 2, ps, NULL, NULL, mates, NULL, moves);
+	}
+	return rc;
+}
+
+int cc_tickets_cancel_proposed_party(struct cc_pg *pg, const char *proposal_id, const char *player_id,
+				     struct cc_ticket_moves *moves)
 {
 	const char *p[] = { proposal_id, player_id };
-	int rc = transition(pg, sql_cancel_proposed_party, 2, p, "ticket.cancelled",
-			    "{\"reason\":\"party_member_declined\"}", NULL, NULL, moves);
-	if (rc == 0)
-		rc = transition(pg, sql_cancel_proposed, 2, p, "ticket.cancelled", NULL, NULL, NULL, moves);
-	return rc;
+	return transition(pg, sql_cancel_proposed_party, 2, p, "ticket.cancelled",
+			  "{\"reason\":\"party_member_declined\"}", NULL, NULL, moves);
 }
 
 int cc_tickets_requeue(struct cc_pg *pg, const char *proposal_id, int64_t ttl_seconds, int *n,

@@ -16,7 +16,8 @@
  *   cc_ticket_expire_*    QUEUED -> EXPIRED (overdue)   ticket.expired
  *   cc_tickets_expire_unanswered  PROPOSED -> EXPIRED   ticket.expired {"reason":"proposal_timeout"}
  *   cc_ticket_cancel      QUEUED -> CANCELLED           ticket.cancelled
- *   cc_tickets_cancel_proposed  PROPOSED -> CANCELLED   ticket.cancelled
+ *   cc_tickets_cancel_proposed  PROPOSED -> CANCELLED   ticket.cancelled (the decliner's)
+ *   cc_tickets_cancel_proposed_party  PROPOSED -> CANCELLED  ticket.cancelled {"reason": ...} (mates, party gone)
  *   propose               QUEUED -> PROPOSED            ticket.proposed
  *   cc_tickets_requeue    PROPOSED -> QUEUED            ticket.requeued
  *   cc_tickets_match      PROPOSED -> MATCHED           ticket.matched
@@ -250,12 +251,31 @@ int cc_tickets_cancel_party(struct cc_pg *pg, const char *party_id, const char *
 /* ---- the tickets of one proposal (store/proposals.c) ------------------- */
 
 /*
+ * The party_id of player_id's ticket PROPOSED in proposal_id, read without
+ * a lock ("" when it has none, or no such ticket): what a decline locks
+ * first (store/README.md's lock order, store/proposals.h).
+ */
+int cc_ticket_party_in_proposal(struct cc_pg *pg, const char *proposal_id, const char *player_id,
+				char party_id[CC_UUID_BUF]) CC_MUST_CHECK;
+
+/*
  * The decliner's (or canceller's) ticket: PROPOSED in proposal_id ->
- * CANCELLED; its party mates' tickets in the proposal too ({"reason":
- * "party_member_declined"}: the penalty is the decliner's alone).
+ * CANCELLED (the penalty is store/proposals.c's, the decliner's alone).
+ * party_id receives the ticket's party ("" when solo, or no such ticket);
+ * its party mates' tickets stay PROPOSED for cc_tickets_requeue, their
+ * party_size now *mates (how many of them there are, at least 1; no
+ * revision bump, no event), so they form again as the smaller party.
  */
 int cc_tickets_cancel_proposed(struct cc_pg *pg, const char *proposal_id, const char *player_id,
-			       struct cc_ticket_moves *moves) CC_MUST_CHECK;
+			       char party_id[CC_UUID_BUF], int *mates, struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
+/*
+ * The party mates of player_id's ticket in proposal_id, still PROPOSED ->
+ * CANCELLED ({"reason": "party_member_declined"}, no penalty): a decline
+ * whose party no longer exists (so the mates have no party to requeue as).
+ */
+int cc_tickets_cancel_proposed_party(struct cc_pg *pg, const char *proposal_id, const char *player_id,
+				     struct cc_ticket_moves *moves) CC_MUST_CHECK;
 
 /*
  * Every ticket still PROPOSED in proposal_id back to QUEUED, keeping

@@ -145,7 +145,8 @@ static int leave_proposals(struct cc_pg *pg, struct ban_tx *tx)
 	for (size_t i = 0; rc == 0 && i < proposed.n; i++) {
 		const char *proposal_id = proposed.id[i];
 		bool expired = false;
-		rc = cc_proposal_lock(pg, proposal_id); /* lock order: proposal, then tickets (store/README.md) */
+		/* lock order: the player's party, the proposal, then tickets (store/README.md) */
+		rc = cc_proposal_lock_as_decliner(pg, proposal_id, tx->player_id);
 		if (rc == 0)
 			rc = cc_proposal_expire_if_due(pg, proposal_id, &expired, &tx->moves);
 		if (rc == 0 && !expired)

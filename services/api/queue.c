@@ -386,14 +386,15 @@ static int cancel_run(struct cc_pg *pg, struct revision_tx *tx)
 	 * Lock order (store/README.md): the proposal before its tickets, as the
 	 * accept path takes them. Locking the ticket first and the proposal
 	 * second deadlocked against a concurrent last accept (issue 13). So: read
-	 * the ticket, lock its proposal, then lock the ticket and check it
-	 * stayed in that proposal.
+	 * the ticket, lock its proposal (and before it the ticket's party, which
+	 * the decline changes), then lock the ticket and check it stayed in that
+	 * proposal.
 	 */
 	int rc = cc_ticket_get(pg, tx->ticket_id, tx->player_id, false, &ticket, NULL);
 	if (rc == 0 && ticket.state == CC_TICKET_PROPOSED && ticket.proposal_id[0]) {
 		char held[sizeof ticket.proposal_id];
 		memcpy(held, ticket.proposal_id, sizeof held);
-		if ((rc = cc_proposal_lock(pg, held)) != 0)
+		if ((rc = cc_proposal_lock_as_decliner(pg, held, tx->player_id)) != 0)
 			return rc;
 		rc = cc_ticket_get(pg, tx->ticket_id, tx->player_id, true, &ticket, NULL);
 		if (rc == 0 && strcmp(ticket.proposal_id, held) != 0)

@@ -274,8 +274,9 @@ static void requeue(size_t i)
  * one party (party_id, party_size), as POST /v1/parties/{id}/queue queues
  * them. An arrival draw that starts a party stands for its first member;
  * the next size - 1 draws are its other members, so players still arrive
- * at --rate. A decline takes the decliner's party mates out with it
- * (store/tickets.h), the rest requeue; every claimed formation is checked
+ * at --rate. A decliner leaves its party and the queue; its party mates
+ * requeue as the smaller party (party_size: how many of them accepted,
+ * store/proposals.h), the rest requeue whole; every claimed formation is checked
  * for a split or partial party (party_violations). 0: solo only, and not a
  * single draw more, so a solo run is the run without this code.
  */
@@ -315,14 +316,18 @@ static void arrive(int64_t at_ms)
 	party_skip = (size_t)size - 1;
 }
 
-/* True when member k of pr is in a party and one of its party mates in pr declined. */
-static bool party_mate_declined(const struct proposal *pr, size_t k, const bool *accepted)
+/*
+ * How many of member k's party in pr accepted (k included; 1 when solo):
+ * after a decline the party goes back as those (store/proposals.h), so
+ * their party_size becomes this, at least 1.
+ */
+static int party_accepted(const struct proposal *pr, size_t k, const bool *accepted)
 {
 	const struct cc_candidate *c = &sim.players[pr->player[k]].cand;
+	int n = 0;
 	for (size_t j = 0; c->party_id[0] && j < pr->n; j++)
-		if (j != k && !accepted[j] && strcmp(sim.players[pr->player[j]].cand.party_id, c->party_id) == 0)
-			return true;
-	return false;
+		n += accepted[j] && strcmp(sim.players[pr->player[j]].cand.party_id, c->party_id) == 0;
+	return c->party_id[0] ? n : 1;
 }
 
 /* Counts a formation that splits a party or holds part of one. */
@@ -540,9 +545,11 @@ static void resolve(const struct settings *s)
 			if (all) {
 				p->state = MATCHED;
 				p->matched_ms = formed_ms;
-			} else if (!accepted[k] || party_mate_declined(&pr, k, accepted)) {
+			} else if (!accepted[k]) {
 				p->state = DECLINED;
 			} else {
+				if (p->cand.party_id[0]) /* the mates of a decliner: the smaller party */
+					p->cand.party_size = party_accepted(&pr, k, accepted);
 				requeue(pr.player[k]);
 			}
 		}
