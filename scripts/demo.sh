@@ -11,8 +11,12 @@
 # processes, each running cc-gameserver per match, short matches), and the
 # results update their ratings. It prints a summary table, then as the LAST
 # line "demo: M matches completed, P players rated, median
-# queue-to-connected X ms". It exits non-zero, with the logs' tails, when
-# any player did not finish. Everything else goes to the logs in
+# queue-to-connected X ms (target 300 ms: met|not met) (events ...)": the
+# median over the players who played, from their enqueue answer to their
+# game server's welcome, and whether it reached issue 24's target (a miss
+# is no failure: the figure depends on the machine's load). It exits
+# non-zero, with the logs' tails, when any player did not finish, or when
+# the players' summary carries no median. Everything else goes to the logs in
 # build/demo/ (kept after the run; the game servers' in build/demo/servers/)
 # or to stderr. Every process started here is stopped
 # on exit, success or not; on failure the logs' tails are printed first.
@@ -53,6 +57,8 @@ DECLINE_PERCENT=${DEMO_DECLINE_PERCENT:-5}
 DEADLINE_SECONDS=${DEMO_DEADLINE_SECONDS:-30}
 SERVERS=${DEMO_SERVERS:-20}
 MATCH_SECONDS=${DEMO_MATCH_SECONDS:-10}
+# The queue-to-connected median the demo should reach (issue 24); the last line says whether it did.
+TARGET_MS=300
 # The harness Redis: cc-api keeps the candidate index fresh, the matchers read it.
 REDIS_FLAGS=(--redis-host="${CC_TEST_REDIS_HOST:-127.0.0.1}" --redis-port="$CC_TEST_REDIS_PORT")
 
@@ -199,6 +205,13 @@ report() {
 	completed=$(q "SELECT count(*) FROM matches WHERE state = 'COMPLETED'")
 	rated=$(q "SELECT count(DISTINCT player_id) FROM rating_changes")
 	median=$(sed -nE 's/.*queue_to_connected_ms=([0-9.]+)\/.*/\1/p' <<<"$SUMMARY")
+	# The demo's one figure (issue 24): without it the run shows nothing worth its 25 s.
+	if ! [[ $median =~ ^[0-9]+(\.[0-9]+)?$ ]]; then
+		say "the players' summary reports no queue-to-connected median: $SUMMARY"
+		return 1
+	fi
+	local met
+	met=$(awk -v m="$median" -v t="$TARGET_MS" 'BEGIN { print (m <= t) ? "met" : "not met" }')
 	local source matched per
 	source=$(sed -nE 's/.*; events=(stream:[0-9]+ poll:[0-9]+).*/\1/p' <<<"$SUMMARY")
 	matched=$(sed -nE 's/.* ([0-9]+) players matched,.*/\1/p' <<<"$SUMMARY")
@@ -208,12 +221,14 @@ report() {
 		echo "events=$EVENTS"
 		echo "source=${source:-?}"
 		echo "median_queue_to_connected_ms=${median:-nan}"
+		echo "target_queue_to_connected_ms=$TARGET_MS"
+		echo "target_met=$([[ $met == met ]] && echo yes || echo no)"
 		echo "matched=${matched:-0}"
 		echo "api_cpu_ms=$API_CPU_MS"
 		echo "api_cpu_ms_per_matched_player=$per"
 		echo "summary=$SUMMARY"
 	} >"$LOGS/result.env"
-	FINAL="demo: $completed matches completed, $rated players rated, median queue-to-connected ${median:-?} ms (events ${source:-?})"
+	FINAL="demo: $completed matches completed, $rated players rated, median queue-to-connected $median ms (target $TARGET_MS ms: $met) (events ${source:-?})"
 }
 
 # What cc-maintenance did during the demo (rows per sweep that did anything), before the last line.

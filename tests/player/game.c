@@ -186,7 +186,34 @@ static void connect_player(struct game_thread *t, struct gp *p, int64_t now_ms)
 	}
 	p->peer->data = p;
 	p->net = t->net;
+	/*
+	 * The first connect goes out at the next service with a retransmit timeout of
+	 * roundTripTime + 4 variance: start it at PC_GAME_CONNECT_RETRY_MS (hold_connect_retry
+	 * keeps it there). ENet's give-up (5 s after a few attempts at this pace) is put past
+	 * our own PC_GAME_CONNECT_TIMEOUT_MS, which decides; the defaults return on connect.
+	 */
+	p->peer->roundTripTime = PC_GAME_CONNECT_RETRY_MS;
+	p->peer->roundTripTimeVariance = 0;
+	enet_peer_timeout(p->peer, 0, PC_GAME_CONNECT_TIMEOUT_MS + 1000, PC_GAME_CONNECT_TIMEOUT_MS + 1000);
 	set_state(p, GP_CONNECTING, now_ms);
+}
+
+/*
+ * While connecting: ENet doubles a reliable command's retransmit timeout after
+ * each loss; the connect's is held at PC_GAME_CONNECT_RETRY_MS, so a server that
+ * binds its port a little after the assignment is reached within that much
+ * (ENet ignores a CONNECT it already holds, matched by connect id).
+ */
+static void hold_connect_retry(struct gp *p)
+{
+	if (p->st != GP_CONNECTING || !p->peer || p->peer->state != ENET_PEER_STATE_CONNECTING)
+		return;
+	for (ENetListIterator it = enet_list_begin(&p->peer->sentReliableCommands);
+	     it != enet_list_end(&p->peer->sentReliableCommands); it = enet_list_next(it)) {
+		ENetOutgoingCommand *c = (ENetOutgoingCommand *)it;
+		if (c->roundTripTimeout > PC_GAME_CONNECT_RETRY_MS)
+			c->roundTripTimeout = PC_GAME_CONNECT_RETRY_MS;
+	}
 }
 
 static void send_hello(struct gp *p, int64_t now_ms)
@@ -509,8 +536,10 @@ static void on_event(struct game_thread *t, ENetEvent *ev, int64_t now_ms)
 	struct gp *p = ev->peer ? ev->peer->data : NULL;
 	switch (ev->type) {
 	case ENET_EVENT_TYPE_CONNECT:
-		if (p && p->st == GP_CONNECTING)
+		if (p && p->st == GP_CONNECTING) {
+			enet_peer_timeout(ev->peer, 0, 0, 0); /* ENet's defaults from here on */
 			send_hello(p, now_ms);
+		}
 		break;
 	case ENET_EVENT_TYPE_RECEIVE:
 		if (p && p->st != GP_LEAVING && p->st != GP_DONE)
@@ -621,8 +650,10 @@ static void *game_thread_main(void *arg)
 			if (cc_clock_ns() - next_tick > 10 * TICK_NS)
 				next_tick = cc_clock_ns() + TICK_NS;
 		}
-		for (int i = 0; i < t->n_mine; i++)
+		for (int i = 0; i < t->n_mine; i++) {
 			check_deadlines(t, t->mine[i], now_ms);
+			hold_connect_retry(t->mine[i]);
+		}
 		cc_netsim_flush(t->net, t->host);
 		if (atomic_load(&t->g->stop) && all_done(t))
 			break;

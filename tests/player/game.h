@@ -57,6 +57,15 @@
 #define PC_GAME_REDUNDANCY 4          /* inputs per input message (the server may accept fewer) */
 #define PC_GAME_LINGER_MS 3000        /* after match_end: wait this long for a snapshot that shows the end */
 #define PC_GAME_CONNECT_TIMEOUT_MS 10000 /* ENet connect + hello until welcome */
+/*
+ * The ENet connect is sent again every this many ms until the server answers
+ * (ENet's own schedule starts at 500 ms and doubles). The assignment is
+ * published before the game server has bound its port (the allocator hands
+ * the endpoint out while cc-supervisor starts cc-gameserver), so the first
+ * attempts of a player who asks at once usually find nobody listening; with
+ * ENet's schedule the next one came half a second later (issue 24).
+ */
+#define PC_GAME_CONNECT_RETRY_MS 20
 #define PC_GAME_ADDRESS_MAX 64
 
 /* What an assignment (GET /v1/matches/{id}/assignment) tells a player. */

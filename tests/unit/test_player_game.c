@@ -9,14 +9,20 @@
  * every player's inputs and the chasers moved); a refused token, a welcome
  * for another slot, a server that lies about the final score, one that
  * disconnects mid-match, and one that sends unknown ids (skipped, the
- * game still OK).
+ * game still OK); a server that binds its port only after the players
+ * first tried it (connects resent at PC_GAME_CONNECT_RETRY_MS).
  */
+#include <arpa/inet.h>
 #include <enet/enet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "support.h"
 #include "game/match_lifecycle.h"
@@ -324,7 +330,8 @@ static void *server_main(void *arg)
 	return NULL;
 }
 
-static void server_start(struct fake_server *s, enum fake_mode mode)
+/* Starts the fake on port (0: any; ENet reads back the one bound). */
+static void server_start_on(struct fake_server *s, enum fake_mode mode, uint16_t port)
 {
 	static const uint8_t teams[PLAYERS] = { 0, 1, 0, 1, 0, 1 };
 	struct cc_match_config cfg = cc_match_config_default();
@@ -344,13 +351,18 @@ static void server_start(struct fake_server *s, enum fake_mode mode)
 	for (int i = 0; i < PLAYERS; i++)
 		s->start[i] = s->sim.ships[i].body.pos;
 	ck_assert_int_eq(enet_address_set_host_ip(&addr, "127.0.0.1"), 0);
-	addr.port = 0; /* any: ENet reads back the one bound */
+	addr.port = port;
 	s->host = enet_host_create(&addr, PLAYERS * 2, CC_WIRE_CHANNELS, 0, 0);
 	ck_assert_ptr_nonnull(s->host);
 	s->port = s->host->address.port;
 	ck_assert_uint_ne(s->port, 0);
 	atomic_init(&s->stop, false);
 	ck_assert_int_eq(pthread_create(&s->tid, NULL, server_main, s), 0);
+}
+
+static void server_start(struct fake_server *s, enum fake_mode mode)
+{
+	server_start_on(s, mode, 0);
 }
 
 static void server_stop(struct fake_server *s)
@@ -478,6 +490,75 @@ START_TEST(unknown_ids_skipped)
 }
 END_TEST
 
+/*
+ * The assignment comes before its game server listens (the allocator
+ * publishes while cc-supervisor starts cc-gameserver): the players' connects
+ * first reach a port nobody serves (here a plain UDP socket that counts
+ * them), and must come again at PC_GAME_CONNECT_RETRY_MS, not on ENet's own
+ * schedule (500 ms, then doubling: a third attempt 1.5 s after the first).
+ * Then the server binds that port and every player plays to a checked end.
+ */
+START_TEST(server_binds_late)
+{
+	struct fake_server s;
+	struct pc_game_result r[PLAYERS];
+	/* A thread (one ENet host, one socket) per player: a source port is one player's connects. */
+	struct pc_game_options opts = { .threads = PLAYERS, .max_players = PLAYERS, .deadline_ms = 30000, .seed = 7 };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof sa;
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	uint16_t port = ntohs(sa.sin_port);
+	struct pc_game *g = pc_game_start(&opts);
+	ck_assert_ptr_nonnull(g);
+	for (int i = 0; i < PLAYERS; i++) {
+		struct pc_game_assignment a;
+		memset(&a, 0, sizeof a);
+		memcpy(a.match_id, "00000000-0000-4000-8000-000000000001", CC_UUID_BUF);
+		memcpy(a.address, "127.0.0.1", 10);
+		a.port = port;
+		snprintf(a.join_token, sizeof a.join_token, "slot-%d", i);
+		a.slot = i;
+		a.team = i % 2;
+		ck_assert_int_eq(pc_game_add(g, i, &a, (uint64_t)cc_clock_ns(), &r[i]), 0);
+	}
+	/* The first three connects of one player (the first source port seen), within 1 s: ENet alone needs 1.5 s. */
+	int64_t first_ms = 0, deadline_ms = cc_clock_ms() + 10000;
+	uint16_t src = 0;
+	int seen = 0;
+	while (seen < 3 && cc_clock_ms() < deadline_ms) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		uint8_t buf[1500];
+		struct sockaddr_in from;
+		socklen_t flen = sizeof from;
+		if (recvfrom(fd, buf, sizeof buf, 0, (struct sockaddr *)&from, &flen) < 0)
+			continue;
+		if (!src)
+			src = from.sin_port;
+		if (from.sin_port != src)
+			continue;
+		if (seen++ == 0)
+			first_ms = cc_clock_ms();
+	}
+	int64_t span_ms = cc_clock_ms() - first_ms;
+	ck_assert_msg(seen == 3, "only %d connect attempts in 10 s", seen);
+	ck_assert_msg(span_ms < 1000, "three connect attempts took %lld ms", (long long)span_ms);
+	close(fd);
+	server_start_on(&s, FAKE_HONEST, port);
+	pc_game_finish(g);
+	pc_game_free(g);
+	server_stop(&s);
+	for (int i = 0; i < PLAYERS; i++) {
+		ck_assert_msg(r[i].outcome == PC_GAME_OK, "player %d: %s", i, r[i].problem);
+		pc_game_result_release(&r[i]);
+	}
+}
+END_TEST
+
 /* Bad hand-offs are refused up front. */
 START_TEST(add_refuses)
 {
@@ -508,6 +589,7 @@ static Suite *player_game_suite(void)
 	tcase_add_test(tc, plays_to_a_checked_end);
 	tcase_add_loop_test(tc, misbehaving_server, 0, CC_ARRAY_LEN(bad_cases));
 	tcase_add_test(tc, unknown_ids_skipped);
+	tcase_add_test(tc, server_binds_late);
 	tcase_add_test(tc, add_refuses);
 	suite_add_tcase(s, tc);
 	return s;
