@@ -312,7 +312,9 @@ struct report_tx {
 	const char *match_id;
 	const char *player_id;
 	int generation;
+	int64_t offer_for; /* remaining play - cut-off, as servers.c passes it */
 	bool offered, live;
+	enum cc_backfill_outcome outcome;
 	struct cc_backfill_offer offer;
 };
 
@@ -328,12 +330,16 @@ static int report_run(struct cc_pg *c, void *arg)
 		return rc;
 	if (!current || team < 0)
 		return CC_ESTATE;
-	return cc_backfill_offer_next(c, t->match_id, 0, team, t->generation, t->player_id, &rules, &t->offered, &t->offer);
+	rc = cc_backfill_offer_next(c, t->match_id, 0, team, t->generation, t->player_id, &rules, &t->offer_for, &t->outcome,
+				    &t->offer);
+	t->offered = rc == 0 && t->outcome == CC_BACKFILL_OFFERED;
+	return rc;
 }
 
-static struct report_tx report(const char *m)
+/* A vacated report of match m's slot 0, offer_for seconds of play before the cut-off. */
+static struct report_tx report_for(const char *m, int64_t offer_for)
 {
-	struct report_tx t = { .match_id = m };
+	struct report_tx t = { .match_id = m, .offer_for = offer_for };
 	char player[CC_UUID_BUF];
 	slot0(m, player, &t.generation);
 	t.player_id = player;
@@ -341,6 +347,11 @@ static struct report_tx report(const char *m)
 	t.player_id = NULL; /* the caller's copy outlives this frame */
 	ck_assert_msg(rc == 0, "report: %s %s", cc_errname(rc), cc_pg_error_message(pg));
 	return t;
+}
+
+static struct report_tx report(const char *m)
+{
+	return report_for(m, 3600);
 }
 
 struct settle_tx {
@@ -459,7 +470,8 @@ static void *report_racer(void *arg)
 	struct cc_pg *c = racer_connect(r);
 	if (!c)
 		return NULL;
-	struct report_tx t = { .match_id = r->match_id, .player_id = r->player_id, .generation = r->generation };
+	struct report_tx t = { .match_id = r->match_id, .player_id = r->player_id, .generation = r->generation,
+			       .offer_for = 3600 };
 	int rc = cc_pg_run_serializable(c, report_run, &t);
 	if (rc != 0) {
 		snprintf(r->err, sizeof r->err, "report: %s %s", cc_errname(rc), cc_pg_error_message(c));
