@@ -11,6 +11,10 @@
  *    protocol, with an RTT to its region within the limit, not in the
  *    match, ties by ticket id; a declined ticket is never offered the
  *    vacancy again (the next one is)
+ *  - the playlist's cut-off (offer_until, migration 0023) holds for every
+ *    offer: a decline or an expiry past it passes the vacancy to nobody,
+ *    before it to the next ticket; an offer made before it is still
+ *    accepted within its window
  *  - races, each run many times with threads on their own connections:
  *    many vacated reports of one vacancy make exactly one offer; accepts,
  *    declines and expiries of one offer settle it exactly once; two
