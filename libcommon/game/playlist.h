@@ -70,7 +70,9 @@ struct cc_playlist {
 	 * Backfill (SPEC 9, issue 26; compiled only): a human slot vacated
 	 * for good is offered to a queued ticket (store/backfill.h) when
 	 * backfill is true (never for a ranked playlist: the check refuses
-	 * it), unless fewer than backfill_cutoff_seconds of play remain.
+	 * it), unless fewer than backfill_cutoff_seconds of play remain:
+	 * for every offer of the vacancy, the first and each one passed on
+	 * after a decline or an expiry (offer_until, migration 0023).
 	 */
 	bool backfill;
 	int backfill_cutoff_seconds; /* 0..3600 */

@@ -26,15 +26,23 @@ static const char sql_vacancy[] =
 /*
  * The oldest qualifying QUEUED solo ticket (ties by id; a party's tickets
  * stay together, so no member is taken from it), offered in the same
- * statement. picked says a ticket qualified; no offer row beside it means
- * a unique index refused the insert (a concurrent twin committed first).
+ * statement, while now() is at or before the vacancy's offer_until (lim:
+ * now() + $12 s from a vacated report; NULL $12, a pass-on: the latest
+ * offer's of the vacancy, carried over). picked says a ticket qualified;
+ * no offer row beside it means a unique index refused the insert (a
+ * concurrent twin committed first). open says the cut-off had not passed.
  */
 static const char sql_offer_next[] =
 	"WITH m AS (SELECT id, playlist, build, protocol_version, region FROM matches WHERE id = $1), "
 	"mean AS (SELECT avg(t.rating) AS r FROM match_players mp JOIN tickets t ON t.id = mp.ticket_id "
 	"  WHERE mp.match_id = $1), "
-	"pick AS (SELECT t.id, t.player_id FROM tickets t, m, mean "
-	"  WHERE t.state = 'QUEUED' AND t.party_id IS NULL AND t.playlist = m.playlist AND t.expires_at > now() "
+	"lim AS (SELECT CASE WHEN $12::int IS NULL THEN (SELECT p.offer_until FROM backfill_offers p "
+	"    WHERE p.match_id = $1 AND p.slot = $2::smallint AND p.generation = $4::int "
+	"    ORDER BY p.created_at DESC, p.id DESC LIMIT 1) "
+	"  ELSE now() + make_interval(secs => $12::int) END AS until), "
+	"pick AS (SELECT t.id, t.player_id FROM tickets t, m, mean, lim "
+	"  WHERE now() <= lim.until "
+	"    AND t.state = 'QUEUED' AND t.party_id IS NULL AND t.playlist = m.playlist AND t.expires_at > now() "
 	"    AND t.build = m.build AND t.protocol_version = m.protocol_version "
 	"    AND (t.predicted_rtt ->> m.region)::float8 <= $7::float8 "
 	"    AND (SELECT count(*) FROM match_players mp WHERE mp.match_id = $1) < 16 "
@@ -45,12 +53,13 @@ static const char sql_offer_next[] =
 	"      greatest(0, extract(epoch FROM now() - t.queued_at)))) "
 	"  ORDER BY t.queued_at, t.id LIMIT 1), "
 	"ins AS (INSERT INTO backfill_offers AS o (match_id, slot, team, generation, vacated_player_id, ticket_id, "
-	"    player_id, state, expires_at) "
+	"    player_id, state, expires_at, offer_until) "
 	"  SELECT $1, $2::smallint, $3::smallint, $4::int, $5::uuid, pick.id, pick.player_id, 'OPEN', "
-	"    now() + make_interval(secs => $6::int) FROM pick "
+	"    now() + make_interval(secs => $6::int), lim.until FROM pick, lim "
 	"  ON CONFLICT DO NOTHING RETURNING o.*) "
-	"SELECT " COLUMNS ", (SELECT count(*) FROM pick) FROM ins o "
-	"UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT count(*) FROM pick) "
+	"SELECT " COLUMNS ", (SELECT count(*) FROM pick), (SELECT coalesce(now() <= until, false) FROM lim) FROM ins o "
+	"UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT count(*) FROM pick), "
+	"  (SELECT coalesce(now() <= until, false) FROM lim) "
 	"  WHERE NOT EXISTS (SELECT 1 FROM ins)";
 
 static const char sql_get[] = "SELECT " COLUMNS " FROM backfill_offers o WHERE o.id = $1 AND o.player_id = $2";
@@ -132,14 +141,29 @@ int cc_backfill_vacancy(struct cc_pg *pg, const char *match_id, int slot, const 
 	return one_offer(pg, sql_by_id, 1, q, out);
 }
 
+const char *cc_backfill_outcome_name(enum cc_backfill_outcome o)
+{
+	switch (o) {
+	case CC_BACKFILL_OFFERED:
+		return "offered";
+	case CC_BACKFILL_NO_CANDIDATE:
+		return "no_candidate";
+	case CC_BACKFILL_LAST_MINUTE:
+		return "last_minute";
+	}
+	return "unknown";
+}
+
 int cc_backfill_offer_next(struct cc_pg *pg, const char *match_id, int slot, int team, int32_t generation,
-			   const char *vacated_player_id, const struct cc_backfill_rules *r, bool *offered,
+			   const char *vacated_player_id, const struct cc_backfill_rules *r,
+			   const int64_t *offer_for_seconds, enum cc_backfill_outcome *outcome,
 			   struct cc_backfill_offer *out)
 {
 	if (!args_ok(match_id, slot, vacated_player_id, generation) || (team != 0 && team != 1) || !r ||
-	    r->window_seconds < 1 || r->window_seconds > 3600 || !(r->max_rtt_ms > 0))
+	    r->window_seconds < 1 || r->window_seconds > 3600 || !(r->max_rtt_ms > 0) || !outcome || !out ||
+	    (offer_for_seconds && (*offer_for_seconds < -3600 || *offer_for_seconds > 86400)))
 		return CC_EINVAL;
-	char s[12], t[4], g[12], w[12], rtt[32], ts[32], tg[32], tc[32];
+	char s[12], t[4], g[12], w[12], rtt[32], ts[32], tg[32], tc[32], until[24];
 	snprintf(s, sizeof s, "%d", slot);
 	snprintf(t, sizeof t, "%d", team);
 	snprintf(g, sizeof g, "%d", (int)generation);
@@ -148,11 +172,14 @@ int cc_backfill_offer_next(struct cc_pg *pg, const char *match_id, int slot, int
 	snprintf(ts, sizeof ts, "%.17g", r->tolerance_start);
 	snprintf(tg, sizeof tg, "%.17g", r->tolerance_growth_per_s);
 	snprintf(tc, sizeof tc, "%.17g", r->tolerance_cap);
-	const char *p[] = { match_id, s, t, g, vacated_player_id, w, rtt, r->tolerance ? "true" : "false", ts, tg, tc };
+	if (offer_for_seconds)
+		snprintf(until, sizeof until, "%lld", (long long)*offer_for_seconds);
+	const char *p[] = { match_id, s, t, g, vacated_player_id, w, rtt, r->tolerance ? "true" : "false", ts, tg, tc,
+			    offer_for_seconds ? until : NULL };
 	PGresult *res = NULL;
-	*offered = false;
+	*outcome = CC_BACKFILL_NO_CANDIDATE;
 	memset(out, 0, sizeof *out);
-	int rc = cc_pg_exec(pg, sql_offer_next, 11, p, &res);
+	int rc = cc_pg_exec(pg, sql_offer_next, 12, p, &res);
 	if (rc == 0 && PQntuples(res) != 1)
 		rc = CC_EDB;
 	if (rc != 0)
@@ -161,10 +188,12 @@ int cc_backfill_offer_next(struct cc_pg *pg, const char *match_id, int slot, int
 		/* A ticket qualified but a unique index refused: a twin won; the retry sees its offer. */
 		if (strcmp(PQgetvalue(res, 0, NCOLUMNS), "0") != 0)
 			rc = CC_ESERIALIZATION;
+		else if (PQgetvalue(res, 0, NCOLUMNS + 1)[0] != 't')
+			*outcome = CC_BACKFILL_LAST_MINUTE;
 		goto out;
 	}
 	offer_from_row(res, 0, out);
-	*offered = true;
+	*outcome = CC_BACKFILL_OFFERED;
 	char payload[256];
 	snprintf(payload, sizeof payload, "{\"match_id\":\"%s\",\"slot\":%d,\"expires_at\":\"%s\"}", out->match_id,
 		 out->slot, PQgetvalue(res, 0, 11));

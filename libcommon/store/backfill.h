@@ -8,7 +8,11 @@
  * (struct cc_backfill_rules; ties by ticket id); the offer is OPEN for the
  * window, then the player accepts, declines (no penalty) or lets it
  * expire. A decline or an expiry offers the vacancy to the next ticket
- * (one never offered this vacancy). The races are fenced in SQL by the
+ * (one never offered this vacancy). The playlist's cut-off holds for every
+ * offer (migration 0023): the vacated report sets the vacancy's
+ * offer_until (now() + remaining play - cut-off), every pass-on carries
+ * it over, and no offer is made after it ("last minute"; an offer made
+ * before it is still answered within its window). The races are fenced in SQL by the
  * table's partial unique indexes: one live (OPEN or ACCEPTED) offer per
  * vacancy, so two vacated reports make one offer and at most one accept
  * ever seats anybody; one OPEN offer per ticket; and every response and
@@ -69,15 +73,36 @@ struct cc_backfill_rules {
 int cc_backfill_vacancy(struct cc_pg *pg, const char *match_id, int slot, const char *player_id, int32_t generation,
 			bool *current, int *team, bool *live, struct cc_backfill_offer *out) CC_MUST_CHECK;
 
+/* What cc_backfill_offer_next did. */
+enum cc_backfill_outcome {
+	CC_BACKFILL_OFFERED,      /* a new OPEN offer (*out) */
+	CC_BACKFILL_NO_CANDIDATE, /* no ticket qualifies: the bot keeps the slot */
+	CC_BACKFILL_LAST_MINUTE,  /* past the vacancy's offer_until: offered to nobody */
+};
+
+/* "offered", "no_candidate", "last_minute" (the vacated route's outcomes). */
+const char *cc_backfill_outcome_name(enum cc_backfill_outcome o);
+
 /*
  * Offers the vacancy to the next ticket (see the top) and announces
- * "backfill.offered" to its player. Returns 0 with *offered (false: no
- * ticket qualifies, or a concurrent report made the live offer first:
- * then *out is that one and *offered false with out->id set), or a
- * database error.
+ * "backfill.offered" to its player, unless the vacancy is past its
+ * offer_until (PostgreSQL's now()).
+ *
+ * offer_for_seconds: the vacated report's remaining play minus the
+ * playlist's cut-off (-3600..86400; negative: already in the last
+ * minute), which sets offer_until = now() + offer_for_seconds for this
+ * offer. NULL: a pass-on after a decline or an expiry, which carries
+ * over the offer_until of the vacancy's latest offer (none: nobody is
+ * offered, CC_BACKFILL_LAST_MINUTE).
+ *
+ * Returns 0 with *outcome (*out set when CC_BACKFILL_OFFERED),
+ * CC_ESERIALIZATION when a ticket qualified but a concurrent report made
+ * the live offer first (the retry sees it), CC_EINVAL for bad arguments,
+ * or a database error.
  */
 int cc_backfill_offer_next(struct cc_pg *pg, const char *match_id, int slot, int team, int32_t generation,
-			   const char *vacated_player_id, const struct cc_backfill_rules *rules, bool *offered,
+			   const char *vacated_player_id, const struct cc_backfill_rules *rules,
+			   const int64_t *offer_for_seconds, enum cc_backfill_outcome *outcome,
 			   struct cc_backfill_offer *out) CC_MUST_CHECK;
 
 /*

@@ -8,7 +8,10 @@
  * Both routes advance expiry under the offer's row lock with PostgreSQL's
  * clock: a read or a response at or after expires_at records EXPIRED and
  * offers the vacancy to the next ticket in the same transaction. A decline
- * (no penalty) does the same. The same response again answers the offer as
+ * (no penalty) does the same. Neither passes the vacancy on past its
+ * offer_until (the playlist's cut-off, as the vacated report's first
+ * offer: store/backfill.h); an accept of an offer made before it stays
+ * valid for the offer's whole window. The same response again answers the offer as
  * it is (200); the other response to a decided offer is 409 offer_closed.
  *
  * An accept, in one SERIALIZABLE transaction: the match must still be
@@ -66,13 +69,18 @@ struct offer_tx {
 	struct cc_backfill_offer offer;
 	struct cc_backfill_offer next; /* the vacancy's next offer, when this one closed */
 	bool next_offered;
+	bool next_last_minute; /* the vacancy was past its offer_until: offered to nobody */
 	struct cc_match match;
 	struct cc_ticket_moves moves;
 	bool seated; /* this attempt seated the player */
 	struct api_answer answer;
 };
 
-/* The offer closed without a seat: offer the vacancy to the next ticket. */
+/*
+ * The offer closed without a seat: offer the vacancy to the next ticket,
+ * unless the match is past the vacancy's offer_until (the playlist's
+ * cut-off, set by the vacated report and carried over: store/backfill.h).
+ */
 static int offer_next(struct cc_pg *pg, struct offer_tx *tx)
 {
 	struct cc_match m;
@@ -84,8 +92,12 @@ static int offer_next(struct cc_pg *pg, struct offer_tx *tx)
 		return 0;
 	struct cc_backfill_rules rules;
 	api_backfill_rules(tx->api, pl, &rules);
-	return cc_backfill_offer_next(pg, tx->offer.match_id, tx->offer.slot, tx->offer.team, tx->offer.generation,
-				      tx->offer.vacated_player_id, &rules, &tx->next_offered, &tx->next);
+	enum cc_backfill_outcome outcome = CC_BACKFILL_NO_CANDIDATE;
+	rc = cc_backfill_offer_next(pg, tx->offer.match_id, tx->offer.slot, tx->offer.team, tx->offer.generation,
+				    tx->offer.vacated_player_id, &rules, NULL, &outcome, &tx->next);
+	tx->next_offered = rc == 0 && outcome == CC_BACKFILL_OFFERED;
+	tx->next_last_minute = rc == 0 && outcome == CC_BACKFILL_LAST_MINUTE;
+	return rc;
 }
 
 /* Closes the offer with state (EXPIRED or DECLINED) and passes the vacancy on. */
@@ -178,7 +190,7 @@ static int offer_tx_run(struct cc_pg *pg, void *arg)
 	char *json = NULL;
 	api_answer_reset(&tx->answer);
 	cc_ticket_moves_reset(&tx->moves);
-	tx->seated = tx->next_offered = false;
+	tx->seated = tx->next_offered = tx->next_last_minute = false;
 	int rc = cc_backfill_lock(pg, tx->offer_id, tx->player_id, &tx->offer);
 	if (rc == CC_ENOTFOUND) {
 		api_answer_error(&tx->answer, 404, "not_found", "no such backfill offer for this player");
@@ -268,6 +280,10 @@ static int offer_route(const struct cc_http_request *req, struct cc_http_respons
 		if (tx.next_offered)
 			cc_log_info("backfill_reoffered", CC_LOG_STR("offer_id", tx.next.id),
 				    CC_LOG_STR("match_id", tx.next.match_id), CC_LOG_INT("slot", tx.next.slot));
+		if (tx.next_last_minute)
+			cc_log_info("backfill_not_reoffered", CC_LOG_STR("offer_id", tx.offer.id),
+				    CC_LOG_STR("match_id", tx.offer.match_id), CC_LOG_INT("slot", tx.offer.slot),
+				    CC_LOG_STR("reason", "last_minute"));
 	}
 	api_respond(resp, rc, &tx.answer);
 out:

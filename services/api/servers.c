@@ -1301,8 +1301,10 @@ static int vacated_answer(struct vacated_tx *tx)
 /*
  * The game server says slot's player (at generation) left for good: its
  * reservation lapsed. Ranked never backfills; a casual match with less
- * than the playlist's cut-off left is not offered; otherwise the vacancy
- * goes to the oldest qualifying ticket (store/backfill.h). A second report
+ * than the playlist's cut-off left is not offered, now or by any pass-on
+ * after a decline or an expiry (the report sets the vacancy's
+ * offer_until); otherwise the vacancy goes to the oldest qualifying
+ * ticket (store/backfill.h). A second report
  * of one vacancy answers its live offer ("already_offered"), so replays
  * and twins make one offer; an OPEN offer past its window is expired
  * first, so the game server's repeated report passes on an offer nobody
@@ -1353,18 +1355,16 @@ static int vacated_run(struct cc_pg *pg, void *arg)
 	}
 	if (!current) /* replaced without a live offer: cannot happen (a replacement is an ACCEPTED offer) */
 		return CC_EDB;
-	if (tx->remaining < pl->backfill_cutoff_seconds) {
-		tx->outcome = "last_minute";
-		return vacated_answer(tx);
-	}
+	/* The store sets the vacancy's offer_until from this report and refuses past it (last_minute). */
 	struct cc_backfill_rules rules;
-	bool offered = false;
+	enum cc_backfill_outcome outcome = CC_BACKFILL_NO_CANDIDATE;
+	int64_t offer_for = tx->remaining - pl->backfill_cutoff_seconds;
 	api_backfill_rules(s->api, pl, &rules);
-	if ((rc = cc_backfill_offer_next(pg, s->match.id, tx->slot, team, tx->generation, tx->player_id, &rules, &offered,
-					 &tx->offer)) != 0)
+	if ((rc = cc_backfill_offer_next(pg, s->match.id, tx->slot, team, tx->generation, tx->player_id, &rules,
+					 &offer_for, &outcome, &tx->offer)) != 0)
 		return rc;
-	tx->has_offer = offered;
-	tx->outcome = offered ? "offered" : "no_candidate";
+	tx->has_offer = outcome == CC_BACKFILL_OFFERED;
+	tx->outcome = cc_backfill_outcome_name(outcome);
 	return vacated_answer(tx);
 }
 

@@ -11,6 +11,10 @@
  *    protocol, with an RTT to its region within the limit, not in the
  *    match, ties by ticket id; a declined ticket is never offered the
  *    vacancy again (the next one is)
+ *  - the playlist's cut-off (offer_until, migration 0023) holds for every
+ *    offer: a decline or an expiry past it passes the vacancy to nobody,
+ *    before it to the next ticket; an offer made before it is still
+ *    accepted within its window
  *  - races, each run many times with threads on their own connections:
  *    many vacated reports of one vacancy make exactly one offer; accepts,
  *    declines and expiries of one offer settle it exactly once; two
@@ -312,7 +316,9 @@ struct report_tx {
 	const char *match_id;
 	const char *player_id;
 	int generation;
+	int64_t offer_for; /* remaining play - cut-off, as servers.c passes it */
 	bool offered, live;
+	enum cc_backfill_outcome outcome;
 	struct cc_backfill_offer offer;
 };
 
@@ -328,12 +334,16 @@ static int report_run(struct cc_pg *c, void *arg)
 		return rc;
 	if (!current || team < 0)
 		return CC_ESTATE;
-	return cc_backfill_offer_next(c, t->match_id, 0, team, t->generation, t->player_id, &rules, &t->offered, &t->offer);
+	rc = cc_backfill_offer_next(c, t->match_id, 0, team, t->generation, t->player_id, &rules, &t->offer_for, &t->outcome,
+				    &t->offer);
+	t->offered = rc == 0 && t->outcome == CC_BACKFILL_OFFERED;
+	return rc;
 }
 
-static struct report_tx report(const char *m)
+/* A vacated report of match m's slot 0, offer_for seconds of play before the cut-off. */
+static struct report_tx report_for(const char *m, int64_t offer_for)
 {
-	struct report_tx t = { .match_id = m };
+	struct report_tx t = { .match_id = m, .offer_for = offer_for };
 	char player[CC_UUID_BUF];
 	slot0(m, player, &t.generation);
 	t.player_id = player;
@@ -341,6 +351,11 @@ static struct report_tx report(const char *m)
 	t.player_id = NULL; /* the caller's copy outlives this frame */
 	ck_assert_msg(rc == 0, "report: %s %s", cc_errname(rc), cc_pg_error_message(pg));
 	return t;
+}
+
+static struct report_tx report(const char *m)
+{
+	return report_for(m, 3600);
 }
 
 struct settle_tx {
@@ -459,7 +474,8 @@ static void *report_racer(void *arg)
 	struct cc_pg *c = racer_connect(r);
 	if (!c)
 		return NULL;
-	struct report_tx t = { .match_id = r->match_id, .player_id = r->player_id, .generation = r->generation };
+	struct report_tx t = { .match_id = r->match_id, .player_id = r->player_id, .generation = r->generation,
+			       .offer_for = 3600 };
 	int rc = cc_pg_run_serializable(c, report_run, &t);
 	if (rc != 0) {
 		snprintf(r->err, sizeof r->err, "report: %s %s", cc_errname(rc), cc_pg_error_message(c));
@@ -652,6 +668,169 @@ START_TEST(test_race_accepts_seat_one_player)
 }
 END_TEST
 
+/* ---- the cut-off holds for every offer (migration 0023) ------------------------------- */
+
+struct pass_on_tx {
+	const char *offer_id, *player_id, *state;
+	enum cc_backfill_outcome outcome;
+	struct cc_backfill_offer next;
+};
+
+/* What a decline, or an expiry found by a read or a response, runs (services/api/backfill.c close_offer). */
+static int pass_on_run(struct cc_pg *c, void *arg)
+{
+	struct pass_on_tx *t = arg;
+	struct cc_backfill_offer o;
+	int rc = cc_backfill_lock(c, t->offer_id, t->player_id, &o);
+	if (rc == 0)
+		rc = cc_backfill_settle(c, &o, t->state);
+	if (rc == 0)
+		rc = cc_backfill_offer_next(c, o.match_id, o.slot, o.team, o.generation, o.vacated_player_id, &rules, NULL,
+					    &t->outcome, &t->next);
+	return rc;
+}
+
+static struct pass_on_tx pass_on(const struct cc_backfill_offer *o, const char *state)
+{
+	struct pass_on_tx t = { .offer_id = o->id, .player_id = o->player_id, .state = state };
+	int rc = cc_pg_run_serializable(pg, pass_on_run, &t);
+	ck_assert_msg(rc == 0, "pass on (%s): %s %s", state, cc_errname(rc), cc_pg_error_message(pg));
+	return t;
+}
+
+/* The match of m reaches its last minute: every offer of its vacancy was made an hour ago, with the cut-off passed. */
+static void into_last_minute(const char *m)
+{
+	PQclear(sqlp("UPDATE backfill_offers SET created_at = created_at - interval '1 hour', "
+		     "offer_until = now() - interval '1 second' WHERE match_id = $1", 1, (const char *[]){ m }));
+}
+
+static long long offers_of_ticket(const char *ticket)
+{
+	return ll1("SELECT count(*) FROM backfill_offers WHERE ticket_id = $1", ticket);
+}
+
+START_TEST(test_cut_off_holds_for_a_pass_on_after_a_decline)
+{
+	char m[CC_UUID_BUF], a[CC_UUID_BUF], b[CC_UUID_BUF], c[CC_UUID_BUF];
+	match_at("casual", 3, S_IN_PROGRESS, 6, m);
+	queued("settle", "{\"eu\": 40}", 300, a);
+	queued("settle", "{\"eu\": 40}", 200, b);
+	queued("settle", "{\"eu\": 40}", 100, c);
+	struct report_tx t = report_for(m, 120);
+	ck_assert(t.offered);
+	ck_assert_str_eq(t.offer.ticket_id, a);
+	ck_assert_int_eq(ll1("SELECT extract(epoch FROM offer_until - created_at)::int FROM backfill_offers WHERE id = $1",
+			     t.offer.id), 120);
+	/* Declined before the cut-off: the next ticket, with the vacancy's offer_until carried over. */
+	struct pass_on_tx d = pass_on(&t.offer, "DECLINED");
+	ck_assert_int_eq(d.outcome, CC_BACKFILL_OFFERED);
+	ck_assert_str_eq(d.next.ticket_id, b);
+	const char *ids[] = { t.offer.id, d.next.id };
+	PGresult *r = sqlp("SELECT (SELECT offer_until FROM backfill_offers WHERE id = $1) = "
+			   "(SELECT offer_until FROM backfill_offers WHERE id = $2)", 2, ids);
+	ck_assert_str_eq(PQgetvalue(r, 0, 0), "t");
+	PQclear(r);
+	/* Declined in the last minute: nobody else is offered the slot. */
+	into_last_minute(m);
+	struct pass_on_tx late = pass_on(&d.next, "DECLINED");
+	ck_assert_int_eq(late.outcome, CC_BACKFILL_LAST_MINUTE);
+	ck_assert_str_eq(cc_backfill_outcome_name(late.outcome), "last_minute");
+	ck_assert_int_eq(offers_of_ticket(c), 0);
+	ck_assert_int_eq(ll1("SELECT count(*) FROM backfill_offers WHERE match_id = $1 AND state = 'OPEN'", m), 0);
+	ck_assert_int_eq(ll1("SELECT count(*) FROM outbox WHERE event = 'backfill.offered'", NULL), 2);
+}
+END_TEST
+
+START_TEST(test_cut_off_holds_for_a_pass_on_after_an_expiry)
+{
+	char m[CC_UUID_BUF], a[CC_UUID_BUF], b[CC_UUID_BUF], c[CC_UUID_BUF];
+	match_at("casual", 3, S_IN_PROGRESS, 6, m);
+	queued("settle", "{\"eu\": 40}", 300, a);
+	queued("settle", "{\"eu\": 40}", 200, b);
+	queued("settle", "{\"eu\": 40}", 100, c);
+	struct report_tx t = report_for(m, 120);
+	ck_assert(t.offered);
+	/* Expired before the cut-off: passed on. */
+	struct pass_on_tx e = pass_on(&t.offer, "EXPIRED");
+	ck_assert_int_eq(e.outcome, CC_BACKFILL_OFFERED);
+	ck_assert_str_eq(e.next.ticket_id, b);
+	/* Expired in the last minute: not. */
+	into_last_minute(m);
+	struct pass_on_tx late = pass_on(&e.next, "EXPIRED");
+	ck_assert_int_eq(late.outcome, CC_BACKFILL_LAST_MINUTE);
+	ck_assert_int_eq(offers_of_ticket(c), 0);
+}
+END_TEST
+
+START_TEST(test_cut_off_of_the_vacated_report)
+{
+	char m[CC_UUID_BUF], a[CC_UUID_BUF], b[CC_UUID_BUF];
+	match_at("casual", 3, S_IN_PROGRESS, 6, m);
+	queued("settle", "{\"eu\": 40}", 300, a);
+	/* Less than the cut-off left: nobody; exactly the cut-off left: offered (as remaining >= cut-off). */
+	struct report_tx late = report_for(m, -1);
+	ck_assert(!late.offered && !late.live);
+	ck_assert_int_eq(late.outcome, CC_BACKFILL_LAST_MINUTE);
+	ck_assert_int_eq(offers_of_ticket(a), 0);
+	struct report_tx edge = report_for(m, 0);
+	ck_assert(edge.offered);
+	ck_assert_str_eq(edge.offer.ticket_id, a);
+	/* Nobody qualifies before the cut-off: no_candidate, not last_minute. */
+	settle(&edge.offer, "DECLINED");
+	struct report_tx none = report_for(m, 600);
+	ck_assert(!none.offered);
+	ck_assert_int_eq(none.outcome, CC_BACKFILL_NO_CANDIDATE);
+	/* A repeated report sets the vacancy's offer_until afresh from its remaining play. */
+	queued("settle", "{\"eu\": 40}", 100, b);
+	struct report_tx again = report_for(m, 600);
+	ck_assert(again.offered);
+	ck_assert_str_eq(again.offer.ticket_id, b);
+	ck_assert_int_eq(ll1("SELECT extract(epoch FROM offer_until - created_at)::int FROM backfill_offers WHERE id = $1",
+			     again.offer.id), 600);
+	/* Out of range. */
+	enum cc_backfill_outcome o;
+	struct cc_backfill_offer out;
+	int64_t bad = -3601;
+	ck_assert_int_eq(cc_backfill_offer_next(pg, m, 0, 0, 1, a, &rules, &bad, &o, &out), CC_EINVAL);
+	bad = 86401;
+	ck_assert_int_eq(cc_backfill_offer_next(pg, m, 0, 0, 1, a, &rules, &bad, &o, &out), CC_EINVAL);
+}
+END_TEST
+
+/* A pass-on of a vacancy with no offer to carry a cut-off from (none was ever made) offers nobody. */
+START_TEST(test_pass_on_without_a_cut_off_offers_nobody)
+{
+	char m[CC_UUID_BUF], a[CC_UUID_BUF], player[CC_UUID_BUF];
+	int gen;
+	match_at("casual", 3, S_IN_PROGRESS, 6, m);
+	slot0(m, player, &gen);
+	queued("settle", "{\"eu\": 40}", 300, a);
+	enum cc_backfill_outcome o = CC_BACKFILL_OFFERED;
+	struct cc_backfill_offer out;
+	ck_assert_int_eq(cc_backfill_offer_next(pg, m, 0, 0, gen, player, &rules, NULL, &o, &out), 0);
+	ck_assert_int_eq(o, CC_BACKFILL_LAST_MINUTE);
+	ck_assert_int_eq(offers_of_ticket(a), 0);
+}
+END_TEST
+
+/* An offer made before the cut-off is answered within its window, even once the cut-off has passed. */
+START_TEST(test_accept_after_the_cut_off_within_the_window)
+{
+	char m[CC_UUID_BUF], a[CC_UUID_BUF];
+	match_at("casual", 3, S_IN_PROGRESS, 6, m);
+	queued("settle", "{\"eu\": 40}", 300, a);
+	struct report_tx t = report_for(m, 0);
+	ck_assert(t.offered);
+	into_last_minute(m);
+	struct racer r = { .offer_id = t.offer.id, .offer_player = t.offer.player_id };
+	int rc = cc_pg_run_serializable(pg, accept_run, &r);
+	ck_assert_msg(rc == 0, "accept: %s %s", cc_errname(rc), cc_pg_error_message(pg));
+	ck_assert_int_eq(r.seated, 1);
+	ck_assert_int_eq(ll1("SELECT count(*) FROM tickets WHERE id = $1 AND state = 'ASSIGNED'", a), 1);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("backfill");
@@ -660,6 +839,11 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_offer_goes_to_the_oldest_qualifying_ticket);
 	tcase_add_test(tc, test_offer_window_is_the_databases_clock);
+	tcase_add_test(tc, test_cut_off_holds_for_a_pass_on_after_a_decline);
+	tcase_add_test(tc, test_cut_off_holds_for_a_pass_on_after_an_expiry);
+	tcase_add_test(tc, test_cut_off_of_the_vacated_report);
+	tcase_add_test(tc, test_pass_on_without_a_cut_off_offers_nobody);
+	tcase_add_test(tc, test_accept_after_the_cut_off_within_the_window);
 	tcase_add_test(tc, test_race_vacated_reports_make_one_offer);
 	tcase_add_test(tc, test_race_responses_settle_an_offer_once);
 	tcase_add_test(tc, test_race_two_vacancies_one_ticket);
