@@ -1674,8 +1674,8 @@ async function backfillCases(S) {
   const q = await queuedPlayer(S, 'backfill candidate');
   // Two vacancies of slot 0 (generations 1 and 2): a ticket is offered one vacancy at most once.
   const seed = (generation, expires) => sql(
-    `INSERT INTO backfill_offers (match_id, slot, team, generation, vacated_player_id, ticket_id, player_id, state, expires_at)
-     VALUES (:'p1', 0, 0, :'p6'::int, :'p2', :'p3', :'p4', 'OPEN', now() + :'p5'::interval) RETURNING id`,
+    `INSERT INTO backfill_offers (match_id, slot, team, generation, vacated_player_id, ticket_id, player_id, state, expires_at, offer_until)
+     VALUES (:'p1', 0, 0, :'p6'::int, :'p2', :'p3', :'p4', 'OPEN', now() + :'p5'::interval, now() + interval '1 hour') RETURNING id`,
     m.id, a.id, q.ticketId, q.id, expires, generation);
   const o1 = seed(1, '1 hour');
   await call({ server: S, op: get, params: { offer_id: o1 }, as: q, expect: [200], why: 'the offered player reads its offer',
