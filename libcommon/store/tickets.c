@@ -119,6 +119,17 @@ static const char sql_cancel_party_of_player[] =
 	"FROM tickets c WHERE c.player_id = $1 AND c.party_id IS NOT NULL AND c.state = 'CANCELLED' "
 	"  AND c.updated_at = now() AND t.party_id = c.party_id AND t.state = 'QUEUED' RETURNING " COLUMNS;
 
+/*
+ * The open proposal holding one of the party's tickets, if any (a plain
+ * read, no lock: a proposal's tickets are locked only after the proposal,
+ * README.md's lock order). The party's tickets are claimed together, so
+ * one row tells; the lowest id keeps the answer stable.
+ */
+static const char sql_party_proposal[] =
+	"SELECT t.proposal_id::text FROM tickets t "
+	"WHERE t.party_id = $1 AND t.state = 'PROPOSED' AND t.proposal_id IS NOT NULL "
+	"ORDER BY t.proposal_id LIMIT 1";
+
 static const char sql_cancel_party[] =
 	"UPDATE tickets AS t SET state = 'CANCELLED', revision = t.revision + 1, updated_at = now() "
 	"WHERE t.party_id = $1 AND t.state = 'QUEUED' RETURNING " COLUMNS;
@@ -555,6 +566,20 @@ int cc_tickets_cancel_party(struct cc_pg *pg, const char *party_id, const char *
 	snprintf(payload, sizeof payload, "{\"reason\":\"%s\"}", reason);
 	const char *p[] = { party_id };
 	return transition(pg, sql_cancel_party, 1, p, "ticket.cancelled", payload, n, NULL, moves);
+}
+
+int cc_tickets_party_proposal(struct cc_pg *pg, const char *party_id, char proposal_id[CC_UUID_BUF])
+{
+	PGresult *res = NULL;
+	proposal_id[0] = '\0';
+	if (!cc_uuid_valid(party_id))
+		return CC_EINVAL;
+	const char *p[] = { party_id };
+	int rc = cc_pg_exec(pg, sql_party_proposal, 1, p, &res);
+	if (rc == 0 && PQntuples(res) == 1)
+		snprintf(proposal_id, CC_UUID_BUF, "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return rc;
 }
 
 int cc_ticket_set_rtt(struct cc_pg *pg, const char *player_id, const char *region, double rtt_ms,

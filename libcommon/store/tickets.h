@@ -29,7 +29,8 @@
  *   cc_tickets_split_match    MATCHED|ASSIGNED -> FAILED  ticket.failed {"reason": ...} (named players)
  *                             MATCHED|ASSIGNED -> QUEUED  ticket.requeued {"reason": ...} (the rest)
  *   cc_ticket_set_rtt     predicted_rtt only            none (see below)
- *   cc_tickets_cancel_party  QUEUED -> CANCELLED        ticket.cancelled {"reason": ...} (a party's)
+ *   cc_tickets_cancel_party  QUEUED -> CANCELLED        ticket.cancelled {"reason": ...} (a party's;
+ *                            never while one is PROPOSED: cc_tickets_party_proposal)
  *
  * A party's tickets (party_id set, issue 26) move together: they share one
  * heartbeat lease (any member's heartbeat gives every waiting ticket of the
@@ -243,10 +244,26 @@ int cc_ticket_set_rtt(struct cc_pg *pg, const char *player_id, const char *regio
 /*
  * Every QUEUED ticket of party_id -> CANCELLED, reason (a [a-z_]{1,32}
  * word, else CC_EINVAL) in each event's payload: a member left, was
- * kicked, or the party was disbanded. *n (may be NULL) how many.
+ * kicked, or the party was disbanded. *n (may be NULL) how many. It
+ * leaves PROPOSED tickets alone: the caller refuses the change first while
+ * cc_tickets_party_proposal finds one (a proposal must never hold a
+ * player who has left the ticket's party, nor a party half queued and half
+ * proposed). MATCHED and ASSIGNED tickets (a party that plays) stay too.
  */
 int cc_tickets_cancel_party(struct cc_pg *pg, const char *party_id, const char *reason, int *n,
 			    struct cc_ticket_moves *moves) CC_MUST_CHECK;
+
+/*
+ * The open proposal one of party_id's tickets is PROPOSED in: 0 with
+ * proposal_id that proposal's id, or "" when none is (CC_EINVAL for a
+ * party_id that is not a UUID, or a database error). A plain read inside
+ * the caller's SERIALIZABLE transaction, made after the party's row lock
+ * (store/parties.h) and before cc_tickets_cancel_party: a claim or a
+ * response committed after the snapshot makes the cancel's compare-and-set
+ * or the commit fail with a serialization error, and the retry reads
+ * again (store/README.md, lock order).
+ */
+int cc_tickets_party_proposal(struct cc_pg *pg, const char *party_id, char proposal_id[CC_UUID_BUF]) CC_MUST_CHECK;
 
 /* ---- the tickets of one proposal (store/proposals.c) ------------------- */
 

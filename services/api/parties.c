@@ -17,6 +17,11 @@
  * member and the reason. A change that takes a member out (leave, kick,
  * disband) cancels the party's QUEUED tickets in the same transaction
  * (store/tickets.h), and so does a member's own cancel of its ticket.
+ * While the party's tickets are PROPOSED, those changes are refused 409
+ * party_in_proposal (checked after the party's row lock, in the change's
+ * transaction: store/README.md's lock order), so a proposal never holds a
+ * player who has left the party; once the party plays (MATCHED, ASSIGNED)
+ * a member may leave and its tickets stay where they are.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -315,6 +320,19 @@ static int change_run(struct cc_pg *pg, struct party_tx *tx)
 		api_answer_error(&tx->answer, 409, "revision_conflict", "the party is at revision %lld; re-read it and retry",
 				 (long long)v.revision);
 		return tx->op == OP_QUEUE ? CC_ECONFLICT : 0;
+	}
+
+	if (tx->op == OP_LEAVE || tx->op == OP_KICK || tx->op == OP_DISBAND) {
+		char proposal[CC_UUID_BUF];
+		if ((rc = cc_tickets_party_proposal(pg, v.id, proposal)) != 0)
+			return rc;
+		if (proposal[0]) {
+			api_answer_error(&tx->answer, 409, "party_in_proposal",
+					 "the party's tickets are in proposal %s; accept or decline it, or wait until it "
+					 "resolves, then retry",
+					 proposal);
+			return 0;
+		}
 	}
 
 	switch (tx->op) {

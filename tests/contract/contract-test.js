@@ -1574,6 +1574,40 @@ async function partyCases(S) {
   await call({ server: S, op: 'GET /v1/queue/{ticket_id}', params: { ticket_id: q.tickets.find((t) => t.player_id === b.id).id }, as: b, expect: [200], why: "b's ticket shares a's new deadline",
     check: (j) => (j.expires_at > q.tickets.find((t) => t.player_id === b.id).expires_at && j.revision === 1 ? null : `expires_at ${j.expires_at}, revision ${j.revision}`) });
 
+  // In a proposal (the real claim, cc_claim_proposal: the party on team 0, three solos on team 1), leave,
+  // kick and disband are refused 409 party_in_proposal and change nothing; once a solo's decline requeues
+  // the party, the leave below goes through.
+  const solos = [];
+  for (const who of ['proposal solo 1', 'proposal solo 2', 'proposal solo 3']) {
+    const s = await probed(who);
+    s.ticketId = needOk(await call({ server: S, op: 'POST /v1/queue', as: s, headers: key('psolo'), json: { ...ENQUEUE, playlist: 'casual' }, expect: [201], why: `${who} queues casual` }), who).id;
+    solos.push(s);
+  }
+  const claimIds = [...q.tickets.map((t) => t.id), ...solos.map((x) => x.ticketId)];
+  const claimed = sql(`SELECT outcome FROM cc_claim_proposal(gen_random_uuid(), 'casual', :'p1'::uuid[], '{0,0,0,1,1,1}', :'p2', :'p3'::int, :'p4', 1000000, 3, 'contract-test', 600, 0)`,
+    `{${claimIds.join(',')}}`, client.build, client.protocol_version, cfg.regions[0]);
+  if (claimed !== 'claimed') fail(`parties: claiming a proposal over the party and three solos answered ${JSON.stringify(claimed)}`);
+  const partyRows = () => sql("SELECT string_agg(t.state || ':' || t.revision || ':' || coalesce(t.proposal_id::text, ''), ' ' ORDER BY t.id) || ' / ' || " +
+    "(SELECT p.revision || ':' || p.leader FROM cc_parties p WHERE p.id = :'p1') || ' / ' || " +
+    "(SELECT string_agg(m.player_id::text, ' ' ORDER BY m.player_id) FROM cc_party_members m WHERE m.party_id = :'p1') " +
+    "FROM tickets t WHERE t.party_id = :'p1'", made.id);
+  const before = partyRows();
+  const proposalId = sql("SELECT proposal_id FROM tickets WHERE id = :'p1'", ta.id);
+  const namesProposal = (j) => (j.error.message.includes(proposalId) ? null : `the message does not name proposal ${proposalId}: ${j.error.message}`);
+  await call({ server: S, op: leave, params: pid, as: a, json: { revision: rev(p) }, expect: [409, 'party_in_proposal'], why: 'a leaves while the party is in a proposal', check: namesProposal });
+  await call({ server: S, op: kick, params: pid, as: leader, json: { player_id: b.id, revision: rev(p) }, expect: [409, 'party_in_proposal'], why: 'kick b while the party is in a proposal', check: namesProposal });
+  await call({ server: S, op: disband, params: pid, as: leader, json: { revision: rev(p) }, expect: [409, 'party_in_proposal'], why: 'disband while the party is in a proposal', check: namesProposal });
+  await call({ server: S, op: leave, params: pid, as: a, json: { revision: rev(p) - 1 }, expect: [409, 'revision_conflict'], why: 'a stale revision is still revision_conflict in a proposal' });
+  const after = partyRows();
+  if (after !== before) fail(`parties: a refused change in a proposal changed the party or its tickets: before ${before}, after ${after}`);
+  await call({ server: S, op: 'POST /v1/proposals/{proposal_id}/response', params: { proposal_id: proposalId }, as: solos[0], json: { response: 'decline', revision: 1 }, expect: [200], why: 'a solo declines: the party goes back to the queue' });
+  await call({ server: S, op: 'GET /v1/queue/{ticket_id}', params: { ticket_id: ta.id }, as: a, expect: [200], why: "the party's ticket is QUEUED again",
+    check: (j) => (j.state === 'QUEUED' && j.proposal_id === null ? null : `a's ticket is ${j.state} in ${j.proposal_id}`) });
+  for (const s of solos.slice(1)) {
+    const t = needOk(await call({ server: S, op: 'GET /v1/queue/{ticket_id}', params: { ticket_id: s.ticketId }, as: s, expect: [200], why: 'a requeued solo' }), 'solo');
+    await call({ server: S, op: 'POST /v1/queue/{ticket_id}/cancel', params: { ticket_id: s.ticketId }, as: s, json: { revision: t.revision }, expect: [200], why: 'the solo leaves the queue' });
+  }
+
   await call({ server: S, op: leave, params: pid, as: a, raw: '', expect: [400, 'invalid_json'], why: 'empty body' });
   await call({ server: S, op: leave, params: pid, as: a, json: { revision: 'x' }, expect: [400, 'invalid_request'], why: 'revision is a string' });
   await call({ server: S, op: leave, params: pid, as: a, raw: OVERSIZED, expect: [413, 'body_too_large'], why: 'body over 64 KiB' });

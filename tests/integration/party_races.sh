@@ -19,6 +19,22 @@
 #  - one member's heartbeat racing another member's cancel: every ticket
 #    of the party ends CANCELLED, the heartbeat either won before the
 #    cancel (200) or found its ticket closed (409 ticket_closed).
+#  - a member's leave racing the matcher's claim of a proposal over the
+#    party's three tickets and three solos (the real claim functions, the
+#    single cc_claim_proposal and the batch cc_claim_proposals in turn):
+#    either the claim won (every party ticket PROPOSED, the leave refused
+#    409 party_in_proposal, and the kick and the disband too, the party and
+#    its tickets unchanged; once a solo's decline requeues the party, the
+#    leave goes through and cancels its tickets) or the leave won (the
+#    member gone, the party's tickets CANCELLED, the claim lost);
+#  - a member's leave racing the proposal's last accept: the proposal
+#    ACCEPTED and every ticket MATCHED, and the leave either refused 409
+#    party_in_proposal or answered 200 only after the match (its
+#    party.updated row follows every ticket.matched of the proposal: a
+#    playing party's member may leave).
+# After every round of these two: no PROPOSED ticket of a player who is not
+# a member of the ticket's party, and no party with tickets both QUEUED and
+# PROPOSED; and PostgreSQL's log shows no "deadlock detected" from them.
 source "$(dirname "$0")/lib.sh"
 
 start_api A --regions=eu-west
@@ -200,3 +216,257 @@ for round in $(seq "$ROUNDS"); do
 	esac
 done
 pass "$ROUNDS rounds of heartbeat vs cancel: every party ticket CANCELLED (heartbeat first $hb_first, after $hb_late)"
+
+# ---- 4: a member's leave races the claim of a proposal ---------------------------------
+
+# queued_with_solos TAG: party TAG queued casual, three solos queued; sets PARTY_T (the party's
+# ticket ids, comma-separated), SOLO_T[0..2], SOLO_TOK[0..2], REV (the party's revision).
+queued_with_solos() {
+	party "$1"
+	http POST "$A_URL/v1/parties/$PARTY/queue" "${TOK[0]}" "{\"playlist\":\"casual\",\"revision\":$REV}" -H "Idempotency-Key: q-$1"
+	expect_http "$1: queue the party" 201
+	PARTY_T=$(jq -r '[.tickets[].id] | join(",")' <<<"$BODY")
+	REV=$(jq -r .party.revision <<<"$BODY")
+	SOLO_T=() SOLO_TOK=()
+	for s in 0 1 2; do
+		SOLO_TOK[s]=$(login "$A_URL" "solo-$1-$s-$RANDOM")
+		probe "$A_URL" "${SOLO_TOK[s]}" eu-west
+		http POST "$B_URL/v1/queue" "${SOLO_TOK[s]}" "{\"playlist\":\"casual\",$CLIENT}" -H "Idempotency-Key: s-$1-$s"
+		expect_http "$1: solo $s" 201
+		SOLO_T[s]=$(jq -r .id <<<"$BODY")
+	done
+}
+# claim_sql ROUND: the statement that claims the party (team 0) against the solos (team 1),
+# single claim on odd rounds, the matcher's batch claim on even ones; prints the outcome.
+claim_sql() {
+	local ids
+	ids="ARRAY[$(sed "s/[^,]*/'&'/g" <<<"$PARTY_T,$(IFS=,; echo "${SOLO_T[*]}")")]::uuid[]"
+	if (($1 % 2)); then
+		echo "SELECT outcome FROM cc_claim_proposal(gen_random_uuid(), 'casual', $ids, '{0,0,0,1,1,1}', 'b1', 1, 'eu-west', 100, 3, 'party-races', 60, 0)"
+	else
+		echo "SELECT outcome FROM cc_claim_proposals(ARRAY[gen_random_uuid()], 'casual', $ids, '{0,0,0,1,1,1}', '{b1}', '{1}', '{eu-west}', 100, 3, 'party-races', 60, '{0}')"
+	fi
+}
+# claim_run SQL OUT: runs the claim as cc-matcher does, in a SERIALIZABLE transaction retried on a
+# serialization failure (sys/pg.h's cc_pg_run_serializable); its output in OUT.
+claim_run() {
+	for _ in 1 2 3 4 5 6 7 8; do
+		psql -qAtX -v ON_ERROR_STOP=1 "$CC_TEST_PG_DSN" -c "BEGIN ISOLATION LEVEL SERIALIZABLE" -c "$1" -c COMMIT \
+			>"$2" 2>"$2.err" && return 0
+		grep -q "could not serialize" "$2.err" || { cat "$2.err" >&2; return 1; }
+	done
+	echo "the claim kept failing to serialize" >&2
+	return 1
+}
+# A warm psql session (connected before the race starts, so a statement fired at the race costs one
+# round trip, as cc-matcher's does, not a process start): psql_open starts it and waits for it;
+# psql_say SQL sends statements; psql_line reads its next output line into LINE; psql_wait waits for
+# it to end (after its \q) and sets PSQL_RC; psql_close drops its pipes.
+psql_open() {
+	rm -f "$T_DIR/w.in" "$T_DIR/w.out"
+	mkfifo "$T_DIR/w.in" "$T_DIR/w.out"
+	exec {PSQL_W}<>"$T_DIR/w.in" {PSQL_R}<>"$T_DIR/w.out"
+	psql -qAtX -v ON_ERROR_STOP=1 "$CC_TEST_PG_DSN" <"$T_DIR/w.in" >"$T_DIR/w.out" 2>"$T_DIR/w.err" &
+	PSQL_PID=$!
+	T_PIDS+=("$PSQL_PID")
+	psql_say "SELECT 'ready';"
+	psql_line && [[ $LINE == ready ]] || fail "the warm psql session did not start: $(cat "$T_DIR/w.err")"
+}
+psql_say() { printf '%s\n' "$1" >&"$PSQL_W"; }
+psql_line() { LINE=; read -r -t 30 -u "$PSQL_R" LINE; }
+psql_wait() { PSQL_RC=0; wait "$PSQL_PID" || PSQL_RC=$?; }
+psql_close() { exec {PSQL_W}>&- {PSQL_R}<&-; }
+# gate TABLE ID: the warm session takes the row's lock (and keeps it until it is sent COMMIT);
+# gate_waited WHAT: waits until a request waits on a lock (the gated row), fails after 200 looks.
+gate() {
+	psql_open
+	psql_say "BEGIN; SELECT 'locked' FROM $1 WHERE id = '$2' FOR UPDATE;"
+	psql_line && [[ $LINE == locked ]] || fail "locking $1 $2: $(cat "$T_DIR/w.err")"
+}
+gate_waited() {
+	local waiting=
+	for _ in $(seq 200); do
+		waiting=$(sql "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()")
+		((waiting >= 1)) && return 0
+	done
+	fail "$1 never waited on the gate's lock"
+}
+# leave_bg TOKEN: fires the leave of member TOKEN at revision REV in the background (LEAVE_PID);
+# its status in leave.code, its body in leave.body.
+leave_bg() {
+	curl -s -o "$T_DIR/leave.body" -w '%{http_code}' -H "Authorization: Bearer $1" -H 'Content-Type: application/json' \
+		--data-binary "{\"revision\":$REV}" "$B_URL/v1/parties/$PARTY/leave" >"$T_DIR/leave.code" &
+	LEAVE_PID=$!
+}
+# party_state: the party's revision, leader and members, and its tickets' states, revisions and proposals.
+party_state() {
+	sql "SELECT coalesce((SELECT p.revision || ':' || p.leader FROM cc_parties p WHERE p.id = '$PARTY'), 'gone') || ' / ' ||
+		coalesce((SELECT string_agg(m.player_id::text, ' ' ORDER BY m.player_id) FROM cc_party_members m WHERE m.party_id = '$PARTY'), '') || ' / ' ||
+		coalesce((SELECT string_agg(t.state || ':' || t.revision || ':' || coalesce(t.proposal_id::text, ''), ' ' ORDER BY t.id)
+		  FROM tickets t WHERE t.party_id = '$PARTY'), '')"
+}
+# invariants WHAT: no PROPOSED ticket of a non-member of its party; no party half QUEUED, half PROPOSED.
+invariants() {
+	local strays split
+	strays=$(sql "SELECT count(*) FROM tickets t WHERE t.party_id IS NOT NULL AND t.state = 'PROPOSED'
+		AND NOT EXISTS (SELECT 1 FROM cc_party_members m WHERE m.party_id = t.party_id AND m.player_id = t.player_id)")
+	expect_eq "$1: PROPOSED tickets of players no longer in the ticket's party" 0 "$strays"
+	split=$(sql "SELECT count(*) FROM (SELECT party_id FROM tickets WHERE party_id IS NOT NULL AND state IN ('QUEUED', 'PROPOSED')
+		GROUP BY party_id HAVING count(DISTINCT state) > 1) s")
+	expect_eq "$1: parties with tickets both QUEUED and PROPOSED" 0 "$split"
+}
+
+log_from=$(($(wc -l <"$CC_TEST_PG_LOG") + 1)) # sections 4 and 5 must not deadlock (tests/integration/lock_order.sh)
+won_claim=0 won_leave=0
+for round in $(seq 0 "$ROUNDS"); do # round 0: the claim commits before the leave is sent (the refusal, whatever the races do)
+	queued_with_solos "cl$round"
+	claim=$(claim_sql "$round")
+	if ((round == 0)); then
+		claim_run "$claim" "$T_DIR/claim.out" || fail "round 0: the claim failed"
+		leave_bg "${TOK[2]}"
+		wait "$LEAVE_PID" || fail "round 0: the leave failed"
+	else
+		# The claim from a warm session, in the matcher's SERIALIZABLE transaction, fired with the leave;
+		# on even rounds the leave is already in its transaction (its snapshot taken, waiting behind a
+		# lock on the party's row) when the claim starts, so it reads the party's tickets as they were
+		# before the claim.
+		if ((round % 2)); then
+			psql_open
+		else
+			gate cc_parties "$PARTY"
+			leave_bg "${TOK[2]}"
+			gate_waited "round $round: the leave"
+			psql_say "COMMIT;"
+		fi
+		psql_say "BEGIN ISOLATION LEVEL SERIALIZABLE;" && psql_say "$claim;" && psql_say "COMMIT;" & sayer=$!
+		((round % 2)) && leave_bg "${TOK[2]}"
+		wait "$sayer"
+		psql_say '\q'
+		wait "$LEAVE_PID" || fail "round $round: the leave failed"
+		psql_wait
+		((PSQL_RC == 0)) && psql_line
+		psql_close
+		if ((PSQL_RC == 0)); then
+			echo "$LINE" >"$T_DIR/claim.out"
+		else # a serialization failure: retried as the matcher does
+			grep -q "could not serialize" "$T_DIR/w.err" || fail "round $round: the claim failed: $(cat "$T_DIR/w.err")"
+			claim_run "$claim" "$T_DIR/claim.out" || fail "round $round: the claim's retry failed"
+		fi
+	fi
+	outcome=$(cat "$T_DIR/claim.out") code=$(cat "$T_DIR/leave.code")
+	answer="claim $outcome, leave $code $(cat "$T_DIR/leave.body")"
+	invariants "round $round ($answer)"
+	members=$(sql "SELECT count(*) FROM cc_party_members WHERE party_id = '$PARTY'")
+	states=$(sql "SELECT string_agg(state, ' ') FROM tickets WHERE party_id = '$PARTY'")
+	solos=$(sql "SELECT string_agg(state, ' ') FROM tickets WHERE id IN ($(sed "s/[^,]*/'&'/g" <<<"$(IFS=,; echo "${SOLO_T[*]}")"))")
+	case "$outcome/$code/$members/$states" in
+	"claimed/409/3/PROPOSED PROPOSED PROPOSED")
+		[[ $(jq -r .error.code "$T_DIR/leave.body") == party_in_proposal ]] || fail "round $round: the leave's refusal ($answer)"
+		won_claim=$((won_claim + 1))
+		before=$(party_state)
+		http POST "$A_URL/v1/parties/$PARTY/kick" "${TOK[0]}" "{\"player_id\":\"${PID[1]}\",\"revision\":$REV}"
+		expect_http "round $round: kick in a proposal" 409 party_in_proposal
+		http POST "$B_URL/v1/parties/$PARTY/disband" "${TOK[0]}" "{\"revision\":$REV}"
+		expect_http "round $round: disband in a proposal" 409 party_in_proposal
+		http POST "$A_URL/v1/parties/$PARTY/leave" "${TOK[1]}" "{\"revision\":$REV}"
+		expect_http "round $round: another member's leave in a proposal" 409 party_in_proposal
+		expect_eq "round $round: the party and its tickets after the refusals" "$before" "$(party_state)"
+		# The proposal resolves: a solo declines, the party goes back to the queue whole; now the leave goes through.
+		proposal=$(sql "SELECT proposal_id FROM tickets WHERE id = '${SOLO_T[0]}'")
+		http POST "$A_URL/v1/proposals/$proposal/response" "${SOLO_TOK[0]}" '{"response":"decline","revision":1}'
+		expect_http "round $round: a solo declines" 200
+		expect_eq "round $round: the party requeued" "QUEUED QUEUED QUEUED" "$(sql "SELECT string_agg(state, ' ') FROM tickets WHERE party_id = '$PARTY'")"
+		invariants "round $round, after the decline"
+		http POST "$B_URL/v1/parties/$PARTY/leave" "${TOK[2]}" "{\"revision\":$REV}"
+		expect_http "round $round: the leave once the proposal resolved" 200
+		expect_eq "round $round: the party's tickets after the leave" "CANCELLED CANCELLED CANCELLED" "$(sql "SELECT string_agg(state, ' ') FROM tickets WHERE party_id = '$PARTY'")"
+		expect_eq "round $round: members after the leave" 2 "$(sql "SELECT count(*) FROM cc_party_members WHERE party_id = '$PARTY'")"
+		;;
+	"lost/200/2/CANCELLED CANCELLED CANCELLED")
+		expect_eq "round $round: the solos after a lost claim" "QUEUED QUEUED QUEUED" "$solos"
+		won_leave=$((won_leave + 1))
+		;;
+	*) fail "round $round: leave racing the claim left $members members, party tickets '$states', solos '$solos' ($answer)" ;;
+	esac
+	invariants "round $round, at its end"
+	for s in 0 1 2; do # the solos leave the queue (those still in it)
+		http GET "$A_URL/v1/queue/${SOLO_T[s]}" "${SOLO_TOK[s]}"
+		[[ $(jq -r .state <<<"$BODY") == QUEUED ]] || continue
+		http POST "$A_URL/v1/queue/${SOLO_T[s]}/cancel" "${SOLO_TOK[s]}" "{\"revision\":$(jq -r .revision <<<"$BODY")}"
+		expect_http "round $round: solo $s leaves" 200
+	done
+done
+pass "$((ROUNDS + 1)) rounds of leave vs claim: consistent every time (claim first $won_claim, leave first $won_leave); kick, disband and leave refused party_in_proposal in a proposal, the leave through once it resolved"
+
+# ---- 5: a member's leave races the proposal's last accept ---------------------------------
+# accept_bg: fires the last accept (solo 2's) of proposal in the background (ACCEPT_PID).
+accept_bg() {
+	curl -s -o "$T_DIR/par.1" -w '%{http_code}' -H "Authorization: Bearer ${SOLO_TOK[2]}" -H 'Content-Type: application/json' \
+		--data-binary '{"response":"accept","revision":1}' "$A_URL/v1/proposals/$proposal/response" >"$T_DIR/accept.code" &
+	ACCEPT_PID=$!
+}
+refused=0 after_match=0
+for round in $(seq 0 "$ROUNDS"); do # round 0: the leave is sent once the match is made
+	queued_with_solos "la$round"
+	expect_eq "round $round: claim" claimed "$(sql "$(claim_sql "$round")")"
+	proposal=$(sql "SELECT proposal_id FROM tickets WHERE id = '${SOLO_T[0]}'")
+	for t in "${TOK[0]}" "${TOK[1]}" "${TOK[2]}" "${SOLO_TOK[0]}" "${SOLO_TOK[1]}"; do
+		http POST "$A_URL/v1/proposals/$proposal/response" "$t" '{"response":"accept","revision":1}'
+		expect_http "round $round: an accept" 200
+	done
+	if ((round == 0)); then
+		accept_bg
+		wait "$ACCEPT_PID"
+		leave_bg "${TOK[2]}"
+		wait "$LEAVE_PID"
+	else
+		# One of the two waits behind a lock (odd rounds the accept on its proposal's row, the first it
+		# locks; even rounds the leave on the party's row, its snapshot taken); the lock's release and
+		# the other request go together, so both transactions run at the same time.
+		if ((round % 2)); then
+			gate proposals "$proposal"
+			accept_bg
+			gate_waited "round $round: the last accept"
+		else
+			gate cc_parties "$PARTY"
+			leave_bg "${TOK[2]}"
+			gate_waited "round $round: the leave"
+		fi
+		psql_say 'COMMIT;' & sayer=$!
+		if ((round % 2)); then leave_bg "${TOK[2]}"; else accept_bg; fi
+		wait "$sayer"
+		psql_say '\q'
+		psql_wait
+		psql_close
+		wait "$ACCEPT_PID" || fail "round $round: the accept failed"
+		wait "$LEAVE_PID" || fail "round $round: the leave failed"
+	fi
+	cp "$T_DIR/leave.body" "$T_DIR/par.2"
+	{ cat "$T_DIR/accept.code"; echo; cat "$T_DIR/leave.code"; echo; } >"$T_DIR/par.codes"
+	acc=1 lv=2
+	codes=$(tr '\n' ' ' <"$T_DIR/par.codes")
+	invariants "round $round (statuses $codes)"
+	expect_eq "round $round: the last accept (statuses $codes)" 200 "$(sed -n ${acc}p "$T_DIR/par.codes")"
+	expect_eq "round $round: the proposal" ACCEPTED "$(sql "SELECT state FROM proposals WHERE id = '$proposal'")"
+	expect_eq "round $round: its tickets" "MATCHED MATCHED MATCHED MATCHED MATCHED MATCHED" "$(sql "SELECT string_agg(state, ' ') FROM tickets WHERE proposal_id = '$proposal'")"
+	members=$(sql "SELECT count(*) FROM cc_party_members WHERE party_id = '$PARTY'")
+	case "$(sed -n ${lv}p "$T_DIR/par.codes")/$members" in
+	409/3)
+		[[ $(jq -r .error.code "$T_DIR/par.$lv") == party_in_proposal ]] || fail "round $round: the leave's refusal $(cat "$T_DIR/par.$lv")"
+		refused=$((refused + 1))
+		;;
+	200/2)
+		# Allowed only once the party plays: the leave's event after every ticket.matched of the proposal.
+		order=$(sql "SELECT (SELECT min(o.id) FROM outbox o WHERE o.resource_type = 'party' AND o.resource_id = '$PARTY'
+			AND o.payload->>'change' = 'left') > (SELECT max(o.id) FROM outbox o JOIN tickets t ON t.id = o.resource_id
+			WHERE o.event = 'ticket.matched' AND t.proposal_id = '$proposal')")
+		expect_eq "round $round: the leave came after the match (statuses $codes)" t "$order"
+		after_match=$((after_match + 1))
+		;;
+	*) fail "round $round: the leave answered $(cat "$T_DIR/par.$lv") with $members members (statuses $codes)" ;;
+	esac
+done
+deadlocks=$(tail -n "+$log_from" "$CC_TEST_PG_LOG" | grep -A3 'deadlock detected' || true)
+[[ -z "$deadlocks" ]] || fail "PostgreSQL detected deadlocks while leaves raced claims and accepts:
+$deadlocks"
+pass "$((ROUNDS + 1)) rounds of leave vs the last accept: one match every time, the party whole in it (leave refused party_in_proposal $refused, after the match $after_match)"
