@@ -106,11 +106,24 @@ static const char sql_cancel_of_player[] =
 	"UPDATE tickets AS t SET state = 'CANCELLED', revision = t.revision + 1, updated_at = now() "
 	"WHERE t.player_id = $1 AND t.state = 'QUEUED' RETURNING " COLUMNS;
 
-/* The party's shared lease: the heartbeat's new deadline to the party's other waiting tickets. */
+/*
+ * The party's shared lease: the heartbeat's new deadline to the party's
+ * other waiting tickets, skipping any another transaction holds. The
+ * heartbeat already holds its own ticket, and a decline, a requeue, a
+ * match or a mate's heartbeat locks the party's tickets in another order
+ * (the decliner's, then its mates'): waiting here deadlocked a mate's
+ * heartbeat against its party's decline (tests/integration/
+ * test_party_lease_race.c). A skipped ticket is being moved by that
+ * transaction (a requeue aligns the party's deadlines itself) or is a
+ * mate's heartbeating on its own.
+ */
 static const char sql_party_lease[] =
-	"UPDATE tickets AS t SET expires_at = h.expires_at FROM tickets h "
-	"WHERE h.id = $1 AND h.party_id IS NOT NULL AND h.state IN ('QUEUED', 'PROPOSED') "
-	"  AND t.party_id = h.party_id AND t.id <> h.id AND t.state IN ('QUEUED', 'PROPOSED') "
+	"WITH h AS (SELECT id, party_id, expires_at FROM tickets "
+	"  WHERE id = $1 AND party_id IS NOT NULL AND state IN ('QUEUED', 'PROPOSED')), "
+	"o AS (SELECT o.id FROM tickets o, h WHERE o.party_id = h.party_id AND o.id <> h.id "
+	"  AND o.state IN ('QUEUED', 'PROPOSED') FOR UPDATE OF o SKIP LOCKED) "
+	"UPDATE tickets AS t SET expires_at = h.expires_at FROM h, o "
+	"WHERE t.id = o.id AND t.state IN ('QUEUED', 'PROPOSED') "
 	"RETURNING " COLUMNS;
 
 /* The party's other QUEUED tickets, once one of them was cancelled by this transaction. */

@@ -1,0 +1,139 @@
+/*
+ * A party mate's heartbeat (its ticket, then the party's shared lease on
+ * the others: store/tickets.c sql_party_lease) racing a decline in the
+ * party's proposal (store/proposals.c: the decliner's ticket, then the
+ * mates'), each in its own SERIALIZABLE transaction on its own
+ * connection, many rounds: PostgreSQL must never report a deadlock (a
+ * serialization failure, which the routes retry, is fine).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sys/pg.h"
+#include "support.h"
+#include "store/parties.h"
+#include "store/proposals.h"
+#include "store/tickets.h"
+
+#define N 6
+#define ROUNDS 60
+
+static struct cc_pg *pg, *pg2;
+static char party[CC_UUID_BUF], proposal[CC_UUID_BUF];
+static char player[N][CC_UUID_BUF], ticket[N][CC_UUID_BUF];
+static pthread_barrier_t go;
+static int deadlocks;
+
+static struct cc_pg *conn(void)
+{
+	char err[512];
+	struct cc_pg *c = NULL;
+	int rc = cc_pg_connect(cc_test_env("CC_TEST_PG_DSN"), NULL, &c, err, sizeof(err));
+	ck_assert_msg(rc == 0, "connect: %s: %s", cc_errname(rc), err);
+	return c;
+}
+
+static void query1(const char *sql, int n, const char *const *params, char *out, size_t len)
+{
+	PGresult *res = NULL;
+	int rc = cc_pg_exec(pg, sql, n, params, &res);
+	ck_assert_msg(rc == 0, "%s: %s %s", sql, cc_errname(rc), cc_pg_error_message(pg));
+	snprintf(out, len, "%s", PQgetisnull(res, 0, 0) ? "" : PQgetvalue(res, 0, 0));
+	PQclear(res);
+}
+
+static void exec(const char *sql, int n, const char *const *params)
+{
+	int rc = cc_pg_exec(pg, sql, n, params, NULL);
+	ck_assert_msg(rc == 0, "%s: %s %s", sql, cc_errname(rc), cc_pg_error_message(pg));
+}
+
+static void seed(void)
+{
+	for (int i = 0; i < N; i++)
+		query1("INSERT INTO players DEFAULT VALUES RETURNING id", 0, NULL, player[i], sizeof player[i]);
+	ck_assert_int_eq(cc_party_create(pg, player[0], 1, "b1", party), 0);
+	ck_assert_int_eq(cc_party_add_member(pg, party, player[1], 1, "b1"), 0);
+	ck_assert_int_eq(cc_party_add_member(pg, party, player[2], 1, "b1"), 0);
+	for (int i = 0; i < N; i++) {
+		const char *p[] = { player[i], i < 3 ? party : NULL, i < 3 ? "3" : "1" };
+		query1("INSERT INTO tickets (player_id, playlist, state, build, protocol_version, rating, deviation, "
+		       "  predicted_rtt, expires_at, party_id, party_size) "
+		       "VALUES ($1, 'casual', 'QUEUED', 'b1', 1, 1500, 120, '{\"eu-west\": 20}', now() + interval '1 hour', "
+		       "  $2::uuid, $3::smallint) RETURNING id",
+		       3, p, ticket[i], sizeof ticket[i]);
+	}
+	query1("INSERT INTO proposals (playlist, state, region, arena, build, protocol_version, team_size, matcher, "
+	       "  expires_at) VALUES ('casual', 'OPEN', 'eu-west', 'aurora_ring', 'b1', 1, 3, 'test', "
+	       "  now() + interval '10 minutes') RETURNING id",
+	       0, NULL, proposal, sizeof proposal);
+	for (int i = 0; i < N; i++) {
+		const char *p[] = { proposal, ticket[i], i < 3 ? "0" : "1" };
+		exec("INSERT INTO proposal_participants (proposal_id, ticket_id, player_id, team) "
+		     "SELECT $1, t.id, t.player_id, $3::smallint FROM tickets t WHERE t.id = $2",
+		     3, p);
+		exec("UPDATE tickets SET state = 'PROPOSED', proposal_id = $1, revision = revision + 1, "
+		     "updated_at = now() WHERE id = $2",
+		     2, p);
+	}
+}
+
+static void note_error(struct cc_pg *c, int rc)
+{
+	const char *m = cc_pg_error_message(c);
+	if (rc != 0 && m && strstr(m, "deadlock"))
+		__atomic_add_fetch(&deadlocks, 1, __ATOMIC_SEQ_CST);
+}
+
+static void *heartbeat(void *arg)
+{
+	(void)arg;
+	struct cc_ticket t;
+	pthread_barrier_wait(&go);
+	int rc = cc_pg_exec(pg2, "BEGIN ISOLATION LEVEL SERIALIZABLE", 0, NULL, NULL);
+	if (rc == 0) /* the mate's heartbeat, as the heartbeat route makes it */
+		rc = cc_ticket_heartbeat(pg2, ticket[1], player[1], 2, 60, &t, NULL, NULL);
+	note_error(pg2, rc);
+	if (cc_pg_exec(pg2, rc == 0 ? "COMMIT" : "ROLLBACK", 0, NULL, NULL) != 0)
+		fprintf(stderr, "end: %s\n", cc_pg_error_message(pg2));
+	return NULL;
+}
+
+START_TEST(test_mate_heartbeat_races_a_decline)
+{
+	pg = conn();
+	pg2 = conn();
+	for (int r = 0; r < ROUNDS; r++) {
+		seed();
+		pthread_t th;
+		pthread_barrier_init(&go, NULL, 2);
+		pthread_create(&th, NULL, heartbeat, NULL);
+		enum cc_proposal_verdict verdict;
+		pthread_barrier_wait(&go);
+		int rc = cc_pg_exec(pg, "BEGIN ISOLATION LEVEL SERIALIZABLE", 0, NULL, NULL);
+		if (rc == 0)
+			rc = cc_proposal_respond(pg, proposal, player[0], false, 1, 60, &verdict, NULL, NULL);
+		note_error(pg, rc);
+		if (cc_pg_exec(pg, rc == 0 ? "COMMIT" : "ROLLBACK", 0, NULL, NULL) != 0)
+			ck_abort_msg("end: %s", cc_pg_error_message(pg));
+		pthread_join(th, NULL);
+		pthread_barrier_destroy(&go);
+	}
+	fprintf(stderr, "deadlocks: %d of %d rounds\n", deadlocks, ROUNDS);
+	ck_assert_msg(deadlocks == 0, "%d deadlocks in %d rounds", deadlocks, ROUNDS);
+	cc_pg_free(pg2);
+	cc_pg_free(pg);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("party_lease_race");
+	TCase *tc = tcase_create("race");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_mate_heartbeat_races_a_decline);
+	suite_add_tcase(s, tc);
+	return cc_test_run_suite(s);
+}
