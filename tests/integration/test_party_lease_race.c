@@ -128,11 +128,30 @@ START_TEST(test_mate_heartbeat_races_a_decline)
 }
 END_TEST
 
+/* Unraced, a mate's heartbeat still carries its deadline to the party's other tickets. */
+START_TEST(test_the_lease_still_reaches_the_mates)
+{
+	char same[8];
+	struct cc_ticket t;
+	pg = conn();
+	seed();
+	const char *p[] = { party };
+	exec("UPDATE tickets SET expires_at = now() + interval '5 seconds' WHERE party_id = $1", 1, p);
+	ck_assert_int_eq(cc_ticket_heartbeat(pg, ticket[1], player[1], 2, 600, &t, NULL, NULL), 0);
+	query1("SELECT count(DISTINCT expires_at) = 1 AND min(expires_at) > now() + interval '500 seconds' "
+	       "FROM tickets WHERE party_id = $1",
+	       1, p, same, sizeof same);
+	ck_assert_str_eq(same, "t");
+	cc_pg_free(pg);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("party_lease_race");
 	TCase *tc = tcase_create("race");
 	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_the_lease_still_reaches_the_mates);
 	tcase_add_test(tc, test_mate_heartbeat_races_a_decline);
 	suite_add_tcase(s, tc);
 	return cc_test_run_suite(s);
