@@ -37,7 +37,9 @@
  * party the same new deadline, with no revision bump or event, as
  * cc_ticket_set_rtt, so the others' compare-and-set still holds; they were
  * created in one transaction with one deadline, so they stay equal and go
- * silent together), and cancelling one QUEUED ticket of a party cancels
+ * silent together; a ticket another transaction holds is skipped, not
+ * waited for: two mates' heartbeats at once, or one racing a decline,
+ * deadlocked), and cancelling one QUEUED ticket of a party cancels
  * the party's other QUEUED tickets in the same transaction
  * ({"reason": "party_member_cancelled"}).
  *

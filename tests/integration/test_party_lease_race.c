@@ -3,8 +3,9 @@
  * the others: store/tickets.c sql_party_lease) racing a decline in the
  * party's proposal (store/proposals.c: the decliner's ticket, then the
  * mates'), each in its own SERIALIZABLE transaction on its own
- * connection, many rounds: PostgreSQL must never report a deadlock (a
- * serialization failure, which the routes retry, is fine).
+ * connection, many rounds, and two mates' heartbeats at once: PostgreSQL
+ * must never report a deadlock (a serialization failure, which the routes
+ * retry, is fine).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -80,8 +81,14 @@ static void seed(void)
 	}
 }
 
+static int refused; /* a failure that is neither a deadlock nor a serialization failure */
+
 static void note_error(struct cc_pg *c, int rc)
 {
+	if (rc != 0 && rc != CC_ESERIALIZATION) {
+		__atomic_add_fetch(&refused, 1, __ATOMIC_SEQ_CST);
+		fprintf(stderr, "refused: %s %s\n", cc_errname(rc), cc_pg_error_message(c));
+	}
 	const char *m = cc_pg_error_message(c);
 	if (rc != 0 && m && strstr(m, "deadlock"))
 		__atomic_add_fetch(&deadlocks, 1, __ATOMIC_SEQ_CST);
@@ -123,6 +130,61 @@ START_TEST(test_mate_heartbeat_races_a_decline)
 	}
 	fprintf(stderr, "deadlocks: %d of %d rounds\n", deadlocks, ROUNDS);
 	ck_assert_msg(deadlocks == 0, "%d deadlocks in %d rounds", deadlocks, ROUNDS);
+	ck_assert_int_eq(refused, 0);
+	cc_pg_free(pg2);
+	cc_pg_free(pg);
+}
+END_TEST
+
+/* Two mates' heartbeats at once: each holds its own ticket and extends the other's. */
+static void *heartbeat_of(void *arg)
+{
+	int i = *(int *)arg;
+	struct cc_pg *c = i == 1 ? pg2 : pg;
+	struct cc_ticket t;
+	pthread_barrier_wait(&go);
+	int rc = cc_pg_exec(c, "BEGIN ISOLATION LEVEL SERIALIZABLE", 0, NULL, NULL);
+	if (rc == 0)
+		rc = cc_ticket_heartbeat(c, ticket[i], player[i], 1, 60, &t, NULL, NULL);
+	note_error(c, rc);
+	if (cc_pg_exec(c, rc == 0 ? "COMMIT" : "ROLLBACK", 0, NULL, NULL) != 0)
+		fprintf(stderr, "end: %s\n", cc_pg_error_message(c));
+	return NULL;
+}
+
+START_TEST(test_two_mates_heartbeat_at_once)
+{
+	static int one = 1, two = 2;
+	char p0[CC_UUID_BUF];
+	pg = conn();
+	pg2 = conn();
+	deadlocks = 0;
+	for (int r = 0; r < ROUNDS; r++) {
+		query1("INSERT INTO players DEFAULT VALUES RETURNING id", 0, NULL, p0, sizeof p0);
+		for (int i = 1; i <= 2; i++)
+			query1("INSERT INTO players DEFAULT VALUES RETURNING id", 0, NULL, player[i], sizeof player[i]);
+		ck_assert_int_eq(cc_party_create(pg, p0, 1, "b1", party), 0);
+		for (int i = 1; i <= 2; i++)
+			ck_assert_int_eq(cc_party_add_member(pg, party, player[i], 1, "b1"), 0);
+		for (int i = 1; i <= 2; i++) {
+			const char *p[] = { player[i], party };
+			query1("INSERT INTO tickets (player_id, playlist, state, build, protocol_version, rating, deviation, "
+			       "  predicted_rtt, expires_at, party_id, party_size) "
+			       "VALUES ($1, 'casual', 'QUEUED', 'b1', 1, 1500, 120, '{\"eu-west\": 20}', "
+			       "  now() + interval '1 hour', $2::uuid, 2) RETURNING id",
+			       2, p, ticket[i], sizeof ticket[i]);
+		}
+		pthread_t a, b;
+		pthread_barrier_init(&go, NULL, 2);
+		pthread_create(&a, NULL, heartbeat_of, &one);
+		pthread_create(&b, NULL, heartbeat_of, &two);
+		pthread_join(a, NULL);
+		pthread_join(b, NULL);
+		pthread_barrier_destroy(&go);
+	}
+	fprintf(stderr, "two heartbeats: %d deadlocks of %d rounds\n", deadlocks, ROUNDS);
+	ck_assert_msg(deadlocks == 0, "%d deadlocks in %d rounds", deadlocks, ROUNDS);
+	ck_assert_int_eq(refused, 0);
 	cc_pg_free(pg2);
 	cc_pg_free(pg);
 }
@@ -153,6 +215,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_the_lease_still_reaches_the_mates);
 	tcase_add_test(tc, test_mate_heartbeat_races_a_decline);
+	tcase_add_test(tc, test_two_mates_heartbeat_at_once);
 	suite_add_tcase(s, tc);
 	return cc_test_run_suite(s);
 }
