@@ -581,18 +581,25 @@ int cc_tickets_cancel_party(struct cc_pg *pg, const char *party_id, const char *
 	return transition(pg, sql_cancel_party, 1, p, "ticket.cancelled", payload, n, NULL, moves);
 }
 
-int cc_tickets_party_proposal(struct cc_pg *pg, const char *party_id, char proposal_id[CC_UUID_BUF])
+/* The one id sql answers (its first row's first column) into id, "" when it answers no row. */
+static int read_id(struct cc_pg *pg, const char *sql, int n, const char *const *p, char id[CC_UUID_BUF])
 {
 	PGresult *res = NULL;
+	int rc = cc_pg_exec(pg, sql, n, p, &res);
+	id[0] = '\0';
+	if (rc == 0 && PQntuples(res) == 1)
+		snprintf(id, CC_UUID_BUF, "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return rc;
+}
+
+int cc_tickets_party_proposal(struct cc_pg *pg, const char *party_id, char proposal_id[CC_UUID_BUF])
+{
 	proposal_id[0] = '\0';
 	if (!cc_uuid_valid(party_id))
 		return CC_EINVAL;
 	const char *p[] = { party_id };
-	int rc = cc_pg_exec(pg, sql_party_proposal, 1, p, &res);
-	if (rc == 0 && PQntuples(res) == 1)
-		snprintf(proposal_id, CC_UUID_BUF, "%s", PQgetvalue(res, 0, 0));
-	PQclear(res);
-	return rc;
+	return read_id(pg, sql_party_proposal, 1, p, proposal_id);
 }
 
 int cc_ticket_set_rtt(struct cc_pg *pg, const char *player_id, const char *region, double rtt_ms,
@@ -607,14 +614,8 @@ int cc_ticket_set_rtt(struct cc_pg *pg, const char *player_id, const char *regio
 int cc_ticket_party_in_proposal(struct cc_pg *pg, const char *proposal_id, const char *player_id,
 				char party_id[CC_UUID_BUF])
 {
-	PGresult *res = NULL;
 	const char *p[] = { proposal_id, player_id };
-	int rc = cc_pg_exec(pg, sql_party_in_proposal, 2, p, &res);
-	party_id[0] = '\0';
-	if (rc == 0 && PQntuples(res) == 1)
-		snprintf(party_id, CC_UUID_BUF, "%s", PQgetvalue(res, 0, 0));
-	PQclear(res);
-	return rc;
+	return read_id(pg, sql_party_in_proposal, 2, p, party_id);
 }
 
 int cc_tickets_cancel_proposed(struct cc_pg *pg, const char *proposal_id, const char *player_id,
