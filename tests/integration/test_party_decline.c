@@ -15,12 +15,13 @@
 #include <string.h>
 
 #include "sys/pg.h"
+#include "party_proposal_seed.h"
 #include "support.h"
 #include "store/parties.h"
 #include "store/proposals.h"
 #include "sys/banned.h"
 
-#define N 6
+#define N PARTY_SEED_PLAYERS
 
 static struct cc_pg *pg;
 static char party[CC_UUID_BUF], proposal[CC_UUID_BUF];
@@ -29,18 +30,12 @@ static char player[N][CC_UUID_BUF], ticket[N][CC_UUID_BUF]; /* the party's membe
 /* The one value of a one-row query (params: up to 3). */
 static void query1(const char *sql, int n, const char *const *params, char *out, size_t len)
 {
-	PGresult *res = NULL;
-	int rc = cc_pg_exec(pg, sql, n, params, &res);
-	ck_assert_msg(rc == 0, "%s: %s %s", sql, cc_errname(rc), cc_pg_error_message(pg));
-	ck_assert_msg(PQntuples(res) == 1, "%s: %d rows", sql, PQntuples(res));
-	snprintf(out, len, "%s", PQgetisnull(res, 0, 0) ? "" : PQgetvalue(res, 0, 0));
-	PQclear(res);
+	party_seed_query1(pg, sql, n, params, out, len);
 }
 
 static void exec(const char *sql, int n, const char *const *params)
 {
-	int rc = cc_pg_exec(pg, sql, n, params, NULL);
-	ck_assert_msg(rc == 0, "%s: %s %s", sql, cc_errname(rc), cc_pg_error_message(pg));
+	party_seed_exec(pg, sql, n, params);
 }
 
 static void setup(void)
@@ -61,41 +56,7 @@ static void teardown(void)
 /* A party of members players (the first leads; joined in index order), the rest solos, all PROPOSED in one OPEN proposal. */
 static void seed(int members)
 {
-	char size[8], age[8];
-	snprintf(size, sizeof size, "%d", members);
-	for (int i = 0; i < N; i++)
-		query1("INSERT INTO players DEFAULT VALUES RETURNING id", 0, NULL, player[i], sizeof player[i]);
-	ck_assert_int_eq(cc_party_create(pg, player[0], 1, "b1", party), 0);
-	for (int i = 1; i < members; i++)
-		ck_assert_int_eq(cc_party_add_member(pg, party, player[i], 1, "b1"), 0);
-	for (int i = 0; i < members; i++) { /* one transaction, one now(): make the join order explicit */
-		snprintf(age, sizeof age, "%d", 10 - i);
-		const char *p[] = { party, player[i], age };
-		exec("UPDATE cc_party_members SET joined_at = now() - make_interval(secs => $3::int) "
-		     "WHERE party_id = $1 AND player_id = $2",
-		     3, p);
-	}
-	for (int i = 0; i < N; i++) {
-		const char *p[] = { player[i], i < members ? party : NULL, i < members ? size : "1" };
-		query1("INSERT INTO tickets (player_id, playlist, state, build, protocol_version, rating, deviation, "
-		       "  predicted_rtt, expires_at, party_id, party_size) "
-		       "VALUES ($1, 'casual', 'QUEUED', 'b1', 1, 1500, 120, '{\"eu-west\": 20}', now() + interval '1 hour', "
-		       "  $2::uuid, $3::smallint) RETURNING id",
-		       3, p, ticket[i], sizeof ticket[i]);
-	}
-	query1("INSERT INTO proposals (playlist, state, region, arena, build, protocol_version, team_size, matcher, "
-	       "  expires_at) VALUES ('casual', 'OPEN', 'eu-west', 'aurora_ring', 'b1', 1, 3, 'test', "
-	       "  now() + interval '10 minutes') RETURNING id",
-	       0, NULL, proposal, sizeof proposal);
-	for (int i = 0; i < N; i++) {
-		const char *p[] = { proposal, ticket[i], i < 3 ? "0" : "1" };
-		exec("INSERT INTO proposal_participants (proposal_id, ticket_id, player_id, team) "
-		     "SELECT $1, t.id, t.player_id, $3::smallint FROM tickets t WHERE t.id = $2",
-		     3, p);
-		exec("UPDATE tickets SET state = 'PROPOSED', proposal_id = $1, revision = revision + 1, "
-		     "updated_at = now() WHERE id = $2",
-		     2, p);
-	}
+	party_proposal_seed(pg, members, party, proposal, player, ticket);
 }
 
 /* player[i]'s decline, as the response route makes it. */

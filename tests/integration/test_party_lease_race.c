@@ -13,12 +13,13 @@
 #include <string.h>
 
 #include "sys/pg.h"
+#include "party_proposal_seed.h"
 #include "support.h"
 #include "store/parties.h"
 #include "store/proposals.h"
 #include "store/tickets.h"
 
-#define N 6
+#define N PARTY_SEED_PLAYERS
 #define ROUNDS 60
 
 static struct cc_pg *pg, *pg2;
@@ -38,47 +39,17 @@ static struct cc_pg *conn(void)
 
 static void query1(const char *sql, int n, const char *const *params, char *out, size_t len)
 {
-	PGresult *res = NULL;
-	int rc = cc_pg_exec(pg, sql, n, params, &res);
-	ck_assert_msg(rc == 0, "%s: %s %s", sql, cc_errname(rc), cc_pg_error_message(pg));
-	snprintf(out, len, "%s", PQgetisnull(res, 0, 0) ? "" : PQgetvalue(res, 0, 0));
-	PQclear(res);
+	party_seed_query1(pg, sql, n, params, out, len);
 }
 
 static void exec(const char *sql, int n, const char *const *params)
 {
-	int rc = cc_pg_exec(pg, sql, n, params, NULL);
-	ck_assert_msg(rc == 0, "%s: %s %s", sql, cc_errname(rc), cc_pg_error_message(pg));
+	party_seed_exec(pg, sql, n, params);
 }
 
 static void seed(void)
 {
-	for (int i = 0; i < N; i++)
-		query1("INSERT INTO players DEFAULT VALUES RETURNING id", 0, NULL, player[i], sizeof player[i]);
-	ck_assert_int_eq(cc_party_create(pg, player[0], 1, "b1", party), 0);
-	ck_assert_int_eq(cc_party_add_member(pg, party, player[1], 1, "b1"), 0);
-	ck_assert_int_eq(cc_party_add_member(pg, party, player[2], 1, "b1"), 0);
-	for (int i = 0; i < N; i++) {
-		const char *p[] = { player[i], i < 3 ? party : NULL, i < 3 ? "3" : "1" };
-		query1("INSERT INTO tickets (player_id, playlist, state, build, protocol_version, rating, deviation, "
-		       "  predicted_rtt, expires_at, party_id, party_size) "
-		       "VALUES ($1, 'casual', 'QUEUED', 'b1', 1, 1500, 120, '{\"eu-west\": 20}', now() + interval '1 hour', "
-		       "  $2::uuid, $3::smallint) RETURNING id",
-		       3, p, ticket[i], sizeof ticket[i]);
-	}
-	query1("INSERT INTO proposals (playlist, state, region, arena, build, protocol_version, team_size, matcher, "
-	       "  expires_at) VALUES ('casual', 'OPEN', 'eu-west', 'aurora_ring', 'b1', 1, 3, 'test', "
-	       "  now() + interval '10 minutes') RETURNING id",
-	       0, NULL, proposal, sizeof proposal);
-	for (int i = 0; i < N; i++) {
-		const char *p[] = { proposal, ticket[i], i < 3 ? "0" : "1" };
-		exec("INSERT INTO proposal_participants (proposal_id, ticket_id, player_id, team) "
-		     "SELECT $1, t.id, t.player_id, $3::smallint FROM tickets t WHERE t.id = $2",
-		     3, p);
-		exec("UPDATE tickets SET state = 'PROPOSED', proposal_id = $1, revision = revision + 1, "
-		     "updated_at = now() WHERE id = $2",
-		     2, p);
-	}
+	party_proposal_seed(pg, 3, party, proposal, player, ticket);
 }
 
 static int refused; /* a failure that is neither a deadlock nor a serialization failure */
