@@ -5,17 +5,36 @@
  * in index order, a second apart), every ticket PROPOSED in one OPEN 3v3
  * casual proposal, written as cc_claim_proposal writes it (the party on
  * team 0). The caller owns pg and the output buffers; nothing is freed.
+ *
+ * The seed writes no outbox rows, so a test that commits it must call
+ * party_seed_forget before it ends: the integration scripts share one
+ * database and audit.sql would report every seeded proposal as never
+ * announced (proposal_not_announced) in whichever script audits next.
  */
 #ifndef CC_TEST_PARTY_PROPOSAL_SEED_H
 #define CC_TEST_PARTY_PROPOSAL_SEED_H
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "store/parties.h"
 #include "support.h"
 #include "sys/pg.h"
 
 #define PARTY_SEED_PLAYERS 6
+#define PARTY_SEED_MAX_REMEMBERED 1024
+
+/* Every player a committing test seeded, for party_seed_forget. */
+static char party_seed_players[PARTY_SEED_MAX_REMEMBERED][CC_UUID_BUF];
+static int party_seed_n_players;
+
+static inline void party_seed_remember(const char *player)
+{
+	ck_assert_msg(party_seed_n_players < PARTY_SEED_MAX_REMEMBERED, "more than %d seeded players",
+		      PARTY_SEED_MAX_REMEMBERED);
+	snprintf(party_seed_players[party_seed_n_players++], CC_UUID_BUF, "%s", player);
+}
 
 /* The one value of a one-row query into out ("" for NULL). */
 static void party_seed_query1(struct cc_pg *pg, const char *sql, int n, const char *const *params, char *out,
@@ -40,8 +59,10 @@ static void party_proposal_seed(struct cc_pg *pg, int members, char party[CC_UUI
 {
 	char size[8], age[8];
 	snprintf(size, sizeof size, "%d", members);
-	for (int i = 0; i < PARTY_SEED_PLAYERS; i++)
+	for (int i = 0; i < PARTY_SEED_PLAYERS; i++) {
 		party_seed_query1(pg, "INSERT INTO players DEFAULT VALUES RETURNING id", 0, NULL, player[i], CC_UUID_BUF);
+		party_seed_remember(player[i]);
+	}
 	ck_assert_int_eq(cc_party_create(pg, player[0], 1, "b1", party), 0);
 	for (int i = 1; i < members; i++)
 		ck_assert_int_eq(cc_party_add_member(pg, party, player[i], 1, "b1"), 0);
@@ -78,6 +99,42 @@ static void party_proposal_seed(struct cc_pg *pg, int members, char party[CC_UUI
 				"updated_at = now() WHERE id = $2",
 				2, p);
 	}
+}
+
+/*
+ * Deletes every row of every player remembered (tickets, their proposals,
+ * parties, the outbox rows naming them, a decline's penalties, the
+ * players), in one transaction.
+ */
+static inline void party_seed_forget(struct cc_pg *pg)
+{
+	size_t len = 3 + (size_t)party_seed_n_players * CC_UUID_BUF;
+	char *ids = malloc(len);
+	ck_assert_ptr_nonnull(ids);
+	size_t at = (size_t)snprintf(ids, len, "{");
+	for (int i = 0; i < party_seed_n_players; i++)
+		at += (size_t)snprintf(ids + at, len - at, "%s%s", i ? "," : "", party_seed_players[i]);
+	snprintf(ids + at, len - at, "}");
+	const char *p[] = { ids };
+	static const char *const steps[] = {
+		"CREATE TEMP TABLE seed_proposals ON COMMIT DROP AS SELECT DISTINCT proposal_id AS id "
+		"  FROM proposal_participants WHERE player_id = ANY ($1::uuid[])",
+		"DELETE FROM proposal_participants WHERE proposal_id IN (SELECT id FROM seed_proposals)",
+		"DELETE FROM tickets WHERE player_id = ANY ($1::uuid[])",
+		"DELETE FROM proposals WHERE id IN (SELECT id FROM seed_proposals)",
+		"DELETE FROM cc_party_invites WHERE player_id = ANY ($1::uuid[])",
+		"DELETE FROM cc_parties WHERE leader = ANY ($1::uuid[])",
+		"DELETE FROM cc_party_members WHERE player_id = ANY ($1::uuid[])",
+		"DELETE FROM outbox WHERE player_ids && $1::uuid[]",
+		"DELETE FROM penalties WHERE player_id = ANY ($1::uuid[])", /* a decline's */
+		"DELETE FROM players WHERE id = ANY ($1::uuid[])",
+	};
+	party_seed_exec(pg, "BEGIN", 0, NULL);
+	for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+		party_seed_exec(pg, steps[i], strstr(steps[i], "$1") ? 1 : 0, p);
+	party_seed_exec(pg, "COMMIT", 0, NULL);
+	free(ids);
+	party_seed_n_players = 0;
 }
 
 #endif

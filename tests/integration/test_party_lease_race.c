@@ -102,6 +102,7 @@ START_TEST(test_mate_heartbeat_races_a_decline)
 	fprintf(stderr, "deadlocks: %d of %d rounds\n", deadlocks, ROUNDS);
 	ck_assert_msg(deadlocks == 0, "%d deadlocks in %d rounds", deadlocks, ROUNDS);
 	ck_assert_int_eq(refused, 0);
+	party_seed_forget(pg);
 	cc_pg_free(pg2);
 	cc_pg_free(pg);
 }
@@ -132,8 +133,11 @@ START_TEST(test_two_mates_heartbeat_at_once)
 	deadlocks = 0;
 	for (int r = 0; r < ROUNDS; r++) {
 		query1("INSERT INTO players DEFAULT VALUES RETURNING id", 0, NULL, p0, sizeof p0);
-		for (int i = 1; i <= 2; i++)
+		party_seed_remember(p0);
+		for (int i = 1; i <= 2; i++) {
 			query1("INSERT INTO players DEFAULT VALUES RETURNING id", 0, NULL, player[i], sizeof player[i]);
+			party_seed_remember(player[i]);
+		}
 		ck_assert_int_eq(cc_party_create(pg, p0, 1, "b1", party), 0);
 		for (int i = 1; i <= 2; i++)
 			ck_assert_int_eq(cc_party_add_member(pg, party, player[i], 1, "b1"), 0);
@@ -156,6 +160,7 @@ START_TEST(test_two_mates_heartbeat_at_once)
 	fprintf(stderr, "two heartbeats: %d deadlocks of %d rounds\n", deadlocks, ROUNDS);
 	ck_assert_msg(deadlocks == 0, "%d deadlocks in %d rounds", deadlocks, ROUNDS);
 	ck_assert_int_eq(refused, 0);
+	party_seed_forget(pg);
 	cc_pg_free(pg2);
 	cc_pg_free(pg);
 }
@@ -175,6 +180,7 @@ START_TEST(test_the_lease_still_reaches_the_mates)
 	       "FROM tickets WHERE party_id = $1",
 	       1, p, same, sizeof same);
 	ck_assert_str_eq(same, "t");
+	party_seed_forget(pg);
 	cc_pg_free(pg);
 }
 END_TEST
