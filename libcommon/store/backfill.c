@@ -63,6 +63,14 @@ static const char sql_offer_next[] =
 	"  WHERE NOT EXISTS (SELECT 1 FROM ins)";
 
 static const char sql_get[] = "SELECT " COLUMNS " FROM backfill_offers o WHERE o.id = $1 AND o.player_id = $2";
+/*
+ * The lock order (README "Lock order (matches and backfill offers)"): the
+ * offer's match first, found through the offer read without a lock (its
+ * match_id never changes), then the offer, read again under its lock.
+ */
+static const char sql_lock_match[] =
+	"SELECT m.id::text FROM backfill_offers o JOIN matches m ON m.id = o.match_id "
+	"WHERE o.id = $1 AND o.player_id = $2 FOR UPDATE OF m";
 static const char sql_lock[] =
 	"SELECT " COLUMNS " FROM backfill_offers o WHERE o.id = $1 AND o.player_id = $2 FOR UPDATE";
 static const char sql_by_id[] = "SELECT " COLUMNS " FROM backfill_offers o WHERE o.id = $1";
@@ -216,7 +224,14 @@ int cc_backfill_lock(struct cc_pg *pg, const char *offer_id, const char *player_
 	if (!cc_uuid_valid(offer_id) || !cc_uuid_valid(player_id))
 		return CC_EINVAL;
 	const char *p[] = { offer_id, player_id };
-	return one_offer(pg, sql_lock, 2, p, out);
+	PGresult *res = NULL;
+	int rc = cc_pg_exec(pg, sql_lock_match, 2, p, &res);
+	if (rc == 0 && PQntuples(res) != 1)
+		rc = CC_ENOTFOUND;
+	PQclear(res);
+	if (rc == 0)
+		rc = one_offer(pg, sql_lock, 2, p, out);
+	return rc;
 }
 
 int cc_backfill_get(struct cc_pg *pg, const char *offer_id, const char *player_id, struct cc_backfill_offer *out)

@@ -106,8 +106,11 @@ int cc_backfill_offer_next(struct cc_pg *pg, const char *match_id, int slot, int
 			   struct cc_backfill_offer *out) CC_MUST_CHECK;
 
 /*
- * Locks offer_id for player_id (another player's offer is CC_ENOTFOUND).
- * Returns 0 with *out (out->overdue says whether the window has passed).
+ * Locks offer_id for player_id (another player's offer is CC_ENOTFOUND):
+ * its match's row first (FOR UPDATE), then the offer's, the order of the
+ * vacated report, which locks the match and then expires the offer
+ * (store/README.md "Lock order (matches and backfill offers)"). Returns 0
+ * with *out (out->overdue says whether the window has passed).
  */
 int cc_backfill_lock(struct cc_pg *pg, const char *offer_id, const char *player_id,
 		     struct cc_backfill_offer *out) CC_MUST_CHECK;

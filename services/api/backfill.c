@@ -5,8 +5,9 @@
  * The game server's report that opens an offer is servers.c's
  * POST /v1/servers/{id}/vacated; the offers are store/backfill.h's.
  *
- * Both routes advance expiry under the offer's row lock with PostgreSQL's
- * clock: a read or a response at or after expires_at records EXPIRED and
+ * Both routes lock the offer's match, then the offer (cc_backfill_lock:
+ * the vacated report's order, store/README.md), and advance expiry under
+ * the offer's row lock with PostgreSQL's clock: a read or a response at or after expires_at records EXPIRED and
  * offers the vacancy to the next ticket in the same transaction. A decline
  * (no penalty) does the same. Neither passes the vacancy on past its
  * offer_until (the playlist's cut-off, as the vacated report's first

@@ -21,6 +21,11 @@
  *    vacancies racing for one ticket leave it at most one OPEN offer;
  *    two complete accepts (ticket, match_players, seat, settle) of one
  *    vacancy seat exactly one player
+ *  - the lock order (store/README.md "Lock order (matches and backfill
+ *    offers)"): an expiry, a decline or an accept of an offer racing the
+ *    vacated report that expires it, the interleaving forced, never
+ *    deadlock (before cc_backfill_lock took the match first, 20 of 20
+ *    rounds of each did)
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -831,6 +836,336 @@ START_TEST(test_accept_after_the_cut_off_within_the_window)
 }
 END_TEST
 
+/* ---- lock order: an offer's transition racing the vacated report ---------------------- */
+
+/*
+ * Each round: one OPEN offer of match m's slot 0 (to the older of two
+ * queued tickets), then, each in its own SERIALIZABLE transaction on its
+ * own connection, the offer route's transaction (services/api/backfill.c
+ * offer_tx_run: an expiry found by a read, a decline, or an accept) and
+ * the game server's repeated vacated report (services/api/servers.c
+ * vacated_run), which finds the offer past its window and expires it.
+ * The interleaving is forced: the offer route takes its lock
+ * (cc_backfill_lock) first, then the report starts and runs until
+ * PostgreSQL shows it waiting for the offer route, then the offer route
+ * goes on. For the decline and the accept the offer's window closes
+ * between the two transactions' starts (expires_at is set, by a third
+ * session, between them), so the route still answers it while the report
+ * sees it overdue. Each side's first attempt is run by hand, so a
+ * deadlock is counted rather than retried; a failed attempt is then
+ * retried as cc_pg_run_serializable retries the route.
+ */
+#define LOCK_ROUNDS 20
+
+enum offer_path { P_EXPIRY, P_DECLINE, P_ACCEPT };
+
+struct vacated_race {
+	const char *match_id, *leaver;
+	int generation;
+	struct cc_backfill_offer offer;
+	bool offered, live;
+	enum cc_backfill_outcome outcome;
+	int pid;
+	int done; /* atomic: the first attempt ended */
+	int first_rc, rc;
+	bool deadlock; /* the first attempt ended in PostgreSQL's "deadlock detected" */
+	char err[256];
+};
+
+/* What POST /v1/servers/{id}/vacated runs (servers.c vacated_run), minus the HTTP and the token. */
+static int vacated_race_run(struct cc_pg *c, void *arg)
+{
+	struct vacated_race *v = arg;
+	struct cc_server_allocation a;
+	struct cc_match m;
+	bool current = false;
+	int team = -1;
+	v->offered = v->live = false;
+	int rc = cc_server_allocation_of_match(c, v->match_id, true, &a); /* caller_allocation: FOR UPDATE */
+	if (rc == 0)
+		rc = cc_match_get(c, a.match_id, true, &m);
+	if (rc == 0)
+		rc = cc_backfill_vacancy(c, m.id, 0, v->leaver, v->generation, &current, &team, &v->live, &v->offer);
+	if (rc != 0)
+		return rc;
+	if (v->live && v->offer.overdue) {
+		if ((rc = cc_backfill_settle(c, &v->offer, "EXPIRED")) != 0)
+			return rc == CC_ESTATE ? CC_ESERIALIZATION : rc;
+		v->live = false;
+	}
+	if (v->live)
+		return 0; /* already_offered */
+	if (!current || team < 0)
+		return CC_ESTATE;
+	int64_t offer_for = 3600;
+	rc = cc_backfill_offer_next(c, m.id, 0, team, v->generation, v->leaver, &rules, &offer_for, &v->outcome, &v->offer);
+	v->offered = rc == 0 && v->outcome == CC_BACKFILL_OFFERED;
+	return rc;
+}
+
+static bool is_deadlock(const struct cc_pg *c)
+{
+	return strstr(cc_pg_error_message(c), "deadlock") != NULL;
+}
+
+/* One transaction by hand: BEGIN SERIALIZABLE, fn, COMMIT (or ROLLBACK); *deadlock when PostgreSQL said so. */
+static int by_hand(struct cc_pg *c, cc_pg_tx_fn fn, void *arg, bool *deadlock)
+{
+	int rc = cc_pg_exec(c, "BEGIN ISOLATION LEVEL SERIALIZABLE", 0, NULL, NULL);
+	if (rc == 0)
+		rc = fn(c, arg);
+	if (rc == 0)
+		rc = cc_pg_exec(c, "COMMIT", 0, NULL, NULL);
+	*deadlock = rc != 0 && is_deadlock(c);
+	if (rc != 0)
+		if (cc_pg_exec(c, "ROLLBACK", 0, NULL, NULL) != 0)
+			fprintf(stderr, "rollback: %s\n", cc_pg_error_message(c));
+	return rc;
+}
+
+static void *vacated_racer(void *arg)
+{
+	struct vacated_race *v = arg;
+	struct cc_pg *c = NULL;
+	if (cc_pg_connect(db_dsn, NULL, &c, v->err, sizeof v->err) != 0) {
+		v->rc = CC_EDB;
+		__atomic_store_n(&v->done, 1, __ATOMIC_SEQ_CST);
+		return NULL;
+	}
+	__atomic_store_n(&v->pid, cc_pg_backend_pid(c), __ATOMIC_SEQ_CST);
+	v->first_rc = v->rc = by_hand(c, vacated_race_run, v, &v->deadlock);
+	if (v->rc != 0)
+		snprintf(v->err, sizeof v->err, "%s %s", cc_errname(v->rc), cc_pg_error_message(c));
+	__atomic_store_n(&v->done, 1, __ATOMIC_SEQ_CST);
+	if (v->rc == CC_ESERIALIZATION) /* as the route retries */
+		v->rc = cc_pg_run_serializable(c, vacated_race_run, v);
+	if (v->rc != 0)
+		snprintf(v->err, sizeof v->err, "retry: %s %s", cc_errname(v->rc), cc_pg_error_message(c));
+	cc_pg_free(c);
+	return NULL;
+}
+
+struct offer_race {
+	enum offer_path path;
+	const char *offer_id, *player_id;
+	struct cc_backfill_offer offer;
+	bool seated, closed; /* answered: seated, or declined/expired by this transaction */
+	bool saw_overdue;
+	struct vacated_race *report; /* started once the lock is held (first attempt only) */
+	pthread_t th;
+	bool started, blocked;
+};
+
+/* The report started after the offer's lock, and ran until it waits for this transaction (or ended). */
+static void start_the_report(struct cc_pg *c, struct offer_race *o)
+{
+	ck_assert_int_eq(pthread_create(&o->th, NULL, vacated_racer, o->report), 0);
+	o->started = true;
+	char me[16], them[16];
+	snprintf(me, sizeof me, "%d", cc_pg_backend_pid(c));
+	for (int i = 0; i < 30000; i++) {
+		int pid = __atomic_load_n(&o->report->pid, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&o->report->done, __ATOMIC_SEQ_CST))
+			return;
+		if (pid) {
+			snprintf(them, sizeof them, "%d", pid);
+			const char *p[] = { me, them };
+			PGresult *r = sqlp("SELECT $1::int = ANY (pg_blocking_pids($2::int))", 2, p);
+			o->blocked = PQgetvalue(r, 0, 0)[0] == 't';
+			PQclear(r);
+			if (o->blocked)
+				return;
+		}
+		usleep(1000);
+	}
+	ck_abort_msg("the vacated report neither waited for the offer's transaction nor ended in 30 s");
+}
+
+/* The offer's transition as services/api/backfill.c offer_tx_run makes it, minus the HTTP and the token. */
+static int offer_race_run(struct cc_pg *c, void *arg)
+{
+	struct offer_race *o = arg;
+	struct cc_match m;
+	o->seated = o->closed = false;
+	int rc = cc_backfill_lock(c, o->offer_id, o->player_id, &o->offer);
+	if (rc != 0)
+		return rc;
+	o->saw_overdue = o->offer.overdue;
+	if (o->report && !o->started)
+		start_the_report(c, o);
+	if (strcmp(o->offer.state, "OPEN") != 0)
+		return 0; /* decided: the route answers it as it is (or 409) */
+	const char *close = o->offer.overdue ? "EXPIRED" : o->path == P_DECLINE ? "DECLINED" : NULL;
+	if (!close && o->path == P_ACCEPT) { /* accept_offer, with a stand-in manifest */
+		int n = 0;
+		if ((rc = cc_match_get(c, o->offer.match_id, true, &m)) != 0 ||
+		    (rc = cc_ticket_backfill_assign(c, o->offer.ticket_id, o->offer.match_id, &n, NULL)) != 0)
+			return rc;
+		if (n == 0) {
+			close = "EXPIRED";
+		} else {
+			if ((rc = cc_match_add_backfill_player(c, &m, o->offer.player_id, o->offer.ticket_id, o->offer.team)) != 0)
+				return rc == CC_ESTATE ? CC_ESERIALIZATION : rc;
+			struct cc_roster_seat s = { .slot = o->offer.slot, .team = o->offer.team,
+						    .generation = o->offer.generation + 1, .join_token = "token2",
+						    .expires_unix = o->offer.now_unix + 600 };
+			snprintf(s.player_id, sizeof s.player_id, "%s", o->offer.player_id);
+			char digest[65];
+			memset(digest, 'b', 64);
+			digest[64] = '\0';
+			if ((rc = cc_roster_backfill_seat(c, o->offer.match_id, o->offer.vacated_player_id, o->offer.generation,
+							  &s, digest, "{}")) != 0 ||
+			    (rc = cc_backfill_settle(c, &o->offer, "ACCEPTED")) != 0)
+				return rc == CC_ESTATE ? CC_ESERIALIZATION : rc;
+			o->seated = true;
+			return 0;
+		}
+	}
+	if (!close)
+		return 0; /* a read of an offer in its window */
+	/* close_offer: settled, then offer_next (the match read without a lock, the pass-on) */
+	enum cc_backfill_outcome outcome;
+	struct cc_backfill_offer next;
+	if ((rc = cc_backfill_settle(c, &o->offer, close)) != 0 || (rc = cc_match_get(c, o->offer.match_id, false, &m)) != 0)
+		return rc;
+	rc = cc_backfill_offer_next(c, o->offer.match_id, o->offer.slot, o->offer.team, o->offer.generation,
+				    o->offer.vacated_player_id, &rules, NULL, &outcome, &next);
+	o->closed = rc == 0;
+	return rc;
+}
+
+static const char *const path_names[] = { "expiry", "decline", "accept" };
+
+static void lock_race(enum offer_path path)
+{
+	int deadlocked = 0, route_deadlocks = 0, report_deadlocks = 0, forced = 0, route_first = 0;
+	struct cc_pg *c = NULL;
+	char err[256];
+	ck_assert_int_eq(cc_pg_connect(db_dsn, NULL, &c, err, sizeof err), 0);
+	for (int round = 0; round < LOCK_ROUNDS; round++) {
+		char m[CC_UUID_BUF], leaver[CC_UUID_BUF], t1[CC_UUID_BUF], t2[CC_UUID_BUF], gen_s[16];
+		int gen;
+		match_at("casual", 3, S_IN_PROGRESS, 6, m);
+		slot0(m, leaver, &gen);
+		queued("settle", "{\"eu\": 40}", 30, t1);
+		queued("settle", "{\"eu\": 40}", 20, t2);
+		struct report_tx first = report(m);
+		ck_assert(first.offered);
+		ck_assert_msg(strcmp(first.offer.ticket_id, t1) == 0, "offered %s, t1 %s, t2 %s", first.offer.ticket_id, t1, t2);
+		const char *po[] = { first.offer.id };
+		if (path == P_EXPIRY) /* nobody answered in the window: both transactions find it overdue */
+			PQclear(sqlp("UPDATE backfill_offers SET expires_at = now() - interval '1 second' WHERE id = $1", 1, po));
+
+		struct vacated_race v = { .match_id = m, .leaver = leaver, .generation = gen };
+		struct offer_race o = { .path = path, .offer_id = first.offer.id, .player_id = first.offer.player_id,
+					.report = &v };
+		bool deadlock = false;
+		int rc = cc_pg_exec(c, "BEGIN ISOLATION LEVEL SERIALIZABLE", 0, NULL, NULL);
+		ck_assert_int_eq(rc, 0);
+		if (path != P_EXPIRY) /* the window closes after this transaction's now() and before the report's */
+			PQclear(sqlp("UPDATE backfill_offers SET expires_at = clock_timestamp() WHERE id = $1", 1, po));
+		rc = offer_race_run(c, &o);
+		if (rc == 0)
+			rc = cc_pg_exec(c, "COMMIT", 0, NULL, NULL);
+		deadlock = rc != 0 && is_deadlock(c);
+		if (rc != 0)
+			if (cc_pg_exec(c, "ROLLBACK", 0, NULL, NULL) != 0)
+			fprintf(stderr, "rollback: %s\n", cc_pg_error_message(c));
+		ck_assert_msg(o.started, "round %d: the offer's lock failed: %s %s", round, cc_errname(rc), cc_pg_error_message(c));
+		ck_assert_msg(o.saw_overdue == (path == P_EXPIRY), "round %d: the %s saw the offer %s", round, path_names[path],
+			      o.saw_overdue ? "overdue" : "in its window");
+		ck_assert_msg(rc == 0 || rc == CC_ESERIALIZATION, "round %d: %s: %s %s", round, path_names[path],
+			      cc_errname(rc), cc_pg_error_message(c));
+		route_first += rc == 0;
+		bool route_won = rc == 0;
+		forced += o.blocked;
+		o.report = NULL;
+		if (rc != 0) { /* as the route retries */
+			rc = cc_pg_run_serializable(c, offer_race_run, &o);
+			ck_assert_msg(rc == 0, "round %d: %s retry: %s %s", round, path_names[path], cc_errname(rc),
+				      cc_pg_error_message(c));
+		}
+		pthread_join(o.th, NULL);
+		ck_assert_msg(v.first_rc == 0 || v.first_rc == CC_ESERIALIZATION, "round %d: report: %s", round, v.err);
+		ck_assert_msg(v.rc == 0, "round %d: report: %s", round, v.err);
+		deadlocked += deadlock || v.deadlock;
+		route_deadlocks += deadlock;
+		report_deadlocks += v.deadlock;
+
+		/* One consistent end: the first offer decided, at most one live offer of the vacancy, one OPEN per ticket. */
+		snprintf(gen_s, sizeof gen_s, "%d", gen);
+		const char *pv[] = { m, gen_s };
+		PGresult *r = sqlp("SELECT count(*) FILTER (WHERE state IN ('OPEN', 'ACCEPTED')), "
+				   "  count(*) FILTER (WHERE state = 'ACCEPTED'), count(*) FROM backfill_offers "
+				   "WHERE match_id = $1 AND slot = 0 AND generation = $2::int", 2, pv);
+		long long live = strtoll(PQgetvalue(r, 0, 0), NULL, 10), accepted = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+		long long offers = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
+		PQclear(r);
+		ck_assert_msg(live == 1, "round %d: %lld live offers of the vacancy", round, live);
+		ck_assert_int_le(offers, 2);
+		ck_assert_int_eq(ll1("SELECT count(*) FROM backfill_offers WHERE id = $1 AND state = 'OPEN'", first.offer.id), 0);
+		ck_assert_int_eq(ll1("SELECT count(*) FROM (SELECT ticket_id FROM backfill_offers WHERE state = 'OPEN' "
+				     "GROUP BY ticket_id HAVING count(*) > 1) x", NULL), 0);
+		ck_assert_int_eq(ll1("SELECT count(*) FROM backfill_offers o WHERE o.match_id = $1 AND (SELECT count(*) "
+				     "FROM outbox x WHERE x.event = 'backfill.offered' AND x.resource_id = o.id) <> 1", m), 0);
+		/* The accepted player holds the slot (and the match) at most once, and only with its offer ACCEPTED. */
+		const char *pp[] = { m, first.offer.player_id };
+		r = sqlp("SELECT (SELECT count(*) FROM assignments WHERE match_id = $1 AND player_id = $2 AND replaced_at IS NULL), "
+			 "(SELECT count(*) FROM match_players WHERE match_id = $1 AND player_id = $2)", 2, pp);
+		long long seats = strtoll(PQgetvalue(r, 0, 0), NULL, 10), plays = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+		PQclear(r);
+		ck_assert_int_eq(seats, accepted);
+		ck_assert_int_eq(plays, accepted);
+		ck_assert_int_eq(ll1("SELECT count(*) FROM tickets WHERE id = $1 AND state = 'ASSIGNED'", t1), accepted);
+		if (accepted) {
+			char cur[CC_UUID_BUF];
+			int cur_gen;
+			slot0(m, cur, &cur_gen);
+			ck_assert_str_eq(cur, first.offer.player_id);
+			ck_assert_int_eq(cur_gen, gen + 1);
+		} else { /* passed on once, to the other ticket */
+			ck_assert_int_eq(ll1("SELECT count(*) FROM backfill_offers WHERE ticket_id = $1 AND state = 'OPEN'", t2), 1);
+		}
+		if (route_won) { /* the route decided the offer; the report's retry answered the live offer, made none */
+			static const char *const decided[] = { "EXPIRED", "DECLINED", "ACCEPTED" };
+			const char *pd[] = { first.offer.id, decided[path] };
+			r = sqlp("SELECT count(*) FROM backfill_offers WHERE id = $1 AND state = $2", 2, pd);
+			ck_assert_msg(strcmp(PQgetvalue(r, 0, 0), "1") == 0, "round %d: the route's %s did not stick", round,
+				      decided[path]);
+			PQclear(r);
+			ck_assert_msg(!v.offered && v.live, "round %d: the report's retry made an offer", round);
+		}
+		/* This round's queued tickets out of the next rounds' way (a pick skips an expired ticket). */
+		const char *pt[] = { t1, t2 };
+		PQclear(sqlp("UPDATE tickets SET expires_at = now() WHERE id IN ($1, $2) AND state = 'QUEUED'", 2, pt));
+	}
+	cc_pg_free(c);
+	fprintf(stderr, "lock race (%s): %d of %d rounds deadlocked (the route's transaction the victim %d times, the "
+		"report's %d), %d forced (the report waited for the route's transaction), %d committed by the route "
+		"at its first attempt\n",
+		path_names[path], deadlocked, LOCK_ROUNDS, route_deadlocks, report_deadlocks, forced, route_first);
+	ck_assert_msg(forced == LOCK_ROUNDS, "only %d of %d rounds forced the interleaving", forced, LOCK_ROUNDS);
+	ck_assert_msg(deadlocked == 0, "%s: %d of %d rounds deadlocked", path_names[path], deadlocked, LOCK_ROUNDS);
+}
+
+START_TEST(test_lock_race_expiry_and_vacated_report)
+{
+	lock_race(P_EXPIRY);
+}
+END_TEST
+
+START_TEST(test_lock_race_decline_and_vacated_report)
+{
+	lock_race(P_DECLINE);
+}
+END_TEST
+
+START_TEST(test_lock_race_accept_and_vacated_report)
+{
+	lock_race(P_ACCEPT);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("backfill");
@@ -848,6 +1183,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_race_responses_settle_an_offer_once);
 	tcase_add_test(tc, test_race_two_vacancies_one_ticket);
 	tcase_add_test(tc, test_race_accepts_seat_one_player);
+	tcase_add_test(tc, test_lock_race_expiry_and_vacated_report);
+	tcase_add_test(tc, test_lock_race_decline_and_vacated_report);
+	tcase_add_test(tc, test_lock_race_accept_and_vacated_report);
 	suite_add_tcase(s, tc);
 	return s;
 }
