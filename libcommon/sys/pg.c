@@ -852,11 +852,11 @@ static void rollback_keep_error(struct cc_pg *pg)
 }
 
 /* The body of both runners: begin is the BEGIN statement (its isolation level). */
-static int run_transaction(struct cc_pg *pg, const char *begin, cc_pg_tx_fn fn, void *arg)
+static int run_transaction(struct cc_pg *pg, const char *begin, int max_attempts, cc_pg_tx_fn fn, void *arg)
 {
 	int rc = 0, attempt;
 
-	if (!pg || !fn)
+	if (!pg || !fn || max_attempts < 1)
 		return CC_EINVAL;
 	clear_error(pg);
 	if (pg->in_run || pg->lost_tx || (pg->conn && PQtransactionStatus(pg->conn) != PQTRANS_IDLE))
@@ -875,7 +875,7 @@ static int run_transaction(struct cc_pg *pg, const char *begin, cc_pg_tx_fn fn, 
 		rollback_keep_error(pg);
 		if (rc != CC_ESERIALIZATION)
 			break;
-		if (attempt >= CC_PG_MAX_ATTEMPTS) {
+		if (attempt >= max_attempts) {
 			rc = CC_ERETRY_EXHAUSTED;
 			break;
 		}
@@ -903,12 +903,17 @@ static int run_transaction(struct cc_pg *pg, const char *begin, cc_pg_tx_fn fn, 
 
 int cc_pg_run_serializable(struct cc_pg *pg, cc_pg_tx_fn fn, void *arg)
 {
-	return run_transaction(pg, "BEGIN ISOLATION LEVEL SERIALIZABLE", fn, arg);
+	return run_transaction(pg, "BEGIN ISOLATION LEVEL SERIALIZABLE", CC_PG_MAX_ATTEMPTS, fn, arg);
+}
+
+int cc_pg_run_serializable_budget(struct cc_pg *pg, int max_attempts, cc_pg_tx_fn fn, void *arg)
+{
+	return run_transaction(pg, "BEGIN ISOLATION LEVEL SERIALIZABLE", max_attempts, fn, arg);
 }
 
 int cc_pg_run_locked(struct cc_pg *pg, cc_pg_tx_fn fn, void *arg)
 {
-	return run_transaction(pg, "BEGIN ISOLATION LEVEL READ COMMITTED", fn, arg);
+	return run_transaction(pg, "BEGIN ISOLATION LEVEL READ COMMITTED", CC_PG_MAX_ATTEMPTS, fn, arg);
 }
 
 int cc_pg_tx_attempts(const struct cc_pg *pg)

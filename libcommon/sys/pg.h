@@ -194,6 +194,17 @@ typedef int (*cc_pg_tx_fn)(struct cc_pg *pg, void *arg);
 CC_MUST_CHECK int cc_pg_run_serializable(struct cc_pg *pg, cc_pg_tx_fn fn, void *arg);
 
 /*
+ * As cc_pg_run_serializable with a budget of max_attempts (at least 1)
+ * instead of CC_PG_MAX_ATTEMPTS, for a transaction whose serialization
+ * failures are bounded by something the caller knows: e.g. the answers to
+ * one proposal, which lock its row in turn, each fail at most once per
+ * peer that committed while they waited (their snapshot predates it), so
+ * six players accepting at once need up to six attempts, and with the
+ * default budget the last one was answered 503.
+ */
+CC_MUST_CHECK int cc_pg_run_serializable_budget(struct cc_pg *pg, int max_attempts, cc_pg_tx_fn fn, void *arg);
+
+/*
  * As cc_pg_run_serializable, at READ COMMITTED: for work queues claimed with
  * FOR UPDATE SKIP LOCKED, whose correctness rests on the row locks (a
  * locked row's conditions are re-checked on its newest version), on

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "game/formation.h"
 #include "sys/crypto.h"
 #include "sys/json.h"
 #include "sys/log.h"
@@ -28,6 +29,17 @@ static const char *proposal_param(const struct cc_http_request *req, struct cc_h
 	}
 	return id;
 }
+
+/*
+ * The answers to one proposal lock its row in turn, and an answer that
+ * waited there fails its SERIALIZABLE commit once per peer that committed
+ * meanwhile (its snapshot predates the peer's answer, which its "all
+ * accepted?" read then missed). Each peer commits once, so a budget of the
+ * default plus one attempt per possible participant always ends the race;
+ * with the default alone the sixth of six answers at once was a 503 (issue
+ * 24: half a second more to the queue-to-connected median of the demo).
+ */
+#define RESPOND_ATTEMPTS (CC_PG_MAX_ATTEMPTS + CC_FORMATION_MAX_PLAYERS)
 
 struct proposal_tx {
 	struct api *api;
@@ -136,7 +148,8 @@ static int proposal_route(const struct cc_http_request *req, struct cc_http_resp
 		}
 	}
 	tx.player_id = player.id;
-	int rc = cc_pg_run_serializable(pg, proposal_tx_run, &tx);
+	int rc = respond ? cc_pg_run_serializable_budget(pg, RESPOND_ATTEMPTS, proposal_tx_run, &tx)
+			 : cc_pg_run_serializable(pg, proposal_tx_run, &tx);
 	if (rc == 0) {
 		api_index_apply(api, &tx.moves);
 		if (respond && tx.answer.status == 200)

@@ -367,6 +367,7 @@ struct forced_conflict {
 	const char *table;
 	int calls;           /* attempts fn saw */
 	int last_rc;         /* what fn's write returned on the last attempt */
+	int losses;          /* lose_a_few_times: attempts that lose (then it commits) */
 };
 
 /* Reads the row, lets another connection update and commit it, then writes
@@ -417,6 +418,61 @@ START_TEST(test_serializable_exhausts_on_real_conflicts)
 			 CC_PG_MAX_ATTEMPTS);
 	/* Backoff is bounded: 2 + 4 + 8 + 16 ms at most, plus the statements. */
 	ck_assert_msg(took < 5000, "exhaustion took %lld ms", (long long)took);
+	exec_ok(pg, sqlf(sql, sizeof(sql), "DROP TABLE %s", t), 0, NULL);
+	cc_pg_free(fc.other);
+	cc_pg_free(pg);
+}
+END_TEST
+
+/* As lose_to_concurrent_update for the first fc->losses calls, then a plain write that commits. */
+static int lose_a_few_times(struct cc_pg *pg, void *arg)
+{
+	struct forced_conflict *fc = arg;
+	char sql[256];
+
+	if (fc->calls >= fc->losses) {
+		fc->calls++;
+		snprintf(sql, sizeof(sql), "UPDATE %s SET v = v + 100 WHERE id = 1", fc->table);
+		return cc_pg_exec(pg, sql, 0, NULL, NULL);
+	}
+	return lose_to_concurrent_update(pg, arg);
+}
+
+/*
+ * cc_pg_run_serializable_budget: a transaction that loses its first seven
+ * attempts commits on the eighth with a budget of eight (the proposal
+ * answers' case: one loss per peer), where the default budget and a budget
+ * of seven are exhausted after five and seven attempts.
+ */
+START_TEST(test_serializable_budget)
+{
+	struct cc_pg *pg = open_pg(NULL);
+	struct forced_conflict fc = { .other = open_pg(NULL), .losses = 7 };
+	char t[64], sql[256];
+
+	table_name(t, sizeof(t), "bud");
+	fc.table = t;
+	exec_ok(pg, sqlf(sql, sizeof(sql), "CREATE TABLE %s (id int PRIMARY KEY, v int NOT NULL)", t), 0, NULL);
+	exec_ok(pg, sqlf(sql, sizeof(sql), "INSERT INTO %s VALUES (1, 0)", t), 0, NULL);
+
+	int rc = cc_pg_run_serializable(pg, lose_a_few_times, &fc);
+	ck_assert_msg(rc == CC_ERETRY_EXHAUSTED, "default budget: got %s", cc_errname(rc));
+	ck_assert_int_eq(cc_pg_tx_attempts(pg), CC_PG_MAX_ATTEMPTS);
+
+	fc.calls = 0;
+	rc = cc_pg_run_serializable_budget(pg, 7, lose_a_few_times, &fc);
+	ck_assert_msg(rc == CC_ERETRY_EXHAUSTED, "budget 7: got %s", cc_errname(rc));
+	ck_assert_int_eq(cc_pg_tx_attempts(pg), 7);
+
+	fc.calls = 0;
+	rc = cc_pg_run_serializable_budget(pg, 8, lose_a_few_times, &fc);
+	ck_assert_msg(rc == 0, "budget 8: got %s [%s] %s", cc_errname(rc), cc_pg_sqlstate(pg), cc_pg_error_message(pg));
+	ck_assert_int_eq(cc_pg_tx_attempts(pg), 8);
+	ck_assert_int_eq(fc.calls, 8);
+	/* 5 + 7 + 7 increments of the other connection, one +100 of ours. */
+	ck_assert_int_eq(query_int(pg, sqlf(sql, sizeof(sql), "SELECT v FROM %s WHERE id = 1", t), 0, NULL),
+			 CC_PG_MAX_ATTEMPTS + 7 + 7 + 100);
+	ck_assert_int_eq(cc_pg_run_serializable_budget(pg, 0, lose_a_few_times, &fc), CC_EINVAL);
 	exec_ok(pg, sqlf(sql, sizeof(sql), "DROP TABLE %s", t), 0, NULL);
 	cc_pg_free(fc.other);
 	cc_pg_free(pg);
@@ -1007,6 +1063,7 @@ int main(void)
 	tcase_add_test(tc, test_statements_prepared_once);
 	tcase_add_test(tc, test_serializable_race);
 	tcase_add_test(tc, test_serializable_exhausts_on_real_conflicts);
+	tcase_add_test(tc, test_serializable_budget);
 	tcase_add_test(tc, test_serializable_retries_failed_commit);
 	tcase_add_test(tc, test_serializable_own_errors_not_retried);
 	tcase_add_test(tc, test_connect_refused_is_unavailable);
