@@ -115,6 +115,15 @@ static void put_json_string(struct log_line *l, const char *s, size_t max_in)
 	size_t i = 0;
 	put(l, "\"", 1);
 	while (i < n && !l->full) {
+		/* A run of printable ASCII that needs no escape, copied at once. */
+		size_t run = i;
+		while (run < n && run < max_in && p[run] >= 0x20 && p[run] < 0x7F && p[run] != '"' && p[run] != '\\')
+			run++;
+		if (run > i) {
+			put(l, (const char *)p + i, run - i);
+			i = run;
+			continue;
+		}
 		uint32_t cp;
 		size_t step = cc_utf8_decode(p + i, n - i, &cp);
 		if (i + (step ? step : 1) > max_in)
@@ -161,6 +170,41 @@ static void put_timestamp(struct log_line *l)
 	put_str(l, tmp);
 }
 
+/*
+ * cc_log_is_secret_name, remembered per thread for short names: the same
+ * few field names come back on every line (an access line has ten), and
+ * splitting each into segments against every word cost more than the rest
+ * of the line. An entry is found by the name's bytes, never its address,
+ * so a reused buffer holding another name cannot be given a stale answer.
+ */
+#define SECRET_CACHE_SLOTS 32
+#define SECRET_CACHE_NAME 32 /* names shorter than this are remembered */
+static _Thread_local struct {
+	char name[SECRET_CACHE_NAME]; /* "" : empty slot */
+	bool secret;
+} secret_cache[SECRET_CACHE_SLOTS];
+
+static bool is_secret_name_cached(const char *name)
+{
+	uint32_t h = 2166136261u;
+	size_t n = 0;
+	if (!name)
+		return false;
+	while (name[n] && n < SECRET_CACHE_NAME) {
+		h = (h ^ (unsigned char)name[n]) * 16777619u;
+		n++;
+	}
+	if (n == 0 || n >= SECRET_CACHE_NAME)
+		return cc_log_is_secret_name(name);
+	size_t slot = h % SECRET_CACHE_SLOTS;
+	if (memcmp(secret_cache[slot].name, name, n + 1) == 0)
+		return secret_cache[slot].secret;
+	bool secret = cc_log_is_secret_name(name);
+	memcpy(secret_cache[slot].name, name, n + 1);
+	secret_cache[slot].secret = secret;
+	return secret;
+}
+
 /* Appends ,"key":value for one caller field, redacting secret names. */
 static void put_field(struct log_line *l, const struct cc_log_field *f)
 {
@@ -168,7 +212,7 @@ static void put_field(struct log_line *l, const struct cc_log_field *f)
 	put(l, ",", 1);
 	put_json_string(l, f->key ? f->key : "", LOG_NAME_MAX);
 	put(l, ":", 1);
-	if (cc_log_is_secret_name(f->key)) {
+	if (is_secret_name_cached(f->key)) {
 		put_str(l, "\"[redacted]\"");
 		return;
 	}

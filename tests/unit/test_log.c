@@ -160,7 +160,8 @@ static const char *const plain_names[] = {
 	"sensitive_unset", "averyveryveryveryverylongprefixsessiontoken_id",
 };
 
-START_TEST(test_secret_fields_are_redacted)
+/* One line with every secret and plain name: the secret ones redacted, the others not. */
+static void secret_line_check(void)
 {
 	struct cc_log_field fields[CC_ARRAY_LEN(secret_names) + CC_ARRAY_LEN(plain_names) + 1];
 	size_t n = 0;
@@ -187,6 +188,49 @@ START_TEST(test_secret_fields_are_redacted)
 	ck_assert(!cc_log_is_secret_name(NULL));
 	free(raw);
 	cJSON_Delete(obj);
+}
+
+/*
+ * Three times over, each on a fresh capture: the verdicts the log remembers
+ * per thread (log.c's secret_cache) must give the second and third lines
+ * the same redactions as the first.
+ */
+START_TEST(test_secret_fields_are_redacted)
+{
+	for (int round = 0; round < 3; round++) {
+		if (round > 0) {
+			teardown();
+			setup();
+		}
+		secret_line_check();
+	}
+}
+END_TEST
+
+/*
+ * A field name in a buffer that is reused for another name: the verdict
+ * follows the bytes, never the address (a plain name, then a secret one,
+ * then the plain one again, all from one buffer).
+ */
+START_TEST(test_secret_verdict_follows_the_name_not_its_buffer)
+{
+	static const char *const names[] = { "ticket_id", "join_token", "ticket_id", "join_token" };
+	char name[32];
+	for (size_t i = 0; i < CC_ARRAY_LEN(names); i++) {
+		if (i > 0) {
+			teardown();
+			setup();
+		}
+		snprintf(name, sizeof name, "%s", names[i]);
+		cc_log_info("reused_name", CC_LOG_STR(name, "CANARY-VALUE"));
+		char *raw;
+		cJSON *obj = only_line(&raw);
+		bool secret = i % 2 == 1;
+		ck_assert_msg(secret == (strstr(raw, "CANARY") == NULL), "%s: %s", names[i], raw);
+		ck_assert_str_eq(str_field(obj, names[i]), secret ? "[redacted]" : "CANARY-VALUE");
+		free(raw);
+		cJSON_Delete(obj);
+	}
 }
 END_TEST
 
@@ -472,6 +516,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_forged_line_stays_in_its_value);
 	tcase_add_test(tc, test_secret_fields_are_redacted);
+	tcase_add_test(tc, test_secret_verdict_follows_the_name_not_its_buffer);
 	tcase_add_test(tc, test_invalid_utf8_and_controls_are_escaped);
 	tcase_add_test(tc, test_long_value_is_capped);
 	tcase_add_test(tc, test_line_is_capped_and_still_parses);
