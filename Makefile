@@ -217,7 +217,7 @@ $(B)/asan/tests/unit/test_player_predict: $(B)/asan/tests/player/predict.o $(B)/
 $(B)/asan/tests/unit/test_player_game: PKG_LIBS += $(shell pkg-config --libs libenet)
 $(B)/asan/tests/unit/test_replay: $(B)/asan/gameserver/replay.o
 # test_gs_community drives community mode (gameserver/community.c) in-process over real ENet on loopback.
-$(B)/asan/tests/unit/test_gs_community: $(B)/asan/gameserver/community.o $(B)/asan/gameserver/play.o \
+$(B)/asan/tests/unit/test_gs_community: $(B)/asan/gameserver/community.o $(B)/asan/gameserver/pace.o $(B)/asan/gameserver/play.o \
 	$(B)/asan/gameserver/match.o $(B)/asan/gameserver/input.o $(B)/asan/gameserver/wire_glue.o $(B)/asan/gameserver/replay.o
 $(B)/asan/tests/unit/test_gs_community: PKG_LIBS += $(shell pkg-config --libs libenet)
 # test_gs_reporter: the reporter's queue under a receipt flood (its API a closed port).

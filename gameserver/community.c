@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "match.h"
+#include "pace.h"
 #include "play.h"
 #include "replay.h"
 #include "wire_glue.h"
@@ -37,6 +38,7 @@
 #define ENET_TIMEOUT_MAX_MS 10000
 #define MATCH_PLAYERS_MAX CC_SIM_MAX_SHIPS
 #define IDLE_EVICT_MIN_MS 500 /* a silent peer younger than this is never evicted (its hello may be in flight) */
+#define RCVBUF_BYTES (4 << 20) /* UDP receive buffer asked for: a burst between two ticks waits, not dropped */
 
 enum cpeer_phase {
 	CP_HELLO,  /* connected, no hello yet: receives nothing */
@@ -96,7 +98,8 @@ struct gs_community {
 	int64_t next_tick_ns;
 	int64_t grace_until_ms;
 	int64_t stall_seen_next;
-	int64_t service_ns;
+	int64_t service_ns; /* monotonic time the network was last read (rate limits charge at it) */
+	struct gs_pace pace; /* the loop's pacing and wake-ups (pace.h) */
 	atomic_bool ready;
 	struct gs_rate_limits limits;
 	bool stopping;
@@ -1044,28 +1047,40 @@ static void tick(struct gs_community *c)
 	cc_metric_add(c->m.ticks, NULL, 1);
 }
 
+/* pace.h's callbacks: a wake reads the clock and notes a stall; an event is handled. */
+static void pace_woke(void *ctx, int64_t next)
+{
+	note_stall(ctx, next);
+}
+
+static void pace_event(void *ctx, ENetEvent *ev)
+{
+	handle(ctx, ev);
+}
+
+/*
+ * The tick loop, paced as allocated mode's (pace.h): one wake-up per tick
+ * however many lobbies, matches and peers the one host serves, then every
+ * due tick runs each match.
+ */
 int gs_community_run(struct gs_community *c, bool (*stopping)(void *ctx), void *ctx)
 {
 	int64_t next = cc_clock_ns();
+	int64_t ticks = 0;
 	c->next_tick_ns = next;
 	while (!stopping(ctx)) {
-		ENetEvent ev;
-		for (;;) {
-			int64_t left_ms = (next - cc_clock_ns()) / 1000000;
-			int rc = cc_netsim_service(c->sim, c->host, &ev, left_ms > 0 ? (enet_uint32)left_ms : 0);
-			note_stall(c, next);
-			if (rc > 0)
-				handle(c, &ev);
-			if (cc_clock_ns() >= next)
-				break;
-		}
+		if (!gs_pace_wait(&c->pace, next))
+			continue; /* a backlog drained before the deadline (or an early wake) */
+		int64_t started = cc_clock_ns();
 		note_stall(c, next);
+		gs_pace_tick_started(&c->pace, next, started);
 		int runs = 0;
 		while (cc_clock_ns() >= next && runs < MAX_CATCH_UP) {
 			next += TICK_NS;
 			c->next_tick_ns = next;
 			tick(c);
 			runs++;
+			ticks++;
 		}
 		if (cc_clock_ns() >= next) {
 			int64_t missed = (cc_clock_ns() - next) / TICK_NS + 1;
@@ -1077,6 +1092,7 @@ int gs_community_run(struct gs_community *c, bool (*stopping)(void *ctx), void *
 			cc_log_info("ready", CC_LOG_DBL("ms_since_main", (double)(cc_clock_ns() - c->opts.started_ns) / 1e6),
 				    CC_LOG_STR("mode", "community"));
 	}
+	gs_pace_log(&c->pace, ticks);
 	/* Stopping: everyone is told, and the disconnects get a moment to leave. Stopping
 	 * first, so a kick does not broadcast its departure to the others being kicked. */
 	c->stopping = true;
@@ -1156,6 +1172,10 @@ struct gs_community *gs_community_create(const struct gs_community_options *opts
 			goto out_fail;
 		}
 	}
+	/* The loop reads the socket once per tick: room for what arrives between two passes (the kernel may cap it). */
+	if (enet_socket_set_option(c->host->socket, ENET_SOCKOPT_RCVBUF, RCVBUF_BYTES) != 0)
+		cc_log_warn("udp_rcvbuf_kept", CC_LOG_INT("asked", RCVBUF_BYTES));
+	gs_pace_init(&c->pace, c->host, c->sim, &c->service_ns, pace_woke, pace_event, c);
 	const char *reason_l[] = { "reason", NULL };
 	const char *kind_l[] = { "kind", NULL };
 	const char *state_l[] = { "state", NULL };

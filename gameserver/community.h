@@ -52,6 +52,13 @@
  * is abandoned. With --results-log each finished match appends one JSON
  * line.
  *
+ * The loop is paced as allocated mode's (gameserver/pace.h, issue 24):
+ * it sleeps to each tick's deadline and drains ENet in one bounded pass,
+ * one wake-up per tick however many matches run
+ * (cosmic_clash_gameserver_loop_wakeups_total, a "loop_wakeups" line as
+ * gs_community_run returns, cosmic_clash_gameserver_tick_lateness_seconds);
+ * with opts.netsim set it services ENet until each tick instead.
+ *
  * Ownership: the community owns its host, registry and matches; the
  * replay log stays the caller's.
  */

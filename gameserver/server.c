@@ -17,6 +17,7 @@
 
 #include "admission.h"
 #include "match.h"
+#include "pace.h"
 #include "play.h"
 #include "replay.h"
 #include "reporter.h"
@@ -35,9 +36,6 @@
 #define STALL_LOG_MS 100        /* a tick this late is a server_stalled line (and opens the grace) */
 #define REFUSE_SPARE 4          /* ENet slots past max_peers: room to tell a newcomer server_full */
 #define IDLE_EVICT_MIN_MS 500   /* a silent peer younger than this is never evicted (its hello may be in flight) */
-#define DRAIN_BUDGET_NS 2000000LL /* a drain after the deadline stops here (2 ms): the tick comes first */
-#define DRAIN_MAX_EVENTS 4096   /* ... or after this many events */
-#define DRAIN_CLOCK_EVERY 32    /* the drain reads the clock once per this many events */
 #define RCVBUF_BYTES (4 << 20)  /* UDP receive buffer asked for: a burst between two ticks waits, not dropped */
 #define CLOSE_MS 1000           /* after the end linger: how long the disconnects of a finished match may take */
 
@@ -109,14 +107,14 @@ struct gs_server {
 	int64_t grace_until_ms;        /* server-stall grace: nobody is kicked for what the stall caused until then */
 	int64_t stall_seen_next;       /* the tick deadline whose lateness was already logged */
 	int64_t service_ns;            /* monotonic time the last network service returned (rate limits charge at it) */
-	int64_t wakes;                 /* times the loop woke from a wait (gs_server_run) */
+	struct gs_pace pace;           /* the loop's pacing and wake-ups (pace.h) */
 	int64_t ticks_run;             /* ticks run, for the loop_wakeups line */
 	struct gs_rate_limits limits;  /* the per-peer rate limits (play.h), shared with community mode */
 	struct cc_wire_snapshot history[SNAP_HISTORY]; /* by (snapshot number % SNAP_HISTORY) */
 	uint64_t n_history;            /* snapshots taken so far */
 	struct {
 		struct cc_metric *ticks, *missed, *kicks, *bad, *unknown, *tick_seconds, *peers;
-		struct cc_metric *snapshot_bytes, *sessions, *rl_packets, *rl_bytes, *input, *stalls, *lateness, *wakes;
+		struct cc_metric *snapshot_bytes, *sessions, *rl_packets, *rl_bytes, *input, *stalls;
 	} m;
 };
 
@@ -1213,78 +1211,19 @@ static int open_connections(const struct gs_server *s)
 /* The loop's wake-ups over its ticks, logged once as it returns result. */
 static int log_wakes(const struct gs_server *s, int result)
 {
-	cc_log_info("loop_wakeups", CC_LOG_INT("wakeups", s->wakes), CC_LOG_INT("ticks", s->ticks_run),
-		    CC_LOG_DBL("per_tick", s->ticks_run ? (double)s->wakes / (double)s->ticks_run : 0.0));
+	gs_pace_log(&s->pace, s->ticks_run);
 	return result;
 }
 
-/*
- * The wait before a tick batch, in net-sim mode: ENet is serviced until the
- * tick is due, since sys/netsim releases held packets only when serviced.
- * Every service call is a wake (it may block in poll until a packet).
- */
-static void netsim_wait(struct gs_server *s, int64_t next)
+/* pace.h's callbacks: a wake reads the clock and notes a stall; an event is handled. */
+static void pace_woke(void *ctx, int64_t next)
 {
-	ENetEvent ev;
-	for (;;) {
-		int64_t left_ms = (next - cc_clock_ns()) / 1000000;
-		int rc = cc_netsim_service(s->sim, s->host, &ev, left_ms > 0 ? (enet_uint32)left_ms : 0);
-		s->wakes++;
-		cc_metric_add(s->m.wakes, NULL, 1);
-		note_stall(s, next);
-		if (rc > 0)
-			handle(s, &ev);
-		/* The tick is due: a steady stream of packets (a flood) must not keep it waiting. */
-		if (cc_clock_ns() >= next)
-			break;
-	}
+	note_stall(ctx, next);
 }
 
-/* Sleeps until the monotonic deadline next, unless it has passed; a sleep is one wake. */
-static void sleep_until(struct gs_server *s, int64_t next)
+static void pace_event(void *ctx, ENetEvent *ev)
 {
-	if (cc_clock_ns() >= next)
-		return;
-	struct timespec ts = cc_clock_timespec(next);
-	(void)clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL); /* EINTR: early, drained and rechecked */
-	s->wakes++;
-	cc_metric_add(s->m.wakes, NULL, 1);
-}
-
-/* Whether a datagram waits in the socket (poll with no wait). */
-static bool socket_readable(const struct gs_server *s)
-{
-	enet_uint32 cond = ENET_SOCKET_WAIT_RECEIVE;
-	return enet_socket_wait(s->host->socket, &cond, 0) == 0 && (cond & ENET_SOCKET_WAIT_RECEIVE);
-}
-
-/*
- * Takes in every event ENet has waiting, without blocking: datagrams that
- * arrived since the last pass (the socket read until EAGAIN) and what they
- * produced. Bounded: before the deadline next it stops there, after it at
- * DRAIN_BUDGET_NS or DRAIN_MAX_EVENTS, so a flood cannot starve the tick.
- * Returns true when it stopped at its bound with more possibly waiting.
- */
-static bool drain_network(struct gs_server *s, int64_t next)
-{
-	note_stall(s, next); /* also the time every packet of this pass is charged at */
-	int64_t limit = s->service_ns < next ? next : s->service_ns + DRAIN_BUDGET_NS;
-	ENetEvent ev;
-	for (int n = 1;; n++) {
-		int rc = enet_host_service(s->host, &ev, 0);
-		if (rc < 0)
-			return false; /* a socket error: the next pass meets it again */
-		if (rc > 0)
-			handle(s, &ev);
-		else if (!socket_readable(s))
-			return false; /* the socket is empty: drained */
-		/* (rc 0 with datagrams left: ENet reads at most 256 per call, e.g. a kicked flooder's, which make no event) */
-		if (rc == 0 || n % DRAIN_CLOCK_EVERY == 0) {
-			s->service_ns = cc_clock_ns();
-			if (s->service_ns >= limit || n >= DRAIN_MAX_EVENTS)
-				return true;
-		}
-	}
+	handle(ctx, ev);
 }
 
 /*
@@ -1297,20 +1236,12 @@ static bool drain_network(struct gs_server *s, int64_t next)
 int gs_server_run(struct gs_server *s, bool (*stopping)(void *ctx), void *ctx)
 {
 	int64_t next = cc_clock_ns();
-	bool backlog = false;
 	while (!stopping(ctx)) {
-		if (s->sim)
-			netsim_wait(s, next);
-		else {
-			if (!backlog)
-				sleep_until(s, next);
-			backlog = drain_network(s, next);
-			if (cc_clock_ns() < next)
-				continue; /* a backlog drained before the deadline (or an early wake) */
-		}
+		if (!gs_pace_wait(&s->pace, next))
+			continue; /* a backlog drained before the deadline (or an early wake) */
 		int64_t started = cc_clock_ns();
 		note_stall(s, next);
-		cc_metric_observe(s->m.lateness, NULL, (double)(started - next) / 1e9);
+		gs_pace_tick_started(&s->pace, next, started);
 		int runs = 0;
 		while (cc_clock_ns() >= next && runs < MAX_CATCH_UP) {
 			next += TICK_NS;
@@ -1431,9 +1362,6 @@ struct gs_server *gs_server_create(const struct gs_server_options *opts, struct 
 	 * Fine enough to see 1 ms steps below a tick (scripts/bench-density.sh reads its p99 against 3.3 ms, a
 	 * fifth of a tick); 50 ms, 100 ms (a stall) and 1 s above it, as before.
 	 */
-	static const double late_buckets[] = { 0.00025, 0.0005, 0.001, 0.0015, 0.002, 0.0025, 0.003,
-					       0.0033, 0.004, 0.005, 0.006, 0.008, 0.012, 0.016,
-					       0.020, 0.033, 0.05, 0.1, 1 };
 	s->m.rl_packets = cc_counter("cosmic_clash_gameserver_rate_limited_packets_total",
 				     "Packets dropped over a peer's packet or byte rate limit, by limit.", limit_l, 2);
 	s->m.rl_bytes = cc_counter("cosmic_clash_gameserver_rate_limited_bytes_total",
@@ -1444,12 +1372,7 @@ struct gs_server *gs_server_create(const struct gs_server_options *opts, struct 
 				outcome_l, 5);
 	s->m.stalls = cc_counter("cosmic_clash_gameserver_server_stalls_total",
 				 "Times the tick loop itself ran over 100 ms late (each opens the stall grace).", NULL, 1);
-	s->m.lateness = cc_histogram("cosmic_clash_gameserver_tick_lateness_seconds",
-				     "How late each tick batch started after its deadline.", NULL, 1, late_buckets,
-				     CC_ARRAY_LEN(late_buckets));
-	s->m.wakes = cc_counter("cosmic_clash_gameserver_loop_wakeups_total",
-				"Times the tick loop woke from a wait: once per tick (net-sim mode: once per ENet service).",
-				NULL, 1);
+	gs_pace_init(&s->pace, s->host, s->sim, &s->service_ns, pace_woke, pace_event, s);
 	s->m.sessions = cc_counter("cosmic_clash_gameserver_session_events_total",
 				   "Slot and spectator events: reserved, resumed, taken_over, lapsed, bot_took_slot, spectator, ...",
 				   event_l, 16);
