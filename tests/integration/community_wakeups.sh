@@ -55,9 +55,4 @@ wait_exit "$cl_pid" 60
 pass "the match ended and agreed for all six"
 kill -TERM "$gs_pid"
 wait_exit "$gs_pid" 30
-line=$(grep '"event":"loop_wakeups"' "$T_DIR/gs.log" | tail -n 1)
-[[ -n $line ]] || fail "no loop_wakeups line as community mode stopped"
-read -r lw lt lp <<<"$(jq -r '"\(.wakeups) \(.ticks) \(.per_tick)"' <<<"$line")"
-((lt > 0)) || fail "loop_wakeups line with no ticks: $line"
-awk -v p="$lp" 'BEGIN { exit !(p <= 1.5) }' || fail "over the whole run community mode woke $lw times in $lt ticks ($lp per tick): $line"
-pass "whole run: $lw wake-ups over $lt ticks ($lp per tick)"
+expect_whole_run_wakeups "$T_DIR/gs.log" "community mode"

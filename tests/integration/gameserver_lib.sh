@@ -68,6 +68,19 @@ wait_exit() {
 	wait "$pid" || EXIT_STATUS=$?
 }
 
+# expect_whole_run_wakeups LOG WHO: the last "loop_wakeups" line of cc-gameserver's LOG (written as
+# its loop returns) says at most 1.5 wake-ups per tick over the whole run (issue 24); WHO names the
+# loop in the failure.
+expect_whole_run_wakeups() {
+	local line lw lt lp
+	line=$(grep '"event":"loop_wakeups"' "$1" | tail -n 1)
+	[[ -n $line ]] || fail "no loop_wakeups line as $2 stopped"
+	read -r lw lt lp <<<"$(jq -r '"\(.wakeups) \(.ticks) \(.per_tick)"' <<<"$line")"
+	((lt > 0)) || fail "loop_wakeups line with no ticks: $line"
+	awk -v p="$lp" 'BEGIN { exit !(p <= 1.5) }' || fail "over the whole run $2 woke $lw times in $lt ticks ($lp per tick): $line"
+	pass "whole run: $lw wake-ups over $lt ticks ($lp per tick)"
+}
+
 # gs_start_community PORT [FLAGS...]: cc-gameserver --mode=community on PORT (UDP, probe on TCP), no
 # roster, keys or control plane (issue 23); log $T_DIR/gs.log, pid GS_PID.
 gs_start_community() {

@@ -61,9 +61,4 @@ done
 pass "all six players saw the match end"
 wait_exit "$gs_pid" 30
 expect_eq "cc-gameserver exit status (0 = result acknowledged)" 0 "$EXIT_STATUS"
-line=$(grep '"event":"loop_wakeups"' "$T_DIR/gs.log" | tail -n 1)
-[[ -n $line ]] || fail "no loop_wakeups line at the end of the run"
-read -r lw lt lp <<<"$(jq -r '"\(.wakeups) \(.ticks) \(.per_tick)"' <<<"$line")"
-((lt > 0)) || fail "loop_wakeups line with no ticks: $line"
-awk -v p="$lp" 'BEGIN { exit !(p <= 1.5) }' || fail "over the whole run the loop woke $lw times in $lt ticks ($lp per tick): $line"
-pass "whole run: $lw wake-ups over $lt ticks ($lp per tick)"
+expect_whole_run_wakeups "$T_DIR/gs.log" "the loop"
