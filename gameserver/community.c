@@ -38,7 +38,6 @@
 #define ENET_TIMEOUT_MAX_MS 10000
 #define MATCH_PLAYERS_MAX CC_SIM_MAX_SHIPS
 #define IDLE_EVICT_MIN_MS 500 /* a silent peer younger than this is never evicted (its hello may be in flight) */
-#define RCVBUF_BYTES (4 << 20) /* UDP receive buffer asked for: a burst between two ticks waits, not dropped */
 
 enum cpeer_phase {
 	CP_HELLO,  /* connected, no hello yet: receives nothing */
@@ -1172,9 +1171,6 @@ struct gs_community *gs_community_create(const struct gs_community_options *opts
 			goto out_fail;
 		}
 	}
-	/* The loop reads the socket once per tick: room for what arrives between two passes (the kernel may cap it). */
-	if (enet_socket_set_option(c->host->socket, ENET_SOCKOPT_RCVBUF, RCVBUF_BYTES) != 0)
-		cc_log_warn("udp_rcvbuf_kept", CC_LOG_INT("asked", RCVBUF_BYTES));
 	gs_pace_init(&c->pace, c->host, c->sim, &c->service_ns, pace_woke, pace_event, c);
 	const char *reason_l[] = { "reason", NULL };
 	const char *kind_l[] = { "kind", NULL };

@@ -11,6 +11,7 @@
 #define DRAIN_BUDGET_NS 2000000LL /* a drain after the deadline stops here (2 ms): the tick comes first */
 #define DRAIN_MAX_EVENTS 4096     /* ... or after this many events */
 #define DRAIN_CLOCK_EVERY 32      /* the drain reads the clock once per this many events */
+#define RCVBUF_BYTES (4 << 20)    /* UDP receive buffer asked for: a burst between two ticks waits, not dropped */
 
 void gs_pace_init(struct gs_pace *p, ENetHost *host, struct cc_netsim *sim, int64_t *service_ns,
 		  void (*on_wake)(void *ctx, int64_t next), void (*on_event)(void *ctx, ENetEvent *ev), void *ctx)
@@ -21,6 +22,9 @@ void gs_pace_init(struct gs_pace *p, ENetHost *host, struct cc_netsim *sim, int6
 					       0.020, 0.033, 0.05, 0.1, 1 };
 	*p = (struct gs_pace){ .host = host, .sim = sim, .service_ns = service_ns, .on_wake = on_wake,
 			       .on_event = on_event, .ctx = ctx };
+	/* The socket is read once per tick: room for what arrives between two passes (the kernel may cap it). */
+	if (enet_socket_set_option(host->socket, ENET_SOCKOPT_RCVBUF, RCVBUF_BYTES) != 0)
+		cc_log_warn("udp_rcvbuf_kept", CC_LOG_INT("asked", RCVBUF_BYTES));
 	p->m_lateness = cc_histogram("cosmic_clash_gameserver_tick_lateness_seconds",
 				     "How late each tick batch started after its deadline.", NULL, 1, late_buckets,
 				     CC_ARRAY_LEN(late_buckets));

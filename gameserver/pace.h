@@ -46,8 +46,10 @@ struct gs_pace {
 };
 
 /*
- * Fills p (host, sim, callbacks) and registers its two metrics (once per
- * process: one loop per process). service_ns is the owner's clock field.
+ * Fills p (host, sim, callbacks), asks for a 4 MiB UDP receive buffer on
+ * the host's socket (logged udp_rcvbuf_kept when refused) and registers its
+ * two metrics (once per process: one loop per process). service_ns is the
+ * owner's clock field.
  */
 void gs_pace_init(struct gs_pace *p, ENetHost *host, struct cc_netsim *sim, int64_t *service_ns,
 		  void (*on_wake)(void *ctx, int64_t next), void (*on_event)(void *ctx, ENetEvent *ev), void *ctx);

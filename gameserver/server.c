@@ -36,7 +36,6 @@
 #define STALL_LOG_MS 100        /* a tick this late is a server_stalled line (and opens the grace) */
 #define REFUSE_SPARE 4          /* ENet slots past max_peers: room to tell a newcomer server_full */
 #define IDLE_EVICT_MIN_MS 500   /* a silent peer younger than this is never evicted (its hello may be in flight) */
-#define RCVBUF_BYTES (4 << 20)  /* UDP receive buffer asked for: a burst between two ticks waits, not dropped */
 #define CLOSE_MS 1000           /* after the end linger: how long the disconnects of a finished match may take */
 
 enum peer_phase {
@@ -1312,9 +1311,6 @@ struct gs_server *gs_server_create(const struct gs_server_options *opts, struct 
 			     CC_LOG_STR("bind", opts->bind), CC_LOG_INT("port", opts->port));
 		goto out_fail;
 	}
-	/* The loop reads the socket once per tick: room for what arrives between two passes (the kernel may cap it). */
-	if (enet_socket_set_option(s->host->socket, ENET_SOCKOPT_RCVBUF, RCVBUF_BYTES) != 0)
-		cc_log_warn("udp_rcvbuf_kept", CC_LOG_INT("asked", RCVBUF_BYTES));
 	/* Caps on what one peer can make us hold: our largest message is far below these. */
 	s->host->maximumPacketSize = 64 * 1024;
 	s->host->maximumWaitingData = 256 * 1024;
